@@ -1,0 +1,3 @@
+"""gpuplane: a policy and render engine for shared Kubernetes GPU clusters."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,50 @@
+"""Problems as data: every stage returns Diagnostics; only the CLI prints them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Location:
+    """A place in an input file: repository-relative path, 1-based line and column."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem: which rule found it, where, what to do about it."""
+
+    rule: str
+    message: str
+    at: Location
+    notes: tuple[tuple[str, Location], ...] = ()
+    hint: str | None = None
+    severity: Severity = field(default=Severity.ERROR)
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.at.file, self.at.line, self.at.col, self.rule, self.message)
+
+
+def sort_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Stable report order: by file, position, then rule, dropping exact repeats."""
+    unique = {(d.sort_key(), d.notes, d.hint, d.severity): d for d in diagnostics}
+    return [unique[k] for k in sorted(unique, key=lambda k: k[0])]
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diagnostics)
