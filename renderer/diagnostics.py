@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+
+PathKey = tuple[str | int, ...]
 
 
 class Severity(str, Enum):
@@ -23,6 +26,27 @@ class Location:
         if self.line <= 0:
             return self.file
         return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMap:
+    """Where each value (and each mapping key) of one input file was written."""
+
+    file: str
+    values: Mapping[PathKey, Location]
+    keys: Mapping[PathKey, Location]
+
+    def locate(self, path: PathKey) -> Location:
+        """The position of the value at `path`, or of its nearest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            found = self.values.get(path[:end])
+            if found is not None:
+                return found
+        return Location(self.file, 1, 1)
+
+    def locate_key(self, path: PathKey) -> Location:
+        """The position of the key that holds `path` (for "unknown field" and the like)."""
+        return self.keys.get(path) or self.locate(path)
 
 
 @dataclass(frozen=True, slots=True)

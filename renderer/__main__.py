@@ -1,0 +1,3 @@
+from renderer.cli import main
+
+main(prog_name="gpuplane")

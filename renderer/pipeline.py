@@ -1,0 +1,184 @@
+"""The pipeline, one way: load, schema, model, policy, layers, validate output. Returns data only.
+
+`validate` stops after policy; `render` goes on to build every cluster's objects and check each
+against the real Kubernetes and CRD schemas. Neither writes: `renderer.writer` does, and only the
+CLI decides whether to call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from renderer import model
+from renderer.diagnostics import Diagnostic, Location, Severity, has_errors, sort_diagnostics
+from renderer.layers import ClusterView, layers
+from renderer.manifest import Manifest
+from renderer.output_validation import OutputValidator, UnsupportedKubernetesVersion
+from renderer.policy import check_policy
+from renderer.rules import document_rule
+from renderer.schema import KIND_FOLDERS, check_document
+from renderer.source import load_file
+
+document_rule(
+    "stray-file",
+    "load",
+    """Input folders hold only `<name>.yaml` files.
+
+A `.yml` file, a symbolic link or any other file in `clusters/`, `pools/`, `teams/` or `queues/`
+would be ignored silently, so a change a reviewer approved would never take effect. Rename it to
+`.yaml`, move it out, or (for a link) copy the file in.""",
+)
+document_rule(
+    "output-schema",
+    "output",
+    """A rendered object does not validate against its schema.
+
+Built-in kinds are checked in strict mode against the Kubernetes OpenAPI schemas of the cluster's
+`kubernetesVersion` (kubernetes-validate's); custom kinds against the CRDs of the pinned operators
+(`--crds`). An object that the API server or the operator would reject is a bug in the input or
+in gpuplane: the message names the object, the field and the problem.""",
+)
+document_rule(
+    "output-conflict",
+    "output",
+    """Two rendered objects would be written to the same file.
+
+This happens when names built from two inputs collide, e.g. PriorityClass `<queue>-<priority>`
+for queue `a` with priority `b-c` and queue `a-b` with priority `c`. Rename one of them.""",
+)
+document_rule(
+    "kubernetes-version-unsupported",
+    "output",
+    """The cluster's kubernetesVersion has no bundled Kubernetes schemas to validate against.
+
+gpuplane validates every built-in object against the OpenAPI schemas of the cluster's version,
+from kubernetes-validate; the message names the versions it has.""",
+)
+
+IGNORED_FILES = frozenset({"README.md", ".gitkeep"})
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    platform: model.Platform
+    files: int
+    diagnostics: list[Diagnostic]
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """Every cluster's manifests; `diagnostics` holds input and output problems alike."""
+
+    platform: model.Platform
+    manifests: Mapping[str, tuple[Manifest, ...]]
+    files: int
+    diagnostics: list[Diagnostic]
+
+
+def load_platform(root: Path) -> Loaded:
+    """Load, schema-check and model every input file, then run the policy rules."""
+    diagnostics: list[Diagnostic] = []
+    objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
+    broken: set[tuple[str, str]] = set()
+    count = 0
+    for folder, kind in KIND_FOLDERS.items():
+        directory = root / folder
+        if not directory.is_dir():
+            continue
+        for entry in sorted(directory.iterdir()):
+            display = f"{folder}/{entry.name}"
+            if entry.name in IGNORED_FILES or entry.name.startswith("."):
+                continue
+            if entry.is_symlink() or not entry.is_file() or entry.suffix != ".yaml":
+                diagnostics.append(_stray(entry, display))
+                continue
+            count += 1
+            result = load_file(entry, display)
+            diagnostics.extend(result.diagnostics)
+            if result.document is None:
+                broken.add((kind, entry.stem))
+                continue
+            problems = check_document(result.document, folder)
+            diagnostics.extend(problems)
+            if problems:
+                broken.add((kind, entry.stem))
+                continue
+            objects[kind][entry.stem] = model.BUILDERS[kind](result.document.data, result.document.source)
+    platform = model.Platform(
+        clusters=objects["Cluster"],
+        pools=objects["Pool"],
+        teams=objects["Team"],
+        queues=objects["Queue"],
+        broken=frozenset(broken),
+    )
+    diagnostics.extend(check_policy(platform))
+    return Loaded(platform, count, sort_diagnostics(diagnostics))
+
+
+def _stray(entry: Path, display: str) -> Diagnostic:
+    if entry.is_symlink():
+        message, hint = "symbolic links are not followed", "copy the file into the repository"
+    elif entry.is_dir():
+        message, hint = "folders are not read here", "move its files up one level"
+    else:
+        message, hint = "only .yaml files are read", f"rename it to {entry.stem}.yaml, or move it out"
+    return Diagnostic("stray-file", message, Location(display), hint=hint)
+
+
+def render_platform(root: Path, validator: OutputValidator) -> Rendered:
+    """Validate, render every layer of every cluster, and validate each object produced."""
+    loaded = load_platform(root)
+    if has_errors(loaded.diagnostics):
+        return Rendered(loaded.platform, {}, loaded.files, loaded.diagnostics)
+    diagnostics = list(loaded.diagnostics)
+    rendered: dict[str, tuple[Manifest, ...]] = {}
+    for name in sorted(loaded.platform.clusters):
+        cluster = loaded.platform.clusters[name]
+        view = ClusterView.of(loaded.platform, cluster)
+        manifests = tuple(m for _, layer in layers() for m in layer(view))
+        diagnostics.extend(_check_output(cluster, manifests, validator))
+        rendered[name] = manifests
+    return Rendered(loaded.platform, rendered, loaded.files, sort_diagnostics(diagnostics))
+
+
+def _check_output(
+    cluster: model.Cluster, manifests: tuple[Manifest, ...], validator: OutputValidator
+) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    seen: dict[str, Manifest] = {}
+    for manifest in manifests:
+        earlier = seen.setdefault(manifest.path, manifest)
+        if earlier is not manifest:
+            problems.append(
+                Diagnostic(
+                    "output-conflict",
+                    f"{manifest.kind} '{manifest.name}' on cluster '{cluster.name}' collides with "
+                    f"one rendered from {earlier.source.file} ({manifest.path})",
+                    manifest.source,
+                    notes=(("the other object comes from here", earlier.source),),
+                )
+            )
+        try:
+            found = validator.validate(manifest.body, cluster.kubernetes_version)
+        except UnsupportedKubernetesVersion as err:
+            return [
+                Diagnostic(
+                    "kubernetes-version-unsupported",
+                    str(err),
+                    cluster.origin.at("spec", "kubernetesVersion"),
+                    severity=Severity.ERROR,
+                )
+            ]
+        for problem in found:
+            where = f" at {problem.path}" if problem.path else ""
+            problems.append(
+                Diagnostic(
+                    "output-schema",
+                    f"rendered {manifest.kind} '{manifest.name}' ({cluster.name}/{manifest.path}){where}: {problem.message}",
+                    manifest.source,
+                )
+            )
+    return problems

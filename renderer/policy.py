@@ -1,0 +1,820 @@
+"""Cross-file policy: the rules that need the whole platform, each with a stable id.
+
+A rule is a function from the Platform to the Diagnostics it finds; its docstring is what
+`gpuplane explain RULE` prints, so it says why the rule exists and how to satisfy it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from renderer import catalog
+from renderer.capacity import Offer, pool_offers, quota_offer
+from renderer.diagnostics import Diagnostic, Location, Severity
+from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Queue, Team
+from renderer.rules import document_rule
+
+RuleFunction = Callable[[Platform], Iterable[Diagnostic]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    check: RuleFunction
+
+
+POLICY: list[Rule] = []
+
+
+def rule(rule_id: str) -> Callable[[RuleFunction], RuleFunction]:
+    """Register a policy rule; its docstring becomes its `explain` text."""
+
+    def register(function: RuleFunction) -> RuleFunction:
+        document_rule(rule_id, "policy", function.__doc__ or rule_id)
+        POLICY.append(Rule(rule_id, function))
+        return function
+
+    return register
+
+
+def check_policy(platform: Platform) -> list[Diagnostic]:
+    """Run every rule; all findings, never only the first."""
+    return [d for r in POLICY for d in r.check(platform)]
+
+
+WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {
+    "distributed-training": frozenset({"training", "batch"}),
+    "fine-tuning": frozenset({"training", "batch"}),
+    "online-inference": frozenset({"inference"}),
+    "batch-inference": frozenset({"batch", "inference"}),
+    "notebooks": frozenset({"notebooks", "training"}),
+}
+"""Which namespace purposes each pool workload serves: the guide's training/inference split."""
+
+MIXABLE = frozenset({"training", "inference", "batch"})
+"""Purposes a queue with `mixing` lets share each other's pools."""
+
+DEFAULT_POD_SECURITY = {
+    "training": "baseline",
+    "notebooks": "baseline",
+    "inference": "restricted",
+    "batch": "restricted",
+}
+"""The Pod Security level each purpose enforces; a namespace may only make it stricter."""
+
+RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def serves(pool: Pool, namespace: Namespace, queue: Queue | None) -> bool:
+    """Whether pods of this namespace may use this pool under the team's queue."""
+    if namespace.cluster != pool.cluster:
+        return False
+    if namespace.purpose in WORKLOAD_PURPOSES[pool.workload]:
+        return True
+    return bool(
+        queue is not None and queue.mixing_priority is not None and namespace.purpose in MIXABLE
+    )
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def _error(
+    rule_id: str,
+    message: str,
+    at: Location,
+    hint: str | None = None,
+    notes: tuple[tuple[str, Location], ...] = (),
+) -> Diagnostic:
+    return Diagnostic(rule_id, message, at, notes=notes, hint=hint)
+
+
+# --- references -----------------------------------------------------------------------------
+
+
+@rule("unknown-reference")
+def references_resolve(p: Platform) -> Iterator[Diagnostic]:
+    """Every name an object refers to must exist: clusters, pools, queues.
+
+    Teams name their queue, their namespaces' clusters and the pools they hold quota on; pools
+    and queues name their cluster; queues name their pools. A dangling name would render objects
+    that point at nothing (a LocalQueue with no ClusterQueue, a flavor with no nodes).
+    """
+
+    def check(kind: str, name: str, known: Iterable[str], at: Location, what: str) -> Iterator[Diagnostic]:
+        known = list(known)
+        if name not in known and not p.is_broken(kind, name):
+            yield _error(
+                "unknown-reference",
+                f"{what} '{name}' does not exist",
+                at,
+                _did_you_mean(name, known) or f"add {kind.lower()}s/{name}.yaml",
+            )
+
+    for pool in p.pools.values():
+        yield from check("Cluster", pool.cluster, p.clusters, pool.origin.at("spec", "cluster"), "cluster")
+    for queue in p.queues.values():
+        yield from check("Cluster", queue.cluster, p.clusters, queue.origin.at("spec", "cluster"), "cluster")
+        for index, pool_name in enumerate(queue.pools):
+            yield from check("Pool", pool_name, p.pools, queue.origin.at("spec", "pools", index), "pool")
+    for team in p.teams.values():
+        yield from check("Queue", team.queue, p.queues, team.origin.at("spec", "queue"), "queue")
+        for ns in team.namespaces:
+            yield from check("Cluster", ns.cluster, p.clusters, ns.origin.at("cluster"), "cluster")
+        for quota in team.gpus:
+            yield from check("Pool", quota.pool, p.pools, quota.origin.at("pool"), "pool")
+
+
+@rule("queue-pool-elsewhere")
+def queue_pools_on_its_cluster(p: Platform) -> Iterator[Diagnostic]:
+    """A queue may only list pools of its own cluster.
+
+    A queue is one Kueue cohort on one cluster; a pool of another cluster has no nodes there, so
+    quota on it would admit workloads that can never be scheduled.
+    """
+    for queue in p.queues.values():
+        for index, name in enumerate(queue.pools):
+            pool = p.pools.get(name)
+            if pool is not None and pool.cluster != queue.cluster:
+                yield _error(
+                    "queue-pool-elsewhere",
+                    f"queue '{queue.name}' is on cluster '{queue.cluster}' but pool '{name}' is on '{pool.cluster}'",
+                    queue.origin.at("spec", "pools", index),
+                    "remove the pool from this queue, or list it in a queue of its own cluster",
+                    (("the pool's cluster is set here", pool.origin.at("spec", "cluster")),),
+                )
+        seen: set[str] = set()
+        for index, name in enumerate(queue.pools):
+            if name in seen:
+                yield _error(
+                    "queue-pool-elsewhere",
+                    f"pool '{name}' is listed twice in queue '{queue.name}'",
+                    queue.origin.at("spec", "pools", index),
+                    "remove the repeated entry",
+                )
+            seen.add(name)
+
+
+@rule("pool-not-in-queue")
+def team_pools_in_queue(p: Platform) -> Iterator[Diagnostic]:
+    """A team may hold quota only on pools that its queue lists.
+
+    The team's ClusterQueue joins its queue's cohort; quota on a pool outside it would be a flavor
+    no one else can lend to or borrow from, and escapes the queue's fair-sharing policy.
+    """
+    for team in p.teams.values():
+        queue = p.queues.get(team.queue)
+        if queue is None:
+            continue
+        for quota in team.gpus:
+            if quota.pool in p.pools and quota.pool not in queue.pools:
+                yield _error(
+                    "pool-not-in-queue",
+                    f"team '{team.name}' holds quota on pool '{quota.pool}', which queue '{queue.name}' does not list",
+                    quota.origin.at("pool"),
+                    f"add '{quota.pool}' to {queue.origin.file} spec.pools, or use one of: {', '.join(queue.pools)}",
+                )
+
+
+@rule("duplicate-quota")
+def quota_entries_unique(p: Platform) -> Iterator[Diagnostic]:
+    """A team lists each pool (each MIG profile of a pool) at most once in `gpus`.
+
+    Two entries for the same pool would render two flavor quotas for one flavor, which Kueue
+    rejects; add the numbers together instead.
+    """
+    for team in p.teams.values():
+        seen: dict[tuple[str, str | None], GpuQuota] = {}
+        for quota in team.gpus:
+            key = (quota.pool, quota.profile)
+            if key in seen:
+                what = f"pool '{quota.pool}'" + (f" profile '{quota.profile}'" if quota.profile else "")
+                yield _error(
+                    "duplicate-quota",
+                    f"team '{team.name}' lists {what} twice",
+                    quota.origin.location,
+                    "merge the two entries",
+                    (("first listed here", seen[key].origin.location),),
+                )
+            seen.setdefault(key, quota)
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+@rule("namespace-conflict")
+def namespaces_unique(p: Platform) -> Iterator[Diagnostic]:
+    """A namespace name is used once per cluster, across all teams.
+
+    Two teams declaring the same namespace would overwrite each other's quota, RBAC and network
+    policy: the second one silently wins.
+    """
+    first: dict[tuple[str, str], tuple[Team, Namespace]] = {}
+    for team in p.teams.values():
+        for ns in team.namespaces:
+            key = (ns.cluster, ns.name)
+            if key in first:
+                owner, earlier = first[key]
+                whose = "its own list" if owner.name == team.name else f"team '{owner.name}'"
+                yield _error(
+                    "namespace-conflict",
+                    f"namespace '{ns.name}' on cluster '{ns.cluster}' is already declared by {whose}",
+                    ns.origin.at("name"),
+                    "choose another name, e.g. prefix it with the team name",
+                    (("declared first here", earlier.origin.at("name")),),
+                )
+            else:
+                first[key] = (team, ns)
+
+
+@rule("reserved-namespace")
+def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
+    """Teams may not claim Kubernetes' own namespaces (`default`, `kube-*`).
+
+    Quotas, network policies and RoleBindings rendered into them would break the cluster's system
+    components or hand a team control over them.
+    """
+    for team in p.teams.values():
+        for ns in team.namespaces:
+            if ns.name in RESERVED_NAMESPACES or ns.name.startswith("kube-"):
+                yield _error(
+                    "reserved-namespace",
+                    f"namespace '{ns.name}' is reserved for Kubernetes itself",
+                    ns.origin.at("name"),
+                    f"use a team-owned name such as '{team.name}-{ns.purpose}'",
+                )
+
+
+@rule("label-value")
+def label_values_valid(p: Platform) -> Iterator[Diagnostic]:
+    """Values that become Kubernetes label values must be valid label values.
+
+    `costCenter` is copied to the `gpuplane.dev/cost-center` label on every object of the team, so
+    it must be at most 63 characters of letters, digits, '-', '_' and '.', starting and ending with
+    a letter or digit.
+    """
+    for team in p.teams.values():
+        value = team.cost_center
+        if len(value) > 63 or not LABEL_VALUE.match(value):
+            yield _error(
+                "label-value",
+                f"costCenter '{value}' cannot be a Kubernetes label value",
+                team.origin.at("spec", "costCenter"),
+                "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+            )
+
+
+@rule("rbac-reserved-group")
+def groups_not_system(p: Platform) -> Iterator[Diagnostic]:
+    """IdP groups may not be Kubernetes' own `system:` groups.
+
+    Binding `system:authenticated` or `system:masters` would hand a namespace to every user of the
+    cluster, or name a group that is already cluster-admin. Teams can only widen access to their
+    own namespaces through their own IdP groups.
+    """
+    for team in p.teams.values():
+        for field_name, groups in (("owners", team.owners), ("members", team.members), ("viewers", team.viewers)):
+            for index, group in enumerate(groups):
+                if group.startswith("system:"):
+                    yield _error(
+                        "rbac-reserved-group",
+                        f"team '{team.name}' binds the Kubernetes system group '{group}'",
+                        team.origin.at("spec", field_name, index),
+                        "name the team's own IdP group",
+                    )
+    for cluster in p.clusters.values():
+        for index, group in enumerate(cluster.platform_owners):
+            if group.startswith("system:"):
+                yield _error(
+                    "rbac-reserved-group",
+                    f"platform owner '{group}' is a Kubernetes system group",
+                    cluster.origin.at("spec", "platformOwners", index),
+                    "name the platform team's IdP group",
+                )
+
+
+# --- capacity -------------------------------------------------------------------------------
+
+
+def _quota_offers(p: Platform) -> dict[tuple[str, str], list[tuple[Team, GpuQuota, Offer]]]:
+    """Each (pool, resource) with the team quotas that draw on it."""
+    by_offer: dict[tuple[str, str], list[tuple[Team, GpuQuota, Offer]]] = defaultdict(list)
+    for team in p.teams.values():
+        for quota in team.gpus:
+            pool = p.pools.get(quota.pool)
+            offer = quota_offer(pool, quota) if pool is not None else None
+            if offer is not None:
+                by_offer[(offer.pool, offer.resource)].append((team, quota, offer))
+    return by_offer
+
+
+def _what(offer: Offer) -> str:
+    return f"{offer.unit}s" if not offer.profile else f"{offer.profile} MIG instances"
+
+
+@rule("quota-exceeds-pool")
+def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
+    """The nominal quotas on a pool must fit its capacity, times the queue's oversubscription.
+
+    Nominal quota is what a team is promised. If the promises add up to more than the pool holds
+    (at its minimum size), some team's guaranteed work waits for capacity that does not exist.
+    A queue may allow a deliberate ratio with `oversubscription`; the default is 1.0.
+    """
+    for (pool_name, _), entries in sorted(_quota_offers(p).items()):
+        pool = p.pools[pool_name]
+        queue = next((q for q in p.queues.values() if pool_name in q.pools), None)
+        ratio = queue.oversubscription if queue is not None else 1.0
+        offer = entries[0][2]
+        allowed = int(offer.guaranteed * ratio)
+        total = sum(q.nominal for _, q, _ in entries)
+        if total <= allowed:
+            continue
+        for team, quota, _ in entries:
+            if quota.nominal == 0:
+                continue
+            others = total - quota.nominal
+            yield _error(
+                "quota-exceeds-pool",
+                f"team '{team.name}' asks for {quota.nominal} {_what(offer)} on pool '{pool_name}'; "
+                f"with the other teams' {others} that is {total}, and the pool has {allowed}",
+                quota.origin.at("nominal"),
+                f"lower gpus[{quota.origin.path[-1]}].nominal, or add nodes to '{pool_name}'",
+                (
+                    (
+                        f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}"
+                        + (f", oversubscription {ratio:g}" if ratio != 1.0 else ""),
+                        pool.origin.at("spec", "nodes"),
+                    ),
+                ),
+            )
+
+
+@rule("guaranteed-exceeds-capacity")
+def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
+    """What teams keep for themselves (nominal minus lending limit) must fit the pool, with no
+    oversubscription.
+
+    Oversubscription is a bet that not every team uses its nominal quota at once; the part a team
+    never lends is not a bet, so the sum of those parts must fit the real hardware.
+    """
+    for (pool_name, _), entries in sorted(_quota_offers(p).items()):
+        pool = p.pools[pool_name]
+        offer = entries[0][2]
+        kept = [(t, q, q.nominal - (q.lending_limit or 0) if q.lending_limit is not None else q.nominal) for t, q, _ in entries]
+        total = sum(k for _, _, k in kept)
+        if total <= offer.guaranteed:
+            continue
+        for team, quota, keeps in kept:
+            if keeps == 0:
+                continue
+            yield _error(
+                "guaranteed-exceeds-capacity",
+                f"team '{team.name}' keeps {keeps} {_what(offer)} on pool '{pool_name}' for itself; "
+                f"all teams together keep {total}, and the pool has {offer.guaranteed}",
+                quota.origin.at("nominal"),
+                "set a lendingLimit so unused quota can be lent, or lower nominal",
+                (("pool size declared here", pool.origin.at("spec", "nodes")),),
+            )
+
+
+@rule("lending-exceeds-nominal")
+def lending_within_nominal(p: Platform) -> Iterator[Diagnostic]:
+    """A team cannot lend more than its nominal quota.
+
+    `lendingLimit` is how much of the team's own nominal quota others may borrow; Kueue requires
+    it to be at most nominal.
+    """
+    for team in p.teams.values():
+        for quota in team.gpus:
+            if quota.lending_limit is not None and quota.lending_limit > quota.nominal:
+                yield _error(
+                    "lending-exceeds-nominal",
+                    f"lendingLimit {quota.lending_limit} is more than nominal {quota.nominal} on pool '{quota.pool}'",
+                    quota.origin.at("lendingLimit"),
+                    f"set lendingLimit to at most {quota.nominal}",
+                )
+
+
+@rule("borrowing-exceeds-pool")
+def borrowing_within_pool(p: Platform) -> Iterator[Diagnostic]:
+    """Nominal plus borrowing limit may not exceed what the pool can ever hold.
+
+    A borrowing limit past the pool's maximum size promises GPUs that no node provides, and the
+    namespace's ResourceQuota (which backs the queue up) would be set above the hardware.
+    """
+    for team in p.teams.values():
+        for quota in team.gpus:
+            pool = p.pools.get(quota.pool)
+            offer = quota_offer(pool, quota) if pool is not None else None
+            if offer is None or quota.borrowing_limit is None:
+                continue
+            if quota.nominal + quota.borrowing_limit > offer.maximum:
+                yield _error(
+                    "borrowing-exceeds-pool",
+                    f"nominal {quota.nominal} + borrowingLimit {quota.borrowing_limit} exceeds pool "
+                    f"'{quota.pool}', which holds at most {offer.maximum} {_what(offer)}",
+                    quota.origin.at("borrowingLimit"),
+                    f"set borrowingLimit to at most {max(offer.maximum - quota.nominal, 0)}",
+                )
+
+
+@rule("quota-needs-namespace")
+def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
+    """A team's GPU quota on a pool needs a namespace of that team on the pool's cluster.
+
+    Quota is admitted through a LocalQueue in a team namespace; without a namespace on the pool's
+    cluster the quota can never be used, and usually means the namespace was forgotten.
+    """
+    for team in p.teams.values():
+        for quota in team.gpus:
+            pool = p.pools.get(quota.pool)
+            if pool is None:
+                continue
+            if not any(ns.cluster == pool.cluster for ns in team.namespaces):
+                yield _error(
+                    "quota-needs-namespace",
+                    f"team '{team.name}' holds quota on pool '{pool.name}' but has no namespace on cluster '{pool.cluster}'",
+                    quota.origin.at("pool"),
+                    f"add a namespace with cluster: {pool.cluster}",
+                )
+
+
+@rule("training-inference-separation")
+def purposes_match_pools(p: Platform) -> Iterator[Diagnostic]:
+    """A pool's workload decides which namespace purposes may use it.
+
+    The guide's common mistake: mixing training and production inference without priority and
+    isolation rules. Training and fine-tuning pools serve training and batch namespaces;
+    online-inference pools serve inference; batch-inference pools serve batch and inference;
+    notebook pools serve notebooks and training. A queue may allow mixing explicitly with
+    `mixing: {inferencePriority: NAME}`, naming its highest priority so inference always wins.
+    """
+    for team in p.teams.values():
+        queue = p.queues.get(team.queue)
+        for quota in team.gpus:
+            pool = p.pools.get(quota.pool)
+            if pool is None:
+                continue
+            on_cluster = [ns for ns in team.namespaces if ns.cluster == pool.cluster]
+            if on_cluster and not any(serves(pool, ns, queue) for ns in on_cluster):
+                purposes = ", ".join(sorted({ns.purpose for ns in on_cluster}))
+                wanted = " or ".join(sorted(WORKLOAD_PURPOSES[pool.workload]))
+                yield _error(
+                    "training-inference-separation",
+                    f"pool '{pool.name}' ({pool.workload}) serves {wanted} namespaces; "
+                    f"team '{team.name}' has only {purposes} namespaces on '{pool.cluster}'",
+                    quota.origin.at("pool"),
+                    f"add a {wanted} namespace, use a pool for {purposes} work, or let the queue mix workloads with mixing.inferencePriority",
+                )
+
+
+# --- pools and the GPU catalog -------------------------------------------------------------
+
+
+@rule("unknown-accelerator")
+def accelerators_known(p: Platform) -> Iterator[Diagnostic]:
+    """A pool's accelerator must be a key of the GPU catalog.
+
+    The catalog knows each accelerator's memory, MIG profiles, resource name and reference
+    bandwidths; without it the pool's capacity and resource names are unknown.
+    `gpuplane explain unknown-accelerator` cannot list them all; see docs/gpu-catalog.md.
+    """
+    for pool in p.pools.values():
+        if catalog.accelerator(pool.accelerator) is None:
+            suggestion = catalog.suggest(pool.accelerator)
+            yield _error(
+                "unknown-accelerator",
+                f"accelerator '{pool.accelerator}' is not in the GPU catalog",
+                pool.origin.at("spec", "accelerator"),
+                f"did you mean '{suggestion}'?" if suggestion else f"known: {', '.join(sorted(catalog.CATALOG))}",
+            )
+
+
+@rule("mig-layout-invalid")
+def mig_layouts_valid(p: Platform) -> Iterator[Diagnostic]:
+    """A MIG layout must be one the accelerator can hold.
+
+    Each profile must exist on the accelerator, each count must be within the profile's per-GPU
+    maximum (as the GPU Operator's MIG manager knows them), and the instances must fit the GPU's
+    7 compute slices and 8 memory slices in a valid placement. The MIG manager would otherwise
+    leave the node unconfigured and its GPUs unadvertised.
+    """
+    for pool in p.pools.values():
+        accelerator = catalog.accelerator(pool.accelerator)
+        if accelerator is None or pool.sharing != "mig":
+            continue
+        for problem in accelerator.mig_layout_problems(pool.mig_layout):
+            yield _error(
+                "mig-layout-invalid",
+                f"pool '{pool.name}': {problem}",
+                pool.origin.at("spec", "mig", "layout"),
+                "use a layout from the GPU Operator's MIG configs, e.g. all-balanced",
+            )
+
+
+@rule("quota-profile")
+def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
+    """Quota on a MIG pool names one of its layout's profiles; quota on other pools names none.
+
+    A MIG pool advertises one resource per profile (`nvidia.com/mig-3g.40gb`), so the quota must
+    say which one it counts; on a whole-GPU or time-shared pool a profile means nothing.
+    """
+    for team in p.teams.values():
+        for quota in team.gpus:
+            pool = p.pools.get(quota.pool)
+            if pool is None:
+                continue
+            if pool.sharing == "mig" and pool.exposure != "dra":
+                layout = sorted(pool.mig_layout)
+                if quota.profile is None:
+                    yield _error(
+                        "quota-profile",
+                        f"pool '{pool.name}' is a MIG pool; say which profile this quota counts",
+                        quota.origin.location,
+                        f"add profile: one of {', '.join(layout)}",
+                    )
+                elif quota.profile not in pool.mig_layout:
+                    yield _error(
+                        "quota-profile",
+                        f"profile '{quota.profile}' is not in pool '{pool.name}''s layout ({', '.join(layout)})",
+                        quota.origin.at("profile"),
+                        _did_you_mean(quota.profile, layout),
+                    )
+            elif quota.profile is not None:
+                yield _error(
+                    "quota-profile",
+                    f"pool '{pool.name}' does not use MIG; profile '{quota.profile}' has no meaning there",
+                    quota.origin.at("profile"),
+                    "remove profile",
+                )
+
+
+@rule("sharing-breaks-training")
+def no_sharing_on_training(p: Platform) -> Iterator[Diagnostic]:
+    """Time-slicing and MPS are refused on distributed-training pools.
+
+    Multi-node training assumes every rank owns its GPU: all-reduce runs in lockstep, so one
+    time-shared rank slows every rank, and memory is not isolated between replicas.
+    """
+    for pool in p.pools.values():
+        if pool.workload == "distributed-training" and pool.sharing in ("time-slicing", "mps"):
+            yield _error(
+                "sharing-breaks-training",
+                f"pool '{pool.name}' shares GPUs with {pool.sharing} but runs distributed training",
+                pool.origin.at("spec", "sharing"),
+                "use sharing: full-gpu for distributed training, or change the workload",
+            )
+
+
+@rule("dra-needs-kubernetes-1.34")
+def dra_needs_new_clusters(p: Platform) -> Iterator[Diagnostic]:
+    """`exposure: dra` needs Kubernetes 1.34 or later, where `resource.k8s.io/v1` is served.
+
+    Dynamic Resource Allocation reached GA (v1) in 1.34; earlier versions serve only beta APIs
+    that gpuplane does not render.
+    """
+    for pool in p.pools.values():
+        cluster = p.clusters.get(pool.cluster)
+        if pool.exposure == "dra" and cluster is not None and cluster.minor < 34:
+            yield _error(
+                "dra-needs-kubernetes-1.34",
+                f"pool '{pool.name}' uses DRA but cluster '{cluster.name}' runs Kubernetes {cluster.kubernetes_version}",
+                pool.origin.at("spec", "exposure"),
+                "use exposure: device-plugin, or upgrade the cluster to 1.34",
+                (("version declared here", cluster.origin.at("spec", "kubernetesVersion")),),
+            )
+
+
+REQUIRED_THRESHOLDS = {
+    "distributed-training": ("allReduceBusBandwidthGBps", "checkpointWriteGBps", "restoreSeconds"),
+    "fine-tuning": ("checkpointWriteGBps", "restoreSeconds"),
+    "online-inference": ("inferenceP95Ms",),
+    "batch-inference": ("inferenceP95Ms",),
+    "notebooks": (),
+}
+
+
+@rule("acceptance-thresholds")
+def pools_have_thresholds(p: Platform) -> Iterator[Diagnostic]:
+    """Every pool declares the acceptance thresholds its workload is judged by.
+
+    The guide: a cluster that cannot explain its bandwidth, checkpoint restore time or latency is
+    not production infrastructure yet. Distributed training needs all-reduce bus bandwidth,
+    checkpoint write throughput and restore time; fine-tuning the checkpoint figures; inference
+    pools a p95 latency. The acceptance suite fails a pool that misses them.
+    """
+    for pool in p.pools.values():
+        wanted = REQUIRED_THRESHOLDS[pool.workload]
+        if pool.workload == "distributed-training" and pool.nodes.max <= 1:
+            wanted = tuple(t for t in wanted if t != "allReduceBusBandwidthGBps")
+        missing = [t for t in wanted if t not in pool.acceptance]
+        if missing:
+            yield _error(
+                "acceptance-thresholds",
+                f"pool '{pool.name}' ({pool.workload}) has no acceptance threshold for {', '.join(missing)}",
+                pool.origin.key("spec", "acceptance"),
+                f"add {', '.join(f'{m}: …' for m in missing)} under spec.acceptance",
+            )
+
+
+@rule("cost-currency")
+def one_currency_per_cluster(p: Platform) -> Iterator[Diagnostic]:
+    """All pools of a cluster state their cost in one currency.
+
+    Effective cost per team adds GPU-hours across pools; amounts in different currencies cannot
+    be added without an exchange rate the engine does not have.
+    """
+    by_cluster: dict[str, list[Pool]] = defaultdict(list)
+    for pool in p.pools.values():
+        by_cluster[pool.cluster].append(pool)
+    for pools in by_cluster.values():
+        first = pools[0]
+        for pool in pools[1:]:
+            if pool.currency != first.currency:
+                yield _error(
+                    "cost-currency",
+                    f"pool '{pool.name}' costs in {pool.currency}, pool '{first.name}' on the same cluster in {first.currency}",
+                    pool.origin.at("spec", "cost", "currency"),
+                    f"state the cost in {first.currency}",
+                )
+
+
+@rule("pool-unused")
+def pools_in_a_queue(p: Platform) -> Iterator[Diagnostic]:
+    """A pool that no queue lists cannot be used by any team (a warning).
+
+    Its GPUs would sit idle and unaccounted for; add it to its cluster's queue.
+    """
+    used = {name for q in p.queues.values() for name in q.pools}
+    for pool in p.pools.values():
+        if pool.name not in used:
+            yield Diagnostic(
+                "pool-unused",
+                f"pool '{pool.name}' is in no queue, so no team can use it",
+                pool.origin.at("metadata", "name"),
+                hint=f"add it to spec.pools of a queue on cluster '{pool.cluster}'",
+                severity=Severity.WARNING,
+            )
+
+
+# --- queues ---------------------------------------------------------------------------------
+
+
+@rule("queue-priorities")
+def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
+    """A queue's priorities have unique names and values, and exactly one is the default.
+
+    They become PriorityClasses and WorkloadPriorityClasses; jobs that name none get the default.
+    """
+    for queue in p.queues.values():
+        names: set[str] = set()
+        values: dict[int, str] = {}
+        for prio in queue.priorities:
+            if prio.name in names:
+                yield _error("queue-priorities", f"priority '{prio.name}' is declared twice", prio.origin.at("name"))
+            if prio.value in values:
+                yield _error(
+                    "queue-priorities",
+                    f"priorities '{values[prio.value]}' and '{prio.name}' have the same value {prio.value}",
+                    prio.origin.at("value"),
+                    "give each priority a distinct value so preemption order is explicit",
+                )
+            names.add(prio.name)
+            values.setdefault(prio.value, prio.name)
+        defaults = [prio for prio in queue.priorities if prio.default]
+        if len(defaults) != 1:
+            yield _error(
+                "queue-priorities",
+                f"queue '{queue.name}' has {len(defaults)} default priorities; exactly one is needed",
+                queue.origin.key("spec", "priorities"),
+                "mark one priority with default: true",
+            )
+
+
+@rule("unknown-priority")
+def team_priority_known(p: Platform) -> Iterator[Diagnostic]:
+    """A team's priority must be one of its queue's priorities."""
+    for team in p.teams.values():
+        queue = p.queues.get(team.queue)
+        if queue is not None and team.priority is not None and queue.priority(team.priority) is None:
+            known = [prio.name for prio in queue.priorities]
+            yield _error(
+                "unknown-priority",
+                f"priority '{team.priority}' is not a priority of queue '{queue.name}'",
+                team.origin.at("spec", "priority"),
+                _did_you_mean(team.priority, known) or f"use one of: {', '.join(known)}",
+            )
+
+
+@rule("mixing-priority")
+def mixing_protects_inference(p: Platform) -> Iterator[Diagnostic]:
+    """A queue that mixes training and inference must protect inference with its highest priority.
+
+    `mixing.inferencePriority` names the priority inference workloads run at; it must be a
+    priority of the queue and strictly higher than every other, so training can never preempt or
+    starve production inference on a shared pool.
+    """
+    for queue in p.queues.values():
+        if queue.mixing_priority is None:
+            continue
+        chosen = queue.priority(queue.mixing_priority)
+        at = queue.origin.at("spec", "mixing", "inferencePriority")
+        if chosen is None:
+            yield _error(
+                "mixing-priority",
+                f"mixing.inferencePriority '{queue.mixing_priority}' is not a priority of queue '{queue.name}'",
+                at,
+                _did_you_mean(queue.mixing_priority, [x.name for x in queue.priorities]),
+            )
+        elif any(other.value >= chosen.value for other in queue.priorities if other is not chosen):
+            yield _error(
+                "mixing-priority",
+                f"priority '{chosen.name}' ({chosen.value}) is not the highest in queue '{queue.name}'",
+                at,
+                "name the queue's highest priority, or raise its value above the others",
+            )
+
+
+# --- clusters -------------------------------------------------------------------------------
+
+SCHEDULER_ADDON = {"kueue": "kueue", "volcano": "volcano"}
+
+
+def _required_addons(cluster: Cluster) -> list[str]:
+    return ["gpuOperator", SCHEDULER_ADDON[cluster.scheduler], "dcgmExporter"]
+
+
+@rule("addon-version-unpinned")
+def production_pins_addons(p: Platform) -> Iterator[Diagnostic]:
+    """Production clusters declare and pin every add-on: GPU Operator, scheduler, DCGM exporter.
+
+    An unpinned chart upgrades whenever its repository moves, which is how a driver or Kueue API
+    change reaches production without review. Staging may float; production may not.
+    """
+    for cluster in p.clusters.values():
+        if not cluster.production:
+            continue
+        for name in _required_addons(cluster):
+            if name not in cluster.addons:
+                yield _error(
+                    "addon-version-unpinned",
+                    f"production cluster '{cluster.name}' does not declare the {name} add-on",
+                    cluster.origin.key("spec", "addons"),
+                    f"add spec.addons.{name}.version",
+                )
+        for addon in cluster.addons.values():
+            enabled = addon.settings.get("enabled", True)
+            if addon.version is None and enabled:
+                yield _error(
+                    "addon-version-unpinned",
+                    f"production cluster '{cluster.name}' does not pin the {addon.name} version",
+                    addon.origin.location,
+                    f"add version: to spec.addons.{addon.name}",
+                )
+
+
+@rule("scheduler-addon-missing")
+def scheduler_installed(p: Platform) -> Iterator[Diagnostic]:
+    """A cluster's scheduler (Kueue or Volcano) must be among its add-ons.
+
+    The queue layer renders that scheduler's objects; without the add-on their CRDs never arrive
+    and every sync fails.
+    """
+    for cluster in p.clusters.values():
+        wanted = SCHEDULER_ADDON[cluster.scheduler]
+        if wanted not in cluster.addons and not cluster.production:
+            yield _error(
+                "scheduler-addon-missing",
+                f"cluster '{cluster.name}' schedules with {cluster.scheduler} but does not install it",
+                cluster.origin.at("spec", "scheduler"),
+                f"add spec.addons.{wanted}",
+            )
+
+
+@rule("pod-security-loosened")
+def pod_security_only_stricter(p: Platform) -> Iterator[Diagnostic]:
+    """A namespace's `podSecurity` may only make its purpose's level stricter.
+
+    Inference and batch namespaces enforce `restricted`; training and notebook namespaces enforce
+    `baseline` (and audit and warn at `restricted`). Lowering inference to baseline would let
+    serving pods run with extra privileges next to production traffic.
+    """
+    rank = {"baseline": 0, "restricted": 1}
+    for team in p.teams.values():
+        for ns in team.namespaces:
+            default = DEFAULT_POD_SECURITY[ns.purpose]
+            if ns.pod_security is not None and rank[ns.pod_security] < rank[default]:
+                yield _error(
+                    "pod-security-loosened",
+                    f"namespace '{ns.name}' ({ns.purpose}) lowers Pod Security from {default} to {ns.pod_security}",
+                    ns.origin.at("podSecurity"),
+                    f"remove podSecurity, or set it to {default}",
+                )

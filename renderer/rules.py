@@ -1,0 +1,44 @@
+"""The registry of rule ids: every finding names one, and `gpuplane explain RULE` prints its text."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDoc:
+    """A rule's stable id, the pipeline stage that checks it, and why it exists."""
+
+    id: str
+    stage: str
+    text: str
+
+    @property
+    def summary(self) -> str:
+        return self.text.strip().splitlines()[0]
+
+
+RULES: dict[str, RuleDoc] = {}
+
+
+def document_rule(rule_id: str, stage: str, text: str) -> None:
+    """Register a rule's explanation; ids are unique across the whole engine."""
+    if rule_id in RULES:
+        raise ValueError(f"rule id {rule_id!r} registered twice")
+    RULES[rule_id] = RuleDoc(rule_id, stage, inspect.cleandoc(text))
+
+
+def explain(rule_id: str) -> RuleDoc | None:
+    _load_all()
+    return RULES.get(rule_id)
+
+
+def all_rules() -> list[RuleDoc]:
+    _load_all()
+    return sorted(RULES.values(), key=lambda r: (r.stage, r.id))
+
+
+def _load_all() -> None:
+    """Import every module that registers rules, so `explain` knows them all."""
+    import renderer.pipeline  # noqa: F401  (registers load, schema, policy and output rules)

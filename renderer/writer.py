@@ -1,0 +1,136 @@
+"""Turn manifests into a byte-exact tree and put it on disk atomically.
+
+One dumper with fixed settings gives canonical YAML; files and kustomization resources are
+sorted; nothing depends on the machine, the clock or hash seeds. The tree is written to a sibling
+temporary folder and swapped in by rename, so a failed run leaves `rendered/` as it was, and
+files of removed objects disappear with the old tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from renderer.manifest import Manifest
+
+try:
+    _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
+except AttributeError:  # PyYAML built without libyaml: same output, slower
+    _Dumper = yaml.SafeDumper
+
+HEADER = "# Rendered by gpuplane from {source}; edit that file, not this one.\n"
+
+OUTPUT_DIR = "rendered"
+
+
+def dump(body: Mapping[str, Any]) -> str:
+    """Canonical YAML: block style, keys in the order the layer built them, no line folding."""
+    text: str = yaml.dump(
+        body,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1_000_000,
+    )
+    return text
+
+
+def build_tree(rendered: Mapping[str, Iterable[Manifest]]) -> dict[str, bytes]:
+    """`{relative path: bytes}` for every file under `rendered/`, kustomizations included."""
+    files: dict[str, bytes] = {}
+    for cluster, manifests in rendered.items():
+        for manifest in manifests:
+            text = HEADER.format(source=manifest.source.file) + dump(manifest.body)
+            files[f"{cluster}/{manifest.path}"] = text.encode("utf-8")
+    files.update(_kustomizations(files))
+    return dict(sorted(files.items()))
+
+
+def _kustomizations(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """A kustomization.yaml in every folder, listing its files and subfolders, so that
+    `kubectl kustomize rendered/<cluster>` builds a whole cluster for a person at a terminal."""
+    entries: dict[PurePosixPath, set[str]] = {}
+    for path in files:
+        current = PurePosixPath(path)
+        while len(current.parts) > 1:
+            entries.setdefault(current.parent, set()).add(current.name)
+            current = current.parent
+    result = {}
+    for folder, names in entries.items():
+        body = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": sorted(names),
+        }
+        text = "# Rendered by gpuplane; lists this folder for `kubectl kustomize`.\n" + dump(body)
+        result[str(folder / "kustomization.yaml")] = text.encode("utf-8")
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    """How the tree on disk differs from the one the inputs render."""
+
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    changed: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.missing or self.extra or self.changed)
+
+
+def compare(target: Path, files: Mapping[str, bytes]) -> Staleness:
+    on_disk = _read_tree(target)
+    return Staleness(
+        missing=tuple(sorted(set(files) - set(on_disk))),
+        extra=tuple(sorted(set(on_disk) - set(files))),
+        changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
+    )
+
+
+def _read_tree(target: Path) -> dict[str, bytes]:
+    if not target.is_dir():
+        return {}
+    return {
+        path.relative_to(target).as_posix(): path.read_bytes()
+        for path in sorted(target.rglob("*"))
+        if path.is_file()
+    }
+
+
+def write_tree(target: Path, files: Mapping[str, bytes]) -> Staleness:
+    """Replace `target` with exactly `files`; returns what changed. Nothing is touched when the
+    tree is already current, and an error before the swap leaves the old tree in place."""
+    staleness = compare(target, files)
+    if staleness.clean:
+        return staleness
+    parent = target.parent
+    staging = parent / f".{target.name}.new-{os.getpid()}"
+    retired = parent / f".{target.name}.old-{os.getpid()}"
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        for relative, content in files.items():
+            path = staging / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        had_tree = target.exists()
+        if had_tree:
+            target.rename(retired)
+        try:
+            staging.rename(target)
+        except OSError:
+            if had_tree:
+                retired.rename(target)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(retired, ignore_errors=True)
+    return staleness
