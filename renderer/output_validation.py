@@ -626,10 +626,17 @@ def _source_files(source: Path) -> list[Path]:
     raise CrdLoadError(f"{source}: no such file or folder")
 
 
-def _read_documents(path: Path) -> list[Any]:
+def _read_bytes(path: Path) -> bytes:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return path.read_bytes()
+    except OSError as exc:
+        raise CrdLoadError(f"{path}: cannot read: {exc}") from exc
+
+
+def _read_documents(path: Path, raw: bytes) -> list[Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise CrdLoadError(f"{path}: cannot read: {exc}") from exc
     try:
         if path.suffix.lower() == ".json":
@@ -729,11 +736,35 @@ class OutputValidator:
         self._registries: dict[str, Registry[Any]] = {}
         self._builtin: dict[tuple[str, str], _Compiled | None] = {}
         self._custom: dict[tuple[str, str, str], _Validator] = {}
+        # CRD files are read now but parsed on demand: parsing every shipped CRD (22 MB, mostly
+        # Argo Workflows) takes seconds, and a render needs a handful. A file is parsed when its
+        # bytes mention both the group and the kind looked up, a cheap superset test.
+        self._unparsed: dict[Path, bytes] = {}
+        self._searched: set[tuple[str, str]] = set()
         for source in crd_sources:
             for path in _source_files(Path(source)):
-                for document in _read_documents(path):
-                    for crd in _crds_in(document, path):
-                        self._add_crd(crd)
+                self._unparsed.setdefault(path, _read_bytes(path))
+
+    def _parse(self, path: Path) -> None:
+        raw = self._unparsed.pop(path)
+        for document in _read_documents(path, raw):
+            for crd in _crds_in(document, path):
+                self._add_crd(crd)
+
+    def _load_matching(self, group: str, kind: str) -> None:
+        if (group, kind) in self._searched:
+            return
+        self._searched.add((group, kind))
+        needles = (group.encode(), kind.encode())
+        for path in sorted(self._unparsed):
+            raw = self._unparsed[path]
+            if all(needle in raw for needle in needles):
+                self._parse(path)
+
+    def load_all(self) -> None:
+        """Parse every CRD source now; raises CrdLoadError for the first broken one."""
+        for path in sorted(self._unparsed):
+            self._parse(path)
 
     def _add_crd(self, crd: _Crd) -> None:
         key = (crd.group, crd.kind)
@@ -750,6 +781,7 @@ class OutputValidator:
 
     def known_kinds(self) -> set[tuple[str, str]]:
         """(apiVersion, kind) for every served version of the loaded CRDs."""
+        self.load_all()
         return {
             (f"{crd.group}/{version}", crd.kind)
             for crd in self._crds.values()
@@ -759,6 +791,8 @@ class OutputValidator:
     def is_namespaced(self, api_version: str, kind: str) -> bool | None:
         """Whether a loaded CRD's kind is namespaced; None if unknown or built-in."""
         parts = _split_api_version(api_version)
+        if parts:
+            self._load_matching(parts[0], kind)
         crd = self._crds.get((parts[0], kind)) if parts else None
         return None if crd is None else crd.scope == "Namespaced"
 
@@ -790,6 +824,8 @@ class OutputValidator:
             ]
         group, version = parts
 
+        if self._unparsed:
+            self._load_matching(group, kind)
         crd = self._crds.get((group, kind))
         compiled: _Validator
         if crd is not None:

@@ -16,7 +16,7 @@ from renderer import model
 from renderer.diagnostics import Diagnostic, Location, Severity, has_errors, sort_diagnostics
 from renderer.layers import ClusterView, layers
 from renderer.manifest import Manifest
-from renderer.output_validation import OutputValidator, UnsupportedKubernetesVersion
+from renderer.output_validation import CrdLoadError, OutputValidator, UnsupportedKubernetesVersion
 from renderer.policy import check_policy
 from renderer.rules import document_rule
 from renderer.schema import KIND_FOLDERS, check_document
@@ -56,6 +56,15 @@ document_rule(
 
 gpuplane validates every built-in object against the OpenAPI schemas of the cluster's version,
 from kubernetes-validate; the message names the versions it has.""",
+)
+
+document_rule(
+    "crd-load",
+    "output",
+    """A CRD file given with `--crds` (or $GPUPLANE_CRDS) cannot be read.
+
+gpuplane reads CustomResourceDefinitions from folders, multi-document files and `kind: List`
+files (what `kubectl get crd -o yaml` prints); the message names the file and what is wrong.""",
 )
 
 IGNORED_FILES = frozenset({"README.md", ".gitkeep"})
@@ -163,6 +172,8 @@ def _check_output(
             )
         try:
             found = validator.validate(manifest.body, cluster.kubernetes_version)
+        except CrdLoadError as err:
+            return [Diagnostic("crd-load", str(err), Location(str(err).split(":")[0]))]
         except UnsupportedKubernetesVersion as err:
             return [
                 Diagnostic(

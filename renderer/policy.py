@@ -320,6 +320,36 @@ def _what(offer: Offer) -> str:
     return f"{offer.unit}s" if not offer.profile else f"{offer.profile} MIG instances"
 
 
+def _overcommit(
+    rule_id: str,
+    pool: Pool,
+    entries: list[tuple[Team, GpuQuota, int]],
+    capacity: int,
+    what: str,
+    hint: str,
+    capacity_note: str,
+) -> Diagnostic:
+    """One finding per over-committed pool, on the largest request, noting every other one.
+
+    Any of the requests could be lowered, so all are named; the finding sits on the largest,
+    which is where a reviewer usually looks first.
+    """
+    total = sum(amount for _, _, amount in entries)
+    ranked = sorted(entries, key=lambda e: -e[2])
+    team, quota, amount = ranked[0]
+    notes = tuple(
+        (f"team '{t.name}' asks for {a}", q.origin.at("nominal")) for t, q, a in ranked[1:] if a
+    )
+    return _error(
+        rule_id,
+        f"pool '{pool.name}' is promised {total} {what} and holds {capacity}: "
+        f"team '{team.name}' asks for {amount} of them",
+        quota.origin.at("nominal"),
+        hint.format(index=quota.origin.path[-1], pool=pool.name, over=total - capacity),
+        (*notes, (capacity_note, pool.origin.at("spec", "nodes"))),
+    )
+
+
 @rule("quota-exceeds-pool")
 def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     """The nominal quotas on a pool must fit its capacity, times the queue's oversubscription.
@@ -334,33 +364,25 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
         ratio = queue.oversubscription if queue is not None else 1.0
         offer = entries[0][2]
         allowed = int(offer.guaranteed * ratio)
-        total = sum(q.nominal for _, q, _ in entries)
-        if total <= allowed:
+        if sum(q.nominal for _, q, _ in entries) <= allowed:
             continue
-        for team, quota, _ in entries:
-            if quota.nominal == 0:
-                continue
-            others = total - quota.nominal
-            yield _error(
-                "quota-exceeds-pool",
-                f"team '{team.name}' asks for {quota.nominal} {_what(offer)} on pool '{pool_name}'; "
-                f"with the other teams' {others} that is {total}, and the pool has {allowed}",
-                quota.origin.at("nominal"),
-                f"lower gpus[{quota.origin.path[-1]}].nominal, or add nodes to '{pool_name}'",
-                (
-                    (
-                        f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}"
-                        + (f", oversubscription {ratio:g}" if ratio != 1.0 else ""),
-                        pool.origin.at("spec", "nodes"),
-                    ),
-                ),
-            )
+        note = f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}"
+        if ratio != 1.0:
+            note += f", and queue '{queue.name if queue else ''}' allows {ratio:g}x oversubscription"
+        yield _overcommit(
+            "quota-exceeds-pool",
+            pool,
+            [(t, q, q.nominal) for t, q, _ in entries],
+            allowed,
+            _what(offer),
+            "lower gpus[{index}].nominal (or another team's) by {over} in total, or add nodes to '{pool}'",
+            note,
+        )
 
 
 @rule("guaranteed-exceeds-capacity")
 def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
-    """What teams keep for themselves (nominal minus lending limit) must fit the pool, with no
-    oversubscription.
+    """What teams keep for themselves (nominal minus lending limit) must fit the pool.
 
     Oversubscription is a bet that not every team uses its nominal quota at once; the part a team
     never lends is not a bet, so the sum of those parts must fit the real hardware.
@@ -368,21 +390,18 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     for (pool_name, _), entries in sorted(_quota_offers(p).items()):
         pool = p.pools[pool_name]
         offer = entries[0][2]
-        kept = [(t, q, q.nominal - (q.lending_limit or 0) if q.lending_limit is not None else q.nominal) for t, q, _ in entries]
-        total = sum(k for _, _, k in kept)
-        if total <= offer.guaranteed:
+        kept = [(t, q, q.nominal - (q.lending_limit or 0)) for t, q, _ in entries]
+        if sum(k for _, _, k in kept) <= offer.guaranteed:
             continue
-        for team, quota, keeps in kept:
-            if keeps == 0:
-                continue
-            yield _error(
-                "guaranteed-exceeds-capacity",
-                f"team '{team.name}' keeps {keeps} {_what(offer)} on pool '{pool_name}' for itself; "
-                f"all teams together keep {total}, and the pool has {offer.guaranteed}",
-                quota.origin.at("nominal"),
-                "set a lendingLimit so unused quota can be lent, or lower nominal",
-                (("pool size declared here", pool.origin.at("spec", "nodes")),),
-            )
+        yield _overcommit(
+            "guaranteed-exceeds-capacity",
+            pool,
+            kept,
+            offer.guaranteed,
+            f"{_what(offer)} that are never lent",
+            "set or raise lendingLimit on gpus[{index}] (or another team's) so {over} can be lent, or add nodes to '{pool}'",
+            f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}",
+        )
 
 
 @rule("lending-exceeds-nominal")
@@ -544,7 +563,7 @@ def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
                 elif quota.profile not in pool.mig_layout:
                     yield _error(
                         "quota-profile",
-                        f"profile '{quota.profile}' is not in pool '{pool.name}''s layout ({', '.join(layout)})",
+                        f"profile '{quota.profile}' is not in the MIG layout of pool '{pool.name}' ({', '.join(layout)})",
                         quota.origin.at("profile"),
                         _did_you_mean(quota.profile, layout),
                     )

@@ -158,7 +158,8 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
         expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
         hint = None
         if expected_text == "string" and isinstance(error.instance, int | float):
-            hint = f'quote the value: "{str(error.instance)}" (YAML read it as a number)'
+            written = doc.plain_text.get(path, str(error.instance))
+            hint = f'quote the value: "{written}" (YAML reads {written} as the number {error.instance})'
         yield Diagnostic(
             "schema-wrong-type",
             f"{where} must be {_article(expected_text)}, got {_type_name(error.instance)}",

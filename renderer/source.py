@@ -10,7 +10,7 @@ every key and value keeps its line and column.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,8 @@ class Document:
     path: str
     data: Any
     source: SourceMap
+    plain_text: Mapping[PathKey, str]
+    """How non-string scalars were written (`1.30` reads as 1.3), for hints that quote them."""
 
     def locate(self, path: PathKey) -> Location:
         return self.source.locate(path)
@@ -165,7 +167,7 @@ def _tab_indents(text: str, display: str) -> Iterator[Diagnostic]:
 
 
 def _compose(text: str, display: str) -> LoadResult:
-    yaml = YAML(typ="rt", pure=True)
+    yaml = YAML(typ="safe", pure=False)
     try:
         documents = yaml.compose_all(text)
         first = next(documents, None)
@@ -199,19 +201,21 @@ def _compose(text: str, display: str) -> LoadResult:
     if builder.problems:
         return LoadResult(None, tuple(builder.problems))
     source = SourceMap(display, builder.values, builder.keys)
-    return LoadResult(Document(display, data, source), ())
+    return LoadResult(Document(display, data, source, builder.plain_text), ())
 
 
 def _is_null(node: Node) -> bool:
     return isinstance(node, ScalarNode) and str(node.tag) == f"{_TAG}null"
 
 
-def _syntax_hint(problem: str) -> str | None:
+def _syntax_hint(problem: str) -> str:
     if "mapping values are not allowed" in problem:
         return "quote values that contain ': ', or fix the indentation of this line"
     if "found character" in problem and "that cannot start any token" in problem:
         return "quote the value"
-    return None
+    if "expected" in problem and any(c in problem for c in "]}"):
+        return "close the bracket opened earlier, or put the item on one line"
+    return "check the quotes, brackets and indentation at and just before this position"
 
 
 def _loc(display: str, node: Node) -> Location:
@@ -229,6 +233,7 @@ class _Builder:
         self.display = display
         self.values: dict[PathKey, Location] = {}
         self.keys: dict[PathKey, Location] = {}
+        self.plain_text: dict[PathKey, str] = {}
         self.problems: list[Diagnostic] = []
 
     def check(self, root: Node) -> list[Diagnostic]:
@@ -313,7 +318,10 @@ class _Builder:
             return self._build_mapping(node, path)
         if isinstance(node, SequenceNode):
             return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
-        return self._scalar(node)
+        value = self._scalar(node)
+        if not isinstance(value, str):
+            self.plain_text[path] = str(node.value)
+        return value
 
     def _build_mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any]:
         result: dict[str, Any] = {}

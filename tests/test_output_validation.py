@@ -550,7 +550,7 @@ def test_same_crd_twice_is_fine_but_conflicting_copies_are_not(tmp_path: Path) -
     other = tmp_path / "cohorts-old.yaml"
     other.write_text(yaml.safe_dump(changed))
     with pytest.raises(CrdLoadError, match=r"cohorts-old\.yaml"):
-        OutputValidator([KUEUE, other])
+        OutputValidator([KUEUE, other]).known_kinds()
 
 
 # ------------------------------------------------------------------------------------------
@@ -685,9 +685,9 @@ def test_broken_yaml_raises_naming_the_file(tmp_path: Path) -> None:
     broken = tmp_path / "broken-crd.yaml"
     broken.write_text("apiVersion: apiextensions.k8s.io/v1\nkind: [unclosed\n")
     with pytest.raises(CrdLoadError, match=r"broken-crd\.yaml"):
-        OutputValidator([broken])
+        OutputValidator([broken]).load_all()
     with pytest.raises(CrdLoadError, match=r"broken-crd\.yaml"):
-        OutputValidator([tmp_path])
+        OutputValidator([tmp_path]).known_kinds()
 
 
 def test_crd_without_schema_raises_naming_the_file(tmp_path: Path) -> None:
@@ -696,7 +696,7 @@ def test_crd_without_schema_raises_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "no-schema.yaml"
     path.write_text(yaml.safe_dump(crd))
     with pytest.raises(CrdLoadError, match=r"no-schema\.yaml.*openAPIV3Schema"):
-        OutputValidator([path])
+        OutputValidator([path]).load_all()
 
 
 def test_other_crd_load_errors(tmp_path: Path) -> None:
@@ -706,7 +706,7 @@ def test_other_crd_load_errors(tmp_path: Path) -> None:
     old["apiVersion"] = "apiextensions.k8s.io/v1beta1"
     (tmp_path / "old.yaml").write_text(yaml.safe_dump(old))
     with pytest.raises(CrdLoadError, match=r"old\.yaml.*v1beta1"):
-        OutputValidator([tmp_path / "old.yaml"])
+        OutputValidator([tmp_path / "old.yaml"]).load_all()
 
 
 def test_non_crd_documents_are_ignored(tmp_path: Path) -> None:

@@ -1,0 +1,147 @@
+"""The loader against real broken and hostile files: one precise finding each, exit 1, no write."""
+
+from __future__ import annotations
+
+import shutil
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from renderer.source import MAX_FILE_BYTES, load_bytes, load_file
+from tests.conftest import tree
+
+HOSTILE = Path(__file__).parent / "cases" / "hostile"
+
+# Each expectation was checked by reading the file: the line and column are those of the
+# offending token (1-based).
+EXPECTED = {
+    "bomb.yaml": [("yaml-alias-bomb", 11, 15)],
+    "duplicate-key.yaml": [("yaml-duplicate-key", 8, 3)],
+    "empty.yaml": [("yaml-empty", 0, 0)],
+    "latin1.yaml": [("yaml-encoding", 6, 30)],
+    "multi-doc.yaml": [("yaml-multiple-documents", 6, 1)],
+    "python-tag.yaml": [("yaml-tag", 6, 16), ("yaml-tag", 7, 11)],
+    "syntax.yaml": [("yaml-syntax", 7, 8)],
+    "tabs.yaml": [("yaml-tab-indent", 6, 1)],
+}
+
+
+def test_every_hostile_file_has_an_expectation() -> None:
+    assert sorted(p.name for p in HOSTILE.glob("*.yaml")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_hostile_file_gets_precise_findings(name: str) -> None:
+    result = load_file(HOSTILE / name, f"teams/{name}")
+    assert result.document is None
+    found = [(d.rule, d.at.line, d.at.col) for d in result.diagnostics]
+    assert found == EXPECTED[name]
+    assert all(d.at.file == f"teams/{name}" and d.hint for d in result.diagnostics)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_hostile_file_in_a_platform_fails_the_run_and_writes_nothing(
+    name: str, platform: Path, gpuplane, crds: Path
+) -> None:
+    shutil.copy(HOSTILE / name, platform / "teams" / name)
+    before = tree(platform / "rendered")
+    result = gpuplane("-C", str(platform), "render", "--crds", str(crds))
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    rule, line, col = EXPECTED[name][0]
+    where = f"teams/{name}:{line}:{col}" if line else f"teams/{name}"
+    assert f"{where}: error[{rule}]" in result.output
+    # the rest of the platform is fine: no other file is blamed
+    assert all(
+        ln.startswith(f"teams/{name}") for ln in result.output.splitlines() if ": error[" in ln
+    )
+    assert tree(platform / "rendered") == before
+
+
+def test_python_tag_is_never_constructed(tmp_path: Path) -> None:
+    marker = Path("/tmp/gpuplane-pwned")
+    marker.unlink(missing_ok=True)
+    load_file(HOSTILE / "python-tag.yaml", "teams/python-tag.yaml")
+    assert not marker.exists()
+
+
+def test_billion_laughs_fails_small() -> None:
+    """Nine levels of nine aliases is 9**9 (387 million) nodes once expanded."""
+    tracemalloc.start()
+    try:
+        result = load_file(HOSTILE / "bomb.yaml", "teams/bomb.yaml")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [d.rule for d in result.diagnostics] == ["yaml-alias-bomb"]
+    assert peak < 5 * 1024 * 1024
+
+
+def test_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.yaml"
+    with huge.open("w") as stream:
+        stream.write("apiVersion: gpuplane.dev/v1alpha1\nkind: Team\nspec:\n  description: |\n")
+        line = "    " + "x" * 95 + "\n"
+        for _ in range(MAX_FILE_BYTES // len(line) + 10):
+            stream.write(line)
+    result = load_file(huge, "teams/huge.yaml")
+    assert [d.rule for d in result.diagnostics] == ["yaml-too-large"]
+    assert f"{MAX_FILE_BYTES:,}" in result.diagnostics[0].message
+
+
+def test_deep_nesting_is_refused() -> None:
+    result = load_bytes(b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "teams/deep.yaml")
+    assert [d.rule for d in result.diagnostics] == ["yaml-too-deep"]
+
+
+def test_all_duplicate_keys_are_reported_at_once() -> None:
+    result = load_bytes(b"a: 1\nb: 2\na: 3\nc: {x: 1, x: 2}\nb: 4\n", "t.yaml")
+    assert [(d.rule, d.at.line) for d in result.diagnostics] == [
+        ("yaml-duplicate-key", 3),
+        ("yaml-duplicate-key", 4),
+        ("yaml-duplicate-key", 5),
+    ]
+    assert result.diagnostics[0].notes[0][1].line == 1
+
+
+def test_yaml_1_2_scalars() -> None:
+    """No Norway problem; versions that look like numbers stay numbers (the schema then asks
+    for quotes); timestamps stay strings."""
+    data = load_bytes(
+        b"a: NO\nb: yes\nc: 1.30\nd: 010\ne: 0x1F\nf: 2026-01-01\ng: ~\nh: true\n", "t.yaml"
+    ).document
+    assert data is not None
+    assert data.data == {
+        "a": "NO",
+        "b": "yes",
+        "c": 1.3,
+        "d": 10,
+        "e": 31,
+        "f": "2026-01-01",
+        "g": None,
+        "h": True,
+    }
+
+
+def test_positions_of_keys_and_values() -> None:
+    doc = load_bytes(b"spec:\n  gpus:\n    - {pool: a, nominal: 4}\n", "t.yaml").document
+    assert doc is not None
+    assert str(doc.locate(("spec", "gpus", 0, "nominal"))) == "t.yaml:3:26"
+    assert str(doc.locate_key(("spec", "gpus"))) == "t.yaml:2:3"
+    # a path below a scalar falls back to the nearest located ancestor
+    assert str(doc.locate(("spec", "gpus", 0, "nominal", "x"))) == "t.yaml:3:26"
+
+
+def test_merge_keys_and_small_aliases_are_fine() -> None:
+    doc = load_bytes(b"base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n", "t.yaml").document
+    assert doc is not None
+    assert doc.data["other"] == {"y": 3, "x": 1}
+
+
+def test_non_string_keys_and_infinities_are_refused() -> None:
+    result = load_bytes(b"1: a\nb: .inf\n", "t.yaml")
+    assert [(d.rule, d.at.line) for d in result.diagnostics] == [
+        ("yaml-value", 1),
+        ("yaml-value", 2),
+    ]
