@@ -11,12 +11,13 @@ MIG profiles and their per-GPU maxima equal the NVIDIA GPU Operator v26.7.0 defa
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
+
+from renderer.diagnostics import closest
 
 __all__ = [
     "CATALOG",
@@ -462,15 +463,5 @@ def accelerator(key: str) -> Accelerator | None:
 
 
 def suggest(key: str) -> str | None:
-    """The known key closest to ``key``, for "did you mean" hints; None when nothing is close.
-
-    A key that starts with what was typed wins ("h100" -> "h100-80gb"); otherwise difflib's
-    closest match, compared without regard to case."""
-    typed = key.strip().lower()
-    if not typed:
-        return None
-    prefixed = sorted(k for k in CATALOG if k.startswith(typed))
-    if prefixed:
-        return prefixed[0]
-    close = difflib.get_close_matches(typed, list(CATALOG), n=1, cutoff=0.6)
-    return close[0] if close else None
+    """The known key closest to ``key``, for "did you mean" hints; None when nothing is close."""
+    return closest(key, CATALOG)

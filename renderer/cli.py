@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from renderer import report
-from renderer.diagnostics import Diagnostic, has_errors
+from renderer.diagnostics import Diagnostic, closest, has_errors
 from renderer.output_validation import CrdLoadError, OutputValidator
 from renderer.pipeline import load_platform, render_platform
 from renderer.rules import all_rules, explain
@@ -37,7 +37,9 @@ def _root(ctx: click.Context) -> Path:
     return root
 
 
-def _emit(diagnostics: Sequence[Diagnostic], files: int, fmt: str, extra: dict[str, object] | None = None) -> None:
+def _emit(
+    diagnostics: Sequence[Diagnostic], files: int, fmt: str, extra: dict[str, object] | None = None
+) -> None:
     if fmt == "json":
         body = json.loads(report.as_json(diagnostics, files))
         body.update(extra or {})
@@ -120,11 +122,16 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
             _emit(result.diagnostics, result.files, fmt)
             for item in listing:
                 if fmt == "github":
-                    click.echo(f"::error file={item['file']},title=stale-output::{item['file']} is {item['state']}; run `make render` and commit the result")
+                    click.echo(
+                        f"::error file={item['file']},title=stale-output::{item['file']} is {item['state']}; run `make render` and commit the result"
+                    )
                 else:
                     click.echo(f"stale: {item['file']} ({item['state']})")
             if listing:
-                click.echo(f"{OUTPUT_DIR}/ is stale: {len(listing)} files differ; run `gpuplane render` and commit", err=True)
+                click.echo(
+                    f"{OUTPUT_DIR}/ is stale: {len(listing)} files differ; run `gpuplane render` and commit",
+                    err=True,
+                )
             else:
                 click.echo(f"{OUTPUT_DIR}/ is current: {objects} objects in {len(files)} files")
         ctx.exit(1 if listing else 0)
@@ -133,7 +140,7 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
     if fmt != "json":
         changed = len(changes.missing) + len(changes.extra) + len(changes.changed)
         click.echo(
-            f"rendered {objects} objects for {len(result.manifests)} clusters into {OUTPUT_DIR}/ "
+            f"rendered {objects} objects for {len(result.manifests)} cluster(s) into {OUTPUT_DIR}/ "
             f"({changed} files added, changed or removed)"
         )
     ctx.exit(0)
@@ -151,15 +158,13 @@ def explain_rule(ctx: click.Context, rule_id: str | None, list_all: bool) -> Non
             table.add_row(doc.id, doc.stage, doc.summary)
         Console(width=120, soft_wrap=True).print(table)
         ctx.exit(0)
-    doc = explain(rule_id)
-    if doc is None:
+    found = explain(rule_id)
+    if found is None:
         known = [r.id for r in all_rules()]
-        import difflib
-
-        close = difflib.get_close_matches(rule_id, known, n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else " Run `gpuplane explain --list`."
+        close = closest(rule_id, known)
+        hint = f" Did you mean '{close}'?" if close else " Run `gpuplane explain --list`."
         raise click.UsageError(f"unknown rule '{rule_id}'.{hint}")
-    click.echo(f"{doc.id} ({doc.stage})\n\n{doc.text}")
+    click.echo(f"{found.id} ({found.stage})\n\n{found.text}")
 
 
 def run() -> None:  # pragma: no cover - console entry for `python -m renderer`

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 PathKey = tuple[str | int, ...]
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
 
@@ -72,3 +73,21 @@ def sort_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
 def has_errors(diagnostics: list[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
+
+
+def closest(typed: str, known: Iterable[str]) -> str | None:
+    """The known name closest to `typed`, for "did you mean" hints; None when nothing is close.
+
+    A name that starts with what was typed wins ("prod" -> "production"); otherwise difflib's
+    closest match, compared without regard to case.
+    """
+    names = sorted(set(known))
+    lowered = typed.strip().lower()
+    if not lowered:
+        return None
+    prefixed = [n for n in names if n.lower().startswith(lowered)]
+    if prefixed:
+        return prefixed[0]
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(lowered, list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else None

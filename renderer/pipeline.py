@@ -67,6 +67,15 @@ gpuplane reads CustomResourceDefinitions from folders, multi-document files and 
 files (what `kubectl get crd -o yaml` prints); the message names the file and what is wrong.""",
 )
 
+document_rule(
+    "no-inputs",
+    "load",
+    """There is nothing to validate: no clusters, pools, teams or queues.
+
+Usually gpuplane was started in the wrong folder (use `-C DIR`), and a CI job that validated
+nothing would otherwise pass.""",
+)
+
 IGNORED_FILES = frozenset({"README.md", ".gitkeep"})
 
 
@@ -115,7 +124,18 @@ def load_platform(root: Path) -> Loaded:
             if problems:
                 broken.add((kind, entry.stem))
                 continue
-            objects[kind][entry.stem] = model.BUILDERS[kind](result.document.data, result.document.source)
+            objects[kind][entry.stem] = model.BUILDERS[kind](
+                result.document.data, result.document.source
+            )
+    if count == 0:
+        diagnostics.append(
+            Diagnostic(
+                "no-inputs",
+                f"no input files in {', '.join(f'{f}/' for f in KIND_FOLDERS)}",
+                Location("."),
+                hint="run gpuplane in a gpuplane repository, or point at one with -C DIR",
+            )
+        )
     platform = model.Platform(
         clusters=objects["Cluster"],
         pools=objects["Pool"],
@@ -133,7 +153,10 @@ def _stray(entry: Path, display: str) -> Diagnostic:
     elif entry.is_dir():
         message, hint = "folders are not read here", "move its files up one level"
     else:
-        message, hint = "only .yaml files are read", f"rename it to {entry.stem}.yaml, or move it out"
+        message, hint = (
+            "only .yaml files are read",
+            f"rename it to {entry.stem}.yaml, or move it out",
+        )
     return Diagnostic("stray-file", message, Location(display), hint=hint)
 
 

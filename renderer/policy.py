@@ -6,15 +6,13 @@ A rule is a function from the Platform to the Diagnostics it finds; its docstrin
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from renderer import catalog
-from renderer.capacity import Offer, pool_offers, quota_offer
-from renderer.diagnostics import Diagnostic, Location, Severity
+from renderer.capacity import Offer, quota_offer
+from renderer.diagnostics import Diagnostic, Location, Severity, closest
 from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Queue, Team
 from renderer.rules import document_rule
 
@@ -68,8 +66,6 @@ DEFAULT_POD_SECURITY = {
 
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
 
 def serves(pool: Pool, namespace: Namespace, queue: Queue | None) -> bool:
     """Whether pods of this namespace may use this pool under the team's queue."""
@@ -83,8 +79,8 @@ def serves(pool: Pool, namespace: Namespace, queue: Queue | None) -> bool:
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    return f"did you mean '{close[0]}'?" if close else None
+    close = closest(name, known)
+    return f"did you mean '{close}'?" if close else None
 
 
 def _error(
@@ -109,7 +105,9 @@ def references_resolve(p: Platform) -> Iterator[Diagnostic]:
     that point at nothing (a LocalQueue with no ClusterQueue, a flavor with no nodes).
     """
 
-    def check(kind: str, name: str, known: Iterable[str], at: Location, what: str) -> Iterator[Diagnostic]:
+    def check(
+        kind: str, name: str, known: Iterable[str], at: Location, what: str
+    ) -> Iterator[Diagnostic]:
         known = list(known)
         if name not in known and not p.is_broken(kind, name):
             yield _error(
@@ -120,11 +118,17 @@ def references_resolve(p: Platform) -> Iterator[Diagnostic]:
             )
 
     for pool in p.pools.values():
-        yield from check("Cluster", pool.cluster, p.clusters, pool.origin.at("spec", "cluster"), "cluster")
+        yield from check(
+            "Cluster", pool.cluster, p.clusters, pool.origin.at("spec", "cluster"), "cluster"
+        )
     for queue in p.queues.values():
-        yield from check("Cluster", queue.cluster, p.clusters, queue.origin.at("spec", "cluster"), "cluster")
+        yield from check(
+            "Cluster", queue.cluster, p.clusters, queue.origin.at("spec", "cluster"), "cluster"
+        )
         for index, pool_name in enumerate(queue.pools):
-            yield from check("Pool", pool_name, p.pools, queue.origin.at("spec", "pools", index), "pool")
+            yield from check(
+                "Pool", pool_name, p.pools, queue.origin.at("spec", "pools", index), "pool"
+            )
     for team in p.teams.values():
         yield from check("Queue", team.queue, p.queues, team.origin.at("spec", "queue"), "queue")
         for ns in team.namespaces:
@@ -151,16 +155,6 @@ def queue_pools_on_its_cluster(p: Platform) -> Iterator[Diagnostic]:
                     "remove the pool from this queue, or list it in a queue of its own cluster",
                     (("the pool's cluster is set here", pool.origin.at("spec", "cluster")),),
                 )
-        seen: set[str] = set()
-        for index, name in enumerate(queue.pools):
-            if name in seen:
-                yield _error(
-                    "queue-pool-elsewhere",
-                    f"pool '{name}' is listed twice in queue '{queue.name}'",
-                    queue.origin.at("spec", "pools", index),
-                    "remove the repeated entry",
-                )
-            seen.add(name)
 
 
 @rule("pool-not-in-queue")
@@ -196,7 +190,9 @@ def quota_entries_unique(p: Platform) -> Iterator[Diagnostic]:
         for quota in team.gpus:
             key = (quota.pool, quota.profile)
             if key in seen:
-                what = f"pool '{quota.pool}'" + (f" profile '{quota.profile}'" if quota.profile else "")
+                what = f"pool '{quota.pool}'" + (
+                    f" profile '{quota.profile}'" if quota.profile else ""
+                )
                 yield _error(
                     "duplicate-quota",
                     f"team '{team.name}' lists {what} twice",
@@ -253,25 +249,6 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("label-value")
-def label_values_valid(p: Platform) -> Iterator[Diagnostic]:
-    """Values that become Kubernetes label values must be valid label values.
-
-    `costCenter` is copied to the `gpuplane.dev/cost-center` label on every object of the team, so
-    it must be at most 63 characters of letters, digits, '-', '_' and '.', starting and ending with
-    a letter or digit.
-    """
-    for team in p.teams.values():
-        value = team.cost_center
-        if len(value) > 63 or not LABEL_VALUE.match(value):
-            yield _error(
-                "label-value",
-                f"costCenter '{value}' cannot be a Kubernetes label value",
-                team.origin.at("spec", "costCenter"),
-                "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
-            )
-
-
 @rule("rbac-reserved-group")
 def groups_not_system(p: Platform) -> Iterator[Diagnostic]:
     """IdP groups may not be Kubernetes' own `system:` groups.
@@ -281,7 +258,11 @@ def groups_not_system(p: Platform) -> Iterator[Diagnostic]:
     own namespaces through their own IdP groups.
     """
     for team in p.teams.values():
-        for field_name, groups in (("owners", team.owners), ("members", team.members), ("viewers", team.viewers)):
+        for field_name, groups in (
+            ("owners", team.owners),
+            ("members", team.members),
+            ("viewers", team.viewers),
+        ):
             for index, group in enumerate(groups):
                 if group.startswith("system:"):
                     yield _error(
@@ -368,7 +349,9 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
             continue
         note = f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}"
         if ratio != 1.0:
-            note += f", and queue '{queue.name if queue else ''}' allows {ratio:g}x oversubscription"
+            note += (
+                f", and queue '{queue.name if queue else ''}' allows {ratio:g}x oversubscription"
+            )
         yield _overcommit(
             "quota-exceeds-pool",
             pool,
@@ -513,7 +496,9 @@ def accelerators_known(p: Platform) -> Iterator[Diagnostic]:
                 "unknown-accelerator",
                 f"accelerator '{pool.accelerator}' is not in the GPU catalog",
                 pool.origin.at("spec", "accelerator"),
-                f"did you mean '{suggestion}'?" if suggestion else f"known: {', '.join(sorted(catalog.CATALOG))}",
+                f"did you mean '{suggestion}'?"
+                if suggestion
+                else f"known: {', '.join(sorted(catalog.CATALOG))}",
             )
 
 
@@ -698,7 +683,11 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
         values: dict[int, str] = {}
         for prio in queue.priorities:
             if prio.name in names:
-                yield _error("queue-priorities", f"priority '{prio.name}' is declared twice", prio.origin.at("name"))
+                yield _error(
+                    "queue-priorities",
+                    f"priority '{prio.name}' is declared twice",
+                    prio.origin.at("name"),
+                )
             if prio.value in values:
                 yield _error(
                     "queue-priorities",
@@ -723,7 +712,11 @@ def team_priority_known(p: Platform) -> Iterator[Diagnostic]:
     """A team's priority must be one of its queue's priorities."""
     for team in p.teams.values():
         queue = p.queues.get(team.queue)
-        if queue is not None and team.priority is not None and queue.priority(team.priority) is None:
+        if (
+            queue is not None
+            and team.priority is not None
+            and queue.priority(team.priority) is None
+        ):
             known = [prio.name for prio in queue.priorities]
             yield _error(
                 "unknown-priority",

@@ -18,7 +18,9 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     def plural(n: int, word: str) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
-    return f"{plural(errors, 'error')}, {plural(warnings, 'warning')} in {plural(files, 'input file')}"
+    return (
+        f"{plural(errors, 'error')}, {plural(warnings, 'warning')} in {plural(files, 'input file')}"
+    )
 
 
 def text(diagnostics: Sequence[Diagnostic], files: int) -> str:
@@ -44,7 +46,10 @@ def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
                 "file": d.at.file,
                 "line": d.at.line,
                 "column": d.at.col,
-                "notes": [{"message": n, "file": w.file, "line": w.line, "column": w.col} for n, w in d.notes],
+                "notes": [
+                    {"message": n, "file": w.file, "line": w.line, "column": w.col}
+                    for n, w in d.notes
+                ],
                 "hint": d.hint,
             }
             for d in diagnostics

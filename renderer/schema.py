@@ -7,8 +7,8 @@ vocabulary: unknown field, missing field, wrong type, invalid value, each with a
 
 from __future__ import annotations
 
-import difflib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -18,7 +18,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from renderer.diagnostics import Diagnostic, PathKey
+from renderer.diagnostics import Diagnostic, PathKey, closest
 from renderer.rules import document_rule
 from renderer.source import Document
 
@@ -128,14 +128,15 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
     """Turn one jsonschema error into findings in gpuplane's vocabulary."""
     path: PathKey = tuple(error.absolute_path)
     where = _describe(path)
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
     if error.validator in ("oneOf", "anyOf") and error.context:
         yield from _explain(doc, best_match(error.context))
         return
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = sorted(error.schema.get("properties", {}))
+        allowed = sorted(schema.get("properties", {}))
         for key in sorted(set(error.instance) - set(allowed)):
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(allowed)}"
+            close = closest(key, allowed)
+            hint = f"did you mean '{close}'?" if close else f"known fields: {', '.join(allowed)}"
             yield Diagnostic(
                 "schema-unknown-field",
                 f"unknown field '{key}' in {where}",
@@ -145,7 +146,7 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
         return
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
-        description = _property_description(error.schema, missing)
+        description = _property_description(schema, missing)
         yield Diagnostic(
             "schema-missing-field",
             f"missing required field '{missing}' in {where}",
@@ -156,7 +157,7 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
     if error.validator == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
-        hint = None
+        hint = f"write {where} as {_article(expected_text)}"
         if expected_text == "string" and isinstance(error.instance, int | float):
             written = doc.plain_text.get(path, str(error.instance))
             hint = f'quote the value: "{written}" (YAML reads {written} as the number {error.instance})'
@@ -168,13 +169,13 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
         )
         return
     if error.validator == "enum":
-        choices = [str(c) for c in error.validator_value]
-        close = difflib.get_close_matches(str(error.instance), choices, n=1)
+        choices = [str(c) for c in _listed(error.validator_value)]
+        close = closest(str(error.instance), choices)
         yield Diagnostic(
             "schema-invalid-value",
             f"{where} is '{error.instance}'; expected one of: {', '.join(choices)}",
             doc.locate(path),
-            hint=f"did you mean '{close[0]}'?" if close else None,
+            hint=f"did you mean '{close}'?" if close else "use one of the values listed",
         )
         return
     if error.validator == "const":
@@ -182,15 +183,17 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
             "schema-invalid-value",
             f"{where} must be '{error.validator_value}', got '{error.instance}'",
             doc.locate(path),
+            hint=f"set it to {error.validator_value}",
         )
         return
     if error.validator == "pattern":
-        described = error.schema.get("title") or error.schema.get("description", "")
+        described = str(schema.get("title") or schema.get("description", ""))
         first = described.split(".")[0] if described else f"pattern {error.validator_value}"
         yield Diagnostic(
             "schema-invalid-value",
             f"{where} '{error.instance}' is not in the required format: {first}",
             doc.locate(path),
+            hint=_format_hint(str(error.instance), first),
         )
         return
     if error.validator == "not":
@@ -198,19 +201,34 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
             "schema-invalid-value",
             f"{where} holds a combination its schema forbids: {_not_text(error)}",
             doc.locate(path),
-            hint=error.schema.get("description"),
+            hint=str(schema.get("description") or "remove the field that is not allowed here"),
         )
         return
     yield Diagnostic(
         "schema-invalid-value",
         f"{where}: {error.message}",
         doc.locate(path),
+        hint=_property_description({"properties": {"x": schema}}, "x")
+        or "see the field's description in the schema (editors show it on hover)",
     )
+
+
+def _listed(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _format_hint(value: str, format_text: str) -> str:
+    """A corrected value where one can be guessed (names), else what the format asks for."""
+    if "DNS-1123" in format_text:
+        guess = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")[:63].strip("-")
+        if guess:
+            return f"for example '{guess}'"
+    return f"write it as {format_text}"
 
 
 def _not_text(error: ValidationError) -> str:
     forbidden = error.validator_value
-    if isinstance(forbidden, dict) and "required" in forbidden:
+    if isinstance(forbidden, Mapping) and "required" in forbidden:
         return f"'{', '.join(forbidden['required'])}' is not allowed here"
     return "see the schema"
 
@@ -236,7 +254,7 @@ def _type_name(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, int | float):
-        return f"number {str(value)}"
+        return f"number {value!s}"
     if isinstance(value, str):
         return f"string '{value}'"
     if isinstance(value, list):

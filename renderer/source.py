@@ -183,7 +183,10 @@ def _compose(text: str, display: str) -> LoadResult:
         return _fail("yaml-syntax", str(err).splitlines()[0], Location(display), None)
     if first is None or _is_null(first):
         return _fail(
-            "yaml-empty", "the file holds no object", Location(display), "add the object or delete the file"
+            "yaml-empty",
+            "the file holds no object",
+            Location(display),
+            "add the object or delete the file",
         )
     if second is not None:
         where = _loc(display, second)
@@ -211,6 +214,8 @@ def _is_null(node: Node) -> bool:
 def _syntax_hint(problem: str) -> str:
     if "mapping values are not allowed" in problem:
         return "quote values that contain ': ', or fix the indentation of this line"
+    if "found unexpected ':'" in problem:
+        return "inside { } or [ ], quote values that contain ':' (URLs, for example)"
     if "found character" in problem and "that cannot start any token" in problem:
         return "quote the value"
     if "expected" in problem and any(c in problem for c in "]}"):

@@ -73,4 +73,8 @@ def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` by relative path, for byte-exact comparisons."""
     if not root.exists():
         return {}
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

@@ -37,14 +37,24 @@ class ClusterView:
         tenants = []
         for team_name in sorted(platform.teams):
             team = platform.teams[team_name]
-            namespaces = tuple(sorted((ns for ns in team.namespaces if ns.cluster == name), key=lambda n: n.name))
+            namespaces = tuple(
+                sorted((ns for ns in team.namespaces if ns.cluster == name), key=lambda n: n.name)
+            )
             if namespaces:
                 tenants.append(Tenant(team, namespaces))
         return cls(
             cluster=cluster,
             platform=platform,
-            pools=tuple(platform.pools[p] for p in sorted(platform.pools) if platform.pools[p].cluster == name),
-            queues=tuple(platform.queues[q] for q in sorted(platform.queues) if platform.queues[q].cluster == name),
+            pools=tuple(
+                platform.pools[p]
+                for p in sorted(platform.pools)
+                if platform.pools[p].cluster == name
+            ),
+            queues=tuple(
+                platform.queues[q]
+                for q in sorted(platform.queues)
+                if platform.queues[q].cluster == name
+            ),
             tenants=tuple(tenants),
         )
 

@@ -37,7 +37,8 @@ def render(view: ClusterView) -> Iterator[Manifest]:
                     "value": prio.value,
                     "globalDefault": False,
                     "preemptionPolicy": "PreemptLowerPriority",
-                    "description": prio.description or f"Queue '{queue.name}', priority '{prio.name}'.",
+                    "description": prio.description
+                    or f"Queue '{queue.name}', priority '{prio.name}'.",
                 },
                 queue.origin.location,
             )
@@ -54,7 +55,12 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
     def manifest(kind: str, api_version: str, name: str, body: dict[str, Any]) -> Manifest:
         return Manifest(
             LAYER,
-            {"apiVersion": api_version, "kind": kind, "metadata": metadata(name, ns.name, **common), **body},
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "metadata": metadata(name, ns.name, **common),
+                **body,
+            },
             source,
         )
 
@@ -67,9 +73,17 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
                 "rbac.authorization.k8s.io/v1",
                 f"gpuplane-{role}",
                 {
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": role,
+                    },
                     "subjects": [
-                        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": view.cluster.group_prefix + g}
+                        {
+                            "apiGroup": "rbac.authorization.k8s.io",
+                            "kind": "Group",
+                            "name": view.cluster.group_prefix + g,
+                        }
                         for g in groups
                     ],
                 },
@@ -92,7 +106,10 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
             }
         },
     )
-    yield from (manifest("NetworkPolicy", "networking.k8s.io/v1", name, {"spec": spec}) for name, spec in _network_policies(view, team))
+    yield from (
+        manifest("NetworkPolicy", "networking.k8s.io/v1", name, {"spec": spec})
+        for name, spec in _network_policies(view, team)
+    )
 
 
 def _namespace(view: ClusterView, team: Team, ns: Namespace) -> dict[str, Any]:
@@ -136,7 +153,9 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
     notes: dict[str, str] = {}
     for pool, _, offer in _usable_quotas(view, team, ns):
         resources.setdefault(pool.name, []).append(offer.resource)
-        shared = f", {pool.replicas} replicas per GPU" if pool.sharing in ("time-slicing", "mps") else ""
+        shared = (
+            f", {pool.replicas} replicas per GPU" if pool.sharing in ("time-slicing", "mps") else ""
+        )
         notes[pool.name] = f"{SHARING_MODES[pool.sharing]} of {pool.accelerator}{shared}"
     parts = [
         f"{name}: {notes[name]} (request {' or '.join(sorted(set(resources[name])))})"
@@ -148,11 +167,18 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
 def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
     """GPU keys for every resource the cluster advertises (0 where the team has no quota), so
     GPUs are reachable only through the queue; the rest from the team's resources."""
-    gpus: dict[str, int] = {offer.quota_key: 0 for pool in view.pools for offer in pool_offers(pool)}
+    gpus: dict[str, int] = {
+        offer.quota_key: 0 for pool in view.pools for offer in pool_offers(pool)
+    }
     for _, quota, offer in _usable_quotas(view, team, ns):
         gpus[offer.quota_key] += maximum_holding(offer, quota)
     hard = {key: str(value) for key, value in sorted(gpus.items())}
-    names = {"cpu": "requests.cpu", "memory": "requests.memory", "storage": "requests.storage", "persistentVolumeClaims": "persistentvolumeclaims"}
+    names = {
+        "cpu": "requests.cpu",
+        "memory": "requests.memory",
+        "storage": "requests.storage",
+        "persistentVolumeClaims": "persistentvolumeclaims",
+    }
     for field_name, key in names.items():
         if field_name in team.resources:
             hard[key] = str(team.resources[field_name])
@@ -169,36 +195,52 @@ def _egress_rule(rule: EgressRule) -> dict[str, Any]:
 def _network_policies(view: ClusterView, team: Team) -> Iterator[tuple[str, dict[str, Any]]]:
     cluster = view.cluster
     yield "default-deny", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
-    yield "allow-dns", {
-        "podSelector": {},
-        "policyTypes": ["Egress"],
-        "egress": [
-            {
-                "to": [
-                    {
-                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.dns_namespace}},
-                        "podSelector": {"matchLabels": dict(cluster.dns_pod_selector)},
-                    }
-                ],
-                "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-            }
-        ],
-    }
-    yield "allow-same-namespace", {
-        "podSelector": {},
-        "policyTypes": ["Ingress", "Egress"],
-        "ingress": [{"from": [{"podSelector": {}}]}],
-        "egress": [{"to": [{"podSelector": {}}]}],
-    }
+    yield (
+        "allow-dns",
+        {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {
+                                    "kubernetes.io/metadata.name": cluster.dns_namespace
+                                }
+                            },
+                            "podSelector": {"matchLabels": dict(cluster.dns_pod_selector)},
+                        }
+                    ],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                }
+            ],
+        },
+    )
+    yield (
+        "allow-same-namespace",
+        {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": {}}]}],
+            "egress": [{"to": [{"podSelector": {}}]}],
+        },
+    )
     if cluster.object_store_egress:
-        yield "allow-object-store", {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [_egress_rule(r) for r in cluster.object_store_egress],
-        }
+        yield (
+            "allow-object-store",
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [_egress_rule(r) for r in cluster.object_store_egress],
+            },
+        )
     if team.egress:
-        yield "allow-declared-egress", {
-            "podSelector": {},
-            "policyTypes": ["Egress"],
-            "egress": [_egress_rule(r) for r in team.egress],
-        }
+        yield (
+            "allow-declared-egress",
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [_egress_rule(r) for r in team.egress],
+            },
+        )

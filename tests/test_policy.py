@@ -1,0 +1,190 @@
+"""Each policy rule, triggered by a realistic one-line change to the example platform.
+
+Every registered rule must appear here at least once: a rule no test can trigger is a defect.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from renderer.policy import POLICY
+from renderer.rules import all_rules
+
+# (rule, file, text to replace, replacement): one realistic mistake each.
+CASES = [
+    ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
+    ("unknown-reference", "pools/l4-serve.yaml", "cluster: staging-west", "cluster: staging-wst"),
+    (
+        "queue-pool-elsewhere",
+        "queues/prod.yaml",
+        "pools: [h100-train, l40s-infer, a100-mig]",
+        "pools: [h100-train, l40s-infer, a100-mig, l4-serve]",
+    ),
+    (
+        "pool-not-in-queue",
+        "teams/llm-eval.yaml",
+        "{pool: l4-serve, nominal: 4, borrowingLimit: 4, lendingLimit: 2}",
+        "{pool: l40s-infer, nominal: 4}",
+    ),
+    (
+        "duplicate-quota",
+        "teams/llm-eval.yaml",
+        "{pool: l4-serve, nominal: 4, borrowingLimit: 4, lendingLimit: 2}",
+        "{pool: h200-tune, nominal: 1}",
+    ),
+    ("namespace-conflict", "teams/speech.yaml", "name: speech-serve,", "name: vision-serve,"),
+    ("reserved-namespace", "teams/vision.yaml", "name: vision-notebooks,", "name: kube-gpu,"),
+    (
+        "rbac-reserved-group",
+        "teams/vision.yaml",
+        "viewers: [ml-platform-support]",
+        'viewers: ["system:authenticated"]',
+    ),
+    (
+        "quota-exceeds-pool",
+        "teams/llm-eval.yaml",
+        "{pool: h200-tune, nominal: 4,",
+        "{pool: h200-tune, nominal: 9,",
+    ),
+    (
+        "guaranteed-exceeds-capacity",
+        "teams/llm-eval.yaml",
+        "{pool: h200-tune, nominal: 4, borrowingLimit: 16, lendingLimit: 2}",
+        "{pool: h200-tune, nominal: 8, borrowingLimit: 16, lendingLimit: 0}",
+    ),
+    (
+        "lending-exceeds-nominal",
+        "teams/llm-eval.yaml",
+        "nominal: 4, borrowingLimit: 4, lendingLimit: 2}",
+        "nominal: 4, borrowingLimit: 4, lendingLimit: 5}",
+    ),
+    (
+        "borrowing-exceeds-pool",
+        "teams/llm-eval.yaml",
+        "nominal: 4, borrowingLimit: 4, lendingLimit: 2}",
+        "nominal: 4, borrowingLimit: 40, lendingLimit: 2}",
+    ),
+    (
+        "quota-needs-namespace",
+        "teams/llm-eval.yaml",
+        "cluster: staging-west, purpose: training}\n    - {name: llm-eval-serve, cluster: staging-west,",
+        "cluster: prod-east, purpose: training}\n    - {name: llm-eval-serve, cluster: prod-east,",
+    ),
+    (
+        "training-inference-separation",
+        "teams/llm-eval.yaml",
+        "    - {name: llm-eval-train, cluster: staging-west, purpose: training}\n",
+        "",
+    ),
+    ("unknown-accelerator", "pools/l4-serve.yaml", "accelerator: l4", "accelerator: l4-24gb"),
+    ("mig-layout-invalid", "pools/a100-mig.yaml", "      2g.20gb: 1\n", "      2g.20gb: 2\n"),
+    (
+        "quota-profile",
+        "teams/vision.yaml",
+        "{pool: a100-mig, profile: 3g.40gb,",
+        "{pool: a100-mig,",
+    ),
+    (
+        "quota-profile",
+        "teams/vision.yaml",
+        "{pool: h100-train, nominal: 8,",
+        "{pool: h100-train, profile: 1g.10gb, nominal: 8,",
+    ),
+    (
+        "sharing-breaks-training",
+        "pools/l40s-infer.yaml",
+        "workload: online-inference",
+        "workload: distributed-training",
+    ),
+    (
+        "dra-needs-kubernetes-1.34",
+        "pools/h100-train.yaml",
+        "exposure: device-plugin",
+        "exposure: dra",
+    ),
+    ("acceptance-thresholds", "pools/h100-train.yaml", "    checkpointWriteGBps: 4\n", ""),
+    ("acceptance-thresholds", "pools/l4-serve.yaml", "    inferenceP95Ms: 400\n", ""),
+    ("cost-currency", "pools/l4-serve.yaml", "currency: USD", "currency: EUR"),
+    ("queue-priorities", "queues/staging.yaml", "      value: 500\n", "      value: 100\n"),
+    ("queue-priorities", "queues/staging.yaml", "      default: true\n", ""),
+    ("unknown-priority", "teams/llm-eval.yaml", "priority: release-candidate", "priority: release"),
+    (
+        "mixing-priority",
+        "queues/staging.yaml",
+        "oversubscription: 1.5",
+        "oversubscription: 1.5\n  mixing: {inferencePriority: standard}",
+    ),
+    (
+        "addon-version-unpinned",
+        "clusters/prod-east.yaml",
+        "    kueue:\n      version: v0.19.2\n",
+        "    kueue: {}\n",
+    ),
+    (
+        "scheduler-addon-missing",
+        "clusters/staging-west.yaml",
+        "scheduler: kueue",
+        "scheduler: volcano",
+    ),
+    (
+        "pod-security-loosened",
+        "teams/llm-eval.yaml",
+        "cluster: staging-west, purpose: inference}",
+        "cluster: staging-west, purpose: inference, podSecurity: baseline}",
+    ),
+]
+
+
+def test_every_policy_rule_has_a_case() -> None:
+    assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | {"pool-unused"}
+
+
+def test_every_rule_explains_itself(gpuplane) -> None:
+    for doc in all_rules():
+        result = gpuplane("explain", doc.id)
+        assert result.exit_code == 0
+        assert result.output.startswith(f"{doc.id} ({doc.stage})")
+        assert len(doc.text.split()) >= 8, f"{doc.id} explains too little"
+
+
+@pytest.mark.parametrize(
+    ("rule", "file", "old", "new"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES]
+)
+def test_rule_fires(rule: str, file: str, old: str, new: str, platform: Path, gpuplane) -> None:
+    path = platform / file
+    text = path.read_text()
+    assert old in text, f"the example changed: {old!r} is no longer in {file}"
+    path.write_text(text.replace(old, new, 1))
+    result = gpuplane("-C", str(platform), "validate", "--format", "json")
+    import json
+
+    report = json.loads(result.output)
+    fired = [d for d in report["diagnostics"] if d["rule"] == rule]
+    assert fired, result.output
+    assert all(d["line"] > 0 and d["hint"] for d in fired), fired
+    assert result.exit_code == 1
+
+
+def test_unused_pool_is_a_warning_only(platform: Path, gpuplane) -> None:
+    spare = (
+        (platform / "pools" / "l4-serve.yaml")
+        .read_text()
+        .replace("name: l4-serve", "name: l4-spare")
+    )
+    (platform / "pools" / "l4-spare.yaml").write_text(spare)
+    result = gpuplane("-C", str(platform), "validate")
+    assert result.exit_code == 0
+    assert (
+        "pools/l4-spare.yaml:6:9: warning[pool-unused] pool 'l4-spare' is in no queue"
+        in result.output
+    )
+
+
+def test_the_example_platform_is_clean(gpuplane) -> None:
+    from tests.conftest import REPO
+
+    result = gpuplane("-C", str(REPO), "validate")
+    assert result.exit_code == 0
+    assert result.output.startswith("ok: 15 input files")

@@ -1,0 +1,261 @@
+"""Rendering end to end: golden trees, determinism, atomicity, --check, injection, real tools."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from renderer.writer import write_tree
+from tests.conftest import INPUT_FOLDERS, REPO, tree
+
+MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
+
+
+def _copy_inputs(source: Path, target: Path) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for folder in INPUT_FOLDERS:
+        if (source / folder).is_dir():
+            shutil.copytree(source / folder, target / folder)
+    return target
+
+
+def _golden_diff(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
+    """Files missing, extra and differing, then the first differing file's lines (Kapitan's way)."""
+    missing = sorted(set(expected) - set(actual))
+    extra = sorted(set(actual) - set(expected))
+    differing = sorted(p for p in expected if p in actual and expected[p] != actual[p])
+    report = [f"missing: {missing}", f"extra: {extra}", f"differing: {differing}"]
+    if differing:
+        import difflib
+
+        first = differing[0]
+        report += list(
+            difflib.unified_diff(
+                expected[first].decode().splitlines(),
+                actual[first].decode().splitlines(),
+                f"expected/{first}",
+                f"actual/{first}",
+                lineterm="",
+            )
+        )[:40]
+    return "\n".join(report)
+
+
+def test_minimal_platform_renders_the_reviewed_tree(
+    tmp_path: Path, gpuplane, update_golden: bool
+) -> None:
+    root = _copy_inputs(MINIMAL, tmp_path / "repo")
+    result = gpuplane("-C", str(root), "render")
+    assert result.exit_code == 0, result.output
+    actual = tree(root / "rendered")
+    if update_golden:
+        shutil.rmtree(MINIMAL / "expected", ignore_errors=True)
+        shutil.copytree(root / "rendered", MINIMAL / "expected")
+    expected = tree(MINIMAL / "expected")
+    assert actual == expected, _golden_diff(expected, actual)
+
+
+def test_minimal_platform_quota_arithmetic() -> None:
+    """The reviewed numbers, derived here from the inputs rather than copied from the output."""
+    train = yaml.safe_load(
+        (MINIMAL / "expected/lab/tenancy/ml-train/resourcequota-gpuplane.yaml").read_text()
+    )
+    serve = yaml.safe_load(
+        (MINIMAL / "expected/lab/tenancy/ml-serve/resourcequota-gpuplane.yaml").read_text()
+    )
+    # train pool: 2 nodes x 8 H100; the team may hold nominal 12 + borrowing 4 = 16, all of it.
+    assert train["spec"]["hard"]["requests.nvidia.com/gpu"] == str(min(2 * 8, 12 + 4))
+    # serve pool: 1 node x 4 L40S x 2 time-slicing replicas, renamed to gpu.shared; no borrowing
+    # limit means Kueue lets the team borrow up to the whole pool.
+    assert serve["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == str(1 * 4 * 2)
+    # GPUs a namespace's purpose may not use are closed with an explicit 0
+    assert train["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == "0"
+    assert serve["spec"]["hard"]["requests.nvidia.com/gpu"] == "0"
+
+
+def test_committed_rendered_tree_is_current(gpuplane, crds: Path) -> None:
+    result = gpuplane("-C", str(REPO), "render", "--check", "--crds", str(crds))
+    assert result.exit_code == 0, result.output
+
+
+def test_output_is_identical_across_hash_seeds(tmp_path: Path) -> None:
+    trees = []
+    for seed in ("0", "1", "4242"):
+        root = _copy_inputs(REPO, tmp_path / f"seed-{seed}")
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run(
+            [sys.executable, "-m", "renderer", "-C", str(root), "render"],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
+        trees.append(tree(root / "rendered"))
+    assert trees[0] and trees[0] == trees[1] == trees[2]
+    # and it is the committed tree
+    assert trees[0] == tree(REPO / "rendered")
+
+
+def test_failed_render_leaves_rendered_untouched(platform: Path, gpuplane) -> None:
+    before = tree(platform / "rendered")
+    vision = platform / "teams" / "vision.yaml"
+    vision.write_text(vision.read_text().replace("queue: prod", "queue: nowhere"))
+    result = gpuplane("-C", str(platform), "render")
+    assert result.exit_code == 1
+    assert "error[unknown-reference]" in result.output
+    assert tree(platform / "rendered") == before
+
+
+def test_a_crash_while_writing_leaves_rendered_untouched(
+    platform: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = tree(platform / "rendered")
+    files = {"a/x.yaml": b"x: 1\n", "b/y.yaml": b"y: 2\n"}
+    calls = {"n": 0}
+    real = Path.write_bytes
+
+    def failing(self: Path, data: bytes) -> int:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", failing)
+    with pytest.raises(OSError, match="disk full"):
+        write_tree(platform / "rendered", files)
+    monkeypatch.undo()
+    assert tree(platform / "rendered") == before
+    assert not [p for p in platform.iterdir() if p.name.startswith(".rendered")]
+
+
+def test_removed_team_files_disappear(platform: Path, gpuplane) -> None:
+    (platform / "teams" / "recsys.yaml").unlink()
+    before = tree(platform / "rendered")
+    assert any("/recsys-train/" in p for p in before)
+    result = gpuplane("-C", str(platform), "render")
+    assert result.exit_code == 0, result.output
+    after = tree(platform / "rendered")
+    assert not any("recsys" in p for p in after)
+    # and the cluster kustomization no longer lists them
+    listing = (platform / "rendered/prod-east/tenancy/kustomization.yaml").read_text()
+    assert "recsys" not in listing
+
+
+def test_render_check_lists_stale_files_and_writes_nothing(platform: Path, gpuplane) -> None:
+    rendered = platform / "rendered"
+    (rendered / "prod-east/tenancy/vision-train/resourcequota-gpuplane.yaml").write_text("stale\n")
+    (rendered / "prod-east/tenancy/vision-train/configmap-leftover.yaml").write_text("extra\n")
+    (rendered / "prod-east/tenancy/vision-serve/limitrange-gpuplane-defaults.yaml").unlink()
+    before = tree(rendered)
+    result = gpuplane("-C", str(platform), "render", "--check")
+    assert result.exit_code == 1
+    assert (
+        "stale: rendered/prod-east/tenancy/vision-train/resourcequota-gpuplane.yaml (changed)"
+        in result.output
+    )
+    assert (
+        "stale: rendered/prod-east/tenancy/vision-train/configmap-leftover.yaml (extra)"
+        in result.output
+    )
+    assert (
+        "stale: rendered/prod-east/tenancy/vision-serve/limitrange-gpuplane-defaults.yaml (missing)"
+        in result.output
+    )
+    assert tree(rendered) == before
+    assert gpuplane("-C", str(platform), "render").exit_code == 0
+    assert gpuplane("-C", str(platform), "render", "--check").exit_code == 0
+
+
+def test_injection_attempt_cannot_add_or_reshape_objects(platform: Path, gpuplane) -> None:
+    """A description holding a newline, '---' and a ClusterRoleBinding stays one string value."""
+    clean = tree(platform / "rendered")
+    vision = platform / "teams" / "vision.yaml"
+    payload = (
+        '"ok\\n---\\napiVersion: rbac.authorization.k8s.io/v1\\nkind: ClusterRoleBinding\\n'
+        "metadata: {name: pwn}\\nroleRef: {kind: ClusterRole, name: cluster-admin}\\n"
+        "subjects: [{kind: Group, name: 'system:authenticated'}]\\n\""
+    )
+    text = re.sub(
+        r"(?m)^  description: .*$", lambda _: f"  description: {payload}", vision.read_text()
+    )
+    vision.write_text(text)
+    assert gpuplane("-C", str(platform), "render").exit_code == 0
+    injected = tree(platform / "rendered")
+    assert sorted(injected) == sorted(clean)
+    changed = [p for p in injected if injected[p] != clean[p]]
+    assert changed and all(
+        p.endswith(
+            (
+                "namespace-vision-train.yaml",
+                "namespace-vision-serve.yaml",
+                "namespace-vision-notebooks.yaml",
+            )
+        )
+        for p in changed
+    )
+    for path in changed:
+        documents = list(yaml.safe_load_all(injected[path]))
+        assert len(documents) == 1
+        body = documents[0]
+        assert body["kind"] == "Namespace"
+        assert body["metadata"]["annotations"]["gpuplane.dev/description"].startswith(
+            "ok\n---\napiVersion"
+        )
+        assert "ClusterRoleBinding" not in yaml.safe_dump(
+            {k: v for k, v in body.items() if k != "metadata"}
+        )
+
+
+def test_every_committed_object_passes_kubernetes_validate_itself() -> None:
+    """A cross-check with kubernetes-validate's own (slow, uncached) entry point, independent of
+    the engine's compiled validators."""
+    checked = 0
+    for path in sorted((REPO / "rendered").rglob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        body = yaml.safe_load(path.read_text())
+        cluster = path.relative_to(REPO / "rendered").parts[0]
+        version = yaml.safe_load((REPO / "clusters" / f"{cluster}.yaml").read_text())["spec"][
+            "kubernetesVersion"
+        ]
+        kubernetes_validate.validate(body, version, strict=True)
+        checked += 1
+    assert checked > 100
+
+
+def _kubectl_with_kustomize_v5() -> bool:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return False
+    out = subprocess.run([kubectl, "version", "--client"], capture_output=True, text=True).stdout
+    match = re.search(r"Kustomize Version: v(\d+)", out)
+    return bool(match and int(match.group(1)) >= 5)
+
+
+@pytest.mark.skipif(
+    not _kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
+)
+@pytest.mark.parametrize("cluster", sorted(p.stem for p in (REPO / "clusters").glob("*.yaml")))
+def test_kubectl_kustomize_builds_each_cluster(cluster: str) -> None:
+    result = subprocess.run(
+        ["kubectl", "kustomize", str(REPO / "rendered" / cluster)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    built = list(yaml.safe_load_all(result.stdout))
+    on_disk = [
+        p for p in (REPO / "rendered" / cluster).rglob("*.yaml") if p.name != "kustomization.yaml"
+    ]
+    assert len(built) == len(on_disk)
+    assert {(d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")) for d in built} == {
+        (b["kind"], b["metadata"]["name"], b["metadata"].get("namespace"))
+        for b in (yaml.safe_load(p.read_text()) for p in on_disk)
+    }
