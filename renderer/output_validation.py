@@ -824,7 +824,8 @@ class OutputValidator:
             ]
         group, version = parts
 
-        if self._unparsed:
+        if self._unparsed and group and group not in _KNOWN_BUILTIN_GROUPS:
+            # no CRD can define a kind in a built-in group, so built-ins never trigger parsing
             self._load_matching(group, kind)
         crd = self._crds.get((group, kind))
         compiled: _Validator

@@ -117,10 +117,14 @@ def write_tree(target: Path, files: Mapping[str, bytes]) -> Staleness:
     retired = parent / f".{target.name}.old-{os.getpid()}"
     try:
         shutil.rmtree(staging, ignore_errors=True)
+        for folder in sorted({str(PurePosixPath(p).parent) for p in files}):
+            (staging / folder).mkdir(parents=True, exist_ok=True)
+        changed = set(staleness.missing) | set(staleness.changed)
         for relative, content in files.items():
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
+            if relative in changed:
+                (staging / relative).write_bytes(content)
+            else:  # unchanged: share the old file's inode, far cheaper than writing it again
+                os.link(target / relative, staging / relative)
         had_tree = target.exists()
         if had_tree:
             target.rename(retired)

@@ -1,0 +1,146 @@
+"""`make bench`: render and validate a large synthetic platform, timing each pipeline stage.
+
+Prints objects (or input files) per second for every stage, with the machine and the sizes, so
+the README's figures can be reproduced. Not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform as host
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.generate import generate_platform
+from renderer.layers import ClusterView, layers
+from renderer.manifest import Manifest
+from renderer.output_validation import OutputValidator
+from renderer.pipeline import load_platform
+from renderer.policy import check_policy
+from renderer.schema import KIND_FOLDERS, check_document
+from renderer.source import Document, load_file
+from renderer.writer import build_tree, write_tree
+
+T = TypeVar("T")
+SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
+
+
+def timed(function: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    result = function()
+    return result, time.perf_counter() - start
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return host.processor() or "unknown CPU"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clusters", type=int, default=4)
+    parser.add_argument("--pools-per-cluster", type=int, default=8)
+    parser.add_argument("--teams", type=int, default=400)
+    parser.add_argument("--crds", type=Path, default=SHARED_CRDS if SHARED_CRDS.is_dir() else None)
+    args = parser.parse_args()
+    console = Console()
+
+    with tempfile.TemporaryDirectory(prefix="gpuplane-bench-") as tmp:
+        root = Path(tmp)
+        counts = generate_platform(
+            root, clusters=args.clusters, pools_per_cluster=args.pools_per_cluster, teams=args.teams
+        )
+        paths = [
+            (folder, path)
+            for folder in KIND_FOLDERS
+            for path in sorted((root / folder).glob("*.yaml"))
+        ]
+        files = len(paths)
+
+        def load_all() -> list[tuple[str, Document]]:
+            loaded = []
+            for folder, path in paths:
+                document = load_file(path, f"{folder}/{path.name}").document
+                assert document is not None
+                loaded.append((folder, document))
+            return loaded
+
+        documents, t_load = timed(load_all)
+        problems, t_schema = timed(lambda: [p for f, d in documents for p in check_document(d, f)])
+        assert not problems, problems[:3]
+        loaded, t_pipeline = timed(lambda: load_platform(root))
+        platform = loaded.platform
+        _, t_policy = timed(lambda: check_policy(platform))
+        t_model = max(t_pipeline - t_load - t_schema - t_policy, 0.0)
+
+        def render_all() -> dict[str, tuple[Manifest, ...]]:
+            return {
+                name: tuple(
+                    m
+                    for _, layer in layers()
+                    for m in layer(ClusterView.of(platform, platform.clusters[name]))
+                )
+                for name in sorted(platform.clusters)
+            }
+
+        rendered, t_layers = timed(render_all)
+        objects = sum(len(m) for m in rendered.values())
+        validator, t_crds = timed(lambda: OutputValidator([args.crds] if args.crds else []))
+
+        def validate_all() -> int:
+            found = 0
+            for name, manifests in rendered.items():
+                version = platform.clusters[name].kubernetes_version
+                found += sum(len(validator.validate(m.body, version)) for m in manifests)
+            return found
+
+        invalid, t_validate = timed(validate_all)
+        assert invalid == 0
+        tree, t_dump = timed(lambda: build_tree(rendered))
+        _, t_write = timed(lambda: write_tree(root / "rendered", tree))
+
+    table = Table(title="gpuplane pipeline, stage by stage")
+    for column in ("stage", "items", "seconds", "items/s"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+
+    def row(stage: str, items: int, seconds: float, unit: str) -> None:
+        rate = f"{items / seconds:,.0f} {unit}/s" if seconds > 0 else "-"
+        table.add_row(stage, f"{items:,} {unit}", f"{seconds:.3f}", rate)
+
+    row("load (YAML, positions, hostile-input checks)", files, t_load, "files")
+    row("schema (JSON Schema, Draft 2020-12)", files, t_schema, "files")
+    row("model", files, t_model, "files")
+    row("policy (all rules)", files, t_policy, "files")
+    row("layers (render objects)", objects, t_layers, "objects")
+    row("CRD sources (read; parsed on demand)", 1, t_crds, "folders")
+    row("validate output (strict built-ins, CRDs)", objects, t_validate, "objects")
+    row("dump (canonical YAML + kustomizations)", len(tree), t_dump, "files")
+    row("write (atomic swap)", len(tree), t_write, "files")
+    validate_total = t_pipeline
+    render_total = t_pipeline + t_layers + t_crds + t_validate + t_dump + t_write
+    row("= gpuplane validate", files, validate_total, "files")
+    row("= gpuplane render", objects, render_total, "objects")
+    console.print(
+        f"platform: {counts['Cluster']} clusters, {counts['Pool']} pools, {counts['Queue']} queues, "
+        f"{counts['Team']} teams ({files} input files) -> {objects:,} objects in {len(tree):,} files"
+    )
+    console.print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {host.python_version()}, one process"
+    )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
