@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.generate import generate_platform
+from renderer import model
 from renderer.layers import ClusterView, layers
 from renderer.manifest import Manifest
 from renderer.output_validation import OutputValidator
@@ -26,7 +27,7 @@ from renderer.pipeline import load_platform
 from renderer.policy import check_policy
 from renderer.schema import KIND_FOLDERS, check_document
 from renderer.source import Document, load_file
-from renderer.writer import build_tree, write_tree
+from renderer.writer import build_tree, compare, write_tree
 
 T = TypeVar("T")
 SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
@@ -55,7 +56,7 @@ def main() -> None:
     parser.add_argument("--teams", type=int, default=400)
     parser.add_argument("--crds", type=Path, default=SHARED_CRDS if SHARED_CRDS.is_dir() else None)
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=110)
 
     with tempfile.TemporaryDirectory(prefix="gpuplane-bench-") as tmp:
         root = Path(tmp)
@@ -80,10 +81,12 @@ def main() -> None:
         documents, t_load = timed(load_all)
         problems, t_schema = timed(lambda: [p for f, d in documents for p in check_document(d, f)])
         assert not problems, problems[:3]
+        _, t_model = timed(
+            lambda: [model.BUILDERS[KIND_FOLDERS[f]](d.data, d.source) for f, d in documents]
+        )
         loaded, t_pipeline = timed(lambda: load_platform(root))
         platform = loaded.platform
         _, t_policy = timed(lambda: check_policy(platform))
-        t_model = max(t_pipeline - t_load - t_schema - t_policy, 0.0)
 
         def render_all() -> dict[str, tuple[Manifest, ...]]:
             return {
@@ -110,6 +113,8 @@ def main() -> None:
         assert invalid == 0
         tree, t_dump = timed(lambda: build_tree(rendered))
         _, t_write = timed(lambda: write_tree(root / "rendered", tree))
+        stale, t_compare = timed(lambda: compare(root / "rendered", tree))
+        assert stale.clean
 
     table = Table(title="gpuplane pipeline, stage by stage")
     for column in ("stage", "items", "seconds", "items/s"):
@@ -127,11 +132,17 @@ def main() -> None:
     row("CRD sources (read; parsed on demand)", 1, t_crds, "folders")
     row("validate output (strict built-ins, CRDs)", objects, t_validate, "objects")
     row("dump (canonical YAML + kustomizations)", len(tree), t_dump, "files")
-    row("write (atomic swap)", len(tree), t_write, "files")
-    validate_total = t_pipeline
-    render_total = t_pipeline + t_layers + t_crds + t_validate + t_dump + t_write
-    row("= gpuplane validate", files, validate_total, "files")
-    row("= gpuplane render", objects, render_total, "objects")
+    row("write (atomic swap into an empty folder)", len(tree), t_write, "files")
+    row("compare with the tree on disk (--check)", len(tree), t_compare, "files")
+    rendered_in_memory = t_pipeline + t_layers + t_crds + t_validate + t_dump
+    row("= gpuplane validate", files, t_pipeline, "files")
+    row(
+        "= gpuplane render --check (tree current)",
+        objects,
+        rendered_in_memory + t_compare,
+        "objects",
+    )
+    row("= gpuplane render (first write)", objects, rendered_in_memory + t_write, "objects")
     console.print(
         f"platform: {counts['Cluster']} clusters, {counts['Pool']} pools, {counts['Queue']} queues, "
         f"{counts['Team']} teams ({files} input files) -> {objects:,} objects in {len(tree):,} files"
