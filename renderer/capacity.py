@@ -6,10 +6,23 @@ ask here, so "how many GPUs does this pool have" has exactly one answer.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from renderer import catalog
-from renderer.model import GpuQuota, Pool
+from renderer.model import GpuQuota, Namespace, Platform, Pool, Queue, Team
+
+WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {
+    "distributed-training": frozenset({"training", "batch"}),
+    "fine-tuning": frozenset({"training", "batch"}),
+    "online-inference": frozenset({"inference"}),
+    "batch-inference": frozenset({"batch", "inference"}),
+    "notebooks": frozenset({"notebooks", "training"}),
+}
+"""Which namespace purposes each pool workload serves: the guide's training/inference split."""
+
+MIXABLE = frozenset({"training", "inference", "batch"})
+"""Purposes a queue with `mixing` lets share each other's pools."""
 
 SHARING_MODES = {
     "full-gpu": "whole GPUs",
@@ -93,3 +106,28 @@ def maximum_holding(offer: Offer, quota: GpuQuota) -> int:
     if quota.borrowing_limit is None:
         return max(offer.maximum, quota.nominal)
     return min(offer.maximum, quota.nominal + quota.borrowing_limit)
+
+
+def serves(pool: Pool, namespace: Namespace, queue: Queue | None) -> bool:
+    """Whether pods of this namespace may use this pool under the team's queue."""
+    if namespace.cluster != pool.cluster:
+        return False
+    if namespace.purpose in WORKLOAD_PURPOSES[pool.workload]:
+        return True
+    return bool(
+        queue is not None and queue.mixing_priority is not None and namespace.purpose in MIXABLE
+    )
+
+
+def usable_quotas(
+    platform: Platform, team: Team, namespace: Namespace
+) -> Iterator[tuple[Pool, GpuQuota, Offer]]:
+    """The team's quotas that pods of this namespace may draw on, with the offer each counts."""
+    queue = platform.queues.get(team.queue)
+    for quota in team.gpus:
+        pool = platform.pools.get(quota.pool)
+        if pool is None or not serves(pool, namespace, queue):
+            continue
+        offer = quota_offer(pool, quota)
+        if offer is not None:
+            yield pool, quota, offer

@@ -106,7 +106,7 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
     if has_errors(result.diagnostics):
         _emit(result.diagnostics, result.files, fmt)
         ctx.exit(1)
-    files = build_tree(result.manifests)
+    files = build_tree(result.manifests, result.readmes)
     target = root / OUTPUT_DIR
     objects = sum(len(m) for m in result.manifests.values())
     if check:

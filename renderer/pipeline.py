@@ -21,6 +21,7 @@ from renderer.policy import check_policy
 from renderer.rules import document_rule
 from renderer.schema import KIND_FOLDERS, check_document
 from renderer.source import load_file
+from renderer.summary import cluster_readme
 
 document_rule(
     "stray-file",
@@ -92,6 +93,7 @@ class Rendered:
 
     platform: model.Platform
     manifests: Mapping[str, tuple[Manifest, ...]]
+    readmes: Mapping[str, str]
     files: int
     diagnostics: list[Diagnostic]
 
@@ -164,16 +166,18 @@ def render_platform(root: Path, validator: OutputValidator) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced."""
     loaded = load_platform(root)
     if has_errors(loaded.diagnostics):
-        return Rendered(loaded.platform, {}, loaded.files, loaded.diagnostics)
+        return Rendered(loaded.platform, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
     rendered: dict[str, tuple[Manifest, ...]] = {}
+    readmes: dict[str, str] = {}
     for name in sorted(loaded.platform.clusters):
         cluster = loaded.platform.clusters[name]
         view = ClusterView.of(loaded.platform, cluster)
         manifests = tuple(m for _, layer in layers() for m in layer(view))
         diagnostics.extend(_check_output(cluster, manifests, validator))
         rendered[name] = manifests
-    return Rendered(loaded.platform, rendered, loaded.files, sort_diagnostics(diagnostics))
+        readmes[name] = cluster_readme(view)
+    return Rendered(loaded.platform, rendered, readmes, loaded.files, sort_diagnostics(diagnostics))
 
 
 def _check_output(

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from renderer import catalog
-from renderer.capacity import Offer, quota_offer
+from renderer.capacity import WORKLOAD_PURPOSES, Offer, quota_offer, serves
 from renderer.diagnostics import Diagnostic, Location, Severity, closest
-from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Queue, Team
+from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Team
 from renderer.rules import document_rule
 
 RuleFunction = Callable[[Platform], Iterable[Diagnostic]]
@@ -44,18 +44,6 @@ def check_policy(platform: Platform) -> list[Diagnostic]:
     return [d for r in POLICY for d in r.check(platform)]
 
 
-WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {
-    "distributed-training": frozenset({"training", "batch"}),
-    "fine-tuning": frozenset({"training", "batch"}),
-    "online-inference": frozenset({"inference"}),
-    "batch-inference": frozenset({"batch", "inference"}),
-    "notebooks": frozenset({"notebooks", "training"}),
-}
-"""Which namespace purposes each pool workload serves: the guide's training/inference split."""
-
-MIXABLE = frozenset({"training", "inference", "batch"})
-"""Purposes a queue with `mixing` lets share each other's pools."""
-
 DEFAULT_POD_SECURITY = {
     "training": "baseline",
     "notebooks": "baseline",
@@ -65,17 +53,6 @@ DEFAULT_POD_SECURITY = {
 """The Pod Security level each purpose enforces; a namespace may only make it stricter."""
 
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
-
-
-def serves(pool: Pool, namespace: Namespace, queue: Queue | None) -> bool:
-    """Whether pods of this namespace may use this pool under the team's queue."""
-    if namespace.cluster != pool.cluster:
-        return False
-    if namespace.purpose in WORKLOAD_PURPOSES[pool.workload]:
-        return True
-    return bool(
-        queue is not None and queue.mixing_priority is not None and namespace.purpose in MIXABLE
-    )
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str | None:

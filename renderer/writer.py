@@ -42,14 +42,19 @@ def dump(body: Mapping[str, Any]) -> str:
     return text
 
 
-def build_tree(rendered: Mapping[str, Iterable[Manifest]]) -> dict[str, bytes]:
-    """`{relative path: bytes}` for every file under `rendered/`, kustomizations included."""
+def build_tree(
+    rendered: Mapping[str, Iterable[Manifest]], readmes: Mapping[str, str] | None = None
+) -> dict[str, bytes]:
+    """`{relative path: bytes}` for every file under `rendered/`, kustomizations included, plus
+    each cluster's generated README.md."""
     files: dict[str, bytes] = {}
     for cluster, manifests in rendered.items():
         for manifest in manifests:
             text = HEADER.format(source=manifest.source.file) + dump(manifest.body)
             files[f"{cluster}/{manifest.path}"] = text.encode("utf-8")
     files.update(_kustomizations(files))
+    for cluster, text in (readmes or {}).items():
+        files[f"{cluster}/README.md"] = text.encode("utf-8")
     return dict(sorted(files.items()))
 
 

@@ -190,17 +190,18 @@ def test_injection_attempt_cannot_add_or_reshape_objects(platform: Path, gpuplan
     injected = tree(platform / "rendered")
     assert sorted(injected) == sorted(clean)
     changed = [p for p in injected if injected[p] != clean[p]]
-    assert changed and all(
-        p.endswith(
-            (
-                "namespace-vision-train.yaml",
-                "namespace-vision-serve.yaml",
-                "namespace-vision-notebooks.yaml",
-            )
-        )
-        for p in changed
-    )
-    for path in changed:
+    namespaces = [p for p in changed if p.endswith(".yaml")]
+    assert set(changed) - set(namespaces) == {"prod-east/README.md"}
+    assert sorted(namespaces) == [
+        f"prod-east/tenancy/vision-{n}/namespace-vision-{n}.yaml"
+        for n in ("notebooks", "serve", "train")
+    ]
+    # in the generated README the description stays on one line of its own
+    readme = injected["prod-east/README.md"].decode().splitlines()
+    assert not [line for line in readme if line.startswith(("---", "apiVersion", "kind:"))]
+    flattened = "ok --- apiVersion: rbac.authorization.k8s.io/v1 kind: ClusterRoleBinding"
+    assert sum(flattened in line for line in readme) == 1
+    for path in namespaces:
         documents = list(yaml.safe_load_all(injected[path]))
         assert len(documents) == 1
         body = documents[0]

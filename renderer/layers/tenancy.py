@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from renderer.capacity import SHARING_MODES, maximum_holding, pool_offers, quota_offer
+from renderer.capacity import SHARING_MODES, maximum_holding, pool_offers, usable_quotas
 from renderer.layers import ClusterView, Tenant
 from renderer.manifest import Manifest, metadata
 from renderer.model import EgressRule, Namespace, Team
-from renderer.policy import DEFAULT_POD_SECURITY, serves
+from renderer.policy import DEFAULT_POD_SECURITY
 
 LAYER = "tenancy"
 
@@ -135,23 +135,11 @@ def _namespace(view: ClusterView, team: Team, ns: Namespace) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
-def _usable_quotas(view: ClusterView, team: Team, ns: Namespace) -> Iterator[tuple[Any, Any, Any]]:
-    """(pool, quota, offer) for each of the team's quotas this namespace may draw on."""
-    queue = view.queue_of(team)
-    for quota in team.gpus:
-        pool = view.platform.pools.get(quota.pool)
-        if pool is None or not serves(pool, ns, queue):
-            continue
-        offer = quota_offer(pool, quota)
-        if offer is not None:
-            yield pool, quota, offer
-
-
 def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
     """What a pod in this namespace gets on each pool it can use, for the people who read it."""
     resources: dict[str, list[str]] = {}
     notes: dict[str, str] = {}
-    for pool, _, offer in _usable_quotas(view, team, ns):
+    for pool, _, offer in usable_quotas(view.platform, team, ns):
         resources.setdefault(pool.name, []).append(offer.resource)
         shared = (
             f", {pool.replicas} replicas per GPU" if pool.sharing in ("time-slicing", "mps") else ""
@@ -170,7 +158,7 @@ def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
     gpus: dict[str, int] = {
         offer.quota_key: 0 for pool in view.pools for offer in pool_offers(pool)
     }
-    for _, quota, offer in _usable_quotas(view, team, ns):
+    for _, quota, offer in usable_quotas(view.platform, team, ns):
         gpus[offer.quota_key] += maximum_holding(offer, quota)
     hard = {key: str(value) for key, value in sorted(gpus.items())}
     names = {

@@ -1,0 +1,115 @@
+"""The generated `rendered/<cluster>/README.md`: for each team, which pools it can use, what a pod
+gets there (whole GPU, MIG slice or time-shared GPU), the resource name to request, and its quota.
+
+The guide's step 3 asks that teams be told this; a Markdown page next to the manifests is where a
+team lead looks. Text for people, so it is a Jinja2 template (data in, Markdown out).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from renderer import catalog
+from renderer.capacity import SHARING_MODES, maximum_holding, pool_offers, usable_quotas
+from renderer.layers import ClusterView
+from renderer.policy import DEFAULT_POD_SECURITY
+
+
+def _cell(value: object) -> str:
+    """Text that cannot break out of its Markdown table cell or line."""
+    text = " ".join(str(value).split())
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+
+
+@cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("renderer", "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # Markdown, not HTML; every free-text value goes through `cell`
+    )
+    env.filters["cell"] = _cell
+    return env.get_template("cluster-readme.md.j2")
+
+
+def _gets(sharing: str, replicas: int) -> str:
+    mode = SHARING_MODES[sharing]
+    return f"{mode} ({replicas} per GPU)" if sharing in ("time-slicing", "mps") else mode
+
+
+def cluster_readme(view: ClusterView) -> str:
+    pools: list[dict[str, Any]] = []
+    for pool in view.pools:
+        accelerator = catalog.accelerator(pool.accelerator)
+        offers = pool_offers(pool)
+        nodes = (
+            f"{pool.nodes.min}"
+            if pool.nodes.min == pool.nodes.max
+            else f"{pool.nodes.min}-{pool.nodes.max}"
+        )
+        pools.append(
+            {
+                "name": pool.name,
+                "product": accelerator.product if accelerator else pool.accelerator,
+                "memory_gb": accelerator.memory_gb if accelerator else "?",
+                "nodes": nodes,
+                "gpus_per_node": pool.gpus_per_node,
+                "workload": pool.workload,
+                "sharing": _gets(pool.sharing, pool.replicas),
+                "resources": [o.resource for o in offers],
+                "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
+            }
+        )
+    teams = []
+    for tenant in view.tenants:
+        team = tenant.team
+        rows = []
+        for ns in tenant.namespaces:
+            level = ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose]
+            usable = False
+            for pool, quota, offer in usable_quotas(view.platform, team, ns):
+                usable = True
+                rows.append(
+                    {
+                        "namespace": ns.name,
+                        "purpose": ns.purpose,
+                        "pod_security": level,
+                        "pool": pool.name,
+                        "gets": _gets(pool.sharing, pool.replicas),
+                        "resource": offer.resource,
+                        "nominal": quota.nominal,
+                        "maximum": maximum_holding(offer, quota),
+                    }
+                )
+            if not usable:
+                rows.append(
+                    {
+                        "namespace": ns.name,
+                        "purpose": ns.purpose,
+                        "pod_security": level,
+                        "pool": "-",
+                        "gets": "no GPUs",
+                        "resource": "-",
+                        "nominal": 0,
+                        "maximum": 0,
+                    }
+                )
+        teams.append(
+            {
+                "name": team.name,
+                "description": team.description,
+                "cost_center": team.cost_center,
+                "contact": team.contact,
+                "queue": team.queue,
+                "priority": team.priority,
+                "rows": rows,
+            }
+        )
+    text = _template().render(cluster=view.cluster, pools=pools, teams=teams)
+    return text.rstrip("\n") + "\n"
