@@ -28,15 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-API_VERSION = "gpuplane.dev/v1alpha1"
+from renderer.schema import API_VERSION, KIND_FOLDERS
 
 # kind -> folder under the platform root
-KIND_DIRS: dict[str, str] = {
-    "Cluster": "clusters",
-    "Pool": "pools",
-    "Queue": "queues",
-    "Team": "teams",
-}
+KIND_DIRS: dict[str, str] = {kind: folder for folder, kind in sorted(KIND_FOLDERS.items())}
 
 TRAINING_LEVELS = ["topology.gpuplane.dev/block", "kubernetes.io/hostname"]
 TRAINING_ACCEPTANCE = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # pytest puts tests/ on sys.path, not the repository root
-    sys.path.insert(0, str(REPO))
+from bench.generate import KIND_DIRS, generate_platform, main, pool_capacity
 
-from bench.generate import KIND_DIRS, generate_platform, main, pool_capacity  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SMALL = {"clusters": 2, "pools_per_cluster": 4, "teams": 20, "seed": 7}
 MODELINE = "# yaml-language-server: $schema=../schemas/{kind}.schema.json\n"
