@@ -94,6 +94,7 @@ def main() -> None:
                     m
                     for _, layer in layers()
                     for m in layer(ClusterView.of(platform, platform.clusters[name]))
+                    if isinstance(m, Manifest)
                 )
                 for name in sorted(platform.clusters)
             }

@@ -12,14 +12,17 @@ from dataclasses import dataclass
 from renderer import catalog
 from renderer.model import GpuQuota, Namespace, Platform, Pool, Queue, Team
 
-WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {
-    "distributed-training": frozenset({"training", "batch"}),
-    "fine-tuning": frozenset({"training", "batch"}),
-    "online-inference": frozenset({"inference"}),
-    "batch-inference": frozenset({"batch", "inference"}),
-    "notebooks": frozenset({"notebooks", "training"}),
+PURPOSE_ORDER: dict[str, tuple[str, ...]] = {
+    "distributed-training": ("training", "batch"),
+    "fine-tuning": ("training", "batch"),
+    "online-inference": ("inference",),
+    "batch-inference": ("batch", "inference"),
+    "notebooks": ("notebooks", "training"),
 }
-"""Which namespace purposes each pool workload serves: the guide's training/inference split."""
+"""Which namespace purposes each pool workload serves, the primary one first: the guide's
+training/inference split. The primary purpose's ClusterQueue holds a team's quota on the pool."""
+
+WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {w: frozenset(p) for w, p in PURPOSE_ORDER.items()}
 
 MIXABLE = frozenset({"training", "inference", "batch"})
 """Purposes a queue with `mixing` lets share each other's pools."""

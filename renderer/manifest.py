@@ -50,6 +50,25 @@ class Manifest:
         return f"{self.folder}/{self.filename}"
 
 
+@dataclass(frozen=True, slots=True)
+class Values:
+    """Helm values for an add-on chart that the GitOps layer installs; not a Kubernetes object,
+    so it is written beside the manifests (`<layer>/values/<chart>.yaml`) but never applied."""
+
+    layer: str
+    chart: str
+    body: Mapping[str, Any]
+    source: Location
+
+    @property
+    def path(self) -> str:
+        return f"{self.layer}/values/{self.chart}.yaml"
+
+
+Output = Manifest | Values
+"""What a layer yields."""
+
+
 def labels(**values: str | None) -> dict[str, str]:
     """The common labels: managed-by, plus gpuplane.dev/<key> for each value given."""
     result = dict(MANAGED_BY)

@@ -123,6 +123,8 @@ class Pool:
     exposure: str
     taints: tuple[Taint, ...]
     node_labels: Mapping[str, str]
+    host_cpus: int | None
+    host_memory: str | None
     gpu_hour: float
     currency: str
     acceptance: Mapping[str, float]
@@ -315,6 +317,8 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
             Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", [])
         ),
         node_labels=_frozen(spec.get("labels", {})),
+        host_cpus=spec.get("host", {}).get("cpus"),
+        host_memory=spec.get("host", {}).get("memory"),
         gpu_hour=float(cost["gpuHour"]),
         currency=cost.get("currency", "USD"),
         acceptance=_frozen(spec.get("acceptance", {})),

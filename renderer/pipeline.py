@@ -15,7 +15,7 @@ from typing import Any
 from renderer import model
 from renderer.diagnostics import Diagnostic, Location, Severity, has_errors, sort_diagnostics
 from renderer.layers import ClusterView, layers
-from renderer.manifest import Manifest
+from renderer.manifest import Manifest, Values
 from renderer.output_validation import CrdLoadError, OutputValidator, UnsupportedKubernetesVersion
 from renderer.policy import check_policy
 from renderer.rules import document_rule
@@ -93,6 +93,7 @@ class Rendered:
 
     platform: model.Platform
     manifests: Mapping[str, tuple[Manifest, ...]]
+    values: Mapping[str, tuple[Values, ...]]
     readmes: Mapping[str, str]
     files: int
     diagnostics: list[Diagnostic]
@@ -166,18 +167,23 @@ def render_platform(root: Path, validator: OutputValidator) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced."""
     loaded = load_platform(root)
     if has_errors(loaded.diagnostics):
-        return Rendered(loaded.platform, {}, {}, loaded.files, loaded.diagnostics)
+        return Rendered(loaded.platform, {}, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
     rendered: dict[str, tuple[Manifest, ...]] = {}
+    values: dict[str, tuple[Values, ...]] = {}
     readmes: dict[str, str] = {}
     for name in sorted(loaded.platform.clusters):
         cluster = loaded.platform.clusters[name]
         view = ClusterView.of(loaded.platform, cluster)
-        manifests = tuple(m for _, layer in layers() for m in layer(view))
+        outputs = [o for _, layer in layers() for o in layer(view)]
+        manifests = tuple(o for o in outputs if isinstance(o, Manifest))
+        values[name] = tuple(o for o in outputs if isinstance(o, Values))
         diagnostics.extend(_check_output(cluster, manifests, validator))
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
-    return Rendered(loaded.platform, rendered, readmes, loaded.files, sort_diagnostics(diagnostics))
+    return Rendered(
+        loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
+    )
 
 
 def _check_output(

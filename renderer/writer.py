@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from renderer.manifest import Manifest
+from renderer.manifest import Manifest, Values
 
 try:
     _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
@@ -43,16 +43,23 @@ def dump(body: Mapping[str, Any]) -> str:
 
 
 def build_tree(
-    rendered: Mapping[str, Iterable[Manifest]], readmes: Mapping[str, str] | None = None
+    rendered: Mapping[str, Iterable[Manifest]],
+    readmes: Mapping[str, str] | None = None,
+    values: Mapping[str, Iterable[Values]] | None = None,
 ) -> dict[str, bytes]:
-    """`{relative path: bytes}` for every file under `rendered/`, kustomizations included, plus
-    each cluster's generated README.md."""
+    """`{relative path: bytes}` for every file under `rendered/`: the manifests and the
+    kustomizations that list them, then (listed by no kustomization) each cluster's Helm values
+    and its generated README.md."""
     files: dict[str, bytes] = {}
     for cluster, manifests in rendered.items():
         for manifest in manifests:
             text = HEADER.format(source=manifest.source.file) + dump(manifest.body)
             files[f"{cluster}/{manifest.path}"] = text.encode("utf-8")
     files.update(_kustomizations(files))
+    for cluster, items in (values or {}).items():
+        for item in items:
+            text = HEADER.format(source=item.source.file) + dump(item.body)
+            files[f"{cluster}/{item.path}"] = text.encode("utf-8")
     for cluster, text in (readmes or {}).items():
         files[f"{cluster}/README.md"] = text.encode("utf-8")
     return dict(sorted(files.items()))

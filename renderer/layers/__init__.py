@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from renderer.manifest import Manifest
+from renderer.manifest import Output
 from renderer.model import Cluster, Namespace, Platform, Pool, Queue, Team
 
 
@@ -62,11 +62,11 @@ class ClusterView:
         return self.platform.queues.get(team.queue)
 
 
-Layer = Callable[[ClusterView], Iterator[Manifest]]
+Layer = Callable[[ClusterView], Iterator[Output]]
 
 
 def layers() -> tuple[tuple[str, Layer], ...]:
     """The layers in apply order; imported here so each layer module stays independent."""
-    from renderer.layers import tenancy
+    from renderer.layers import queueing, tenancy
 
-    return (("tenancy", tenancy.render),)
+    return (("tenancy", tenancy.render), ("queueing", queueing.render))
