@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
 from renderer import catalog, quantity
-from renderer.capacity import PURPOSE_ORDER, Offer, maximum_holding, quota_offer, serves
+from renderer.capacity import (
+    PURPOSE_ORDER,
+    Offer,
+    maximum_holding,
+    pool_offers,
+    quota_offer,
+    serves,
+)
 from renderer.layers import ClusterView
 from renderer.model import GpuQuota, Namespace, Pool, Queue, Team
 
@@ -51,6 +58,17 @@ class FlavorPlan:
     @property
     def borrow_only(self) -> bool:
         return not self.quotas
+
+    def maximum(self, resource: str) -> int:
+        """The most of a GPU resource this flavor can ever give the queue: nominal plus the
+        borrowing limit, or the pool's whole size when borrowing is unlimited (Kueue's None)."""
+        amount = self.resources[resource]
+        largest = max(
+            (o.maximum for o in pool_offers(self.pool) if o.resource == resource), default=0
+        )
+        if amount.borrowing_limit is None:
+            return max(largest, int(amount.nominal))
+        return min(largest, int(amount.nominal + amount.borrowing_limit))
 
 
 @dataclass(frozen=True, slots=True)

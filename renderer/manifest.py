@@ -53,7 +53,8 @@ class Manifest:
 @dataclass(frozen=True, slots=True)
 class Values:
     """Helm values for an add-on chart that the GitOps layer installs; not a Kubernetes object,
-    so it is written beside the manifests (`<layer>/values/<chart>.yaml`) but never applied."""
+    so it is written beside the layers (`rendered/<cluster>/values/<chart>.yaml`, a folder no
+    layer or namespace can be named) but never applied."""
 
     layer: str
     chart: str
@@ -62,7 +63,7 @@ class Values:
 
     @property
     def path(self) -> str:
-        return f"{self.layer}/values/{self.chart}.yaml"
+        return f"values/{self.chart}.yaml"
 
 
 Output = Manifest | Values

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from renderer import catalog
 from renderer.capacity import WORKLOAD_PURPOSES, Offer, quota_offer, serves
 from renderer.diagnostics import Diagnostic, Location, Severity, closest
-from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Team
+from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Queue, Team
 from renderer.rules import document_rule
 
 RuleFunction = Callable[[Platform], Iterable[Diagnostic]]
@@ -807,3 +807,94 @@ def pod_security_only_stricter(p: Platform) -> Iterator[Diagnostic]:
                     ns.origin.at("podSecurity"),
                     f"remove podSecurity, or set it to {default}",
                 )
+
+
+@rule("pool-host-capacity")
+def pools_declare_host(p: Platform) -> Iterator[Diagnostic]:
+    """Pools declare `host.cpus` and `host.memory`: CPU and memory quota follow the GPUs.
+
+    Every pod requests CPU and memory, and Kueue refuses a workload whose ClusterQueue does not
+    cover a requested resource; gpuplane gives each team CPU and memory in proportion to the share
+    of a node its GPUs represent, which needs the node's allocatable CPUs and memory.
+    """
+    for pool in p.pools.values():
+        missing = [
+            f for f, v in (("cpus", pool.host_cpus), ("memory", pool.host_memory)) if v is None
+        ]
+        if missing:
+            yield _error(
+                "pool-host-capacity",
+                f"pool '{pool.name}' does not declare host {' and '.join(missing)}",
+                pool.origin.key("spec", "host")
+                if pool.host_cpus or pool.host_memory
+                else pool.origin.key("spec", "gpusPerNode"),
+                "add spec.host.cpus and spec.host.memory: what one node can allocate to pods",
+            )
+
+
+@rule("queue-preemption")
+def preemption_coherent(p: Platform) -> Iterator[Diagnostic]:
+    """Preempting to borrow needs reclaiming: `borrowWithinCohort` requires `reclaimWithinCohort`.
+
+    Kueue refuses a ClusterQueue whose borrowWithinCohort policy preempts while
+    reclaimWithinCohort is Never: a queue that may evict others to borrow must also let them
+    reclaim their own quota.
+    """
+    for queue in p.queues.values():
+        borrow = queue.preemption.get("borrowWithinCohort", "Never")
+        if borrow != "Never" and queue.preemption.get("reclaimWithinCohort", "Never") == "Never":
+            yield _error(
+                "queue-preemption",
+                f"queue '{queue.name}' preempts to borrow (borrowWithinCohort: {borrow}) but never reclaims (reclaimWithinCohort: Never)",
+                queue.origin.at("spec", "preemption", "borrowWithinCohort"),
+                "set reclaimWithinCohort to LowerPriority or Any, or borrowWithinCohort to Never",
+            )
+
+
+@rule("pool-in-several-queues")
+def pool_in_one_queue(p: Platform) -> Iterator[Diagnostic]:
+    """A pool belongs to one queue.
+
+    A queue is one Kueue cohort with one oversubscription policy; a pool shared by two cohorts
+    would have its capacity promised twice, and the capacity rules could not tell which queue's
+    limit applies.
+    """
+    first: dict[str, Queue] = {}
+    for queue in p.queues.values():
+        for index, name in enumerate(queue.pools):
+            owner = first.setdefault(name, queue)
+            if owner is not queue:
+                yield _error(
+                    "pool-in-several-queues",
+                    f"pool '{name}' is already in queue '{owner.name}'",
+                    queue.origin.at("spec", "pools", index),
+                    "remove it from one of the two queues, or split the pool",
+                    (
+                        (
+                            "listed first here",
+                            owner.origin.at("spec", "pools", owner.pools.index(name)),
+                        ),
+                    ),
+                )
+
+
+@rule("reserved-queue-name")
+def queue_names_not_reserved(p: Platform) -> Iterator[Diagnostic]:
+    """On Volcano clusters a queue may not be named `root` or `default`.
+
+    Volcano creates those two queues itself; a gpuplane Queue (rendered as a Volcano parent
+    queue) with either name would overwrite them, and `root` would become its own parent.
+    """
+    for queue in p.queues.values():
+        cluster = p.clusters.get(queue.cluster)
+        if (
+            cluster is not None
+            and cluster.scheduler == "volcano"
+            and queue.name in ("root", "default")
+        ):
+            yield _error(
+                "reserved-queue-name",
+                f"queue '{queue.name}' would replace Volcano's own '{queue.name}' queue on cluster '{cluster.name}'",
+                queue.origin.at("metadata", "name"),
+                f"rename the queue (and its file), e.g. '{cluster.name}-{queue.name}'",
+            )

@@ -13,7 +13,8 @@ from typing import Any
 import jinja2
 
 from renderer import catalog
-from renderer.capacity import SHARING_MODES, maximum_holding, pool_offers, usable_quotas
+from renderer.admission import CPU, MEMORY, cluster_queues
+from renderer.capacity import SHARING_MODES, pool_offers
 from renderer.layers import ClusterView
 from renderer.policy import DEFAULT_POD_SECURITY
 
@@ -66,28 +67,39 @@ def cluster_readme(view: ClusterView) -> str:
                 "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
             }
         )
+    # where each namespace's `default` LocalQueue sends jobs that name no queue (Kueue only)
+    local_queues: dict[str, str] = {}
+    if view.cluster.scheduler == "kueue":
+        local_queues = {
+            ns.name: plan.name for plan in cluster_queues(view) for ns in plan.namespaces
+        }
+    plans = {ns.name: plan for plan in cluster_queues(view) for ns in plan.namespaces}
     teams = []
     for tenant in view.tenants:
         team = tenant.team
         rows = []
         for ns in tenant.namespaces:
             level = ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose]
-            usable = False
-            for pool, quota, offer in usable_quotas(view.platform, team, ns):
-                usable = True
-                rows.append(
-                    {
-                        "namespace": ns.name,
-                        "purpose": ns.purpose,
-                        "pod_security": level,
-                        "pool": pool.name,
-                        "gets": _gets(pool.sharing, pool.replicas),
-                        "resource": offer.resource,
-                        "nominal": quota.nominal,
-                        "maximum": maximum_holding(offer, quota),
-                    }
-                )
-            if not usable:
+            plan = plans.get(ns.name)
+            flavors = plan.flavors if plan is not None else ()
+            for flavor in flavors:
+                pool = flavor.pool
+                for resource in sorted(r for r in flavor.resources if r not in (CPU, MEMORY)):
+                    rows.append(
+                        {
+                            "namespace": ns.name,
+                            "purpose": ns.purpose,
+                            "pod_security": level,
+                            "pool": pool.name,
+                            "gets": _gets(pool.sharing, pool.replicas),
+                            "resource": resource,
+                            "nominal": "borrows only"
+                            if flavor.borrow_only
+                            else int(flavor.resources[resource].nominal),
+                            "maximum": flavor.maximum(resource),
+                        }
+                    )
+            if not flavors:
                 rows.append(
                     {
                         "namespace": ns.name,
@@ -109,6 +121,11 @@ def cluster_readme(view: ClusterView) -> str:
                 "queue": team.queue,
                 "priority": team.priority,
                 "rows": rows,
+                "local_queues": [
+                    {"namespace": ns.name, "cluster_queue": local_queues[ns.name]}
+                    for ns in tenant.namespaces
+                    if ns.name in local_queues
+                ],
             }
         )
     text = _template().render(cluster=view.cluster, pools=pools, teams=teams)

@@ -1,6 +1,6 @@
 """Turn manifests into a byte-exact tree and put it on disk atomically.
 
-One dumper with fixed settings gives canonical YAML; files and kustomization resources are
+One dumper with fixed settings (renderer.canonical) gives canonical YAML; files and kustomization resources are
 sorted; nothing depends on the machine, the clock or hash seeds. The tree is written to a sibling
 temporary folder and swapped in by rename, so a failed run leaves `rendered/` as it was, and
 files of removed objects disappear with the old tree.
@@ -13,33 +13,13 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-import yaml
-
+from renderer.canonical import dump
 from renderer.manifest import Manifest, Values
-
-try:
-    _Dumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
-except AttributeError:  # PyYAML built without libyaml: same output, slower
-    _Dumper = yaml.SafeDumper
 
 HEADER = "# Rendered by gpuplane from {source}; edit that file, not this one.\n"
 
 OUTPUT_DIR = "rendered"
-
-
-def dump(body: Mapping[str, Any]) -> str:
-    """Canonical YAML: block style, keys in the order the layer built them, no line folding."""
-    text: str = yaml.dump(
-        body,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1_000_000,
-    )
-    return text
 
 
 def build_tree(

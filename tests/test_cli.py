@@ -51,9 +51,11 @@ def test_github_annotations_escape_and_point_at_the_line(platform: Path, gpuplan
     )
 
 
-def test_render_check_in_json_lists_stale_files(platform: Path, gpuplane) -> None:
+def test_render_check_in_json_lists_stale_files(platform: Path, gpuplane, crds: Path) -> None:
     (platform / "rendered/prod-east/tenancy/priorityclass-prod-standard.yaml").unlink()
-    result = gpuplane("-C", str(platform), "render", "--check", "--format", "json")
+    result = gpuplane(
+        "-C", str(platform), "render", "--check", "--crds", str(crds), "--format", "json"
+    )
     assert result.exit_code == 1
     body = json.loads(result.output)
     assert body["stale"] == [

@@ -128,6 +128,19 @@ CASES = [
         "scheduler: kueue",
         "scheduler: volcano",
     ),
+    ("pool-host-capacity", "pools/l4-serve.yaml", "    cpus: 48\n", ""),
+    (
+        "pool-in-several-queues",
+        "queues/staging.yaml",
+        "pools: [h200-tune, l4-serve]",
+        "pools: [h200-tune, l4-serve, h100-train]",
+    ),
+    (
+        "queue-preemption",
+        "queues/prod.yaml",
+        "reclaimWithinCohort: Any",
+        "reclaimWithinCohort: Never",
+    ),
     (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
@@ -138,7 +151,8 @@ CASES = [
 
 
 def test_every_policy_rule_has_a_case() -> None:
-    assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | {"pool-unused"}
+    tested_elsewhere = {"pool-unused", "reserved-queue-name"}
+    assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | tested_elsewhere
 
 
 def test_every_rule_explains_itself(gpuplane) -> None:
@@ -188,3 +202,16 @@ def test_the_example_platform_is_clean(gpuplane) -> None:
     result = gpuplane("-C", str(REPO), "validate")
     assert result.exit_code == 0
     assert result.output.startswith("ok: 15 input files")
+
+
+def test_volcano_reserved_queue_names(platform: Path, gpuplane) -> None:
+    cluster = platform / "clusters" / "staging-west.yaml"
+    cluster.write_text(cluster.read_text().replace("scheduler: kueue", "scheduler: volcano"))
+    staging = (platform / "queues" / "staging.yaml").read_text()
+    (platform / "queues" / "root.yaml").write_text(staging.replace("name: staging", "name: root"))
+    result = gpuplane("-C", str(platform), "validate")
+    assert result.exit_code == 1
+    assert (
+        "queues/root.yaml:6:9: error[reserved-queue-name] queue 'root' would replace Volcano's own 'root' queue"
+        in result.output
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from renderer.admission import cluster_queue_name
 from renderer.capacity import SHARING_MODES, maximum_holding, pool_offers, usable_quotas
 from renderer.layers import ClusterView, Tenant
 from renderer.manifest import Manifest, metadata
@@ -127,6 +128,9 @@ def _namespace(view: ClusterView, team: Team, ns: Namespace) -> dict[str, Any]:
         }
     )
     annotations = {"gpuplane.dev/gpu-sharing": _sharing_note(view, team, ns)}
+    if view.cluster.scheduler == "volcano":
+        # Volcano's counterpart of Kueue's `default` LocalQueue: the queue of this namespace's purpose
+        annotations["scheduling.volcano.sh/queue-name"] = cluster_queue_name(team.name, ns.purpose)
     if team.description:
         annotations["gpuplane.dev/description"] = team.description
     if team.contact:
