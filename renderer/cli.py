@@ -106,7 +106,7 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
     if has_errors(result.diagnostics):
         _emit(result.diagnostics, result.files, fmt)
         ctx.exit(1)
-    files = build_tree(result.manifests, result.readmes)
+    files = build_tree(result.manifests, result.readmes, result.values)
     target = root / OUTPUT_DIR
     objects = sum(len(m) for m in result.manifests.values())
     if check:
@@ -144,6 +144,72 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
             f"({changed} files added, changed or removed)"
         )
     ctx.exit(0)
+
+
+@main.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="A table for people, Markdown for a pull-request comment, or JSON for tools.",
+)
+@click.option("--cluster", "clusters", multiple=True, help="Only these clusters (repeatable).")
+@click.pass_context
+def plan(ctx: click.Context, fmt: str, clusters: tuple[str, ...]) -> None:
+    """Capacity and quota per pool and per team: guaranteed, nominal, lendable, maximum."""
+    from renderer.plan import build_plan, plan_json, plan_markdown, plan_tables
+
+    loaded = load_platform(_root(ctx))
+    if has_errors(loaded.diagnostics):
+        _emit(loaded.diagnostics, loaded.files, "text" if fmt == "markdown" else fmt)
+        ctx.exit(1)
+    unknown = sorted(set(clusters) - set(loaded.platform.clusters))
+    if unknown:
+        raise click.UsageError(f"unknown cluster(s): {', '.join(unknown)}")
+    report = build_plan(loaded.platform, clusters or None)
+    if fmt == "json":
+        click.echo(json.dumps(plan_json(report), indent=2))
+    elif fmt == "markdown":
+        click.echo(plan_markdown(report), nl=False)
+    else:
+        console = Console(width=160, soft_wrap=False)
+        for renderable in plan_tables(report):
+            console.print(renderable)
+
+
+@main.command()
+@click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--namespace",
+    help="The namespace the job would be created in (default: its metadata.namespace).",
+)
+@click.option("--cluster", help="The cluster, when the namespace exists on more than one.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.pass_context
+def fit(
+    ctx: click.Context, job: Path, namespace: str | None, cluster: str | None, fmt: str
+) -> None:
+    """Would Kueue admit this job, where, and if not, why? Exit 1 if it never can be."""
+    from renderer.fit import check_fit, fit_json, fit_text
+
+    loaded = load_platform(_root(ctx))
+    if has_errors(loaded.diagnostics):
+        _emit(loaded.diagnostics, loaded.files, fmt)
+        ctx.exit(1)
+    result = check_fit(loaded.platform, job, namespace=namespace, cluster=cluster)
+    if fmt == "json":
+        click.echo(json.dumps(fit_json(result), indent=2))
+    else:
+        click.echo(fit_text(result), nl=False)
+    ctx.exit(0 if result.admissible else 1)
 
 
 @main.command(name="explain")

@@ -898,3 +898,93 @@ def queue_names_not_reserved(p: Platform) -> Iterator[Diagnostic]:
                 queue.origin.at("metadata", "name"),
                 f"rename the queue (and its file), e.g. '{cluster.name}-{queue.name}'",
             )
+
+
+HOSTNAME = "kubernetes.io/hostname"
+MAX_FLAVOR_NODE_LABELS = 8
+"""Kueue's ResourceFlavor takes at most 8 nodeLabels (its CRD's maxProperties)."""
+
+
+@rule("topology-levels")
+def topology_levels_valid(p: Platform) -> Iterator[Diagnostic]:
+    """Topology levels run from the widest domain to the node, at most 16, the node last.
+
+    Kueue's Topology requires `kubernetes.io/hostname`, when present, to be the last level (a
+    node is the narrowest domain) and allows at most 16 levels; otherwise the Topology and every
+    flavor that names it are rejected.
+    """
+    for pool in p.pools.values():
+        levels = pool.topology_levels
+        if HOSTNAME in levels and levels[-1] != HOSTNAME:
+            index = levels.index(HOSTNAME)
+            yield _error(
+                "topology-levels",
+                f"pool '{pool.name}' lists {HOSTNAME} before other topology levels",
+                pool.origin.at("spec", "topology", "levels", index),
+                f"move {HOSTNAME} to the end: levels go from the widest domain to the node",
+            )
+        if len(levels) > 16:
+            yield _error(
+                "topology-levels",
+                f"pool '{pool.name}' declares {len(levels)} topology levels; Kueue allows 16",
+                pool.origin.key("spec", "topology", "levels"),
+                "keep the levels the scheduler should pack jobs by",
+            )
+
+
+@rule("pool-labels-limit")
+def pool_labels_fit_a_flavor(p: Platform) -> Iterator[Diagnostic]:
+    """A pool's node labels (gpuplane's own plus `labels`) must fit a Kueue ResourceFlavor.
+
+    The flavor selects the pool's nodes by all of its labels, and Kueue accepts at most 8; gpuplane
+    sets 5 or 6 itself (pool, accelerator, topology, fabric, workload, sharing).
+    """
+    from renderer.nodes import node_labels  # nodes imports the model only; kept local for clarity
+
+    for pool in p.pools.values():
+        cluster = p.clusters.get(pool.cluster)
+        if cluster is None or cluster.scheduler != "kueue":
+            continue
+        count = len(node_labels(pool))
+        if count > MAX_FLAVOR_NODE_LABELS:
+            yield _error(
+                "pool-labels-limit",
+                f"pool '{pool.name}' has {count} node labels; a Kueue ResourceFlavor takes at most {MAX_FLAVOR_NODE_LABELS}",
+                pool.origin.key("spec", "labels"),
+                f"drop {count - MAX_FLAVOR_NODE_LABELS} of spec.labels (they still reach the nodes through their bootstrap if you add them there)",
+            )
+
+
+@rule("queue-settings-differ")
+def cluster_wide_queue_settings(p: Platform) -> Iterator[Diagnostic]:
+    """Queues on one cluster should agree on Kueue's cluster-wide settings (a warning).
+
+    `gang.timeout` (waitForPodsReady) and fair sharing are settings of the Kueue controller, not
+    of a ClusterQueue: gpuplane applies the strictest timeout and enables fair sharing when any
+    queue asks, so a queue that says otherwise does not get what it declares. With fair sharing,
+    Kueue also ignores `borrowWithinCohort`.
+    """
+    by_cluster: dict[str, list[Queue]] = defaultdict(list)
+    for queue in p.queues.values():
+        by_cluster[queue.cluster].append(queue)
+    for queues in by_cluster.values():
+        timeouts = {q.gang_timeout for q in queues if q.wait_for_pods_ready}
+        if len(timeouts) > 1:
+            for queue in queues[1:]:
+                yield Diagnostic(
+                    "queue-settings-differ",
+                    f"queues on cluster '{queue.cluster}' set different gang timeouts ({', '.join(sorted(str(t) for t in timeouts))}); the shortest applies to all",
+                    queue.origin.at("spec", "gang", "timeout"),
+                    hint="use one gang.timeout for every queue of the cluster",
+                    severity=Severity.WARNING,
+                )
+        fair = any(q.fair_sharing for q in queues)
+        for queue in queues:
+            if fair and queue.preemption.get("borrowWithinCohort", "Never") != "Never":
+                yield Diagnostic(
+                    "queue-settings-differ",
+                    f"queue '{queue.name}': Kueue ignores borrowWithinCohort when fair sharing is on for the cluster",
+                    queue.origin.at("spec", "preemption", "borrowWithinCohort"),
+                    hint="remove borrowWithinCohort, or turn fair sharing off on every queue of the cluster",
+                    severity=Severity.WARNING,
+                )

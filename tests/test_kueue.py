@@ -40,11 +40,15 @@ LABEL_KEY = re.compile(
 INT32 = (-(2**31), 2**31 - 1)
 
 
-def _render(root: Path) -> Rendered:
+def _render(root: Path, warnings: tuple[str, ...] = ()) -> Rendered:
+    """Render with the real CRDs; no findings but the warnings (by rule id) a case expects."""
     if not SHARED_CRDS.is_dir():
         pytest.skip("../shared/crds is not beside this checkout")
     rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
-    assert rendered.diagnostics == [], "\n".join(str(d) for d in rendered.diagnostics)
+    found = [(d.rule, d.severity.value) for d in rendered.diagnostics]
+    assert found == [(rule, "warning") for rule in warnings], "\n".join(
+        map(str, rendered.diagnostics)
+    )
     return rendered
 
 
@@ -58,7 +62,9 @@ def minimal() -> Rendered:
     return _render(MINIMAL)
 
 
-def _variant(tmp_path: Path, queue: str, extra_namespace: str = "") -> Rendered:
+def _variant(
+    tmp_path: Path, queue: str, extra_namespace: str = "", warnings: tuple[str, ...] = ()
+) -> Rendered:
     """The minimal platform with its queue file replaced (and a namespace added to the team)."""
     root = tmp_path / "repo"
     for folder in INPUT_FOLDERS:
@@ -74,7 +80,7 @@ def _variant(tmp_path: Path, queue: str, extra_namespace: str = "") -> Rendered:
         text = team.read_text()
         anchor = "    - {name: ml-serve, cluster: lab, purpose: inference}\n"
         team.write_text(text.replace(anchor, anchor + extra_namespace))
-    return _render(root)
+    return _render(root, warnings)
 
 
 def objects(rendered: Rendered, kind: str | None = None) -> Iterator[dict[str, Any]]:
@@ -461,6 +467,7 @@ def test_fair_sharing_sets_weights_and_the_controller(tmp_path: Path) -> None:
         "  fairSharing: true\n"
         "  preemption: {reclaimWithinCohort: Any, borrowWithinCohort: LowerPriority}\n"
         "  gang: {waitForPodsReady: true}\n",
+        warnings=("queue-settings-differ",),  # borrowWithinCohort is ignored under fair sharing
     )
     assert_all_rules(rendered)
     for cq in objects(rendered, "ClusterQueue"):
@@ -535,8 +542,8 @@ def test_gang_timeout_is_the_strictest_of_the_queues() -> None:
 
 def test_too_many_node_labels_for_a_flavor_is_reported_not_truncated(tmp_path: Path) -> None:
     """A ResourceFlavor takes at most 8 node labels; gpuplane derives 5 or 6 per pool (6 with a
-    topology form or interconnect), so a few labels of the pool's own break the limit. The output check reports it;
-    nothing is dropped."""
+    topology form or interconnect), so a few labels of the pool's own break the limit. The policy
+    reports it at the pool file, and the output check would too; nothing is dropped."""
     if not SHARED_CRDS.is_dir():
         pytest.skip("../shared/crds is not beside this checkout")
     root = tmp_path / "repo"
@@ -548,6 +555,20 @@ def test_too_many_node_labels_for_a_flavor_is_reported_not_truncated(tmp_path: P
         + "  labels: {example.com/a: w, example.com/b: x, example.com/c: y, example.com/d: z}\n"
     )
     rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
-    problems = [str(d.message) for d in rendered.diagnostics]
-    assert len(problems) == 1 and problems[0].startswith("rendered ResourceFlavor 'train'")
-    assert "spec.nodeLabels" in problems[0]
+    (problem,) = rendered.diagnostics
+    assert problem.rule == "pool-labels-limit"
+    assert (
+        problem.message == "pool 'train' has 9 node labels; a Kueue ResourceFlavor takes at most 8"
+    )
+    assert problem.at.file == "pools/train.yaml"
+    # without the policy, the output validator catches it on the ResourceFlavor itself
+    from renderer import policy
+
+    rule = next(r for r in policy.POLICY if r.id == "pool-labels-limit")
+    policy.POLICY.remove(rule)
+    try:
+        rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
+    finally:
+        policy.POLICY.append(rule)
+    (problem,) = rendered.diagnostics
+    assert problem.rule == "output-schema" and "spec.nodeLabels" in problem.message
