@@ -471,14 +471,19 @@ class _Checker:
                     ),
                 )
             return pod_class, found[1].value, "the pod template's priorityClassName"
-        chosen: Priority | None = queue.priority(team.priority) if team.priority else None
-        source = f"team {team.name}'s priority"
-        if chosen is None:
-            chosen = queue.default_priority
-            source = f"queue {queue.name}'s default priority"
-        if chosen is None:
-            return None, 0, "none: Kueue's default priority 0"
-        return f"{queue.name}-{chosen.name}", chosen.value, source
+        # Kueue has no per-namespace default priority: a workload with neither label nor
+        # priorityClassName runs at 0. Name the class the team's file intends, so the author
+        # can add the label.
+        intended: Priority | None = queue.priority(team.priority) if team.priority else None
+        intended = intended or queue.default_priority
+        advice = ""
+        if intended is not None:
+            whose = f"team {team.name}'s" if team.priority else f"queue {queue.name}'s default"
+            advice = (
+                f"; label it kueue.x-k8s.io/priority-class: {queue.name}-{intended.name} "
+                f"for {whose} priority ({intended.value})"
+            )
+        return None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}"
 
     # -- flavors
 
@@ -523,8 +528,14 @@ class _Checker:
                     message="requests must not exceed its limits",
                     reasons=(f"pod set {ps.name}: the request exceeds the limit for {listed}",),
                 )
+        # resources the Kueue configuration excludes are not counted against any quota
         per_pod = {
-            ps.name: ps.requests(default_requests, default_limits) for ps in self.workload.pod_sets
+            ps.name: {
+                resource: amount
+                for resource, amount in ps.requests(default_requests, default_limits).items()
+                if not resource.startswith(kueue.EXCLUDED_RESOURCE_PREFIXES)
+            }
+            for ps in self.workload.pod_sets
         }
         assigner = _Assigner(plan, cohort, per_pod)
         counts = {ps.name: ps.count for ps in self.workload.pod_sets}

@@ -316,6 +316,12 @@ def gang_timeout(queues: Iterable[Queue]) -> int | None:
     return min(asked) if asked else None
 
 
+EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage",)
+"""Resources Kueue does not count: scratch disk is limited by the namespace ResourceQuota and
+the kubelet, and a pod asking for it would otherwise be refused as "unavailable in
+ClusterQueue", since no flavor covers it."""
+
+
 def manager_config(queues: tuple[Queue, ...]) -> dict[str, Any]:
     """The Kueue `Configuration` the queues need; Kueue defaults everything else."""
     config: dict[str, Any] = {
@@ -325,6 +331,7 @@ def manager_config(queues: tuple[Queue, ...]) -> dict[str, Any]:
             "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
         },
         "integrations": {"frameworks": list(FRAMEWORKS)},
+        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
     }
     timeout = gang_timeout(queues)
     if timeout is not None:

@@ -111,8 +111,12 @@ def test_job_within_nominal_fits(example: Platform) -> None:
     gpus = gpu_quota(result, "h100-train")
     assert gpus.requested == nominal == 8
     assert gpus.borrowed == 0
-    assert result.priority == "prod-standard"
-    assert result.priority_value == example.queues["prod"].priority("standard").value
+    # no label: Kueue runs it at 0; fit names the class the team's file intends
+    assert (result.priority, result.priority_value) == (None, 0)
+    assert result.priority_source is not None
+    standard = example.queues["prod"].priority("standard")
+    assert standard is not None
+    assert f"prod-standard for team vision's priority ({standard.value})" in result.priority_source
     assert not result.lenders
 
 
@@ -193,9 +197,11 @@ def test_time_sliced_inference_deployment(example: Platform) -> None:
     assert [(ps.name, ps.count, ps.flavor) for ps in result.pod_sets] == [("main", 1, "l40s-infer")]
     gpus = gpu_quota(result, "l40s-infer")
     assert gpus.requested == 4 <= nominal
-    # recsys's team priority, not the queue's default
+    # recsys's team priority is what fit advises, since Kueue itself applies none
     assert example.teams["recsys"].priority == "production"
-    assert (result.priority, result.priority_value) == ("prod-production", 1000)
+    assert (result.priority, result.priority_value) == (None, 0)
+    assert result.priority_source is not None
+    assert "prod-production for team recsys's priority (1000)" in result.priority_source
     assert any("time-slicing" in n for n in result.notes)
 
 
@@ -411,6 +417,16 @@ def test_cli_json_numbers(gpuplane) -> None:
     }
     assert body["podSets"][0]["perPod"] == {"cpu": "64", "memory": "512Gi", GPU: 8}
     assert body["clusterQueue"] == "vision-training"
+
+
+def test_scratch_disk_is_not_counted_by_kueue(example: Platform) -> None:
+    """Kueue's configuration excludes ephemeral-storage, so asking for scratch disk changes
+    nothing: the same job as job-within-nominal still fits on h100-train."""
+    result = fit(example, "job-with-scratch-disk")
+    assert (result.verdict, result.admissible) == (FITS, True)
+    assert (
+        gpu_quota(result, "h100-train").requested == quota(example.teams["vision"], "h100-train")[0]
+    )
 
 
 def test_every_case_has_a_test() -> None:
