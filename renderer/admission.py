@@ -14,7 +14,7 @@ See docs/admission-model.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
@@ -230,3 +230,55 @@ def amount_text(resource: str, value: Decimal) -> str | int:
     if resource == MEMORY:
         return quantity.memory(value)
     return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """A ClusterQueue's quota of one resource on one flavor, as Kueue reads it."""
+
+    nominal: Decimal
+    borrowing: Decimal | None
+    lending: Decimal | None
+
+    @property
+    def lendable(self) -> Decimal:
+        """What the cohort may borrow from it: the lending limit, or all of nominal when unset."""
+        return self.nominal if self.lending is None else self.lending
+
+    @property
+    def guaranteed(self) -> Decimal:
+        """What Kueue never lends out: nominal minus the lending limit (nothing when unset)."""
+        return Decimal(0) if self.lending is None else self.nominal - self.lending
+
+
+def limits_of(plan: ClusterQueuePlan, pool: str, resource: str) -> Limits:
+    """A queue's limits on one pool and resource. Where a flavor has no amount for a covered
+    resource, the queue layer writes nominal 0 and borrowing limit 0: nothing of it, and
+    nothing to borrow."""
+    found = next((f for f in plan.flavors if f.pool.name == pool), None)
+    amount = found.resources.get(resource) if found is not None else None
+    if amount is None:
+        return Limits(Decimal(0), Decimal(0), None)
+    return Limits(amount.nominal, amount.borrowing_limit, amount.lending_limit)
+
+
+def cohort_of(
+    plans: tuple[ClusterQueuePlan, ...], plan: ClusterQueuePlan
+) -> tuple[ClusterQueuePlan, ...]:
+    """The ClusterQueues that share `plan`'s cohort (its own included)."""
+    return tuple(p for p in plans if p.queue.name == plan.queue.name)
+
+
+def potential_available(
+    plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], pool: str, resource: str
+) -> Decimal:
+    """The most a ClusterQueue can ever be admitted on one flavor, as Kueue computes it
+    (PotentialAvailable): what it never lends, plus everything the cohort may lend (its own
+    lendable part included), capped by nominal + borrowing limit. Lower than nominal +
+    borrowing limit whenever the other teams lend less than that."""
+    own = limits_of(plan, pool, resource)
+    lent = sum((limits_of(p, pool, resource).lendable for p in cohort), Decimal(0))
+    available = own.guaranteed + lent
+    if own.borrowing is not None:
+        available = min(own.nominal + own.borrowing, available)
+    return available

@@ -174,7 +174,7 @@ def plan(ctx: click.Context, fmt: str, clusters: tuple[str, ...]) -> None:
     elif fmt == "markdown":
         click.echo(plan_markdown(report), nl=False)
     else:
-        console = Console(width=160, soft_wrap=False)
+        console = Console(width=200, soft_wrap=False)
         for renderable in plan_tables(report):
             console.print(renderable)
 

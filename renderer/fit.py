@@ -27,7 +27,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, ScalarNode
 
 from renderer import kueue, nodes, quantity, workloads
-from renderer.admission import ClusterQueuePlan, FlavorPlan, amount_text, cluster_queues
+from renderer.admission import (
+    ClusterQueuePlan,
+    FlavorPlan,
+    amount_text,
+    cluster_queues,
+    limits_of,
+    potential_available,
+)
 from renderer.capacity import PURPOSE_ORDER, maximum_holding, pool_offers, usable_quotas
 from renderer.layers import ClusterView
 from renderer.layers.tenancy import DEFAULT_CONTAINER
@@ -211,32 +218,6 @@ def _document_kinds(path: Path) -> list[str]:
         return kinds
     except Exception:  # the loader already said what is wrong; this only adds detail
         return []
-
-
-@dataclass(frozen=True, slots=True)
-class _Limits:
-    nominal: Decimal
-    borrowing: Decimal | None
-    lending: Decimal | None
-
-    @property
-    def lendable(self) -> Decimal:
-        return self.nominal if self.lending is None else self.lending
-
-    @property
-    def guaranteed(self) -> Decimal:
-        return Decimal(0) if self.lending is None else self.nominal - self.lending
-
-
-def _limits(plan: ClusterQueuePlan, flavor: str, resource: str) -> _Limits:
-    """A ClusterQueue's quota of one resource on one flavor. Where the flavor has no amount for
-    a covered resource, the queue layer writes nominal 0 and borrowing limit 0 (`kueue._quota`):
-    nothing of it, and nothing to borrow."""
-    found = next((f for f in plan.flavors if f.pool.name == flavor), None)
-    amount = found.resources.get(resource) if found is not None else None
-    if amount is None:
-        return _Limits(Decimal(0), Decimal(0), None)
-    return _Limits(amount.nominal, amount.borrowing_limit, amount.lending_limit)
 
 
 @dataclass
@@ -723,7 +704,7 @@ class _Checker:
                 continue
             flavor = reason.split(" in flavor ", 1)[1].split(",", 1)[0]
             resource = reason.removeprefix("insufficient quota for ").split(" in flavor ", 1)[0]
-            own = _limits(plan, flavor, resource)
+            own = limits_of(plan, flavor, resource)
             if own.nominal == 0 and own.borrowing == 0:
                 continue  # the flavor has none of it: Kueue's reason says all there is
             lenders = assigner.lenders_of(flavor, resource)
@@ -822,20 +803,13 @@ class _Assigner:
         return next((f.pool for f in self.flavors if f.pool.name == flavor), None)
 
     def maximum(self, flavor: str, resource: str) -> Decimal:
-        """Kueue's PotentialAvailable: guaranteed quota plus the cohort's lendable quota (its
-        own lendable part included), capped by nominal + borrowing limit."""
-        own = _limits(self.plan, flavor, resource)
-        subtree = sum((_limits(p, flavor, resource).lendable for p in self.cohort), Decimal(0))
-        available = own.guaranteed + subtree
-        if own.borrowing is not None:
-            available = min(own.nominal + own.borrowing, available)
-        return available
+        return potential_available(self.plan, self.cohort, flavor, resource)
 
     def lenders_of(self, flavor: str, resource: str) -> list[tuple[str, Decimal]]:
         return [
-            (p.name, _limits(p, flavor, resource).lendable)
+            (p.name, limits_of(p, flavor, resource).lendable)
             for p in self.cohort
-            if p.name != self.plan.name and _limits(p, flavor, resource).lendable > 0
+            if p.name != self.plan.name and limits_of(p, flavor, resource).lendable > 0
         ]
 
     def assign(self, pod_sets: Iterable[PodSet], counts: Mapping[str, int]) -> _Assignment:
@@ -888,7 +862,7 @@ class _Assigner:
                     )
                     misfit = True
                     break
-                if value > _limits(self.plan, name, resource).nominal:
+                if value > limits_of(self.plan, name, resource).nominal:
                     borrows = True
             if not misfit:
                 return name, borrows, []
@@ -900,7 +874,7 @@ class _Assigner:
         for (flavor, resource), requested in sorted(
             usage.items(), key=lambda item: (order.get(item[0][0], 0), _resource_order(item[0][1]))
         ):
-            own = _limits(self.plan, flavor, resource)
+            own = limits_of(self.plan, flavor, resource)
             lent = sum((amount for _, amount in self.lenders_of(flavor, resource)), Decimal(0))
             result.append(
                 Quota(

@@ -23,7 +23,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from renderer.admission import cluster_queues
+from renderer.admission import cluster_queues, cohort_of, potential_available
 from renderer.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.layers import ClusterView
 from renderer.model import GpuQuota, Platform, Pool, Queue, Team
@@ -64,6 +64,12 @@ LEGEND: tuple[tuple[str, str], ...] = (
         "maximum",
         "the most one team can hold: nominal + borrowingLimit, capped at the pool's maximum; "
         "without borrowingLimit (unlimited borrowing) the pool's maximum",
+    ),
+    (
+        "reachable",
+        "the most Kueue can admit for the team on an empty cluster (its PotentialAvailable): "
+        "what it never lends plus all the cohort may lend, capped by the maximum; lower than the "
+        "maximum when the other teams lend less",
     ),
 )
 """What each figure means; shown under the tables, in the Markdown and in the JSON."""
@@ -133,6 +139,7 @@ class TeamRow:
     lending_limit: int | None
     borrowing_limit: int | None
     maximum: int
+    reachable: int
     warnings: tuple[PlanWarning, ...]
 
 
@@ -255,12 +262,28 @@ def _holders(view: ClusterView) -> dict[tuple[str, str], tuple[str | None, tuple
     return holders
 
 
+def _reachable(view: ClusterView) -> dict[tuple[str, str, str], int]:
+    """(team, pool, resource) -> Kueue's PotentialAvailable for the queue holding the quota."""
+    plans = cluster_queues(view)
+    found: dict[tuple[str, str, str], int] = {}
+    for plan in plans:
+        cohort = cohort_of(plans, plan)
+        for flavor in plan.flavors:
+            if flavor.borrow_only:
+                continue
+            for resource in flavor.resources:
+                key = (plan.team.name, flavor.pool.name, resource)
+                found[key] = int(potential_available(plan, cohort, flavor.pool.name, resource))
+    return found
+
+
 def _team_row(
     team: Team,
     pool: Pool,
     quota: GpuQuota,
     offer: Offer,
     holders: dict[tuple[str, str], tuple[str | None, tuple[str, ...]]],
+    reachable: dict[tuple[str, str, str], int],
 ) -> TeamRow:
     holder, borrowers = holders.get((team.name, pool.name), (None, ()))
     warnings: list[PlanWarning] = []
@@ -295,6 +318,7 @@ def _team_row(
         lending_limit=quota.lending_limit,
         borrowing_limit=quota.borrowing_limit,
         maximum=maximum_holding(offer, quota),
+        reachable=reachable.get((team.name, pool.name, offer.resource), 0),
         warnings=tuple(warnings),
     )
 
@@ -303,6 +327,7 @@ def _cluster_plan(platform: Platform, name: str) -> ClusterPlan:
     cluster = platform.clusters[name]
     view = ClusterView.of(platform, cluster)
     holders = _holders(view)
+    reachable = _reachable(view)
     by_offer: dict[tuple[str, str], list[tuple[Team, GpuQuota]]] = {}
     team_rows: list[TeamRow] = []
     for team_name in sorted(platform.teams):
@@ -315,7 +340,7 @@ def _cluster_plan(platform: Platform, name: str) -> ClusterPlan:
             if offer is None:
                 continue
             by_offer.setdefault((pool.name, offer.resource), []).append((team, quota))
-            team_rows.append(_team_row(team, pool, quota, offer, holders))
+            team_rows.append(_team_row(team, pool, quota, offer, holders, reachable))
     pool_rows = [
         _pool_row(platform, pool, offer, by_offer.get((pool.name, offer.resource), []))
         for pool in view.pools
@@ -393,6 +418,7 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "lendingLimit": r.lending_limit,
                 "borrowingLimit": r.borrowing_limit,
                 "maximum": r.maximum,
+                "reachable": r.reachable,
                 "warnings": [{"code": w.code, "message": w.message} for w in r.warnings],
             }
             for r in cluster.teams
@@ -478,7 +504,7 @@ def _table(title: str, columns: tuple[tuple[str, bool], ...]) -> Table:
         if numeric:
             table.add_column(header, justify="right", no_wrap=True)
         else:
-            table.add_column(header, overflow="fold")
+            table.add_column(header, no_wrap=header != "notes", overflow="fold")
     return table
 
 
@@ -554,6 +580,7 @@ def plan_tables(report: PlanReport) -> list[RenderableType]:
                 ("lendable", True),
                 ("borrowing\nlimit", True),
                 ("maximum\nwith borrowing", True),
+                ("reachable\n(cohort lends)", True),
                 ("notes", False),
             ),
         )
@@ -570,6 +597,7 @@ def plan_tables(report: PlanReport) -> list[RenderableType]:
                 str(t.lendable),
                 _limit(t.borrowing_limit),
                 str(t.maximum),
+                str(t.reachable),
                 _notes(t.warnings),
             )
         out += [teams, *_explained(cluster.teams), Text(TEAM_LEGEND, style="dim"), Text("")]
@@ -649,6 +677,7 @@ def plan_markdown(report: PlanReport) -> str:
                 ("lendable", True),
                 ("borrowing limit", True),
                 ("maximum with borrowing", True),
+                ("reachable (cohort lends)", True),
                 ("warnings", False),
             ),
             [
@@ -663,6 +692,7 @@ def plan_markdown(report: PlanReport) -> str:
                     str(t.lendable),
                     _limit(t.borrowing_limit),
                     str(t.maximum),
+                    str(t.reachable),
                     _md_warnings(t.warnings),
                 ]
                 for t in cluster.teams
