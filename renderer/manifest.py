@@ -52,18 +52,20 @@ class Manifest:
 
 @dataclass(frozen=True, slots=True)
 class Values:
-    """Helm values for an add-on chart that the GitOps layer installs; not a Kubernetes object,
-    so it is written beside the layers (`rendered/<cluster>/values/<chart>.yaml`, a folder no
-    layer or namespace can be named) but never applied."""
+    """A file the platform consumes but never applies: Helm values for an add-on chart the
+    GitOps layer installs (`rendered/<cluster>/values/<chart>.yaml`), or a node pool's bootstrap
+    for its provisioner (`folder="nodes"`). Written beside the layers, in folders no layer or
+    namespace can be named, and listed by no kustomization."""
 
     layer: str
     chart: str
     body: Mapping[str, Any]
     source: Location
+    folder: str = "values"
 
     @property
     def path(self) -> str:
-        return f"values/{self.chart}.yaml"
+        return f"{self.folder}/{self.chart}.yaml"
 
 
 Output = Manifest | Values

@@ -67,6 +67,6 @@ Layer = Callable[[ClusterView], Iterator[Output]]
 
 def layers() -> tuple[tuple[str, Layer], ...]:
     """The layers in apply order; imported here so each layer module stays independent."""
-    from renderer.layers import queueing, tenancy
+    from renderer.layers import gpu, queueing, tenancy
 
-    return (("tenancy", tenancy.render), ("queueing", queueing.render))
+    return (("tenancy", tenancy.render), ("queueing", queueing.render), ("gpu", gpu.render))
