@@ -128,6 +128,7 @@ class Pool:
     gpu_hour: float
     currency: str
     acceptance: Mapping[str, float]
+    acceptance_image: Mapping[str, str]
     image: Mapping[str, str]
     description: str
     origin: Origin
@@ -321,7 +322,8 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         host_memory=spec.get("host", {}).get("memory"),
         gpu_hour=float(cost["gpuHour"]),
         currency=cost.get("currency", "USD"),
-        acceptance=_frozen(spec.get("acceptance", {})),
+        acceptance=_frozen({k: v for k, v in spec["acceptance"].items() if k != "nodeImage"}),
+        acceptance_image=_frozen(spec["acceptance"].get("nodeImage", {})),
         image=_frozen(spec.get("image", {})),
         description=spec.get("description", ""),
         origin=Origin(source),

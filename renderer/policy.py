@@ -988,3 +988,92 @@ def cluster_wide_queue_settings(p: Platform) -> Iterator[Diagnostic]:
                     hint="remove borrowWithinCohort, or turn fair sharing off on every queue of the cluster",
                     severity=Severity.WARNING,
                 )
+
+
+@rule("driver-version-required")
+def unmanaged_drivers_declared(p: Platform) -> Iterator[Diagnostic]:
+    """Where the GPU Operator does not manage the driver, pools declare the driver their image ships.
+
+    With `driverManaged: false` (EKS and GKE images, for example, ship their own driver) the
+    cluster's driver version is whatever each node image carries; gpuplane records it as a node
+    fact and compares it in acceptance results, so it must be written down.
+    """
+    for pool in p.pools.values():
+        cluster = p.clusters.get(pool.cluster)
+        operator = cluster.addons.get("gpuOperator") if cluster is not None else None
+        if operator is None or operator.settings.get("driverManaged", True):
+            continue
+        if not pool.image.get("driver"):
+            yield _error(
+                "driver-version-required",
+                f"pool '{pool.name}' runs on cluster '{pool.cluster}', where the GPU Operator does not manage drivers, but declares no image.driver",
+                pool.origin.key("spec", "image")
+                if pool.image
+                else pool.origin.key("spec", "accelerator"),
+                "add spec.image.driver: the driver version the node image ships",
+                (("driverManaged: false is set here", operator.origin.at("driverManaged")),),
+            )
+
+
+@rule("driver-version-mismatch")
+def managed_driver_agrees(p: Platform) -> Iterator[Diagnostic]:
+    """Where the GPU Operator installs the driver, the pools of a cluster agree on its version.
+
+    The operator installs one driver version on every GPU node of the cluster (its chart's
+    `driver.version`); pools that declare different versions describe nodes that will not exist.
+    """
+    by_cluster: dict[str, list[Pool]] = defaultdict(list)
+    for pool in p.pools.values():
+        by_cluster[pool.cluster].append(pool)
+    for name, pools in by_cluster.items():
+        cluster = p.clusters.get(name)
+        operator = cluster.addons.get("gpuOperator") if cluster is not None else None
+        if operator is None or not operator.settings.get("driverManaged", True):
+            continue
+        declared = [pool for pool in pools if pool.image.get("driver")]
+        if not declared:
+            continue
+        first = declared[0]
+        for pool in declared[1:]:
+            if pool.image["driver"] != first.image["driver"]:
+                yield _error(
+                    "driver-version-mismatch",
+                    f"pool '{pool.name}' declares driver {pool.image['driver']}, pool '{first.name}' {first.image['driver']}; the GPU Operator installs one driver on cluster '{name}'",
+                    pool.origin.at("spec", "image", "driver"),
+                    f"use driver {first.image['driver']} in every pool of the cluster",
+                    (
+                        (
+                            "the other version is declared here",
+                            first.origin.at("spec", "image", "driver"),
+                        ),
+                    ),
+                )
+
+
+@rule("acceptance-image-differs")
+def acceptance_on_the_production_image(p: Platform) -> Iterator[Diagnostic]:
+    """Acceptance thresholds measured on another node image than the pool runs (a warning).
+
+    The guide's mistake: benchmarking on a clean image and running production on another. When
+    `acceptance.nodeImage` records the image the thresholds came from, it should match `image`.
+    """
+    for pool in p.pools.values():
+        if not pool.acceptance_image:
+            continue
+        differs = sorted(
+            key
+            for key in set(pool.acceptance_image) | set(pool.image)
+            if pool.acceptance_image.get(key) != pool.image.get(key)
+        )
+        if differs:
+            details = ", ".join(
+                f"{k} {pool.acceptance_image.get(k, '-')} vs {pool.image.get(k, '-')}"
+                for k in differs
+            )
+            yield Diagnostic(
+                "acceptance-image-differs",
+                f"pool '{pool.name}' was accepted on another node image ({details})",
+                pool.origin.key("spec", "acceptance", "nodeImage"),
+                hint="re-run the acceptance suite on the production image, then update acceptance.nodeImage",
+                severity=Severity.WARNING,
+            )

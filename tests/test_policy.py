@@ -159,6 +159,19 @@ CASES = [
         "  labels:\n",
         "  labels:\n    a.example.com/one: x\n    a.example.com/two: x\n    a.example.com/three: x\n",
     ),
+    ("driver-version-required", "pools/l4-serve.yaml", '    driver: "570.124.06"\n', ""),
+    (
+        "driver-version-mismatch",
+        "pools/a100-mig.yaml",
+        'driver: "570.124.06"',
+        'driver: "570.86.15"',
+    ),
+    (
+        "acceptance-image-differs",
+        "pools/h100-train.yaml",
+        "  acceptance:\n",
+        '  acceptance:\n    nodeImage: {os: ubuntu-24.04, kernel: "6.8", driver: "570.124.06", cuda: "12.8", runtime: containerd-1.7}\n',
+    ),
     (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
@@ -166,6 +179,9 @@ CASES = [
         "cluster: staging-west, purpose: inference, podSecurity: baseline}",
     ),
 ]
+
+
+WARNINGS = {"queue-settings-differ", "acceptance-image-differs", "pool-unused"}
 
 
 def test_every_policy_rule_has_a_case() -> None:
@@ -198,7 +214,7 @@ def test_rule_fires(rule: str, file: str, old: str, new: str, platform: Path, gp
     assert all(d["line"] > 0 and d["hint"] for d in fired), fired
     assert result.exit_code == (1 if report["summary"]["errors"] else 0)
     severities = {d["severity"] for d in fired}
-    assert severities == ({"warning"} if rule == "queue-settings-differ" else {"error"})
+    assert severities == ({"warning"} if rule in WARNINGS else {"error"})
 
 
 def test_unused_pool_is_a_warning_only(platform: Path, gpuplane) -> None:
