@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,3 +81,42 @@ def tree(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
+
+
+def copy_inputs(source: Path, target: Path) -> Path:
+    """Copy a platform's input folders (not its rendered/ or expected/ tree) to `target`."""
+    target.mkdir(parents=True, exist_ok=True)
+    for folder in INPUT_FOLDERS:
+        if (source / folder).is_dir():
+            shutil.copytree(source / folder, target / folder)
+    return target
+
+
+def golden_diff(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
+    """Files missing, extra and differing, then the first differing file's lines (Kapitan's way)."""
+    missing = sorted(set(expected) - set(actual))
+    extra = sorted(set(actual) - set(expected))
+    differing = sorted(p for p in expected if p in actual and expected[p] != actual[p])
+    report = [f"missing: {missing}", f"extra: {extra}", f"differing: {differing}"]
+    if differing:
+        first = differing[0]
+        report += list(
+            difflib.unified_diff(
+                expected[first].decode().splitlines(),
+                actual[first].decode().splitlines(),
+                f"expected/{first}",
+                f"actual/{first}",
+                lineterm="",
+            )
+        )[:40]
+    return "\n".join(report)
+
+
+def kubectl_with_kustomize_v5() -> bool:
+    """Whether `kubectl kustomize` is here and new enough (Debian's kubectl 1.20 has kustomize v2)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return False
+    out = subprocess.run([kubectl, "version", "--client"], capture_output=True, text=True).stdout
+    match = re.search(r"Kustomize Version: v(\d+)", out)
+    return bool(match and int(match.group(1)) >= 5)

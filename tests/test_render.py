@@ -14,45 +14,21 @@ import pytest
 import yaml
 
 from renderer.writer import write_tree
-from tests.conftest import INPUT_FOLDERS, REPO, tree
+from tests.conftest import (
+    REPO,
+    copy_inputs,
+    golden_diff,
+    kubectl_with_kustomize_v5,
+    tree,
+)
 
 MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
-
-
-def _copy_inputs(source: Path, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    for folder in INPUT_FOLDERS:
-        if (source / folder).is_dir():
-            shutil.copytree(source / folder, target / folder)
-    return target
-
-
-def _golden_diff(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
-    """Files missing, extra and differing, then the first differing file's lines (Kapitan's way)."""
-    missing = sorted(set(expected) - set(actual))
-    extra = sorted(set(actual) - set(expected))
-    differing = sorted(p for p in expected if p in actual and expected[p] != actual[p])
-    report = [f"missing: {missing}", f"extra: {extra}", f"differing: {differing}"]
-    if differing:
-        import difflib
-
-        first = differing[0]
-        report += list(
-            difflib.unified_diff(
-                expected[first].decode().splitlines(),
-                actual[first].decode().splitlines(),
-                f"expected/{first}",
-                f"actual/{first}",
-                lineterm="",
-            )
-        )[:40]
-    return "\n".join(report)
 
 
 def test_minimal_platform_renders_the_reviewed_tree(
     tmp_path: Path, gpuplane, crds: Path, update_golden: bool
 ) -> None:
-    root = _copy_inputs(MINIMAL, tmp_path / "repo")
+    root = copy_inputs(MINIMAL, tmp_path / "repo")
     result = gpuplane("-C", str(root), "render", "--crds", str(crds))
     assert result.exit_code == 0, result.output
     actual = tree(root / "rendered")
@@ -60,7 +36,7 @@ def test_minimal_platform_renders_the_reviewed_tree(
         shutil.rmtree(MINIMAL / "expected", ignore_errors=True)
         shutil.copytree(root / "rendered", MINIMAL / "expected")
     expected = tree(MINIMAL / "expected")
-    assert actual == expected, _golden_diff(expected, actual)
+    assert actual == expected, golden_diff(expected, actual)
 
 
 def test_minimal_platform_quota_arithmetic() -> None:
@@ -89,7 +65,7 @@ def test_committed_rendered_tree_is_current(gpuplane, crds: Path) -> None:
 def test_output_is_identical_across_hash_seeds(tmp_path: Path, crds: Path) -> None:
     trees = []
     for seed in ("0", "1", "4242"):
-        root = _copy_inputs(REPO, tmp_path / f"seed-{seed}")
+        root = copy_inputs(REPO, tmp_path / f"seed-{seed}")
         env = {**os.environ, "PYTHONHASHSEED": seed, "GPUPLANE_CRDS": str(crds)}
         subprocess.run(
             [sys.executable, "-m", "renderer", "-C", str(root), "render"],
@@ -247,17 +223,8 @@ def test_every_committed_object_passes_kubernetes_validate_itself() -> None:
     assert checked > 100
 
 
-def _kubectl_with_kustomize_v5() -> bool:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        return False
-    out = subprocess.run([kubectl, "version", "--client"], capture_output=True, text=True).stdout
-    match = re.search(r"Kustomize Version: v(\d+)", out)
-    return bool(match and int(match.group(1)) >= 5)
-
-
 @pytest.mark.skipif(
-    not _kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
+    not kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
 )
 @pytest.mark.parametrize("cluster", sorted(p.stem for p in (REPO / "clusters").glob("*.yaml")))
 def test_kubectl_kustomize_builds_each_cluster(cluster: str) -> None:

@@ -6,7 +6,6 @@ pools; the arithmetic test derives its numbers from those inputs, not from the o
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import shutil
@@ -22,37 +21,11 @@ from renderer import quantity
 from renderer.manifest import Manifest
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import render_platform
-from tests.conftest import INPUT_FOLDERS, tree
+from tests.conftest import copy_inputs, golden_diff, kubectl_with_kustomize_v5, tree
 
 CASE = Path(__file__).parent / "cases" / "render" / "volcano"
 EXPECTED = CASE / "expected" / "lab"
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
-
-
-def _copy_inputs(source: Path, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    for folder in INPUT_FOLDERS:
-        shutil.copytree(source / folder, target / folder)
-    return target
-
-
-def _golden_diff(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
-    missing = sorted(set(expected) - set(actual))
-    extra = sorted(set(actual) - set(expected))
-    differing = sorted(p for p in expected if p in actual and expected[p] != actual[p])
-    report = [f"missing: {missing}", f"extra: {extra}", f"differing: {differing}"]
-    if differing:
-        first = differing[0]
-        report += list(
-            difflib.unified_diff(
-                expected[first].decode().splitlines(),
-                actual[first].decode().splitlines(),
-                f"expected/{first}",
-                f"actual/{first}",
-                lineterm="",
-            )
-        )[:40]
-    return "\n".join(report)
 
 
 def _load(path: Path) -> Any:
@@ -73,7 +46,7 @@ def _switch_to_volcano(cluster_file: Path) -> None:
 def test_volcano_case_renders_the_reviewed_tree(
     tmp_path: Path, gpuplane, crds: Path, update_golden: bool
 ) -> None:
-    root = _copy_inputs(CASE, tmp_path / "repo")
+    root = copy_inputs(CASE, tmp_path / "repo")
     result = gpuplane("-C", str(root), "render", "--crds", str(crds))
     assert result.exit_code == 0, result.output
     actual = tree(root / "rendered")
@@ -81,7 +54,7 @@ def test_volcano_case_renders_the_reviewed_tree(
         shutil.rmtree(CASE / "expected", ignore_errors=True)
         shutil.copytree(root / "rendered", CASE / "expected")
     expected = tree(CASE / "expected")
-    assert actual == expected, _golden_diff(expected, actual)
+    assert actual == expected, golden_diff(expected, actual)
 
 
 def test_volcano_queue_arithmetic() -> None:
@@ -179,7 +152,7 @@ def _rendered_objects(root: Path, crds: Path) -> tuple[dict[str, tuple[Manifest,
 def test_every_volcano_object_validates_including_the_job_template(
     tmp_path: Path, crds: Path
 ) -> None:
-    root = _copy_inputs(CASE, tmp_path / "repo")
+    root = copy_inputs(CASE, tmp_path / "repo")
     manifests, validator = _rendered_objects(root, crds)
     objects = manifests["lab"]
     kinds = {(m.body["apiVersion"], m.kind) for m in objects if m.layer == "queueing"}
@@ -239,7 +212,7 @@ def _check_hierarchy(objects: tuple[Manifest, ...]) -> int:
 def test_queue_hierarchy_satisfies_volcano_admission(
     tmp_path: Path, platform: Path, crds: Path
 ) -> None:
-    root = _copy_inputs(CASE, tmp_path / "case")
+    root = copy_inputs(CASE, tmp_path / "case")
     manifests, _ = _rendered_objects(root, crds)
     assert _check_hierarchy(manifests["lab"]) == 3
     # the example staging queue is oversubscribed (1.5x): still admissible
@@ -282,17 +255,8 @@ def test_same_team_and_pool_files_render_under_both_schedulers(platform: Path, c
     assert not [m for m in volcano["prod-east"] if m.body["apiVersion"] == QUEUE_API]
 
 
-def _kubectl_with_kustomize_v5() -> bool:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        return False
-    out = subprocess.run([kubectl, "version", "--client"], capture_output=True, text=True).stdout
-    match = re.search(r"Kustomize Version: v(\d+)", out)
-    return bool(match and int(match.group(1)) >= 5)
-
-
 @pytest.mark.skipif(
-    not _kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
+    not kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
 )
 def test_kubectl_kustomize_builds_the_golden_tree() -> None:
     result = subprocess.run(
