@@ -1077,3 +1077,51 @@ def acceptance_on_the_production_image(p: Platform) -> Iterator[Diagnostic]:
                 hint="re-run the acceptance suite on the production image, then update acceptance.nodeImage",
                 severity=Severity.WARNING,
             )
+
+
+@rule("mig-strategy-conflict")
+def one_mig_strategy(p: Platform) -> Iterator[Diagnostic]:
+    """One MIG strategy per cluster: MIG pools (strategy `mixed`) and MPS pools cannot share one.
+
+    The GPU Operator sets the device plugin's MIG strategy for the whole cluster, `mixed` as soon
+    as any pool uses MIG, and the device plugin refuses to start with MPS under `mixed`. Put the
+    MPS pool on another cluster, or use time-slicing there.
+    """
+    by_cluster: dict[str, list[Pool]] = defaultdict(list)
+    for pool in p.pools.values():
+        by_cluster[pool.cluster].append(pool)
+    for pools in by_cluster.values():
+        mig = [pool for pool in pools if pool.sharing == "mig"]
+        if not mig:
+            continue
+        for pool in pools:
+            if pool.sharing == "mps":
+                yield _error(
+                    "mig-strategy-conflict",
+                    f"pool '{pool.name}' uses MPS on cluster '{pool.cluster}', whose MIG pool '{mig[0].name}' makes the MIG strategy mixed",
+                    pool.origin.at("spec", "sharing"),
+                    "use time-slicing for this pool, or move it (or the MIG pool) to another cluster",
+                    (("the MIG pool is declared here", mig[0].origin.at("spec", "sharing")),),
+                )
+
+
+@rule("sharing-needs-nvidia")
+def sharing_is_nvidia_only(p: Platform) -> Iterator[Diagnostic]:
+    """MIG, time-slicing and MPS are NVIDIA features; other accelerators are shared whole.
+
+    gpuplane renders them through the NVIDIA GPU Operator (MIG manager, device plugin sharing);
+    on an AMD pool they would be promised in quotas and never configured on the nodes.
+    """
+    for pool in p.pools.values():
+        accelerator = catalog.accelerator(pool.accelerator)
+        if (
+            accelerator is not None
+            and accelerator.vendor != "nvidia"
+            and pool.sharing != "full-gpu"
+        ):
+            yield _error(
+                "sharing-needs-nvidia",
+                f"pool '{pool.name}' ({accelerator.product}) uses {pool.sharing}, which gpuplane renders for NVIDIA GPUs only",
+                pool.origin.at("spec", "sharing"),
+                "use sharing: full-gpu",
+            )

@@ -173,6 +173,13 @@ CASES = [
         '  acceptance:\n    nodeImage: {os: ubuntu-24.04, kernel: "6.8", driver: "570.124.06", cuda: "12.8", runtime: containerd-1.7}\n',
     ),
     (
+        "mig-strategy-conflict",
+        "pools/l40s-infer.yaml",
+        "sharing: time-slicing\n  timeSlicing:",
+        "sharing: mps\n  mps:",
+    ),
+    ("sharing-needs-nvidia", "pools/l40s-infer.yaml", "accelerator: l40s", "accelerator: mi300x"),
+    (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
         "cluster: staging-west, purpose: inference}",
