@@ -34,8 +34,44 @@ SHARING_MODES = {
     "mps": "MPS-shared GPUs",
 }
 
+DRA_DRIVER = "gpu.nvidia.com"
+"""The NVIDIA DRA driver: the `driver` of the devices it publishes and the domain of their
+attributes (`device.attributes['gpu.nvidia.com'].type` is `gpu` or `mig`)."""
+
 DRA_DEVICE_CLASS = "gpu.nvidia.com"
-"""The DeviceClass the NVIDIA DRA driver installs for whole GPUs."""
+DRA_MIG_DEVICE_CLASS = "mig.nvidia.com"
+"""The DeviceClasses the NVIDIA DRA driver installs itself (every whole GPU, every MIG device of
+the cluster). gpuplane renders a class per pool instead, so quota counts one pool's devices."""
+
+DRA_DOMAIN = "dra.gpuplane.dev"
+DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+"""A ResourceQuota counts the devices claimed from a class under `<class>` + this suffix."""
+
+
+def how_to_request(offer: Offer) -> str:
+    """What a pod asks for to use this offer: the extended resource, or on a DRA pool the
+    ResourceClaimTemplate named after the pool (DRA devices are claimed, not requested)."""
+    if offer.device_class is not None:
+        return f"a claim from ResourceClaimTemplate {offer.pool}"
+    return offer.resource
+
+
+def dra_device_class(pool: str) -> str:
+    """The DeviceClass of a DRA pool's devices: `<pool>.dra.gpuplane.dev`."""
+    return f"{pool}.{DRA_DOMAIN}"
+
+
+def dra_resource(pool: Pool) -> str:
+    """The logical resource Kueue counts a DRA pool's devices as (its `deviceClassMappings`
+    name): `<pool>.dra.gpuplane.dev/gpu`, or `/mig` on a MIG pool."""
+    unit = "mig" if pool.sharing == "mig" else "gpu"
+    return f"{dra_device_class(pool.name)}/{unit}"
+
+
+def is_dra_resource(resource: str) -> bool:
+    """Whether a resource name is a DRA pool's logical resource (never a container request)."""
+    prefix, _, _ = resource.partition("/")
+    return prefix.endswith(f".{DRA_DOMAIN}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +85,15 @@ class Offer:
     guaranteed: int
     maximum: int
     unit: str
+    device_class: str | None = None
+    """The DeviceClass whose devices this is, on a DRA pool; None for extended resources."""
 
     @property
     def quota_key(self) -> str:
-        """The ResourceQuota key that counts this resource in a namespace."""
-        if self.resource.endswith(".deviceclass.resource.k8s.io/devices"):
-            return self.resource
+        """The ResourceQuota key that counts this resource in a namespace: the devices claimed
+        from the pool's DeviceClass on a DRA pool, else the extended resource's requests."""
+        if self.device_class is not None:
+            return f"{self.device_class}{DRA_QUOTA_SUFFIX}"
         return f"requests.{self.resource}"
 
 
@@ -64,7 +103,13 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
     if accelerator is None:
         return ()
 
-    def offer(resource: str, per_gpu: int, unit: str, profile: str | None = None) -> Offer:
+    def offer(
+        resource: str,
+        per_gpu: int,
+        unit: str,
+        profile: str | None = None,
+        device_class: str | None = None,
+    ) -> Offer:
         per_node = per_gpu * pool.gpus_per_node
         return Offer(
             pool=pool.name,
@@ -74,10 +119,22 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
             guaranteed=per_node * pool.nodes.min,
             maximum=per_node * pool.nodes.max,
             unit=unit,
+            device_class=device_class,
         )
 
     if pool.exposure == "dra":
-        return (offer(f"{DRA_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices", 1, "GPU"),)
+        # One class per pool: every MIG device of the layout (the claim does not pick a
+        # profile), or every whole GPU. Time-slicing and MPS do not multiply DRA devices: a
+        # claim from a template is one pod's own device.
+        if pool.sharing == "mig":
+            profiles = accelerator.mig_profiles
+            per_gpu = sum(n for name, n in pool.mig_layout.items() if name in profiles)
+            unit = "MIG device"
+        else:
+            per_gpu, unit = 1, "GPU"
+        if per_gpu == 0:
+            return ()
+        return (offer(dra_resource(pool), per_gpu, unit, device_class=dra_device_class(pool.name)),)
     if pool.sharing == "mig":
         profiles = accelerator.mig_profiles
         return tuple(

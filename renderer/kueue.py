@@ -7,7 +7,8 @@ that serve the purpose, and a `default` LocalQueue in each of its namespaces (Ku
 that name no queue there). ResourceFlavors carry the pool's node labels and tolerations from
 `renderer.nodes`, and a Topology when the pool declares topology levels. The objects are valid
 by construction against the CRDs' CEL rules, which the output validator does not evaluate.
-See docs/kueue.md.
+The controller configuration maps each DRA pool's DeviceClass to the logical resource its
+ClusterQueues cover (`resources.deviceClassMappings`). See docs/kueue.md and docs/dra.md.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from renderer.admission import Amount, ClusterQueuePlan, FlavorPlan, amount_text, cluster_queues
 from renderer.canonical import dump
+from renderer.capacity import pool_offers
 from renderer.diagnostics import Location
 from renderer.layers import ClusterView
 from renderer.manifest import Manifest, Output, Values, metadata
@@ -122,7 +124,7 @@ def render(view: ClusterView) -> Iterator[Output]:
     yield Values(
         layer=LAYER,
         chart="kueue",
-        body=helm_values(view.queues),
+        body=helm_values(view.queues, view.pools),
         source=view.cluster.origin.location,
     )
 
@@ -322,8 +324,30 @@ the kubelet, and a pod asking for it would otherwise be refused as "unavailable 
 ClusterQueue", since no flavor covers it."""
 
 
-def manager_config(queues: tuple[Queue, ...]) -> dict[str, Any]:
-    """The Kueue `Configuration` the queues need; Kueue defaults everything else."""
+def device_class_mappings(pools: Iterable[Pool]) -> list[dict[str, Any]]:
+    """Kueue's DRA mappings: each DRA pool's DeviceClass counted as the pool's logical resource
+    (the name its ClusterQueues cover), by resource name. Kueue v0.19 counts the devices a
+    ResourceClaimTemplate requests from a mapped class (feature gate `KueueDRAIntegration`, beta
+    and on by default since v0.18); a class may appear in one mapping only."""
+    mappings = {
+        offer.resource: offer.device_class
+        for pool in pools
+        for offer in pool_offers(pool)
+        if offer.device_class is not None
+    }
+    return [
+        {"name": resource, "deviceClassNames": [device_class]}
+        for resource, device_class in sorted(mappings.items())
+    ]
+
+
+def manager_config(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> dict[str, Any]:
+    """The Kueue `Configuration` the queues (and the cluster's DRA pools) need; Kueue defaults
+    everything else."""
+    resources: dict[str, Any] = {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)}
+    mappings = device_class_mappings(pools)
+    if mappings:
+        resources["deviceClassMappings"] = mappings
     config: dict[str, Any] = {
         "apiVersion": CONFIG_API_VERSION,
         "kind": "Configuration",
@@ -331,7 +355,7 @@ def manager_config(queues: tuple[Queue, ...]) -> dict[str, Any]:
             "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
         },
         "integrations": {"frameworks": list(FRAMEWORKS)},
-        "resources": {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)},
+        "resources": resources,
     }
     timeout = gang_timeout(queues)
     if timeout is not None:
@@ -341,7 +365,7 @@ def manager_config(queues: tuple[Queue, ...]) -> dict[str, Any]:
     return config
 
 
-def helm_values(queues: tuple[Queue, ...]) -> dict[str, Any]:
+def helm_values(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> dict[str, Any]:
     """Values for the Kueue chart: its `managerConfig.controllerManagerConfigYaml` is a string
     the chart parses (`fromYaml`) into the manager ConfigMap."""
-    return {"managerConfig": {"controllerManagerConfigYaml": dump(manager_config(queues))}}
+    return {"managerConfig": {"controllerManagerConfigYaml": dump(manager_config(queues, pools))}}

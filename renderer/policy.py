@@ -1125,3 +1125,54 @@ def sharing_is_nvidia_only(p: Platform) -> Iterator[Diagnostic]:
                 pool.origin.at("spec", "sharing"),
                 "use sharing: full-gpu",
             )
+
+
+@rule("dra-unsupported")
+def dra_is_nvidia_whole_or_mig(p: Platform) -> Iterator[Diagnostic]:
+    """DRA pools are NVIDIA pools of whole GPUs or MIG devices.
+
+    gpuplane renders DeviceClasses for the NVIDIA DRA driver only, and a DRA claim is one pod's
+    own device: time-slicing or MPS replicas do not exist there, so quotas counted in replicas
+    would promise devices no claim can get.
+    """
+    for pool in p.pools.values():
+        if pool.exposure != "dra":
+            continue
+        accelerator = catalog.accelerator(pool.accelerator)
+        if accelerator is not None and accelerator.vendor != "nvidia":
+            yield _error(
+                "dra-unsupported",
+                f"pool '{pool.name}' ({accelerator.product}) uses DRA, which gpuplane renders for the NVIDIA DRA driver only",
+                pool.origin.at("spec", "exposure"),
+                "use exposure: device-plugin",
+            )
+        if pool.sharing in ("time-slicing", "mps"):
+            yield _error(
+                "dra-unsupported",
+                f"pool '{pool.name}' combines DRA with {pool.sharing}, whose replicas a DRA claim cannot get",
+                pool.origin.at("spec", "sharing"),
+                "use sharing: full-gpu or mig with exposure: dra, or the device plugin for sharing",
+            )
+
+
+RESTRICTED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+
+
+@rule("pool-label-domain")
+def pool_labels_settable(p: Platform) -> Iterator[Diagnostic]:
+    """A pool's own node labels may not use the `kubernetes.io` or `k8s.io` domains.
+
+    The kubelet registers a node with the labels of its bootstrap, and the NodeRestriction
+    admission plugin refuses labels in those domains (bar a short allowlist Kubernetes sets
+    itself), so the node would never carry them and the pool's ResourceFlavor would match no node.
+    """
+    for pool in p.pools.values():
+        for key in pool.node_labels:
+            domain = key.split("/", 1)[0] if "/" in key else ""
+            if any(domain == d or domain.endswith("." + d) for d in RESTRICTED_LABEL_DOMAINS):
+                yield _error(
+                    "pool-label-domain",
+                    f"pool '{pool.name}' sets node label '{key}', which a kubelet may not set on its own node",
+                    pool.origin.key("spec", "labels", key),
+                    "use a label in your own domain, e.g. gpuplane.dev/… or example.com/…",
+                )

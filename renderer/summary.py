@@ -14,7 +14,7 @@ import jinja2
 
 from renderer import catalog
 from renderer.admission import CPU, MEMORY, cluster_queues
-from renderer.capacity import SHARING_MODES, pool_offers
+from renderer.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.layers import ClusterView
 from renderer.policy import DEFAULT_POD_SECURITY
 
@@ -63,7 +63,7 @@ def cluster_readme(view: ClusterView) -> str:
                 "gpus_per_node": pool.gpus_per_node,
                 "workload": pool.workload,
                 "sharing": _gets(pool.sharing, pool.replicas),
-                "resources": [o.resource for o in offers],
+                "resources": [how_to_request(o) for o in offers],
                 "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
             }
         )
@@ -92,7 +92,11 @@ def cluster_readme(view: ClusterView) -> str:
                             "pod_security": level,
                             "pool": pool.name,
                             "gets": _gets(pool.sharing, pool.replicas),
-                            "resource": resource,
+                            "resource": (
+                                f"claim from ResourceClaimTemplate {pool.name}"
+                                if pool.exposure == "dra"
+                                else resource
+                            ),
                             "nominal": "borrows only"
                             if flavor.borrow_only
                             else int(flavor.resources[resource].nominal),

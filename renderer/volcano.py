@@ -29,7 +29,7 @@ from renderer.admission import (
     amount_text,
     cluster_queues,
 )
-from renderer.capacity import pool_offers
+from renderer.capacity import is_dra_resource, pool_offers
 from renderer.layers import ClusterView
 from renderer.manifest import Manifest, Output, Values, metadata
 from renderer.model import Namespace, Pool, Queue
@@ -49,7 +49,6 @@ DEQUEUE_STRATEGY = {"BestEffortFIFO": "traverse", "StrictFIFO": "fifo"}
 """Kueue's queueing strategy and Volcano's nearest `dequeueStrategy`: `fifo` lets a job that
 cannot be placed block the jobs of equal or lower priority behind it; `traverse` does not."""
 
-DRA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 
 SCHEDULER_CONFIG: dict[str, Any] = {
     "actions": "enqueue, allocate, preempt, reclaim, backfill",
@@ -368,7 +367,7 @@ def _template_gpu(plan: ClusterQueuePlan) -> str | None:
     ordered = sorted(plan.flavors, key=lambda f: f.borrow_only)
     for flavor in ordered:
         for resource in sorted(flavor.resources):
-            if resource not in (CPU, MEMORY) and not resource.endswith(DRA_SUFFIX):
+            if resource not in (CPU, MEMORY) and not is_dra_resource(resource):
                 return resource
     return None
 

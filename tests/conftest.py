@@ -120,3 +120,15 @@ def kubectl_with_kustomize_v5() -> bool:
     out = subprocess.run([kubectl, "version", "--client"], capture_output=True, text=True).stdout
     match = re.search(r"Kustomize Version: v(\d+)", out)
     return bool(match and int(match.group(1)) >= 5)
+
+
+def object_files(folder: Path) -> list[Path]:
+    """The rendered Kubernetes objects under a folder: not the kustomizations, and not the files
+    written beside them that are never applied (Helm values, node bootstraps: no `kind`)."""
+    import yaml
+
+    return [
+        p
+        for p in sorted(folder.rglob("*.yaml"))
+        if p.name != "kustomization.yaml" and "kind" in (yaml.safe_load(p.read_text()) or {})
+    ]

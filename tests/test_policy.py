@@ -180,6 +180,18 @@ CASES = [
     ),
     ("sharing-needs-nvidia", "pools/l40s-infer.yaml", "accelerator: l40s", "accelerator: mi300x"),
     (
+        "dra-unsupported",
+        "pools/l40s-infer.yaml",
+        "exposure: device-plugin",
+        "exposure: dra",
+    ),
+    (
+        "pool-label-domain",
+        "pools/h200-tune.yaml",
+        "  labels:\n",
+        "  labels:\n    node.kubernetes.io/instance-kind: gpu\n",
+    ),
+    (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
         "cluster: staging-west, purpose: inference}",

@@ -19,6 +19,7 @@ from tests.conftest import (
     copy_inputs,
     golden_diff,
     kubectl_with_kustomize_v5,
+    object_files,
     tree,
 )
 
@@ -194,22 +195,12 @@ def test_injection_attempt_cannot_add_or_reshape_objects(
         )
 
 
-def _object_files(folder: Path) -> list[Path]:
-    """The rendered Kubernetes objects under a folder: not the kustomizations, and not the Helm
-    values written beside them (`values/<chart>.yaml`, no `kind`), which are never applied."""
-    return [
-        p
-        for p in sorted(folder.rglob("*.yaml"))
-        if p.name != "kustomization.yaml" and "kind" in yaml.safe_load(p.read_text())
-    ]
-
-
 def test_every_committed_object_passes_kubernetes_validate_itself() -> None:
     """A cross-check with kubernetes-validate's own (slow, uncached) entry point, independent of
     the engine's compiled validators. It knows built-in kinds only; custom kinds (Kueue's) are
     checked against their CRDs by the engine and tests/test_kueue.py."""
     checked = 0
-    for path in _object_files(REPO / "rendered"):
+    for path in object_files(REPO / "rendered"):
         body = yaml.safe_load(path.read_text())
         group = body["apiVersion"].rpartition("/")[0]
         if "." in group and not (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io")):
@@ -235,7 +226,7 @@ def test_kubectl_kustomize_builds_each_cluster(cluster: str) -> None:
         check=True,
     )
     built = list(yaml.safe_load_all(result.stdout))
-    on_disk = _object_files(REPO / "rendered" / cluster)
+    on_disk = object_files(REPO / "rendered" / cluster)
     assert len(built) == len(on_disk)
     assert {(d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")) for d in built} == {
         (b["kind"], b["metadata"]["name"], b["metadata"].get("namespace"))

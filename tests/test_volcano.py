@@ -21,7 +21,7 @@ from renderer import quantity
 from renderer.manifest import Manifest
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import render_platform
-from tests.conftest import copy_inputs, golden_diff, kubectl_with_kustomize_v5, tree
+from tests.conftest import copy_inputs, golden_diff, kubectl_with_kustomize_v5, object_files, tree
 
 CASE = Path(__file__).parent / "cases" / "render" / "volcano"
 EXPECTED = CASE / "expected" / "lab"
@@ -263,11 +263,7 @@ def test_kubectl_kustomize_builds_the_golden_tree() -> None:
         ["kubectl", "kustomize", str(EXPECTED)], capture_output=True, text=True, check=True
     )
     built = list(yaml.safe_load_all(result.stdout))
-    on_disk = [
-        _load(p)
-        for p in EXPECTED.rglob("*.yaml")
-        if p.name != "kustomization.yaml" and "values" not in p.relative_to(EXPECTED).parts
-    ]
+    on_disk = [_load(p) for p in object_files(EXPECTED)]
     assert len(built) == len(on_disk)
     key = lambda d: (d["kind"], d["metadata"]["name"], d["metadata"].get("namespace"))  # noqa: E731
     assert sorted(map(key, built)) == sorted(map(key, on_disk))

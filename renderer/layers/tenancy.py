@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from renderer.admission import cluster_queue_name
-from renderer.capacity import SHARING_MODES, maximum_holding, pool_offers, usable_quotas
+from renderer.capacity import (
+    DRA_DEVICE_CLASS,
+    DRA_MIG_DEVICE_CLASS,
+    DRA_QUOTA_SUFFIX,
+    SHARING_MODES,
+    how_to_request,
+    maximum_holding,
+    pool_offers,
+    usable_quotas,
+)
 from renderer.layers import ClusterView, Tenant
 from renderer.manifest import Manifest, metadata
 from renderer.model import EgressRule, Namespace, Team
@@ -144,7 +153,7 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
     resources: dict[str, list[str]] = {}
     notes: dict[str, str] = {}
     for pool, _, offer in usable_quotas(view.platform, team, ns):
-        resources.setdefault(pool.name, []).append(offer.resource)
+        resources.setdefault(pool.name, []).append(how_to_request(offer))
         shared = (
             f", {pool.replicas} replicas per GPU" if pool.sharing in ("time-slicing", "mps") else ""
         )
@@ -162,6 +171,10 @@ def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
     gpus: dict[str, int] = {
         offer.quota_key: 0 for pool in view.pools for offer in pool_offers(pool)
     }
+    if any(pool.exposure == "dra" for pool in view.pools):
+        # the NVIDIA DRA driver's own classes: closed, so a claim cannot go around the pools'
+        for device_class in (DRA_DEVICE_CLASS, DRA_MIG_DEVICE_CLASS):
+            gpus.setdefault(f"{device_class}{DRA_QUOTA_SUFFIX}", 0)
     for _, quota, offer in usable_quotas(view.platform, team, ns):
         gpus[offer.quota_key] += maximum_holding(offer, quota)
     hard = {key: str(value) for key, value in sorted(gpus.items())}
