@@ -26,7 +26,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, ScalarNode
 
-from renderer import kueue, nodes, quantity, workloads
+from renderer import gpu_sharing, kueue, nodes, quantity, workloads
 from renderer.admission import (
     ClusterQueuePlan,
     FlavorPlan,
@@ -755,6 +755,16 @@ class _Checker:
             if pool is None:
                 continue
             node = _node_capacity(pool)
+            if pool.sharing in ("time-slicing", "mps") and gpu_sharing.has_plugin_config(pool):
+                shared = {o.resource for o in pool_offers(pool)}
+                for resource in sorted(shared & set(ps.per_pod)):
+                    if ps.per_pod[resource] > 1:
+                        problems.append(
+                            f"a pod of pod set {ps.name} requests {_amount(resource, ps.per_pod[resource])} "
+                            f"{resource} on pool {pool.name}, whose {pool.sharing} replicas are "
+                            "one per pod: the device plugin refuses the pod "
+                            "(failRequestsGreaterThanOne, UnexpectedAdmissionError)"
+                        )
             for resource, value in ps.per_pod.items():
                 have = node.get(resource)
                 if have is not None and value > have:

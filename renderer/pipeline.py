@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from renderer import model
+from renderer import gpu_operator, model
 from renderer.diagnostics import Diagnostic, Location, Severity, has_errors, sort_diagnostics
 from renderer.layers import ClusterView, layers
 from renderer.manifest import Manifest, Values
@@ -179,11 +179,37 @@ def render_platform(root: Path, validator: OutputValidator) -> Rendered:
         manifests = tuple(o for o in outputs if isinstance(o, Manifest))
         values[name] = tuple(o for o in outputs if isinstance(o, Values))
         diagnostics.extend(_check_output(cluster, manifests, validator))
+        diagnostics.extend(_check_implied_cluster_policy(view, validator))
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
     return Rendered(
         loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
     )
+
+
+def _check_implied_cluster_policy(
+    view: ClusterView, validator: OutputValidator
+) -> list[Diagnostic]:
+    """The GPU Operator turns its chart values into a ClusterPolicy on the cluster; gpuplane
+    writes only the values, so it checks the ClusterPolicy they imply against the CRD too."""
+    implied = gpu_operator.implied_cluster_policy(view)
+    if implied is None:
+        return []
+    at = view.cluster.addons[gpu_operator.ADDON].origin.location
+    try:
+        found = validator.validate(implied, view.cluster.kubernetes_version)
+    except (CrdLoadError, UnsupportedKubernetesVersion):
+        return []  # reported for the cluster's manifests already
+    return [
+        Diagnostic(
+            "output-schema",
+            f"the ClusterPolicy implied by values/gpu-operator.yaml ({view.cluster.name})"
+            + (f" at {problem.path}" if problem.path else "")
+            + f": {problem.message}",
+            at,
+        )
+        for problem in found
+    ]
 
 
 def _check_output(

@@ -429,6 +429,15 @@ def test_scratch_disk_is_not_counted_by_kueue(example: Platform) -> None:
     )
 
 
+def test_two_shared_replicas_per_pod_never_run(example: Platform) -> None:
+    """Time-sliced replicas are one per pod (failRequestsGreaterThanOne in the rendered device
+    plugin config), so a pod asking for two can never run on l40s-infer."""
+    assert example.pools["l40s-infer"].sharing == "time-slicing"
+    result = fit(example, "shared-gpu-two-replicas")
+    assert (result.verdict, result.admissible) == (NEVER, False)
+    assert any("failRequestsGreaterThanOne" in reason for reason in result.reasons)
+
+
 def test_every_case_has_a_test() -> None:
     names = {p.stem for p in CASES.glob("*.yaml")}
     source = Path(__file__).read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -374,3 +375,22 @@ def test_values_round_trip_through_canonical_yaml(example: Rendered) -> None:
         assert values.layer == "gpu" and values.folder == "values"
         text = dump(values.body)
         assert yaml.safe_load(text) == values.body
+
+
+def test_every_render_checks_the_implied_cluster_policy(
+    monkeypatch: pytest.MonkeyPatch, crds: Path
+) -> None:
+    """The pipeline validates the ClusterPolicy the chart values imply on every render: a value
+    the CRD refuses is a finding at the cluster's gpuOperator add-on, and nothing is written."""
+    real = gpu_operator.cluster_policy_spec
+
+    def broken(view: Any) -> dict[str, Any]:
+        spec = real(view)
+        spec["mig"] = {"strategy": "sometimes"}
+        return spec
+
+    monkeypatch.setattr(gpu_operator, "cluster_policy_spec", broken)
+    rendered = render_platform(REPO, OutputValidator([crds]))
+    found = [d for d in rendered.diagnostics if "ClusterPolicy implied" in d.message]
+    assert {d.at.file for d in found} == {"clusters/prod-east.yaml", "clusters/staging-west.yaml"}
+    assert all(d.rule == "output-schema" and "spec.mig.strategy" in d.message for d in found)
