@@ -211,6 +211,17 @@ class Team:
 
 
 @dataclass(frozen=True, slots=True)
+class Repository:
+    """This repository's own settings: where Argo CD reads it, who owns the platform files."""
+
+    repo_url: str
+    target_revision: str
+    argocd_namespace: str
+    codeowners: tuple[str, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class Platform:
     """Every valid object, by name, plus the names of objects whose files failed to load.
 
@@ -223,6 +234,7 @@ class Platform:
     teams: Mapping[str, Team]
     queues: Mapping[str, Queue]
     broken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    repository: Repository | None = None
 
     def is_broken(self, kind: str, name: str) -> bool:
         return (kind, name) in self.broken
@@ -401,6 +413,17 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
         egress=_egress(spec.get("egress", []), origin.child("spec", "egress")),
         retention=_frozen(spec.get("retention", {})),
         origin=origin,
+    )
+
+
+def repository_from(data: Mapping[str, Any], source: SourceMap) -> Repository:
+    spec = data["spec"]
+    return Repository(
+        repo_url=spec["repoURL"],
+        target_revision=spec.get("targetRevision", "main"),
+        argocd_namespace=spec.get("argocdNamespace", "argocd"),
+        codeowners=tuple(spec["codeowners"]),
+        origin=Origin(source),
     )
 
 

@@ -19,7 +19,7 @@ from renderer.manifest import Manifest, Values
 from renderer.output_validation import CrdLoadError, OutputValidator, UnsupportedKubernetesVersion
 from renderer.policy import check_policy
 from renderer.rules import document_rule
-from renderer.schema import KIND_FOLDERS, check_document
+from renderer.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.source import load_file
 from renderer.summary import cluster_readme
 
@@ -130,6 +130,19 @@ def load_platform(root: Path) -> Loaded:
             objects[kind][entry.stem] = model.BUILDERS[kind](
                 result.document.data, result.document.source
             )
+    repository = None
+    settings = root / REPOSITORY_FILE
+    if settings.is_file() and not settings.is_symlink():
+        count += 1
+        result = load_file(settings, REPOSITORY_FILE)
+        diagnostics.extend(result.diagnostics)
+        if result.document is not None:
+            problems = check_document(result.document, ".")
+            diagnostics.extend(problems)
+            if not problems:
+                repository = model.repository_from(result.document.data, result.document.source)
+    elif settings.is_symlink():
+        diagnostics.append(_stray(settings, REPOSITORY_FILE))
     if count == 0:
         diagnostics.append(
             Diagnostic(
@@ -145,6 +158,7 @@ def load_platform(root: Path) -> Loaded:
         teams=objects["Team"],
         queues=objects["Queue"],
         broken=frozenset(broken),
+        repository=repository,
     )
     diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics))

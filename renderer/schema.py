@@ -34,6 +34,9 @@ KIND_FOLDERS: Mapping[str, str] = {
     "queues": "Queue",
 }
 
+REPOSITORY_FILE = "gpuplane.yaml"
+"""The repository's own settings (kind Repository), at its root; optional."""
+
 for _rule, _doc in {
     "schema-unknown-field": """A field that the object's schema does not define.
 
@@ -78,9 +81,10 @@ def schema_for(kind: str) -> Schema:
 
 
 def check_document(doc: Document, folder: str) -> list[Diagnostic]:
-    """Every schema problem of one document, plus its kind and name against its place."""
+    """Every schema problem of one document, plus its kind and name against its place
+    (`folder` "." is the repository root, whose one file is the Repository)."""
     data = doc.data
-    expected_kind = KIND_FOLDERS[folder]
+    expected_kind = "Repository" if folder == "." else KIND_FOLDERS[folder]
     if not isinstance(data, dict):
         return [
             Diagnostic(
@@ -103,7 +107,9 @@ def check_document(doc: Document, folder: str) -> list[Diagnostic]:
                 "name-mismatch",
                 f"metadata.name is '{name}' but the file is named '{stem}.yaml'",
                 doc.locate(("metadata", "name")),
-                hint=f"rename the file to {folder}/{name}.yaml, or set metadata.name: {stem}",
+                hint=f"set metadata.name: {stem}"
+                if folder == "."
+                else f"rename the file to {folder}/{name}.yaml, or set metadata.name: {stem}",
             )
         )
     return problems

@@ -58,6 +58,8 @@ def platform(tmp_path: Path) -> Path:
     for folder in (*INPUT_FOLDERS, "rendered"):
         if (REPO / folder).is_dir():
             shutil.copytree(REPO / folder, root / folder)
+    if (REPO / "gpuplane.yaml").is_file():
+        shutil.copy(REPO / "gpuplane.yaml", root / "gpuplane.yaml")
     return root
 
 
@@ -84,11 +86,14 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def copy_inputs(source: Path, target: Path) -> Path:
-    """Copy a platform's input folders (not its rendered/ or expected/ tree) to `target`."""
+    """Copy a platform's inputs (its four folders and gpuplane.yaml, not its rendered/ or
+    expected/ tree) to `target`."""
     target.mkdir(parents=True, exist_ok=True)
     for folder in INPUT_FOLDERS:
         if (source / folder).is_dir():
             shutil.copytree(source / folder, target / folder)
+    if (source / "gpuplane.yaml").is_file():
+        shutil.copy(source / "gpuplane.yaml", target / "gpuplane.yaml")
     return target
 
 

@@ -18,7 +18,7 @@ def _break(platform: Path) -> None:
 def test_validate_ok_exits_0(gpuplane) -> None:
     result = gpuplane("-C", str(REPO), "validate")
     assert result.exit_code == 0
-    assert result.output == "ok: 15 input files, no findings\n"
+    assert result.output == "ok: 16 input files, no findings\n"
 
 
 def test_json_format(platform: Path, gpuplane) -> None:
@@ -26,7 +26,7 @@ def test_json_format(platform: Path, gpuplane) -> None:
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
     assert result.exit_code == 1
     body = json.loads(result.output)
-    assert body["summary"] == {"errors": 1, "warnings": 0, "files": 15}
+    assert body["summary"] == {"errors": 1, "warnings": 0, "files": 16}
     (finding,) = body["diagnostics"]
     assert finding == {
         "rule": "unknown-reference",

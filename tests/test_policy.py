@@ -256,7 +256,7 @@ def test_the_example_platform_is_clean(gpuplane) -> None:
 
     result = gpuplane("-C", str(REPO), "validate")
     assert result.exit_code == 0
-    assert result.output.startswith("ok: 15 input files")
+    assert result.output.startswith("ok: 16 input files")
 
 
 def test_volcano_reserved_queue_names(platform: Path, gpuplane) -> None:
