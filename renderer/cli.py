@@ -16,11 +16,13 @@ from rich.console import Console
 from rich.table import Table
 
 from renderer import report
-from renderer.diagnostics import Diagnostic, closest, has_errors
+from renderer.codeowners import CODEOWNERS_PATH, codeowners
+from renderer.diagnostics import Diagnostic, Location, closest, has_errors
 from renderer.output_validation import CrdLoadError, OutputValidator
 from renderer.pipeline import load_platform, render_platform
-from renderer.rules import all_rules, explain
-from renderer.writer import OUTPUT_DIR, build_tree, compare, write_tree
+from renderer.rules import all_rules, document_rule, explain
+from renderer.scaffold import KINDS, MARK, ScaffoldError, scaffold, write_scaffold
+from renderer.writer import OUTPUT_DIR, build_tree, compare, write_file_atomically, write_tree
 
 FORMAT = click.option(
     "--format",
@@ -28,7 +30,8 @@ FORMAT = click.option(
     type=click.Choice(sorted(report.REPORTERS)),
     default="text",
     show_default=True,
-    help="How findings are printed: for people, for tools, or as GitHub annotations.",
+    help="How findings are printed: for people (text), for tools (json), as GitHub annotations, "
+    "as SARIF for code scanning, or as a JUnit XML report.",
 )
 
 
@@ -107,6 +110,7 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
         _emit(result.diagnostics, result.files, fmt)
         ctx.exit(1)
     files = build_tree(result.manifests, result.readmes, result.values)
+    owners = codeowners(result.platform)
     target = root / OUTPUT_DIR
     objects = sum(len(m) for m in result.manifests.values())
     if check:
@@ -115,9 +119,20 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
             [{"file": f"{OUTPUT_DIR}/{p}", "state": "missing"} for p in stale.missing]
             + [{"file": f"{OUTPUT_DIR}/{p}", "state": "extra"} for p in stale.extra]
             + [{"file": f"{OUTPUT_DIR}/{p}", "state": "changed"} for p in stale.changed]
+            + _stale_codeowners(root, owners)
         )
         if fmt == "json":
             _emit(result.diagnostics, result.files, fmt, {"stale": listing})
+        elif fmt in ("sarif", "junit"):  # one document: stale files are findings in it
+            stale_findings = [
+                Diagnostic(
+                    "stale-output",
+                    f"{item['file']} is {item['state']}; run `gpuplane render` and commit the result",
+                    Location(item["file"]),
+                )
+                for item in listing
+            ]
+            _emit([*result.diagnostics, *stale_findings], result.files, fmt)
         else:
             _emit(result.diagnostics, result.files, fmt)
             for item in listing:
@@ -129,21 +144,51 @@ def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) ->
                     click.echo(f"stale: {item['file']} ({item['state']})")
             if listing:
                 click.echo(
-                    f"{OUTPUT_DIR}/ is stale: {len(listing)} files differ; run `gpuplane render` and commit",
+                    f"stale: {len(listing)} generated files differ; run `gpuplane render` and commit",
                     err=True,
                 )
             else:
                 click.echo(f"{OUTPUT_DIR}/ is current: {objects} objects in {len(files)} files")
         ctx.exit(1 if listing else 0)
     changes = write_tree(target, files)
+    # after the tree: a failed render leaves CODEOWNERS as it was too
+    wrote_owners = owners is not None and write_file_atomically(
+        root / CODEOWNERS_PATH, owners.encode("utf-8")
+    )
     _emit(result.diagnostics, result.files, fmt, {"written": len(files)} if fmt == "json" else None)
-    if fmt != "json":
+    if fmt in ("text", "github"):
         changed = len(changes.missing) + len(changes.extra) + len(changes.changed)
         click.echo(
             f"rendered {objects} objects for {len(result.manifests)} cluster(s) into {OUTPUT_DIR}/ "
             f"({changed} files added, changed or removed)"
+            + (f"; wrote {CODEOWNERS_PATH}" if wrote_owners else "")
         )
     ctx.exit(0)
+
+
+document_rule(
+    "stale-output",
+    "output",
+    """A generated file differs from what the inputs render.
+
+`rendered/` and `.github/CODEOWNERS` are committed output, and `gpuplane render --check` (what CI
+runs) renders the inputs again and compares: a file is missing, extra or changed when an input
+was edited without rendering, the output was edited by hand, or another gpuplane version rendered
+it. Run `gpuplane render` (or `make render`) and commit the result.""",
+)
+
+
+def _stale_codeowners(root: Path, owners: str | None) -> list[dict[str, str]]:
+    """`.github/CODEOWNERS` as `render --check` lists it: missing or changed, like a rendered
+    file. Without repository settings gpuplane generates none and leaves any there alone."""
+    if owners is None:
+        return []
+    path = root / CODEOWNERS_PATH
+    if not path.is_file():
+        return [{"file": CODEOWNERS_PATH, "state": "missing"}]
+    if path.read_bytes() != owners.encode("utf-8"):
+        return [{"file": CODEOWNERS_PATH, "state": "changed"}]
+    return []
 
 
 @main.command()
@@ -210,6 +255,100 @@ def fit(
     else:
         click.echo(fit_text(result), nl=False)
     ctx.exit(0 if result.admissible else 1)
+
+
+@main.command()
+@click.option(
+    "--base",
+    "base_ref",
+    required=True,
+    metavar="REF",
+    help="The git revision to compare the working tree with (a branch, tag or commit).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json", "text"]),
+    default="markdown",
+    show_default=True,
+    help="Markdown for a sticky pull-request comment, JSON for tools, or text for people.",
+)
+@click.option(
+    "--crds",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="CRD schemas for custom kinds, as `render` takes them (repeatable; default "
+    "$GPUPLANE_CRDS).",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=1000),
+    default=60000,
+    show_default=True,
+    help="Truncate the Markdown to this many characters (GitHub's comment limit is 65,536).",
+)
+@click.pass_context
+def diff(
+    ctx: click.Context, base_ref: str, fmt: str, crds: tuple[Path, ...], max_chars: int
+) -> None:
+    """What the change from REF to the working tree means, by cluster and team, marked by risk.
+
+    Exit 0 when the working tree is valid, whatever the change; 1 when it has findings (printed
+    as `validate` prints them); 2 for a bad REF.
+    """
+    import tempfile
+
+    from renderer.diff import (
+        BaseRefError,
+        checkout_base,
+        diff_json,
+        diff_markdown,
+        diff_platforms,
+        diff_text,
+    )
+
+    root = _root(ctx)
+    try:
+        validator = OutputValidator(_crd_sources(crds))
+    except CrdLoadError as err:
+        raise click.UsageError(str(err)) from err
+    with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
+        try:
+            commit = checkout_base(root, base_ref, Path(tmp))
+        except BaseRefError as err:
+            raise click.UsageError(str(err)) from err
+        result = diff_platforms(Path(tmp), root, validator, base_ref=base_ref, base_commit=commit)
+    if not result.head_valid:
+        _emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")
+        ctx.exit(1)
+    if fmt == "json":
+        click.echo(json.dumps(diff_json(result), indent=2, ensure_ascii=False))
+    elif fmt == "text":
+        click.echo(diff_text(result), nl=False)
+    else:
+        click.echo(diff_markdown(result, max_chars=max_chars), nl=False)
+    ctx.exit(0)
+
+
+@main.command(name="new")
+@click.argument("kind", type=click.Choice(sorted(KINDS)))
+@click.argument("name")
+@click.pass_context
+def new_file(ctx: click.Context, kind: str, name: str) -> None:
+    """Write a commented starting file for a new team, pool, queue or cluster, and say what to
+    fill in. An existing file is never overwritten."""
+    root = _root(ctx)
+    try:
+        made = scaffold(kind, name, root)
+        write_scaffold(root, made)
+    except ScaffoldError as err:
+        raise click.UsageError(str(err)) from err
+    click.echo(f"wrote {made.path}; fill in the {len(made.blanks)} empty values marked {MARK}:")
+    for blank in made.blanks:
+        click.echo(f"  {made.path}:{blank.line}: {blank.field}: {blank.what}")
+    click.echo(
+        "then run `gpuplane validate`: it reports each value still empty, and every other problem"
+    )
 
 
 @main.command(name="explain")

@@ -1176,3 +1176,47 @@ def pool_labels_settable(p: Platform) -> Iterator[Diagnostic]:
                     pool.origin.key("spec", "labels", key),
                     "use a label in your own domain, e.g. gpuplane.dev/… or example.com/…",
                 )
+
+
+IN_CLUSTER = "https://kubernetes.default.svc"
+
+
+@rule("argocd-project")
+def argocd_projects_distinct(p: Platform) -> Iterator[Diagnostic]:
+    """A cluster's Argo CD project is its own: never `default`, and not shared with a cluster that
+    one Argo CD also manages.
+
+    gpuplane locks the `default` project down and renders each cluster's platform project with
+    that cluster's destinations only. A cluster Argo CD reaches remotely (a destination other than
+    https://kubernetes.default.svc) is managed by another cluster's Argo CD, so two clusters naming
+    the same project would render two different objects under one name, and the two root
+    Applications would overwrite each other's.
+    """
+    for cluster in p.clusters.values():
+        if cluster.argocd_project == "default":
+            yield _error(
+                "argocd-project",
+                f"cluster '{cluster.name}' uses Argo CD's default project, which gpuplane locks down",
+                cluster.origin.at("spec", "argocd", "project"),
+                f"name a project of its own, e.g. platform-{cluster.name}",
+            )
+    by_project: dict[str, list[Cluster]] = defaultdict(list)
+    for cluster in p.clusters.values():
+        by_project[cluster.argocd_project].append(cluster)
+    for project, clusters in by_project.items():
+        remote = [c for c in clusters if c.argocd_destination != IN_CLUSTER]
+        if len(clusters) > 1 and remote:
+            first = clusters[0]
+            for cluster in clusters[1:]:
+                yield _error(
+                    "argocd-project",
+                    f"clusters '{first.name}' and '{cluster.name}' both use Argo CD project '{project}', and '{remote[0].name}' is managed remotely",
+                    cluster.origin.at("spec", "argocd", "project"),
+                    f"give cluster '{cluster.name}' a project of its own, e.g. platform-{cluster.name}",
+                    (
+                        (
+                            "the other cluster names it here",
+                            first.origin.at("spec", "argocd", "project"),
+                        ),
+                    ),
+                )

@@ -1,4 +1,5 @@
-"""Reporters: findings as text for people, JSON for tools, annotations for GitHub Actions.
+"""Reporters: findings as text for people, JSON for tools, annotations for GitHub Actions,
+SARIF for code scanning and JUnit XML for CI systems that show test reports.
 
 Reporters return strings; the CLI prints them. Chosen from a registry by `--format`.
 """
@@ -6,9 +7,15 @@ Reporters return strings; the CLI prints them. Chosen from a registry by `--form
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+from urllib.parse import quote
+from xml.etree import ElementTree
 
-from renderer.diagnostics import Diagnostic, Severity
+from renderer.diagnostics import Diagnostic, Location, Severity
+from renderer.rules import all_rules
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
@@ -89,8 +96,146 @@ def github(diagnostics: Sequence[Diagnostic], files: int) -> str:
     return "\n".join(lines)
 
 
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+INFORMATION_URI = "https://gpuplane.dev/"
+
+
+def _tool_version() -> str:
+    try:
+        return version("gpuplane")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout never installed
+        return "0.0.0"
+
+
+def _sarif_location(at: Location, text: str | None = None, ident: int | None = None) -> Any:
+    """A SARIF location: the repository-relative file as a URI under %SRCROOT%, and the line and
+    column only where the finding has them (SARIF counts both from 1)."""
+    physical: dict[str, Any] = {
+        "artifactLocation": {"uri": quote(at.file, safe="/"), "uriBaseId": "%SRCROOT%"}
+    }
+    if at.line >= 1:
+        physical["region"] = {"startLine": at.line}
+        if at.col >= 1:
+            physical["region"]["startColumn"] = at.col
+    location: dict[str, Any] = {"physicalLocation": physical}
+    if ident is not None:
+        location["id"] = ident
+    if text is not None:
+        location["message"] = {"text": text}
+    return location
+
+
+def sarif(diagnostics: Sequence[Diagnostic], files: int) -> str:
+    """A SARIF 2.1.0 log for GitHub code scanning (`upload-sarif`) and other SARIF viewers.
+
+    One run; the driver lists every rule of the registry with its `explain` text as help, and
+    each result points at its rule by id and index. Notes become related locations (and stay in
+    the message text, which is what most viewers show); the hint ends the message.
+    """
+    rules = [
+        {
+            "id": doc.id,
+            "shortDescription": {"text": doc.summary},
+            "fullDescription": {"text": doc.text},
+            "help": {"text": doc.text},
+            "properties": {"tags": ["gpuplane", doc.stage]},
+        }
+        for doc in all_rules()
+    ]
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    for d in diagnostics:  # a finding whose rule is not documented still gets a descriptor
+        if d.rule not in index:
+            index[d.rule] = len(rules)
+            rules.append({"id": d.rule, "shortDescription": {"text": d.rule}})
+    results = []
+    for d in diagnostics:
+        text = d.message
+        text += "".join(f"\nnote: {where}: {note}" for note, where in d.notes)
+        if d.hint:
+            text += f"\nhint: {d.hint}"
+        result: dict[str, Any] = {
+            "ruleId": d.rule,
+            "ruleIndex": index[d.rule],
+            "level": "error" if d.severity is Severity.ERROR else "warning",
+            "message": {"text": text},
+            "locations": [_sarif_location(d.at)],
+        }
+        if d.notes:
+            result["relatedLocations"] = [
+                _sarif_location(where, note, i) for i, (note, where) in enumerate(d.notes, 1)
+            ]
+        results.append(result)
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpuplane",
+                        "version": _tool_version(),
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+                "properties": {"inputFiles": files},
+            }
+        ],
+    }
+    return json.dumps(log, indent=2)
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(value: str) -> str:
+    """Text XML 1.0 can hold: characters it forbids (YAML lets a value carry some) become U+FFFD."""
+    return _NOT_XML.sub("\ufffd", value)
+
+
+def junit(diagnostics: Sequence[Diagnostic], files: int) -> str:
+    """JUnit XML, for CI systems that show test reports (GitLab, Jenkins, Azure Pipelines).
+
+    One test case per finding, named by rule and place: errors are failures, warnings pass with
+    their text as output. A clean run is one passing case, so the report is never empty.
+    """
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    suite = ElementTree.Element(
+        "testsuite",
+        name="gpuplane",
+        tests=str(max(len(diagnostics), 1)),
+        failures=str(errors),
+        errors="0",
+        skipped="0",
+    )
+    for d in diagnostics:
+        case = ElementTree.SubElement(
+            suite, "testcase", classname=_xml(d.at.file), name=_xml(f"{d.rule} at {d.at}")
+        )
+        body = _xml(text([d], files).rsplit("\n", 1)[0])  # the finding, without the summary
+        if d.severity is Severity.ERROR:
+            failure = ElementTree.SubElement(case, "failure", type=d.rule, message=_xml(d.message))
+            failure.text = body
+        else:
+            ElementTree.SubElement(case, "system-out").text = body
+    if not diagnostics:
+        ElementTree.SubElement(
+            suite, "testcase", classname="gpuplane", name=f"{files} input files, no findings"
+        )
+    root = ElementTree.Element("testsuites", name="gpuplane")
+    root.append(suite)
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, "unicode")
+
+
 REPORTERS: dict[str, Callable[[Sequence[Diagnostic], int], str]] = {
     "text": text,
     "json": as_json,
     "github": github,
+    "sarif": sarif,
+    "junit": junit,
 }

@@ -130,3 +130,19 @@ def write_tree(target: Path, files: Mapping[str, bytes]) -> Staleness:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(retired, ignore_errors=True)
     return staleness
+
+
+def write_file_atomically(path: Path, data: bytes) -> bool:
+    """Put `data` at `path` by writing a sibling temporary file and renaming it over the old one,
+    so a reader sees the old file or the new one, never half of one. Returns whether anything was
+    written: a file that already holds `data` is left alone."""
+    if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.new-{os.getpid()}")
+    try:
+        staging.write_bytes(data)
+        os.replace(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
+    return True

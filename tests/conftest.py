@@ -60,6 +60,9 @@ def platform(tmp_path: Path) -> Path:
             shutil.copytree(REPO / folder, root / folder)
     if (REPO / "gpuplane.yaml").is_file():
         shutil.copy(REPO / "gpuplane.yaml", root / "gpuplane.yaml")
+    if (REPO / ".github" / "CODEOWNERS").is_file():  # render output, like rendered/
+        (root / ".github").mkdir()
+        shutil.copy(REPO / ".github" / "CODEOWNERS", root / ".github" / "CODEOWNERS")
     return root
 
 

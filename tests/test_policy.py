@@ -192,6 +192,12 @@ CASES = [
         "  labels:\n    node.kubernetes.io/instance-kind: gpu\n",
     ),
     (
+        "argocd-project",
+        "clusters/staging-west.yaml",
+        "project: platform-staging",
+        "project: platform",
+    ),
+    (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
         "cluster: staging-west, purpose: inference}",

@@ -171,12 +171,22 @@ def test_injection_attempt_cannot_add_or_reshape_objects(
     injected = tree(platform / "rendered")
     assert sorted(injected) == sorted(clean)
     changed = [p for p in injected if injected[p] != clean[p]]
-    namespaces = [p for p in changed if p.endswith(".yaml")]
-    assert set(changed) - set(namespaces) == {"prod-east/README.md"}
+    objects = [p for p in changed if p.endswith(".yaml")]
+    assert set(changed) - set(objects) == {"prod-east/README.md"}
+    namespaces = [p for p in objects if "/tenancy/" in p]
     assert sorted(namespaces) == [
         f"prod-east/tenancy/vision-{n}/namespace-vision-{n}.yaml"
         for n in ("notebooks", "serve", "train")
     ]
+    # the team's Argo CD project carries the description too, as its spec.description
+    project = "prod-east/gitops/argocd/appproject-team-vision-prod-east.yaml"
+    assert set(objects) - set(namespaces) == {project}
+    (project_body,) = list(yaml.safe_load_all(injected[project]))
+    assert project_body["kind"] == "AppProject"
+    assert project_body["spec"]["description"].startswith("ok\n---\napiVersion")
+    assert "ClusterRoleBinding" not in yaml.safe_dump(
+        {k: v for k, v in project_body["spec"].items() if k != "description"}
+    )
     # in the generated README the description stays on one line of its own
     readme = injected["prod-east/README.md"].decode().splitlines()
     assert not [line for line in readme if line.startswith(("---", "apiVersion", "kind:"))]

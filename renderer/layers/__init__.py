@@ -67,6 +67,11 @@ Layer = Callable[[ClusterView], Iterator[Output]]
 
 def layers() -> tuple[tuple[str, Layer], ...]:
     """The layers in apply order; imported here so each layer module stays independent."""
-    from renderer.layers import gpu, queueing, tenancy
+    from renderer.layers import gitops, gpu, queueing, tenancy
 
-    return (("tenancy", tenancy.render), ("queueing", queueing.render), ("gpu", gpu.render))
+    return (
+        ("tenancy", tenancy.render),
+        ("queueing", queueing.render),
+        ("gpu", gpu.render),
+        ("gitops", gitops.render),
+    )

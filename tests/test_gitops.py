@@ -1,0 +1,472 @@
+"""The Argo CD wiring: golden trees, the AppProject guardrails evaluated the way Argo CD does, the
+sync waves, and no dangling path or version in any Application."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from renderer.layers import gitops, layers
+from renderer.output_validation import OutputValidator
+from renderer.pipeline import Rendered, render_platform
+from renderer.writer import OUTPUT_DIR, build_tree
+from tests.conftest import REPO, SHARED_CRDS, copy_inputs, golden_diff, tree
+
+CASES = Path(__file__).parent / "cases" / "render"
+GITOPS = CASES / "gitops"
+MINIMAL = CASES / "minimal"
+VOLCANO = CASES / "volcano"
+
+
+def _render(root: Path) -> Rendered:
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
+    assert not rendered.diagnostics, "\n".join(map(str, rendered.diagnostics))
+    return rendered
+
+
+@pytest.fixture(scope="module")
+def example() -> Rendered:
+    return _render(REPO)
+
+
+def argo_objects(rendered: Rendered, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(cluster, body) of every rendered object of an Argo CD kind."""
+    for cluster in sorted(rendered.manifests):
+        for manifest in rendered.manifests[cluster]:
+            if manifest.layer == gitops.LAYER and manifest.kind == kind:
+                yield cluster, dict(manifest.body)
+
+
+def projects(rendered: Rendered, cluster: str) -> dict[str, dict[str, Any]]:
+    return {
+        body["metadata"]["name"]: body
+        for c, body in argo_objects(rendered, "AppProject")
+        if c == cluster
+    }
+
+
+def applications(rendered: Rendered, cluster: str) -> dict[str, dict[str, Any]]:
+    return {
+        body["metadata"]["name"]: body
+        for c, body in argo_objects(rendered, "Application")
+        if c == cluster
+    }
+
+
+# --- Argo CD's rules, as documented, for the tests ------------------------------------------
+
+
+def _listed(items: list[dict[str, str]], group: str, kind: str) -> bool:
+    """Argo CD's isResourceInList: kind, then group, each a glob (Go's filepath.Match)."""
+    return any(fnmatchcase(kind, i["kind"]) and fnmatchcase(group, i["group"]) for i in items)
+
+
+def permits(
+    project: dict[str, Any], group: str, kind: str, namespace: str | None, server: str
+) -> bool:
+    """Whether an Application of `project` may sync this object to `server` (Argo CD's
+    IsGroupKindPermitted and IsDestinationPermitted). `namespace=None` is a cluster-scoped kind:
+    it must match a non-empty clusterResourceWhitelist and no clusterResourceBlacklist entry. A
+    namespaced kind passes when the namespaceResourceWhitelist is absent or empty or lists it,
+    and no namespaceResourceBlacklist entry matches; and its namespace must be a destination."""
+    spec = project["spec"]
+    destinations = spec.get("destinations") or []
+    if namespace is None:
+        whitelist = spec.get("clusterResourceWhitelist") or []
+        return (
+            bool(whitelist)
+            and _listed(whitelist, group, kind)
+            and not _listed(spec.get("clusterResourceBlacklist") or [], group, kind)
+            and any(fnmatchcase(server, d["server"]) for d in destinations)
+        )
+    whitelist = spec.get("namespaceResourceWhitelist") or []
+    allowed = (not whitelist or _listed(whitelist, group, kind)) and not _listed(
+        spec.get("namespaceResourceBlacklist") or [], group, kind
+    )
+    return allowed and any(
+        fnmatchcase(server, d["server"]) and fnmatchcase(namespace, d["namespace"])
+        for d in destinations
+    )
+
+
+def sources_permitted(project: dict[str, Any], application: dict[str, Any]) -> bool:
+    repos = project["spec"].get("sourceRepos") or []
+    spec = application["spec"]
+    sources = spec.get("sources") or [spec["source"]]
+    return all(any(fnmatchcase(s["repoURL"], r) for r in repos) for s in sources)
+
+
+def destination_permitted(project: dict[str, Any], application: dict[str, Any]) -> bool:
+    dest = application["spec"]["destination"]
+    return any(
+        fnmatchcase(dest["server"], d["server"])
+        and fnmatchcase(dest.get("namespace", ""), d["namespace"])
+        for d in project["spec"].get("destinations") or []
+    )
+
+
+def argo_glob(pattern: str, path: str) -> bool:
+    """gobwas/glob without separators, as Argo CD's directory include/exclude use it: `*` crosses
+    `/`, `{a,b}` is an alternative; nothing else appears in gpuplane's patterns."""
+    regex = ""
+    for token in re.split(r"([{}*,])", pattern):
+        regex += {"{": "(?:", "}": ")", "*": ".*", ",": "|"}.get(token, re.escape(token))
+    return re.fullmatch(regex, path) is not None
+
+
+CLUSTER_SCOPED = (
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("", "Namespace"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("kueue.x-k8s.io", "ClusterQueue"),
+    ("kueue.x-k8s.io", "ResourceFlavor"),
+)
+GUARDED = (
+    ("", "ResourceQuota"),
+    ("", "LimitRange"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("cilium.io", "CiliumNetworkPolicy"),
+    ("crd.projectcalico.org", "NetworkPolicy"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("kueue.x-k8s.io", "LocalQueue"),
+    ("argoproj.io", "Application"),
+    ("argoproj.io", "AppProject"),
+)
+WORKLOADS = (
+    ("apps", "Deployment"),
+    ("batch", "Job"),
+    ("", "ConfigMap"),
+    ("", "Service"),
+    ("jobset.x-k8s.io", "JobSet"),
+    ("argoproj.io", "Workflow"),
+)
+
+
+# --- golden ----------------------------------------------------------------------------------
+
+
+def test_gitops_case_renders_the_reviewed_tree(
+    tmp_path: Path, gpuplane, crds: Path, update_golden: bool
+) -> None:
+    root = copy_inputs(GITOPS, tmp_path / "repo")
+    result = gpuplane("-C", str(root), "render", "--crds", str(crds))
+    assert result.exit_code == 0, result.output
+    actual = tree(root / OUTPUT_DIR)
+    if update_golden:
+        shutil.rmtree(GITOPS / "expected", ignore_errors=True)
+        shutil.copytree(root / OUTPUT_DIR, GITOPS / "expected")
+    expected = tree(GITOPS / "expected")
+    assert actual == expected, golden_diff(expected, actual)
+    # the same inputs without gpuplane.yaml render the minimal tree: the layer only adds
+    minimal = tree(MINIMAL / "expected")
+    assert {p: b for p, b in actual.items() if not p.startswith("lab/gitops/")} | {
+        "lab/kustomization.yaml": minimal["lab/kustomization.yaml"]
+    } == minimal
+
+
+def test_no_gitops_output_without_repository_settings() -> None:
+    rendered = _render(MINIMAL)
+    assert rendered.platform.repository is None
+    assert not [m for ms in rendered.manifests.values() for m in ms if m.layer == gitops.LAYER]
+    assert not [v for vs in rendered.values.values() for v in vs if v.layer == gitops.LAYER]
+
+
+# --- guardrails ------------------------------------------------------------------------------
+
+
+def test_team_projects_fence_teams_into_their_namespaces(example: Rendered) -> None:
+    repository = example.platform.repository
+    assert repository is not None
+    checked = 0
+    for cluster_name, cluster in sorted(example.platform.clusters.items()):
+        found = projects(example, cluster_name)
+        server = cluster.argocd_destination
+        team_namespaces = {
+            team.name: [ns.name for ns in team.namespaces if ns.cluster == cluster_name]
+            for team in example.platform.teams.values()
+        }
+        for team, own in sorted(team_namespaces.items()):
+            if not own:
+                assert gitops.team_project(team, cluster_name) not in found
+                continue
+            project = found[gitops.team_project(team, cluster_name)]
+            assert project["spec"]["sourceRepos"] == [repository.repo_url]
+            for group, kind in CLUSTER_SCOPED:
+                assert not permits(project, group, kind, None, server), (team, kind)
+            others = [ns for t, names in team_namespaces.items() if t != team for ns in names]
+            for namespace in own:
+                for group, kind in GUARDED:
+                    assert not permits(project, group, kind, namespace, server), (team, kind)
+                for group, kind in WORKLOADS:
+                    assert permits(project, group, kind, namespace, server), (team, kind)
+                    assert not permits(project, group, kind, namespace, "https://elsewhere")
+            for namespace in [*others, "kube-system", "argocd", "gpu-operator", "default"]:
+                for group, kind in WORKLOADS:
+                    assert not permits(project, group, kind, namespace, server), (team, namespace)
+            checked += 1
+    assert checked == len(list(argo_objects(example, "AppProject"))) - 3  # default, 2 platform
+
+
+def test_every_guardrail_the_platform_renders_into_a_team_namespace_is_denied_to_the_team(
+    example: Rendered,
+) -> None:
+    """The tenancy objects in a team namespace, and its LocalQueues, are the platform's fences."""
+    denied = 0
+    for cluster_name, manifests in sorted(example.manifests.items()):
+        found = projects(example, cluster_name)
+        server = example.platform.clusters[cluster_name].argocd_destination
+        owner = {
+            ns.name: team.name
+            for team in example.platform.teams.values()
+            for ns in team.namespaces
+            if ns.cluster == cluster_name
+        }
+        for manifest in manifests:
+            fence = manifest.layer == "tenancy" or manifest.kind == "LocalQueue"
+            if not fence or manifest.namespace not in owner:
+                continue
+            group = manifest.body["apiVersion"].rpartition("/")[0]
+            project = found[gitops.team_project(owner[manifest.namespace], cluster_name)]
+            assert not permits(project, group, manifest.kind, manifest.namespace, server), (
+                manifest.path
+            )
+            denied += 1
+    assert denied > 100
+
+
+def test_the_default_project_permits_nothing(example: Rendered) -> None:
+    default = projects(example, "prod-east")[gitops.DEFAULT_PROJECT]
+    assert default["spec"]["sourceRepos"] == []
+    assert default["spec"]["destinations"] == []
+    for server in ("https://kubernetes.default.svc", "*"):
+        for group, kind in CLUSTER_SCOPED:
+            assert not permits(default, group, kind, None, server)
+        for group, kind in (*GUARDED, *WORKLOADS):
+            for namespace in ("default", "vision-train", "argocd"):
+                assert not permits(default, group, kind, namespace, server)
+    # even with a destination, its blacklist denies every namespaced kind
+    opened = {"spec": {**default["spec"], "destinations": [{"server": "*", "namespace": "*"}]}}
+    for group, kind in WORKLOADS:
+        assert not permits(opened, group, kind, "default", "https://kubernetes.default.svc")
+
+
+def test_the_default_project_is_locked_where_argo_cd_runs(example: Rendered) -> None:
+    """prod-east deploys to itself (Argo CD runs there); staging-west is deployed from elsewhere,
+    and locking `default` twice in one Argo CD would make two root Applications fight over it."""
+    assert gitops.DEFAULT_PROJECT in projects(example, "prod-east")
+    assert gitops.DEFAULT_PROJECT not in projects(example, "staging-west")
+
+
+def test_platform_projects_hold_the_cluster_scoped_objects(example: Rendered) -> None:
+    for name, cluster in sorted(example.platform.clusters.items()):
+        platform = projects(example, name)[cluster.argocd_project]
+        for group, kind in CLUSTER_SCOPED:
+            assert permits(platform, group, kind, None, cluster.argocd_destination)
+        assert not permits(platform, "apps", "Deployment", "x", "https://elsewhere.example")
+
+
+def test_every_application_is_permitted_by_its_own_project(example: Rendered) -> None:
+    """A project must allow its Applications' sources and destination, or nothing syncs."""
+    for cluster in sorted(example.platform.clusters):
+        found = projects(example, cluster)
+        for name, app in applications(example, cluster).items():
+            project = found[app["spec"]["project"]]
+            assert sources_permitted(project, app), name
+            assert destination_permitted(project, app), name
+
+
+# --- Applications ----------------------------------------------------------------------------
+
+
+def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: Rendered) -> None:
+    for cluster in sorted(example.platform.clusters):
+        apps = applications(example, cluster)
+        wave = {
+            name.removeprefix(f"{cluster}-"): int(app["metadata"]["annotations"][gitops.SYNC_WAVE])
+            for name, app in apps.items()
+            if gitops.SYNC_WAVE in app["metadata"]["annotations"]
+        }
+        assert set(wave) == {
+            "gpu-operator",
+            "kueue",
+            "kube-prometheus-stack",
+            "tenancy",
+            "queueing",
+            "gpu",
+        }
+        operators = max(wave[a] for a in ("gpu-operator", "kueue", "kube-prometheus-stack"))
+        assert operators < wave["tenancy"] < wave["queueing"]
+        assert wave["tenancy"] < wave["gpu"]
+        for project in projects(example, cluster).values():
+            assert int(project["metadata"]["annotations"][gitops.SYNC_WAVE]) < operators
+
+
+def test_every_layer_has_its_wave() -> None:
+    named = [name for name, _ in layers() if name != gitops.LAYER]
+    assert set(named) <= set(gitops.LAYER_WAVES)
+    assert gitops.LAYER_WAVES["workflows"] > max(gitops.LAYER_WAVES[n] for n in named)
+
+
+def test_every_application_syncs_itself_and_points_at_something_real(example: Rendered) -> None:
+    files = build_tree(example.manifests, example.readmes, example.values)
+
+    def exists(path: str, folder: bool) -> bool:
+        assert path.startswith(f"{OUTPUT_DIR}/"), path
+        relative = path.removeprefix(f"{OUTPUT_DIR}/")
+        return any(f.startswith(f"{relative}/") for f in files) if folder else relative in files
+
+    repository = example.platform.repository
+    assert repository is not None
+    for cluster in sorted(example.platform.clusters):
+        apps = applications(example, cluster)
+        assert f"{cluster}-root" in apps
+        for name, app in apps.items():
+            spec = app["spec"]
+            assert app["metadata"]["namespace"] == repository.argocd_namespace
+            policy = spec["syncPolicy"]
+            assert policy["automated"] == {"prune": True, "selfHeal": True}, name
+            assert policy["retry"]["limit"] == 5
+            assert policy["retry"]["backoff"] == {
+                "duration": "10s",
+                "factor": 2,
+                "maxDuration": "3m",
+            }
+            paths = app["metadata"]["annotations"][gitops.GENERATE_PATHS]
+            if "source" in spec:  # a plain directory of this repository
+                source = spec["source"]
+                assert source["repoURL"] == repository.repo_url
+                assert source["directory"] == gitops.DIRECTORY
+                assert exists(source["path"], folder=True), name
+                assert paths == "."
+            else:  # a chart, with its values from this repository
+                chart, values = spec["sources"]
+                assert values == {
+                    "repoURL": repository.repo_url,
+                    "targetRevision": repository.target_revision,
+                    "ref": "values",
+                }
+                (value_file,) = chart["helm"]["valueFiles"]
+                assert value_file.startswith("$values/")
+                assert exists(value_file.removeprefix("$values/"), folder=False), name
+                assert paths == "/" + value_file.removeprefix("$values/")
+                assert "CreateNamespace=true" in policy["syncOptions"]
+
+
+def test_addon_charts_are_pinned_to_the_cluster_files_versions(example: Rendered) -> None:
+    checked = 0
+    for name, cluster in sorted(example.platform.clusters.items()):
+        apps = applications(example, name)
+        expected = {
+            "gpu-operator": ("https://helm.ngc.nvidia.com/nvidia", "gpuOperator", ""),
+            "kueue": ("registry.k8s.io/kueue/charts", "kueue", "v"),
+            "kube-prometheus-stack": (
+                "https://prometheus-community.github.io/helm-charts",
+                "prometheusStack",
+                "",
+            ),
+        }
+        for release, (repo, addon, dropped) in expected.items():
+            chart = apps[f"{name}-{release}"]["spec"]["sources"][0]
+            version = cluster.addons[addon].version
+            assert version is not None
+            assert chart["repoURL"] == repo
+            assert chart["chart"] == release
+            assert chart["targetRevision"] == version.removeprefix(dropped)
+            assert chart["helm"]["releaseName"] == release
+            checked += 1
+    assert checked == 6
+
+
+def test_volcano_clusters_install_volcano_instead_of_kueue(tmp_path: Path) -> None:
+    root = copy_inputs(VOLCANO, tmp_path / "repo")
+    shutil.copy(GITOPS / "gpuplane.yaml", root / "gpuplane.yaml")
+    rendered = _render(root)
+    apps = applications(rendered, "lab")
+    assert "lab-kueue" not in apps
+    chart, _ = apps["lab-volcano"]["spec"]["sources"]
+    assert chart == {
+        "repoURL": "https://volcano-sh.github.io/helm-charts",
+        "chart": "volcano",
+        "targetRevision": "1.15.1",
+        "helm": {
+            "releaseName": "volcano",
+            "valueFiles": ["$values/rendered/lab/values/volcano.yaml"],
+        },
+    }
+    assert apps["lab-volcano"]["spec"]["destination"]["namespace"] == "volcano-system"
+    repos = projects(rendered, "lab")["platform"]["spec"]["sourceRepos"]
+    assert "https://volcano-sh.github.io/helm-charts" in repos
+    assert gitops.KUEUE.repository not in repos
+
+
+def test_the_gpu_operator_namespace_admits_privileged_pods(example: Rendered) -> None:
+    app = applications(example, "prod-east")["prod-east-gpu-operator"]
+    policy = app["spec"]["syncPolicy"]
+    assert app["spec"]["destination"]["namespace"] == "gpu-operator"
+    assert policy["managedNamespaceMetadata"]["labels"] == {
+        "pod-security.kubernetes.io/enforce": "privileged"
+    }
+
+
+def test_the_root_application_deploys_argo_cd_objects_where_argo_cd_runs(
+    example: Rendered,
+) -> None:
+    for name in sorted(example.platform.clusters):
+        root = applications(example, name)[f"{name}-root"]
+        assert root["spec"]["destination"] == {
+            "server": gitops.IN_CLUSTER,
+            "namespace": "argocd",
+        }
+        assert root["spec"]["source"]["path"] == f"rendered/{name}/gitops"
+        assert gitops.SYNC_WAVE not in root["metadata"]["annotations"]
+
+
+def test_prometheus_selects_gpuplanes_monitors(example: Rendered) -> None:
+    (values,) = [v for v in example.values["prod-east"] if v.chart == "kube-prometheus-stack"]
+    assert values.path == "values/kube-prometheus-stack.yaml"
+    spec = values.body["prometheus"]["prometheusSpec"]
+    assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+
+
+@pytest.mark.parametrize(
+    ("path", "excluded"),
+    [
+        ("kustomization.yaml", True),
+        ("argocd/kustomization.yaml", True),
+        ("vision-train/sub/kustomization.yaml", True),
+        ("configmap-kustomization.yaml", False),
+        ("vision-train/configmap-kustomization.yaml", False),
+        ("vision-train/resourcequota-gpuplane.yaml", False),
+    ],
+)
+def test_directory_exclude_skips_exactly_the_kustomizations(path: str, excluded: bool) -> None:
+    assert argo_glob(str(gitops.DIRECTORY["exclude"]), path) is excluded
+
+
+def test_committed_gitops_files_are_argo_cd_objects() -> None:
+    """What the root Application reads: nothing but Applications and AppProjects."""
+    for cluster in sorted(p.name for p in (REPO / OUTPUT_DIR).iterdir() if p.is_dir()):
+        folder = REPO / OUTPUT_DIR / cluster / gitops.LAYER
+        bodies = [
+            yaml.safe_load(p.read_text())
+            for p in sorted(folder.rglob("*.yaml"))
+            if not argo_glob(str(gitops.DIRECTORY["exclude"]), p.relative_to(folder).as_posix())
+        ]
+        assert bodies
+        assert {(b["apiVersion"], b["kind"]) for b in bodies} == {
+            (gitops.API_VERSION, "Application"),
+            (gitops.API_VERSION, "AppProject"),
+        }
