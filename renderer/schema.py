@@ -98,7 +98,11 @@ def check_document(doc: Document, folder: str) -> list[Diagnostic]:
     if envelope:
         return envelope
     schema = schema_for(expected_kind)
-    problems = [d for error in schema.validator.iter_errors(data) for d in _explain(doc, error)]
+    errors = list(schema.validator.iter_errors(data))
+    # a value of the wrong type is reported once: not also as "not one of" or "wrong format"
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
+    problems = [d for error in errors for d in _explain(doc, error)]
     name = data.get("metadata", {}).get("name") if isinstance(data.get("metadata"), dict) else None
     stem = Path(doc.path).name.removesuffix(".yaml")
     if isinstance(name, str) and name != stem:
@@ -256,7 +260,7 @@ def _describe(path: PathKey) -> str:
 
 def _type_name(value: Any) -> str:
     if value is None:
-        return "null"
+        return "an empty value"
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, int | float):
