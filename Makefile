@@ -17,7 +17,7 @@ help: ## Show the targets and what they do
 $(BIN)/gpuplane: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,probes]'
 	@touch $@
 
 setup: $(BIN)/gpuplane ## Create .venv (if needed) with gpuplane and its pinned dependencies

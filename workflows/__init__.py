@@ -1,0 +1,1 @@
+"""The acceptance and benchmark suites: probes (real PyTorch) and their Hera definitions."""
