@@ -46,3 +46,12 @@ def dump(body: Mapping[str, Any], dumper: type[yaml.SafeDumper] = DEFAULT_DUMPER
         width=1_000_000,
     )
     return text
+
+
+def sorted_keys(value: Any) -> Any:
+    """A JSON-shaped value with every mapping's keys sorted, for stable JSON reports."""
+    if isinstance(value, dict):
+        return {k: sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(v) for v in value]
+    return value

@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from renderer.canonical import sorted_keys
 from renderer.capacity import how_to_request, pool_offers
 from renderer.diagnostics import Diagnostic, Severity
 from renderer.model import Cluster, EgressRule, Namespace, Platform, Pool, Queue, Team
@@ -1343,14 +1344,6 @@ def _objects(base: Mapping[str, bytes], head: Mapping[str, bytes]) -> Iterator[F
 # --- JSON ---------------------------------------------------------------------------------------
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
 def _figures_json(value: QuotaFigures | PoolFigures | None) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -1425,7 +1418,7 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
             for p in report.pools
         ],
     }
-    result: dict[str, Any] = _sorted(body)
+    result: dict[str, Any] = sorted_keys(body)
     return result
 
 

@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from renderer.admission import cluster_queues, cohort_of, potential_available
+from renderer.canonical import sorted_keys
 from renderer.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.layers import ClusterView
 from renderer.model import GpuQuota, Platform, Pool, Queue, Team
@@ -367,14 +368,6 @@ def build_plan(platform: Platform, clusters: Iterable[str] | None = None) -> Pla
 # --- JSON -------------------------------------------------------------------------------------
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
 def plan_json(report: PlanReport) -> dict[str, Any]:
     """The plan as JSON-ready data: stable camelCase keys in sorted order, numbers as numbers."""
     clusters = []
@@ -433,7 +426,7 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
             }
         )
     body = {"version": VERSION, "clusters": clusters, "legend": dict(report.legend)}
-    result: dict[str, Any] = _sorted(body)
+    result: dict[str, Any] = sorted_keys(body)
     return result
 
 

@@ -26,6 +26,7 @@ import jinja2
 from renderer import catalog
 from renderer.policy import REQUIRED_THRESHOLDS
 from renderer.schema import KIND_FOLDERS, schema_for
+from renderer.text_templates import environment
 
 KINDS: Mapping[str, str] = {kind.lower(): folder for folder, kind in KIND_FOLDERS.items()}
 """`team` -> `teams`, and so on: the kinds `gpuplane new` writes and their folders."""
@@ -137,16 +138,10 @@ def write_scaffold(root: Path, new: Scaffold) -> Path:
 
 @cache
 def _template(kind: str) -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("renderer", "templates"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,  # YAML, not HTML; the only inserted value is a validated name
-    )
-    env.globals["blank"] = lambda what: f"# {MARK}: {what}"
-    return env.get_template(f"new-{kind}.yaml.j2")
+    template = environment().get_template(f"new-{kind}.yaml.j2")
+    # the only inserted values are a validated name and these marked blanks
+    template.globals["blank"] = lambda what: f"# {MARK}: {what}"
+    return template
 
 
 def _choices(known: Mapping[str, Sequence[str]]) -> Any:

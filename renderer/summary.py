@@ -7,7 +7,6 @@ team lead looks. Text for people, so it is a Jinja2 template (data in, Markdown 
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import jinja2
@@ -17,6 +16,7 @@ from renderer.admission import CPU, MEMORY, cluster_queues
 from renderer.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.layers import ClusterView
 from renderer.policy import DEFAULT_POD_SECURITY
+from renderer.text_templates import environment
 
 
 def _cell(value: object) -> str:
@@ -25,16 +25,8 @@ def _cell(value: object) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
 
 
-@cache
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("renderer", "templates"),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,  # Markdown, not HTML; every free-text value goes through `cell`
-    )
+    env = environment()
     env.filters["cell"] = _cell
     return env.get_template("cluster-readme.md.j2")
 

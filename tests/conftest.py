@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -140,3 +141,34 @@ def object_files(folder: Path) -> list[Path]:
         for p in sorted(folder.rglob("*.yaml"))
         if p.name != "kustomization.yaml" and "kind" in (yaml.safe_load(p.read_text()) or {})
     ]
+
+
+def render_case(case: Path, tmp_path: Path, crds: Path, update_golden: bool) -> dict[str, bytes]:
+    """Render a golden case's inputs into a temporary folder with the CLI, as a user would, and
+    compare the tree with the case's reviewed `expected/` (rewritten with --update-golden).
+    Returns the rendered tree for further checks."""
+    root = copy_inputs(case, tmp_path / "repo")
+    result = CliRunner().invoke(main, ["-C", str(root), "render", "--crds", str(crds)])
+    assert result.exit_code == 0, result.output
+    actual = tree(root / "rendered")
+    if update_golden:
+        shutil.rmtree(case / "expected", ignore_errors=True)
+        shutil.copytree(root / "rendered", case / "expected")
+    expected = tree(case / "expected")
+    assert actual == expected, golden_diff(expected, actual)
+    return actual
+
+
+def render_clean(root: Path, warnings: tuple[str, ...] = ()) -> Any:
+    """Render a platform with the real CRDs; no findings but the warnings (by rule id) expected."""
+    from renderer.output_validation import OutputValidator
+    from renderer.pipeline import render_platform
+
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
+    found = [(d.rule, d.severity.value) for d in rendered.diagnostics]
+    assert found == [(rule, "warning") for rule in warnings], "\n".join(
+        map(str, rendered.diagnostics)
+    )
+    return rendered

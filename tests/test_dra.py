@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from renderer.layers import ClusterView
 from renderer.manifest import Manifest
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform
-from tests.conftest import SHARED_CRDS, copy_inputs, golden_diff, tree
+from tests.conftest import SHARED_CRDS, copy_inputs, render_case
 
 CASE = Path(__file__).parent / "cases" / "render" / "dra"
 MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
@@ -57,17 +56,9 @@ def _view() -> ClusterView:
 
 
 def test_dra_case_renders_the_reviewed_tree(
-    tmp_path: Path, gpuplane, crds: Path, update_golden: bool
+    tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    root = copy_inputs(CASE, tmp_path / "repo")
-    result = gpuplane("-C", str(root), "render", "--crds", str(crds))
-    assert result.exit_code == 0, result.output
-    actual = tree(root / "rendered")
-    if update_golden:
-        shutil.rmtree(CASE / "expected", ignore_errors=True)
-        shutil.copytree(root / "rendered", CASE / "expected")
-    expected = tree(CASE / "expected")
-    assert actual == expected, golden_diff(expected, actual)
+    render_case(CASE, tmp_path, crds, update_golden)
 
 
 def test_dra_quota_arithmetic() -> None:

@@ -14,10 +14,9 @@ import pytest
 import yaml
 
 from renderer.layers import gitops, layers
-from renderer.output_validation import OutputValidator
-from renderer.pipeline import Rendered, render_platform
+from renderer.pipeline import Rendered
 from renderer.writer import OUTPUT_DIR, build_tree
-from tests.conftest import REPO, SHARED_CRDS, copy_inputs, golden_diff, tree
+from tests.conftest import REPO, copy_inputs, render_case, render_clean, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
 GITOPS = CASES / "gitops"
@@ -25,17 +24,9 @@ MINIMAL = CASES / "minimal"
 VOLCANO = CASES / "volcano"
 
 
-def _render(root: Path) -> Rendered:
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
-    assert not rendered.diagnostics, "\n".join(map(str, rendered.diagnostics))
-    return rendered
-
-
 @pytest.fixture(scope="module")
 def example() -> Rendered:
-    return _render(REPO)
+    return render_clean(REPO)
 
 
 def argo_objects(rendered: Rendered, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -159,17 +150,9 @@ WORKLOADS = (
 
 
 def test_gitops_case_renders_the_reviewed_tree(
-    tmp_path: Path, gpuplane, crds: Path, update_golden: bool
+    tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    root = copy_inputs(GITOPS, tmp_path / "repo")
-    result = gpuplane("-C", str(root), "render", "--crds", str(crds))
-    assert result.exit_code == 0, result.output
-    actual = tree(root / OUTPUT_DIR)
-    if update_golden:
-        shutil.rmtree(GITOPS / "expected", ignore_errors=True)
-        shutil.copytree(root / OUTPUT_DIR, GITOPS / "expected")
-    expected = tree(GITOPS / "expected")
-    assert actual == expected, golden_diff(expected, actual)
+    actual = render_case(GITOPS, tmp_path, crds, update_golden)
     # the same inputs without gpuplane.yaml render the minimal tree: the layer only adds
     minimal = tree(MINIMAL / "expected")
     assert {p: b for p, b in actual.items() if not p.startswith("lab/gitops/")} | {
@@ -178,7 +161,7 @@ def test_gitops_case_renders_the_reviewed_tree(
 
 
 def test_no_gitops_output_without_repository_settings() -> None:
-    rendered = _render(MINIMAL)
+    rendered = render_clean(MINIMAL)
     assert rendered.platform.repository is None
     assert not [m for ms in rendered.manifests.values() for m in ms if m.layer == gitops.LAYER]
     assert not [v for vs in rendered.values.values() for v in vs if v.layer == gitops.LAYER]
@@ -393,7 +376,7 @@ def test_addon_charts_are_pinned_to_the_cluster_files_versions(example: Rendered
 def test_volcano_clusters_install_volcano_instead_of_kueue(tmp_path: Path) -> None:
     root = copy_inputs(VOLCANO, tmp_path / "repo")
     shutil.copy(GITOPS / "gpuplane.yaml", root / "gpuplane.yaml")
-    rendered = _render(root)
+    rendered = render_clean(root)
     apps = applications(rendered, "lab")
     assert "lab-kueue" not in apps
     chart, _ = apps["lab-volcano"]["spec"]["sources"]

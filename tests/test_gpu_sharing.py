@@ -17,9 +17,8 @@ from renderer.canonical import dump
 from renderer.capacity import pool_offers
 from renderer.layers import ClusterView
 from renderer.model import Pool
-from renderer.output_validation import OutputValidator
-from renderer.pipeline import Rendered, render_platform
-from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS
+from renderer.pipeline import Rendered
+from tests.conftest import INPUT_FOLDERS, REPO, render_clean
 
 MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
 REFERENCE = REPO.parent / "shared" / "reference" / "gpu-operator"
@@ -77,18 +76,9 @@ VARIANT_POOLS = {
 }
 
 
-def _render(root: Path) -> Rendered:
-    """Render with the real CRDs and the built-in schemas; no findings at all."""
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
-    assert not rendered.diagnostics, "\n".join(map(str, rendered.diagnostics))
-    return rendered
-
-
 @pytest.fixture(scope="module")
 def example() -> Rendered:
-    return _render(REPO)
+    return render_clean(REPO)
 
 
 def _with_pools(root: Path, added: dict[str, str]) -> Rendered:
@@ -103,7 +93,7 @@ def _with_pools(root: Path, added: dict[str, str]) -> Rendered:
     queue = root / "queues" / "main.yaml"
     pools = ", ".join(["train", "serve", *added])
     queue.write_text(queue.read_text().replace("pools: [train, serve]", f"pools: [{pools}]"))
-    return _render(root)
+    return render_clean(root)
 
 
 @pytest.fixture(scope="module")

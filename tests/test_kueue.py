@@ -24,7 +24,7 @@ from renderer.nodes import node_labels, tolerations
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform
 from renderer.quantity import parse
-from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS
+from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS, render_clean
 
 MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
 API = "kueue.x-k8s.io/v1beta2"
@@ -40,26 +40,14 @@ LABEL_KEY = re.compile(
 INT32 = (-(2**31), 2**31 - 1)
 
 
-def _render(root: Path, warnings: tuple[str, ...] = ()) -> Rendered:
-    """Render with the real CRDs; no findings but the warnings (by rule id) a case expects."""
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
-    found = [(d.rule, d.severity.value) for d in rendered.diagnostics]
-    assert found == [(rule, "warning") for rule in warnings], "\n".join(
-        map(str, rendered.diagnostics)
-    )
-    return rendered
-
-
 @pytest.fixture(scope="module")
 def example() -> Rendered:
-    return _render(REPO)
+    return render_clean(REPO)
 
 
 @pytest.fixture(scope="module")
 def minimal() -> Rendered:
-    return _render(MINIMAL)
+    return render_clean(MINIMAL)
 
 
 def _variant(
@@ -80,7 +68,7 @@ def _variant(
         text = team.read_text()
         anchor = "    - {name: ml-serve, cluster: lab, purpose: inference}\n"
         team.write_text(text.replace(anchor, anchor + extra_namespace))
-    return _render(root, warnings)
+    return render_clean(root, warnings)
 
 
 def objects(rendered: Rendered, kind: str | None = None) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +16,9 @@ from renderer.writer import write_tree
 from tests.conftest import (
     REPO,
     copy_inputs,
-    golden_diff,
     kubectl_with_kustomize_v5,
     object_files,
+    render_case,
     tree,
 )
 
@@ -27,17 +26,9 @@ MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
 
 
 def test_minimal_platform_renders_the_reviewed_tree(
-    tmp_path: Path, gpuplane, crds: Path, update_golden: bool
+    tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    root = copy_inputs(MINIMAL, tmp_path / "repo")
-    result = gpuplane("-C", str(root), "render", "--crds", str(crds))
-    assert result.exit_code == 0, result.output
-    actual = tree(root / "rendered")
-    if update_golden:
-        shutil.rmtree(MINIMAL / "expected", ignore_errors=True)
-        shutil.copytree(root / "rendered", MINIMAL / "expected")
-    expected = tree(MINIMAL / "expected")
-    assert actual == expected, golden_diff(expected, actual)
+    render_case(MINIMAL, tmp_path, crds, update_golden)
 
 
 def test_minimal_platform_quota_arithmetic() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +20,12 @@ from renderer import quantity
 from renderer.manifest import Manifest
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import render_platform
-from tests.conftest import copy_inputs, golden_diff, kubectl_with_kustomize_v5, object_files, tree
+from tests.conftest import (
+    copy_inputs,
+    kubectl_with_kustomize_v5,
+    object_files,
+    render_case,
+)
 
 CASE = Path(__file__).parent / "cases" / "render" / "volcano"
 EXPECTED = CASE / "expected" / "lab"
@@ -44,17 +48,9 @@ def _switch_to_volcano(cluster_file: Path) -> None:
 
 
 def test_volcano_case_renders_the_reviewed_tree(
-    tmp_path: Path, gpuplane, crds: Path, update_golden: bool
+    tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    root = copy_inputs(CASE, tmp_path / "repo")
-    result = gpuplane("-C", str(root), "render", "--crds", str(crds))
-    assert result.exit_code == 0, result.output
-    actual = tree(root / "rendered")
-    if update_golden:
-        shutil.rmtree(CASE / "expected", ignore_errors=True)
-        shutil.copytree(root / "rendered", CASE / "expected")
-    expected = tree(CASE / "expected")
-    assert actual == expected, golden_diff(expected, actual)
+    render_case(CASE, tmp_path, crds, update_golden)
 
 
 def test_volcano_queue_arithmetic() -> None:
