@@ -330,6 +330,60 @@ def diff(
     ctx.exit(0)
 
 
+@main.group()
+def acceptance() -> None:
+    """Acceptance results of the probes, judged against each pool's thresholds."""
+
+
+@acceptance.command(name="report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="A table for people, Markdown for a pull-request comment or job summary, JSON for tools.",
+)
+@click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    help="A pool that must be reported even without results (repeatable): its thresholds are "
+    "then missing.",
+)
+@click.pass_context
+def acceptance_report(
+    ctx: click.Context, results: tuple[Path, ...], fmt: str, pools: tuple[str, ...]
+) -> None:
+    """Pass or fail of RESULTS (probe JSON files, or folders of them) against each pool's
+    thresholds. Exit 0 when all pass, 1 on a failure, a missing result or an unreadable file."""
+    from renderer.acceptance import (
+        build_report,
+        load_results,
+        report_json,
+        report_markdown,
+        report_text,
+    )
+
+    loaded = load_platform(_root(ctx))
+    if has_errors(loaded.diagnostics):
+        _emit(loaded.diagnostics, loaded.files, "json" if fmt == "json" else "text")
+        ctx.exit(1)
+    unknown = sorted(set(pools) - set(loaded.platform.pools))
+    if unknown:
+        close = closest(unknown[0], loaded.platform.pools)
+        hint = f" Did you mean '{close}'?" if close else ""
+        raise click.UsageError(f"unknown pool(s): {', '.join(unknown)}.{hint}")
+    found, findings = load_results(results)
+    if not found and not findings:
+        raise click.UsageError("no result files: the folders given hold no *.json")
+    accepted = build_report(loaded.platform, found, findings, pools)
+    render = {"json": report_json, "markdown": report_markdown, "text": report_text}[fmt]
+    click.echo(render(accepted), nl=False)
+    ctx.exit(0 if accepted.passed else 1)
+
+
 @main.command(name="new")
 @click.argument("kind", type=click.Choice(sorted(KINDS)))
 @click.argument("name")

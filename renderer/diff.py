@@ -822,14 +822,21 @@ def _namespace_owners(platform: Platform) -> dict[tuple[str, str], str]:
     return {(ns.cluster, ns.name): t.name for t in platform.teams.values() for ns in t.namespaces}
 
 
+NOT_APPLIED_FOLDERS = frozenset({"values", "nodes", "templates"})
+"""Folders of files that no Argo CD Application applies (Helm values, node bootstraps, team
+templates): deleting one prunes nothing."""
+
+
 def _pruned(tree: Mapping[str, bytes], cluster: str, namespace: str) -> tuple[str, ...]:
-    """The rendered files of one namespace: `<cluster>/<layer>/<namespace>/<file>`."""
+    """The applied files of one namespace: `<cluster>/<layer>/<namespace>/<file>` (not the team
+    templates, which nothing applies)."""
     found = []
     for path in tree:
         parts = path.split("/")
         if (
             len(parts) == 4
             and parts[0] == cluster
+            and parts[1] not in NOT_APPLIED_FOLDERS
             and parts[2] == namespace
             and parts[3] not in _NOT_RENDERED_FILES
         ):
@@ -1328,15 +1335,17 @@ def _objects(base: Mapping[str, bytes], head: Mapping[str, bytes]) -> Iterator[F
             layer, tuple(states["added"]), tuple(states["changed"]), tuple(states["deleted"])
         )
         counts = [f"{len(v)} {k}" for k, v in states.items() if v]
+        applied = layer not in NOT_APPLIED_FOLDERS
         yield Finding(
-            Risk.HIGH if change.deleted else Risk.LOW,
+            Risk.HIGH if change.deleted and applied else Risk.LOW,
             "objects",
             cluster,
             None,
             layer,
             f"{layer}: "
             + ", ".join(counts)
-            + (" (Argo CD prunes the deleted ones)" if change.deleted else ""),
+            + (" (Argo CD prunes the deleted ones)" if change.deleted and applied else "")
+            + ("" if applied else " (files nothing applies)"),
             objects=change,
         )
 

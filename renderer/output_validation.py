@@ -13,6 +13,7 @@ See docs/output-validation.md for the design and its limits.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
 import re
@@ -646,6 +647,23 @@ def _read_documents(path: Path, raw: bytes) -> list[Any]:
         raise CrdLoadError(f"{path}: not valid YAML/JSON: {_one_line(str(exc))}") from exc
 
 
+_PARSED: dict[tuple[Path, bytes], tuple[_Crd, ...]] = {}
+"""CRD files parsed in this process, by path and content digest: parsing the Argo Workflows
+CRDs alone takes seconds, and a process (a test run, `diff` rendering two sides) builds several
+validators over the same files. The parsed CRDs are never mutated."""
+
+
+def _parsed_crds(path: Path, raw: bytes) -> tuple[_Crd, ...]:
+    key = (path, hashlib.sha256(raw).digest())
+    found = _PARSED.get(key)
+    if found is None:
+        found = tuple(
+            crd for document in _read_documents(path, raw) for crd in _crds_in(document, path)
+        )
+        _PARSED[key] = found
+    return found
+
+
 def _crds_in(document: Any, path: Path) -> Iterator[_Crd]:
     if not isinstance(document, Mapping):
         return
@@ -747,9 +765,8 @@ class OutputValidator:
 
     def _parse(self, path: Path) -> None:
         raw = self._unparsed.pop(path)
-        for document in _read_documents(path, raw):
-            for crd in _crds_in(document, path):
-                self._add_crd(crd)
+        for crd in _parsed_crds(path, raw):
+            self._add_crd(crd)
 
     def _load_matching(self, group: str, kind: str) -> None:
         if (group, kind) in self._searched:

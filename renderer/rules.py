@@ -41,4 +41,5 @@ def all_rules() -> list[RuleDoc]:
 
 def _load_all() -> None:
     """Import every module that registers rules, so `explain` knows them all."""
+    import renderer.acceptance
     import renderer.pipeline  # noqa: F401  (registers load, schema, policy and output rules)

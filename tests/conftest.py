@@ -139,7 +139,9 @@ def object_files(folder: Path) -> list[Path]:
     return [
         p
         for p in sorted(folder.rglob("*.yaml"))
-        if p.name != "kustomization.yaml" and "kind" in (yaml.safe_load(p.read_text()) or {})
+        if p.name != "kustomization.yaml"
+        and "templates" not in p.relative_to(folder).parts  # team templates: nothing applies them
+        and "kind" in (yaml.safe_load(p.read_text()) or {})
     ]
 
 

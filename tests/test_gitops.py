@@ -154,10 +154,15 @@ def test_gitops_case_renders_the_reviewed_tree(
 ) -> None:
     actual = render_case(GITOPS, tmp_path, crds, update_golden)
     # the same inputs without gpuplane.yaml render the minimal tree: the layer only adds
+    # (the workflows layer reads gpuplane.yaml too: step 7 clones the repository it names)
     minimal = tree(MINIMAL / "expected")
-    assert {p: b for p, b in actual.items() if not p.startswith("lab/gitops/")} | {
+
+    def unaffected(p: str) -> bool:
+        return not p.startswith(("lab/gitops/", "lab/workflows/"))
+
+    assert {p: b for p, b in actual.items() if unaffected(p)} | {
         "lab/kustomization.yaml": minimal["lab/kustomization.yaml"]
-    } == minimal
+    } == {p: b for p, b in minimal.items() if unaffected(p)}
 
 
 def test_no_gitops_output_without_repository_settings() -> None:
@@ -289,18 +294,22 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
             "tenancy",
             "queueing",
             "gpu",
+            "workflows",
         }
         operators = max(wave[a] for a in ("gpu-operator", "kueue", "kube-prometheus-stack"))
         assert operators < wave["tenancy"] < wave["queueing"]
         assert wave["tenancy"] < wave["gpu"]
+        assert max(wave["queueing"], wave["gpu"]) < wave["workflows"]
         for project in projects(example, cluster).values():
             assert int(project["metadata"]["annotations"][gitops.SYNC_WAVE]) < operators
 
 
 def test_every_layer_has_its_wave() -> None:
-    named = [name for name, _ in layers() if name != gitops.LAYER]
+    # the templates layer writes only files nothing applies (no Application, no wave)
+    named = [name for name, _ in layers() if name not in (gitops.LAYER, "templates")]
     assert set(named) <= set(gitops.LAYER_WAVES)
-    assert gitops.LAYER_WAVES["workflows"] > max(gitops.LAYER_WAVES[n] for n in named)
+    others = [n for n in named if n != "workflows"]
+    assert gitops.LAYER_WAVES["workflows"] > max(gitops.LAYER_WAVES[n] for n in others)
 
 
 def test_every_application_syncs_itself_and_points_at_something_real(example: Rendered) -> None:

@@ -67,11 +67,14 @@ Layer = Callable[[ClusterView], Iterator[Output]]
 
 def layers() -> tuple[tuple[str, Layer], ...]:
     """The layers in apply order; imported here so each layer module stays independent."""
-    from renderer.layers import gitops, gpu, queueing, tenancy
+    from renderer.layers import gitops, gpu, queueing, tenancy, workflows
+    from renderer.layers import templates as workload_templates
 
     return (
         ("tenancy", tenancy.render),
         ("queueing", queueing.render),
         ("gpu", gpu.render),
         ("gitops", gitops.render),
+        ("templates", workload_templates.render),
+        ("workflows", workflows.render),
     )

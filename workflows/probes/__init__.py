@@ -3,5 +3,11 @@
 Every result shares one envelope (schemas/results/result.schema.json):
 `{"schemaVersion": 1, "probe", "cluster", "pool", "startedAt", "durationSeconds", "ok", "error",
 "environment": {labels…}, "metrics": {…}}`; `metrics` is described per probe by
-schemas/results/<probe>.schema.json.
+schemas/results/<probe>.schema.json. One module per probe, each with a `run_<probe>(...)` function
+that returns the result as a dict; `python -m workflows.probes <probe> --out PATH` runs one and
+writes it (workflows/probes/cli.py). This package imports no torch: the modules that need it do.
 """
+
+from .envelope import PROBES, SCHEMA_VERSION
+
+__all__ = ["PROBES", "SCHEMA_VERSION"]

@@ -1,0 +1,201 @@
+"""Workflows: the acceptance and benchmark suites of one cluster, compiled from their Hera
+definitions (`workflows/suites.py`) into `rendered/<cluster>/workflows/`.
+
+- the namespace `gpuplane-acceptance`, where the Workflows run, with the ServiceAccount they run
+  as and what Argo's executor needs there (its task results, the results ConfigMaps);
+- per pool a team queue will admit: WorkflowTemplates `acceptance-<pool>` and `benchmark-<pool>`;
+- in each team namespace the suites submit Jobs to: a Role letting that ServiceAccount create and
+  watch the Jobs, read their logs, delete their pods and the run's workspace claim, and for
+  multi-node pools the headless Service that gives rank 0 of a Job its DNS name;
+- a PostSync hook Workflow and a CronWorkflow, running every pool's acceptance by `templateRef`.
+
+Every Argo object is checked with `workflows.suites.check_references` before it is yielded: a
+dangling template, task or parameter reference is a gpuplane bug, so rendering stops with it.
+See docs/acceptance-suites.md.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from renderer.diagnostics import Location
+from renderer.layers import ClusterView
+from renderer.manifest import Manifest, Output, metadata
+from workflows import suites
+
+LAYER = "workflows"
+
+ARGO_EXECUTOR_RULES: tuple[Mapping[str, Any], ...] = (
+    {
+        "apiGroups": ["argoproj.io"],
+        "resources": ["workflowtaskresults"],
+        "verbs": ["create", "patch"],
+    },
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch"]},
+)
+"""In the suite namespace: what Argo's executor writes (each step's outputs) and the results
+ConfigMaps that step 6 applies."""
+
+TEAM_RULES: tuple[Mapping[str, Any], ...] = (
+    {
+        "apiGroups": ["batch"],
+        "resources": ["jobs"],
+        "verbs": ["create", "get", "list", "watch", "delete"],
+    },
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    {
+        "apiGroups": [""],
+        "resources": ["persistentvolumeclaims"],
+        "verbs": ["create", "get", "list", "delete"],
+    },
+)
+"""In a team namespace: submit the suite's Jobs and the run's workspace claim, wait for them,
+read their logs, delete a pod (step 5) and clean up. Nothing else of the team's."""
+
+
+class DanglingReference(RuntimeError):
+    """A compiled suite refers to a template, task or parameter that does not exist."""
+
+
+def render(view: ClusterView) -> Iterator[Output]:
+    """The suites of one cluster; nothing when no pool has a team queue to run them through."""
+    targets = suites.targets(view)
+    if not targets:
+        return
+    cluster = view.cluster
+    at = cluster.origin.location
+    yield from _suite_namespace(view)
+    templates: dict[str, dict[str, Any]] = {}
+    outputs: list[Manifest] = []
+    for target in targets:
+        for built in (suites.acceptance_template(target), suites.benchmark_template(target)):
+            body = suites.to_data(built)
+            templates[body["metadata"]["name"]] = body
+            outputs.append(Manifest(LAYER, body, target.pool.origin.location))
+    for built_run in (
+        suites.postsync_hook(cluster, targets),
+        suites.cron_workflow(cluster, targets),
+    ):
+        outputs.append(Manifest(LAYER, suites.to_data(built_run), at))
+    problems = [
+        message
+        for manifest in outputs
+        for message in suites.check_references(manifest.body, templates)
+    ]
+    if problems:
+        raise DanglingReference(
+            f"the suites of cluster {cluster.name} have dangling references:\n"
+            + "\n".join(f"  {p}" for p in problems)
+        )
+    yield from outputs
+    yield from _team_access(view, targets)
+
+
+def _suite_namespace(view: ClusterView) -> Iterator[Manifest]:
+    cluster = view.cluster
+    at = cluster.origin.location
+    version = f"v{cluster.kubernetes_version}"
+    meta = metadata(suites.NAMESPACE, cluster=cluster.name, suite="acceptance")
+    # baseline: Argo's executor containers are not all `restricted`; audited and warned
+    meta["labels"].update(
+        {
+            "pod-security.kubernetes.io/enforce": "baseline",
+            "pod-security.kubernetes.io/enforce-version": version,
+            "pod-security.kubernetes.io/audit": "restricted",
+            "pod-security.kubernetes.io/audit-version": version,
+            "pod-security.kubernetes.io/warn": "restricted",
+            "pod-security.kubernetes.io/warn-version": version,
+        }
+    )
+    yield Manifest(LAYER, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, at)
+    yield Manifest(
+        LAYER,
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": metadata(suites.SERVICE_ACCOUNT, suites.NAMESPACE, cluster=cluster.name),
+        },
+        at,
+    )
+    yield from _role_and_binding(suites.NAMESPACE, ARGO_EXECUTOR_RULES, cluster.name, at)
+
+
+def _role_and_binding(
+    namespace: str,
+    rules: tuple[Mapping[str, Any], ...],
+    cluster: str,
+    at: Location,
+    **labels: str,
+) -> Iterator[Manifest]:
+    name = suites.SERVICE_ACCOUNT
+    yield Manifest(
+        LAYER,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": metadata(name, namespace, cluster=cluster, **labels),
+            "rules": copy.deepcopy([dict(r) for r in rules]),
+        },
+        at,
+    )
+    yield Manifest(
+        LAYER,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": metadata(name, namespace, cluster=cluster, **labels),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": suites.SERVICE_ACCOUNT,
+                    "namespace": suites.NAMESPACE,
+                }
+            ],
+        },
+        at,
+    )
+
+
+def _team_access(view: ClusterView, targets: tuple[suites.Target, ...]) -> Iterator[Manifest]:
+    """A Role and RoleBinding per team namespace the suites submit to, and the headless Service
+    of each multi-node pool's Jobs there."""
+    done: set[str] = set()
+    for target in targets:
+        ns = target.namespace
+        if ns.name not in done:
+            done.add(ns.name)
+            team = target.plan.team
+            yield from _role_and_binding(
+                ns.name,
+                TEAM_RULES,
+                view.cluster.name,
+                ns.origin.location,
+                team=team.name,
+                cost_center=team.cost_center,
+            )
+    for target in targets:
+        if suites.needs_service(target):
+            yield Manifest(
+                LAYER,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": metadata(
+                        suites.headless_service(target),
+                        target.namespace.name,
+                        pool=target.name,
+                        team=target.plan.team.name,
+                        cost_center=target.plan.team.cost_center,
+                    ),
+                    "spec": {
+                        "clusterIP": "None",
+                        "publishNotReadyAddresses": True,
+                        "selector": {suites.POOL_LABEL: target.name},
+                    },
+                },
+                target.pool.origin.location,
+            )

@@ -1,0 +1,685 @@
+"""`gpuplane acceptance report`: probe results judged against the example platform's pools.
+
+The result sets live in tests/cases/acceptance/ (passing, failing, missing, unknown-pool,
+malformed, failed-probe). Every threshold, GPU-hour rate and catalog figure expected here is read
+from pools/*.yaml and renderer.catalog, never pasted from the report's output, and each case file
+is first checked to sit on the intended side of its threshold: a changed pool file shows up as a
+broken premise, not as a test that silently checks something else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from renderer.acceptance import (
+    FORMULAS,
+    INFERENCE_COST,
+    MAX_RESULT_BYTES,
+    NVLINK_SHARE,
+    QUEUE_WAIT_KEY,
+    TRAINING_COST,
+    VERSION,
+    Verdict,
+    build_report,
+    load_results,
+    report_json,
+)
+from renderer.catalog import CATALOG
+from renderer.pipeline import load_platform
+from renderer.rules import explain
+from tests.conftest import REPO, Result
+
+CASES = REPO / "tests" / "cases" / "acceptance"
+Run = Callable[..., Result]
+
+
+# --- reading the inputs -----------------------------------------------------------------------
+
+
+def _pool(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = YAML(typ="safe").load((REPO / "pools" / f"{name}.yaml").read_text())
+    return data["spec"]
+
+
+def _thresholds(name: str) -> dict[str, float]:
+    return {k: v for k, v in _pool(name)["acceptance"].items() if k != "nodeImage"}
+
+
+def _case(case: str, file: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CASES / case / file).read_text())
+    return data
+
+
+def _report(gpuplane: Run, *args: str) -> tuple[int, dict[str, Any]]:
+    result = gpuplane("-C", str(REPO), "acceptance", "report", "--format", "json", *args)
+    return result.exit_code, json.loads(result.output)
+
+
+def _checks(body: dict[str, Any], pool: str) -> list[dict[str, Any]]:
+    (found,) = [p for p in body["pools"] if p["pool"] == pool]
+    checks: list[dict[str, Any]] = found["checks"]
+    return checks
+
+
+def _check(body: dict[str, Any], pool: str, what: str) -> dict[str, Any]:
+    """The one check of `pool` named `step.metric`, or `metric` where only one step has it."""
+    (found,) = [
+        c for c in _checks(body, pool) if what in (c["metric"], f"{c['step']}.{c['metric']}")
+    ]
+    return found
+
+
+def _write(folder: Path, name: str, data: Any) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2))
+    return path
+
+
+# --- the premises -----------------------------------------------------------------------------
+
+
+def test_the_cases_sit_where_they_should_against_the_pool_files() -> None:
+    train, infer = _thresholds("h100-train"), _thresholds("l40s-infer")
+    for case in ("passing", "missing", "failed-probe"):
+        assert (
+            _case(case, "h100-train/allreduce.json")["metrics"]["peakBusbwGBps"]
+            >= (train["allReduceBusBandwidthGBps"])
+        )
+        storage = _case(case, "h100-train/storage.json")["metrics"]
+        assert storage["readGBps"] >= train["storageReadGBps"]
+        inference = _case(case, "l40s-infer/inference.json")["metrics"]
+        assert inference["p95Ms"] <= infer["inferenceP95Ms"]
+        assert inference["errors"] == 0
+    passing = {
+        probe: _case("passing", f"h100-train/{probe}.json")
+        for probe in ("allreduce", "checkpoint", "storage", "staging", "training")
+    }
+    checkpoint = passing["checkpoint"]["metrics"]
+    assert checkpoint["writeGBps"] >= train["checkpointWriteGBps"]
+    assert checkpoint["restoreSeconds"] <= train["restoreSeconds"]
+    assert checkpoint["verified"] is True
+    assert passing["training"]["metrics"]["samplesPerSecond"] >= train["trainingSamplesPerSecond"]
+    wait = float(passing["training"]["environment"][QUEUE_WAIT_KEY])
+    assert wait / 60 <= train["maxQueueWaitMinutes"]
+    assert all(r["ok"] for r in passing.values())
+
+    failing = _case("failing", "h100-train/checkpoint.json")
+    assert (
+        _case("failing", "h100-train/allreduce.json")["metrics"]["peakBusbwGBps"]
+        < (train["allReduceBusBandwidthGBps"])
+    )
+    assert failing["metrics"]["restoreSeconds"] > train["restoreSeconds"]
+    assert failing["metrics"]["writeGBps"] >= train["checkpointWriteGBps"]
+    assert failing["metrics"]["verified"] is False
+    assert (
+        _case("failing", "l40s-infer/inference.json")["metrics"]["p95Ms"]
+        > (infer["inferenceP95Ms"])
+    )
+    assert not (CASES / "missing" / "h100-train" / "checkpoint.json").exists()
+    assert _case("failed-probe", "h100-train/training.json")["ok"] is False
+    assert _case("unknown-pool", "storage.json")["pool"] not in {
+        p.stem for p in (REPO / "pools").glob("*.yaml")
+    }
+
+
+# --- the result sets through the CLI ----------------------------------------------------------
+
+
+def test_a_passing_set_passes_every_declared_threshold(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "passing"))
+    assert code == 0, body
+    assert body["version"] == VERSION and body["passed"] is True
+    assert body["findings"] == []
+    assert [(p["cluster"], p["pool"]) for p in body["pools"]] == [
+        (_pool("h100-train")["cluster"], "h100-train"),
+        (_pool("l40s-infer")["cluster"], "l40s-infer"),
+    ]
+    for name in ("h100-train", "l40s-infer"):
+        checks = _checks(body, name)
+        judged = {c["thresholdKey"]: c["threshold"] for c in checks if c["thresholdKey"]}
+        assert judged == _thresholds(name), "every threshold of the pool file is checked"
+        assert {c["verdict"] for c in checks} <= {"pass", "measured-only"}
+    train = _check(body, "h100-train", "peakBusbwGBps")
+    assert train["comparison"] == ">="
+    assert (
+        train["measured"]
+        == _case("passing", "h100-train/allreduce.json")["metrics"]["peakBusbwGBps"]
+    )
+    restore = _check(body, "h100-train", "restoreSeconds")
+    assert restore["comparison"] == "<=" and restore["verdict"] == "pass"
+    verified = _check(body, "h100-train", "verified")
+    assert (verified["measured"], verified["threshold"], verified["thresholdKey"]) == (
+        True,
+        True,
+        None,
+    )
+    assert _check(body, "h100-train", "GBps")["verdict"] == "measured-only"
+    assert _check(body, "h100-train", "readGBps")["verdict"] == "pass"
+    assert _check(body, "h100-train", "storage.writeGBps")["verdict"] == "measured-only"
+    wait = _check(body, "h100-train", "queueWaitMinutes")
+    expected = float(_case("passing", "h100-train/training.json")["environment"][QUEUE_WAIT_KEY])
+    assert wait["measured"] == pytest.approx(expected / 60)
+    summary = body["summary"]
+    assert (summary["fail"], summary["missing"], summary["findings"]) == (0, 0, 0)
+    assert summary["files"] == 6
+
+
+def test_the_text_report_shows_figure_threshold_and_verdict(gpuplane: Run) -> None:
+    result = gpuplane("-C", str(REPO), "acceptance", "report", str(CASES / "passing"))
+    assert result.exit_code == 0
+    out = result.output
+    assert out.startswith("acceptance PASSED: 2 pools")
+    train = _thresholds("h100-train")
+    assert f"prod-east / h100-train (h100-80gb, {_pool('h100-train')['cost']['gpuHour']} USD" in out
+    row = next(line for line in out.splitlines() if "all-reduce bus bandwidth" in line)
+    assert "372.4 GB/s" in row and f"≥ {train['allReduceBusBandwidthGBps']:g} GB/s" in row
+    assert row.split()[-2] == "pass"
+    row = next(line for line in out.splitlines() if "checkpoint restore" in line)
+    assert f"≤ {train['restoreSeconds']:g} s" in row
+    row = next(line for line in out.splitlines() if "inference latency p95" in line)
+    assert f"≤ {_thresholds('l40s-infer')['inferenceP95Ms']:g} ms" in row
+    assert "measured only" in out  # staging and storage write have no threshold
+    for _, formula in FORMULAS:
+        assert formula in out
+
+
+def test_training_and_inference_cost_follow_the_stated_formulas(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "passing"))
+    assert code == 0
+    training = _case("passing", "h100-train/training.json")
+    gpus = float(training["environment"]["gpuplane.dev/gpus"])
+    rate = _pool("h100-train")["cost"]["gpuHour"]
+    (cost,) = next(p for p in body["pools"] if p["pool"] == "h100-train")["costs"]
+    per_million = rate * gpus / (training["metrics"]["samplesPerSecond"] * 3600) * 1e6
+    assert cost["value"] == pytest.approx(per_million, rel=1e-6)
+    assert (cost["unit"], cost["currency"], cost["gpus"]) == (
+        "per million samples",
+        _pool("h100-train")["cost"]["currency"],
+        gpus,
+    )
+    assert cost["gpusSource"] == "from the environment label gpuplane.dev/gpus"
+    assert "x 32 GPUs / (2,612.5 samples/s x 3600 s/h) x 1,000,000" in cost["formula"]
+
+    inference = _case("passing", "l40s-infer/inference.json")["metrics"]
+    (cost,) = next(p for p in body["pools"] if p["pool"] == "l40s-infer")["costs"]
+    per_second = inference["concurrency"] / (inference["meanMs"] / 1000)
+    per_thousand = _pool("l40s-infer")["cost"]["gpuHour"] * 1 / (per_second * 3600) * 1000
+    assert cost["value"] == pytest.approx(per_thousand, rel=1e-6)
+    assert cost["unit"] == "per thousand requests"
+    assert cost["gpus"] == 1 and cost["gpusSource"].startswith("assumed: 1")
+    assert body["formulas"]["trainingCost"] == TRAINING_COST
+    assert body["formulas"]["inferenceCost"] == INFERENCE_COST
+
+
+def test_the_nvlink_share_is_information_against_the_catalog(gpuplane: Run) -> None:
+    _, body = _report(gpuplane, str(CASES / "failing"))
+    (share,) = next(p for p in body["pools"] if p["pool"] == "h100-train")["nvlinkShare"]
+    nvlink = CATALOG[_pool("h100-train")["accelerator"]].nvlink_bandwidth_gbps
+    assert nvlink is not None
+    busbw = _case("failing", "h100-train/allreduce.json")["metrics"]["peakBusbwGBps"]
+    assert share["catalogNvlinkGBps"] == nvlink
+    assert share["share"] == pytest.approx(busbw / nvlink, abs=1e-4)
+    assert body["formulas"]["nvlinkShare"] == NVLINK_SHARE
+    assert "total bidirectional" in NVLINK_SHARE and "indicative" in NVLINK_SHARE
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(CASES / "failing")).output
+    line = next(x for x in text.splitlines() if x.strip().startswith("reference:"))
+    assert f"{busbw / nvlink:.0%} of the catalog's NVLink figure" in line
+    assert "total bidirectional" in line and "indicative only" in line
+
+
+def test_a_failing_set_names_each_failure(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "failing"))
+    assert code == 1 and body["passed"] is False
+    verdicts = {f"{c['step']}.{c['metric']}": c["verdict"] for c in _checks(body, "h100-train")}
+    assert verdicts["allreduce.peakBusbwGBps"] == "fail"
+    assert verdicts["checkpoint.restoreSeconds"] == "fail"
+    assert verdicts["checkpoint.verified"] == "fail"
+    assert verdicts["checkpoint.ok"] == "fail"  # the probe itself reported the failed check
+    assert verdicts["checkpoint.writeGBps"] == "pass"
+    assert verdicts["training.samplesPerSecond"] == "pass"
+    assert _check(body, "l40s-infer", "p95Ms")["verdict"] == "fail"
+    assert _check(body, "l40s-infer", "errors")["verdict"] == "pass"
+    run = _check(body, "h100-train", "ok")
+    assert "sha256 mismatch" in run["note"]
+    assert body["summary"]["fail"] == 5
+    assert [p["passed"] for p in body["pools"]] == [False, False]
+
+
+def test_a_failing_set_in_markdown_for_a_job_summary(gpuplane: Run) -> None:
+    result = gpuplane(
+        "-C", str(REPO), "acceptance", "report", "--format", "markdown", str(CASES / "failing")
+    )
+    assert result.exit_code == 1
+    md = result.output
+    assert md.startswith("# ❌ Acceptance failed\n")
+    assert "## ❌ prod-east / h100-train (h100-80gb, 2.85 USD per GPU-hour)" in md
+    assert "| step | check | measured | threshold | verdict | result |" in md
+    row = next(line for line in md.splitlines() if "checkpoint restore" in line)
+    assert "| 412 s | ≤ 300 s | ❌ **fail** |" in row
+    row = next(line for line in md.splitlines() if "inference latency p95" in line)
+    assert "❌ **fail**" in row
+    assert "<details><summary>Formulas</summary>" in md
+    assert all(line.count("|") in (0, 7) for line in md.splitlines() if line.startswith("|"))
+
+
+def test_a_missing_result_fails_its_thresholds(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "missing"))
+    assert code == 1
+    missing = [c for c in _checks(body, "h100-train") if c["verdict"] == "missing"]
+    train = _thresholds("h100-train")
+    assert {c["thresholdKey"]: c["threshold"] for c in missing} == {
+        "checkpointWriteGBps": train["checkpointWriteGBps"],
+        "restoreSeconds": train["restoreSeconds"],
+    }
+    assert all(c["result"] is None and c["measured"] is None for c in missing)
+    assert body["summary"]["missing"] == 2
+    l40s = next(p for p in body["pools"] if p["pool"] == "l40s-infer")
+    assert l40s["passed"] is True
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(CASES / "missing")).output
+    assert "MISSING" in text and "no checkpoint result for this pool" in text
+
+
+def test_a_result_for_an_unknown_pool_is_a_finding(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "passing"), str(CASES / "unknown-pool"))
+    assert code == 1 and body["passed"] is False
+    assert all(p["passed"] for p in body["pools"])  # the known pools still pass
+    (finding,) = body["findings"]
+    assert finding["rule"] == "result-unknown-pool"
+    assert finding["file"].endswith("unknown-pool/storage.json")
+    assert "'h100-trian'" in finding["message"]
+    assert finding["hint"] == "did you mean 'h100-train'?"
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(CASES / "unknown-pool")).output
+    assert "error[result-unknown-pool]" in text and "1 result file not counted" in text
+
+
+def test_a_malformed_file_is_a_finding_with_its_position(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "malformed"))
+    assert code == 1
+    (finding,) = body["findings"]
+    assert finding["rule"] == "result-syntax"
+    lines = (CASES / "malformed" / "allreduce.json").read_text().count("\n")
+    assert finding["line"] >= lines and finding["column"] > 0
+    assert body["pools"] == []
+
+
+def test_a_failed_probe_fails_its_pool(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "failed-probe"))
+    assert code == 1
+    run = _check(body, "h100-train", "ok")
+    error = _case("failed-probe", "h100-train/training.json")["error"]
+    assert run["verdict"] == "fail" and run["note"] == f"the probe failed: {error}"
+    throughput = _check(body, "h100-train", "samplesPerSecond")
+    assert (throughput["verdict"], throughput["measured"]) == ("fail", None)
+    assert throughput["threshold"] == _thresholds("h100-train")["trainingSamplesPerSecond"]
+    train = next(p for p in body["pools"] if p["pool"] == "h100-train")
+    assert train["costs"] == []  # no cost from a failed run
+    assert next(p for p in body["pools"] if p["pool"] == "l40s-infer")["passed"] is True
+
+
+def test_results_in_any_order_give_the_same_report(gpuplane: Run) -> None:
+    files = sorted(str(p) for p in (CASES / "failing").rglob("*.json"))
+    forward = gpuplane("-C", str(REPO), "acceptance", "report", "--format", "json", *files)
+    backward = gpuplane("-C", str(REPO), "acceptance", "report", "--format", "json", *files[::-1])
+    assert forward.output == backward.output
+    twice = gpuplane(
+        "-C", str(REPO), "acceptance", "report", "--format", "json", *files, str(CASES / "failing")
+    )
+    assert twice.output == forward.output, "a file reached twice is judged once"
+    folder = gpuplane(
+        "-C", str(REPO), "acceptance", "report", "--format", "json", str(CASES / "failing")
+    )
+    assert folder.output == forward.output
+
+
+# --- more cases, written on the fly -----------------------------------------------------------
+
+
+def test_a_pool_named_with_no_results_has_every_threshold_missing(gpuplane: Run) -> None:
+    code, body = _report(gpuplane, str(CASES / "passing"), "--pool", "a100-mig")
+    assert code == 1
+    checks = _checks(body, "a100-mig")
+    mig = _thresholds("a100-mig")
+    assert {c["thresholdKey"]: c["verdict"] for c in checks} == {
+        "storageReadGBps": "missing",
+        "maxQueueWaitMinutes": "not-reported",  # optional: only the workflow adds it
+    }
+    assert set(mig) == {"storageReadGBps", "maxQueueWaitMinutes"}
+
+
+def test_a_figure_without_a_threshold_is_measured_only(gpuplane: Run, tmp_path: Path) -> None:
+    storage = _case("passing", "h100-train/storage.json")
+    storage.update(pool="l40s-infer", cluster=_pool("l40s-infer")["cluster"])
+    assert "storageReadGBps" not in _thresholds("l40s-infer")
+    _write(tmp_path, "storage.json", storage)
+    _write(tmp_path, "inference.json", _case("passing", "l40s-infer/inference.json"))
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 0
+    read = _check(body, "l40s-infer", "readGBps")
+    assert (read["verdict"], read["threshold"], read["comparison"]) == ("measured-only", None, None)
+
+
+def test_an_unverified_checkpoint_fails_even_when_the_probe_said_ok(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    checkpoint = _case("passing", "h100-train/checkpoint.json")
+    checkpoint["metrics"]["verified"] = False
+    _write(tmp_path, "checkpoint.json", checkpoint)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    assert _check(body, "h100-train", "verified")["verdict"] == "fail"
+    assert _check(body, "h100-train", "checkpoint.writeGBps")["verdict"] == "pass"
+
+
+def test_inference_errors_and_a_long_queue_wait_fail(gpuplane: Run, tmp_path: Path) -> None:
+    inference = _case("passing", "l40s-infer/inference.json")
+    inference["metrics"]["errors"] = 3
+    budget = _thresholds("l40s-infer")["maxQueueWaitMinutes"]
+    inference["environment"][QUEUE_WAIT_KEY] = str(budget * 60 + 1)
+    _write(tmp_path, "inference.json", inference)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    assert _check(body, "l40s-infer", "errors")["verdict"] == "fail"
+    wait = _check(body, "l40s-infer", "queueWaitMinutes")
+    assert wait["verdict"] == "fail" and wait["threshold"] == budget
+
+
+def test_a_result_from_another_cluster_is_not_counted(gpuplane: Run, tmp_path: Path) -> None:
+    storage = _case("passing", "h100-train/storage.json")
+    storage["cluster"] = "staging-west"
+    _write(tmp_path, "storage.json", storage)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    (finding,) = body["findings"]
+    assert finding["rule"] == "result-wrong-cluster"
+    assert "'staging-west'" in finding["message"] and "'prod-east'" in finding["message"]
+    assert body["pools"] == []
+
+
+def test_a_result_without_a_pool_is_a_finding(gpuplane: Run, tmp_path: Path) -> None:
+    storage = _case("passing", "h100-train/storage.json")
+    storage.update(pool=None, cluster=None)
+    _write(tmp_path, "storage.json", storage)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    assert [f["rule"] for f in body["findings"]] == ["result-unknown-pool"]
+    assert "--pool" in body["findings"][0]["hint"]
+
+
+def _valid() -> dict[str, Any]:
+    return _case("passing", "h100-train/storage.json")
+
+
+def _with(change: Callable[[dict[str, Any]], object]) -> str:
+    data = _valid()
+    change(data)
+    return json.dumps(data)
+
+
+HOSTILE: list[tuple[str, str | bytes, str]] = [
+    ("not-utf8", b'{"probe": "\xff"}', "result-unreadable"),
+    ("truncated", '{"schemaVersion": 1, "probe": ', "result-syntax"),
+    ("empty", "", "result-syntax"),
+    ("nan", json.dumps(_valid()).replace('"readGBps": 14.6', '"readGBps": NaN'), "result-syntax"),
+    ("duplicate-key", '{"probe": "storage", "probe": "training"}', "result-syntax"),
+    ("deep", "[" * 100_000 + "]" * 100_000, "result-syntax"),
+    ("huge-integer", '{"schemaVersion": ' + "9" * 5000 + "}", "result-syntax"),
+    ("array", "[" + json.dumps(_valid()) + "]", "result-invalid"),
+    ("version-2", _with(lambda d: d.update(schemaVersion=2)), "result-invalid"),
+    ("unknown-probe", _with(lambda d: d.update(probe="nccl")), "result-invalid"),
+    ("no-metric", _with(lambda d: d["metrics"].pop("readGBps")), "result-invalid"),
+    ("string-metric", _with(lambda d: d["metrics"].update(readGBps="14.6")), "result-invalid"),
+    ("bool-metric", _with(lambda d: d["metrics"].update(readGBps=True)), "result-invalid"),
+    ("negative", _with(lambda d: d["metrics"].update(readGBps=-1)), "result-invalid"),
+    ("bad-date", _with(lambda d: d.update(startedAt="yesterday")), "result-invalid"),
+    ("bad-month", _with(lambda d: d.update(startedAt="2025-13-01T00:00:00Z")), "result-invalid"),
+    ("offset", _with(lambda d: d.update(startedAt="2025-11-30T10:00:00+02:00")), "result-invalid"),
+    ("no-ok", _with(lambda d: d.pop("ok")), "result-invalid"),
+    ("env-number", _with(lambda d: d["environment"].update(node=7)), "result-invalid"),
+    (
+        "bad-wait",
+        _with(lambda d: d["environment"].update({QUEUE_WAIT_KEY: "soon"})),
+        "result-invalid",
+    ),
+    (
+        "zero-gpus",
+        _with(lambda d: d["environment"].update({"gpuplane.dev/gpus": "0"})),
+        "result-invalid",
+    ),
+    ("silent-failure", _with(lambda d: d.update(ok=False, error=None)), "result-invalid"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "rule"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_a_file_that_is_no_valid_result_gets_one_finding(
+    name: str, content: str | bytes, rule: str, gpuplane: Run, tmp_path: Path
+) -> None:
+    path = tmp_path / f"{name}.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    code, body = _report(gpuplane, str(path), str(CASES / "passing"))
+    assert code == 1
+    (finding,) = body["findings"]
+    assert (finding["rule"], finding["file"]) == (rule, str(path))
+    assert all(p["passed"] for p in body["pools"]), "the valid files are still judged"
+    assert len(finding["message"]) < 1000
+
+
+def test_an_oversized_file_is_refused_unread(gpuplane: Run, tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with path.open("wb") as stream:
+        stream.truncate(MAX_RESULT_BYTES + 1)
+    code, body = _report(gpuplane, str(path))
+    assert code == 1
+    assert [f["rule"] for f in body["findings"]] == ["result-unreadable"]
+    assert "limit" in body["findings"][0]["message"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_a_named_pipe_is_not_read(gpuplane: Run, tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.json")
+    code, body = _report(gpuplane, str(folder))
+    assert code == 1
+    assert [f["rule"] for f in body["findings"]] == ["result-unreadable"]
+
+
+def test_strings_from_a_result_cannot_reshape_the_report(gpuplane: Run, tmp_path: Path) -> None:
+    training = _case("failed-probe", "h100-train/training.json")
+    training["error"] = "boom\n| x | y |\n# Injected\x1b[31m red \u202e</details><script>"
+    _write(tmp_path, "training.json", training)
+    storage = _case("passing", "h100-train/storage.json")
+    storage["pool"] = "h100|x\n# Title\x1b[2J"
+    _write(tmp_path, "storage.json", storage)
+    for fmt in ("text", "markdown"):
+        out = gpuplane("-C", str(REPO), "acceptance", "report", "--format", fmt, str(tmp_path))
+        assert out.exit_code == 1
+        assert "\x1b" not in out.output and "\u202e" not in out.output
+        assert not any(line.startswith("# Injected") for line in out.output.splitlines())
+        assert not any(line.startswith("# Title") for line in out.output.splitlines())
+    md = gpuplane(
+        "-C", str(REPO), "acceptance", "report", "--format", "markdown", str(tmp_path)
+    ).output
+    assert "<script>" not in md and md.count("</details>") == 1
+    assert all(
+        line.count("|") - line.count("\\|") == 7
+        for line in md.splitlines()
+        if line.startswith("| ")
+    )
+
+
+def test_a_probe_result_from_an_older_run_keeps_its_unknown_labels(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    storage = _case("passing", "h100-train/storage.json")
+    storage["environment"]["gpuplane.dev/new-label"] = "anything"
+    storage["extra"] = {"added": "by a later probe version"}
+    _write(tmp_path, "storage.json", storage)
+    code, _ = _report(gpuplane, str(tmp_path))
+    assert code in (0, 1)  # judged, not refused; missing checkpoint etc. decide the verdict
+
+
+SCHEMAS = REPO / "schemas" / "results"
+
+
+def test_every_case_file_is_what_the_result_schemas_describe() -> None:
+    if not (SCHEMAS / "result.schema.json").is_file():
+        pytest.skip("schemas/results/ is not in this checkout")
+    from jsonschema import Draft202012Validator
+
+    def validator(name: str) -> Draft202012Validator:
+        return Draft202012Validator(json.loads((SCHEMAS / name).read_text()))
+
+    envelope = validator("result.schema.json")
+    for path in sorted(CASES.rglob("*.json")):
+        if path.parent.name == "malformed":
+            continue
+        data = json.loads(path.read_text())
+        errors = list(envelope.iter_errors(data))
+        errors += validator(f"{data['probe']}.schema.json").iter_errors(data["metrics"])
+        assert not errors, f"{path}: {errors[0].message}"
+
+
+SCHEMA_ONLY: list[tuple[str, Callable[[dict[str, Any]], object], str]] = [
+    ("extra-metric", lambda d: d["metrics"].update(extra=1), "'extra' was unexpected"),
+    (
+        "partial-failure",
+        lambda d: (d.update(ok=False, error="disk full"), d["metrics"].pop("readGBps")),
+        "'readGBps' is a required property",
+    ),
+    ("label-name", lambda d: d["environment"].update({"bad key": "v"}), "environment"),
+    ("extra-field", lambda d: d.update(note="hand-edited"), "'note' was unexpected"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"), SCHEMA_ONLY, ids=[c[0] for c in SCHEMA_ONLY]
+)
+def test_the_probes_schemas_are_applied(
+    name: str,
+    change: Callable[[dict[str, Any]], object],
+    message: str,
+    gpuplane: Run,
+    tmp_path: Path,
+) -> None:
+    if not (SCHEMAS / "result.schema.json").is_file():
+        pytest.skip("schemas/results/ is not in this checkout")
+    data = _valid()
+    change(data)
+    _write(tmp_path, f"{name}.json", data)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    (finding,) = body["findings"]
+    assert finding["rule"] == "result-invalid" and message in finding["message"]
+
+
+# --- usage errors and an invalid platform ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["/nonexistent/results.json"],
+        ["--format", "sarif", str(CASES / "passing")],
+        ["--pool", "h100-trian", str(CASES / "passing")],
+    ],
+    ids=["no-results", "no-such-file", "bad-format", "unknown-pool-option"],
+)
+def test_usage_errors_exit_2(gpuplane: Run, args: list[str]) -> None:
+    result = gpuplane("-C", str(REPO), "acceptance", "report", *args)
+    assert result.exit_code == 2, result.output
+
+
+def test_a_folder_without_results_is_a_usage_error(gpuplane: Run, tmp_path: Path) -> None:
+    result = gpuplane("-C", str(REPO), "acceptance", "report", str(tmp_path))
+    assert result.exit_code == 2
+    assert "no result files" in result.output
+
+
+def test_an_invalid_platform_reports_its_findings(gpuplane: Run, platform: Path) -> None:
+    pool = platform / "pools" / "h100-train.yaml"
+    pool.write_text(pool.read_text().replace("gpusPerNode: 8", "gpusPerNode: eight"))
+    result = gpuplane("-C", str(platform), "acceptance", "report", str(CASES / "passing"))
+    assert result.exit_code == 1
+    assert "pools/h100-train.yaml" in result.output and "schema-wrong-type" in result.output
+
+
+def test_the_rules_explain_themselves(gpuplane: Run) -> None:
+    for rule in (
+        "result-unreadable",
+        "result-syntax",
+        "result-invalid",
+        "result-unknown-pool",
+        "result-wrong-cluster",
+    ):
+        doc = explain(rule)
+        assert doc is not None and doc.stage == "acceptance"
+        result = gpuplane("explain", rule)
+        assert result.exit_code == 0 and result.output.startswith(f"{rule} (acceptance)")
+
+
+# --- the library, without the CLI -------------------------------------------------------------
+
+
+def test_the_report_is_data_and_the_json_is_stable() -> None:
+    loaded = load_platform(REPO)
+    results, findings = load_results([CASES / "failing"])
+    assert findings == () and len(results) == 6
+    report = build_report(loaded.platform, results, findings)
+    assert not report.passed
+    assert report.count(Verdict.FAIL) == 5
+    with pytest.raises(ValueError, match="unknown pool"):
+        build_report(loaded.platform, results, pools=["nope"])
+    body = json.loads(report_json(report))
+    assert list(body) == sorted(body)
+    assert report_json(report) == report_json(build_report(loaded.platform, results[::-1]))
+
+
+# --- results from the real probes ------------------------------------------------------------
+
+
+def _probe(tmp_path: Path, probe: str, *args: str) -> Path:
+    out = tmp_path / "results" / f"{probe}.json"
+    command = [sys.executable, "-m", "workflows.probes", probe, "--out", str(out)]
+    command += ["--pool", "h100-train", "--cluster", "prod-east", *args]
+    run = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert out.is_file(), run.stdout + run.stderr
+    return out
+
+
+def test_results_of_the_real_probes_are_judged(gpuplane: Run, tmp_path: Path) -> None:
+    if not (REPO / "workflows" / "probes" / "__main__.py").is_file():
+        pytest.skip("workflows.probes has no command line in this checkout")
+    pytest.importorskip("torch")
+    scratch = tmp_path / "scratch"
+    _probe(tmp_path, "storage", "--path", str(scratch), "--bytes", "8M", "--block-bytes", "1M")
+    _probe(tmp_path, "training", "--seconds", "1", "--device", "cpu")
+    code, body = _report(gpuplane, str(tmp_path / "results"))
+    assert body["findings"] == [], body["findings"]
+    read = _check(body, "h100-train", "readGBps")
+    assert read["threshold"] == _thresholds("h100-train")["storageReadGBps"]
+    assert read["verdict"] in ("pass", "fail") and read["measured"] > 0
+    throughput = _check(body, "h100-train", "samplesPerSecond")
+    assert throughput["verdict"] == "fail"  # one CPU is no 32-GPU pool
+    (cost,) = body["pools"][0]["costs"]
+    assert cost["gpus"] == 1 and "worldSize" in cost["gpusSource"]
+    assert "measured on the CPU" in cost["gpusSource"]
+    assert code == 1  # and the all-reduce and checkpoint thresholds have no result here
+    assert _check(body, "h100-train", "restoreSeconds")["verdict"] == "missing"
+    shutil.rmtree(scratch, ignore_errors=True)

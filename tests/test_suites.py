@@ -1,0 +1,739 @@
+"""The acceptance and benchmark suites: what they compile to, and that nothing in them dangles.
+
+Every rendered Argo object is validated against the Argo Workflows CRDs and checked with
+`check_references`; the checker itself is tested on broken DAGs and on Argo's own examples. The
+Jobs the suites submit are checked with `gpuplane fit`, their probe command lines with the probes'
+own argument parser, and the scripts they run are run here, on real probes where that is cheap.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from renderer.canonical import dump
+from renderer.fit import check_fit
+from renderer.layers import ClusterView
+from renderer.layers import workflows as layer
+from renderer.manifest import Manifest
+from renderer.model import NodeCount, Platform
+from renderer.nodes import tolerations
+from renderer.pipeline import Rendered, load_platform
+from renderer.workloads import PRIORITY_LABEL, QUEUE_LABEL
+from tests.conftest import REPO, render_clean
+from workflows import suites
+from workflows.probes.cli import build_parser
+
+CASES = Path(__file__).parent / "cases" / "render"
+ARGO_EXAMPLES = REPO.parent / "shared" / "reference" / "argo-examples"
+ARGO_KINDS = ("WorkflowTemplate", "Workflow", "CronWorkflow")
+SAMPLE = {
+    "workflow.uid": "0b8f6a2e-5d6c-4f8e-9a57-3c2f0d1e4b6a",
+    "workflow.name": "acceptance-postsync",
+    "inputs.parameters.image": "registry.example.com/base/gpuplane-acceptance:v0.1.0",
+    "inputs.parameters.server-image": "registry.example.com/base/vllm-openai:v0.8.5",
+    "inputs.parameters.window-seconds": "600",
+    "inputs.parameters.dataset": "s3://prod-east-ml/gpuplane-acceptance",
+    "inputs.parameters.workspace": "h100-train-workspace-x7k2p",
+}
+"""What Argo would put in place of the `{{…}}` of a Job manifest."""
+
+
+@pytest.fixture(scope="module")
+def example() -> Rendered:
+    rendered: Rendered = render_clean(REPO)
+    return rendered
+
+
+@pytest.fixture(scope="module")
+def platform() -> Platform:
+    loaded = load_platform(REPO)
+    assert not loaded.diagnostics
+    return loaded.platform
+
+
+def views(platform: Platform) -> Iterator[ClusterView]:
+    for name in sorted(platform.clusters):
+        yield ClusterView.of(platform, platform.clusters[name])
+
+
+def all_targets(platform: Platform) -> list[suites.Target]:
+    return [t for view in views(platform) for t in suites.targets(view)]
+
+
+def suite_objects(rendered: Rendered, cluster: str) -> list[Manifest]:
+    return [m for m in rendered.manifests[cluster] if m.layer == "workflows"]
+
+
+def argo(rendered: Rendered, cluster: str, kind: str | None = None) -> dict[str, dict[str, Any]]:
+    return {
+        m.name: dict(m.body)
+        for m in suite_objects(rendered, cluster)
+        if m.kind in ARGO_KINDS and (kind is None or m.kind == kind)
+    }
+
+
+def template(body: dict[str, Any], name: str) -> dict[str, Any]:
+    spec = body["spec"].get("workflowSpec", body["spec"])
+    found: dict[str, Any] = next(t for t in spec["templates"] if t["name"] == name)
+    return found
+
+
+def tasks(body: dict[str, Any], name: str) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in template(body, name)["dag"]["tasks"]}
+
+
+def substituted(text: str) -> str:
+    for key, value in SAMPLE.items():
+        text = text.replace("{{" + key + "}}", value)
+    assert "{{" not in text, text
+    return text
+
+
+def job_of(body: dict[str, Any], step: str) -> dict[str, Any]:
+    manifest = template(body, f"{step}-job")["resource"]["manifest"]
+    job: dict[str, Any] = yaml.safe_load(substituted(manifest))
+    return job
+
+
+# --- every object: the CRDs, and no dangling reference ------------------------------------------
+
+
+def test_every_suite_object_validates_against_the_crds_and_has_no_dangling_reference(
+    example: Rendered,
+) -> None:
+    """`example` is rendered with the Argo Workflows CRDs and fails on any output-schema finding
+    (a kind without a schema is one too), so every object here passed its CRD."""
+    assert not example.diagnostics
+    checked = 0
+    for cluster in sorted(example.manifests):
+        known = argo(example, cluster, "WorkflowTemplate")
+        for manifest in suite_objects(example, cluster):
+            if manifest.kind in ARGO_KINDS:
+                assert suites.check_references(manifest.body, known) == [], manifest.path
+                checked += 1
+    pools = sum(len(suites.targets(v)) for v in views(example.platform))
+    assert checked == 2 * pools + 2 * len(example.manifests)  # 2 templates per pool, hook, cron
+
+
+def test_each_pool_a_team_queue_holds_gets_its_templates(example: Rendered) -> None:
+    for view in views(example.platform):
+        names = set(argo(example, view.cluster.name, "WorkflowTemplate"))
+        pools = {t.name for t in suites.targets(view)}
+        assert pools == {p.name for p in view.pools}  # every example pool has a team quota
+        assert names == {f"{kind}-{p}" for p in pools for kind in ("acceptance", "benchmark")}
+
+
+def test_a_pool_no_team_has_quota_on_gets_no_suite(platform: Platform) -> None:
+    teams = {name: copy.copy(team) for name, team in platform.teams.items() if name != "search"}
+    without = Platform(platform.clusters, platform.pools, teams, platform.queues)
+    view = ClusterView.of(without, without.clusters["staging-west"])
+    # search and llm-eval share staging-west; only llm-eval is left, with quota on both pools
+    assert {t.name for t in suites.targets(view)} == {"h200-tune", "l4-serve"}
+    lonely = Platform(platform.clusters, platform.pools, {}, platform.queues)
+    assert list(layer.render(ClusterView.of(lonely, lonely.clusters["staging-west"]))) == []
+
+
+def test_the_layer_refuses_to_render_a_dangling_reference(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    view = ClusterView.of(platform, platform.clusters["prod-east"])
+    monkeypatch.setattr(suites, "check_references", lambda *_: ["task x: depends on 'y'"])
+    with pytest.raises(layer.DanglingReference, match="depends on 'y'"):
+        list(layer.render(view))
+
+
+# --- the acceptance DAG -------------------------------------------------------------------------
+
+
+def test_the_acceptance_dag_is_the_guides_seven_steps_in_order(example: Rendered) -> None:
+    steps = [name for name, _ in suites.GUIDE_STEPS]
+    for cluster in sorted(example.manifests):
+        for target in suites.targets(
+            ClusterView.of(example.platform, example.platform.clusters[cluster])
+        ):
+            body = argo(example, cluster)[f"acceptance-{target.name}"]
+            assert body["spec"]["entrypoint"] == "acceptance"
+            dag = tasks(body, "acceptance")
+            expected = [s for s in steps if s != "allreduce" or target.pool.nodes.max > 1]
+            assert list(dag) == ["workspace", *expected]
+            # each step waits for the one before it, and only for it: a chain
+            previous = "workspace"
+            for step in expected:
+                assert dag[step]["depends"] == previous, (target.name, step)
+                assert dag[step]["template"] == step
+                previous = step
+
+
+def test_step_three_exactly_for_pools_of_more_than_one_node(example: Rendered) -> None:
+    seen = set()
+    for target in all_targets(example.platform):
+        body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
+        multi = target.pool.nodes.max > 1
+        assert ("allreduce" in tasks(body, "acceptance")) is multi
+        if multi:
+            job = job_of(body, "allreduce")
+            pods = job["spec"]["completions"]
+            assert pods >= 2, target.name
+            spec = job["spec"]["template"]["spec"]
+            assert spec["subdomain"] == suites.headless_service(target)
+            command = json.loads(spec["containers"][0]["args"][0])["run"][0][1]
+            assert command[0] == "torchrun" and f"--nnodes={pods}" in command
+        seen.add(multi)
+    assert seen == {True}  # every example pool has several nodes; the single-node case:
+
+
+def test_a_single_node_pool_has_no_communication_step() -> None:
+    loaded = load_platform(CASES / "minimal")
+    assert not loaded.diagnostics
+    pools = dict(loaded.platform.pools)
+    pools["train"] = dataclasses.replace(pools["train"], nodes=NodeCount(1, 1))
+    single = dataclasses.replace(loaded.platform, pools=pools)
+    view = ClusterView.of(single, single.clusters["lab"])
+    bodies = {m.name: dict(m.body) for m in layer.render(view) if isinstance(m, Manifest)}
+    body = bodies["acceptance-train"]
+    dag = tasks(body, "acceptance")
+    assert "allreduce" not in dag and dag["train"]["depends"] == "stage"
+    assert "allreduce-job" not in {t["name"] for t in body["spec"]["templates"]}
+
+
+def test_the_jobs_ask_for_the_pools_gpus_through_the_teams_local_queue(
+    example: Rendered, tmp_path: Path
+) -> None:
+    checked = 0
+    for target in all_targets(example.platform):
+        body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
+        for step in suites.acceptance_steps(target):
+            job = job_of(body, step.name)
+            assert job["metadata"]["namespace"] == target.namespace.name
+            labels = job["metadata"]["labels"]
+            assert labels[QUEUE_LABEL] == "default"
+            queue = target.plan.queue
+            team = target.plan.team
+            assert labels[PRIORITY_LABEL] == f"{queue.name}-{team.priority}"
+            pod = job["spec"]["template"]["spec"]
+            assert pod["tolerations"] == tolerations(target.pool)
+            assert pod["nodeSelector"] == {"gpuplane.dev/pool": target.name}
+            gpu = pod.get("initContainers", pod["containers"])[0]
+            assert gpu["resources"]["limits"][target.offer.resource] == step.shape.per_pod
+            assert gpu["resources"]["requests"][target.offer.resource] == step.shape.per_pod
+            assert job["spec"]["completions"] == step.shape.pods
+            # what Kueue would do with it, as `gpuplane fit` says
+            path = tmp_path / f"{target.name}-{step.name}.yaml"
+            path.write_text(yaml.safe_dump(job))
+            result = check_fit(example.platform, path)
+            assert result.admissible, (target.name, step.name, result.summary, result.reasons)
+            assert result.cluster_queue == target.plan.name
+            assert result.priority == f"{queue.name}-{team.priority}"
+            checked += 1
+    assert checked >= 20
+
+
+def test_the_training_jobs_take_what_the_queue_can_hold(example: Rendered) -> None:
+    """h100-train: llm's ClusterQueue may hold 24 GPUs (its own nominal quota, less what it
+    lends, plus what the cohort lends); the training Job takes them as 3 whole nodes."""
+    (target,) = [t for t in all_targets(example.platform) if t.name == "h100-train"]
+    assert target.plan.name == "llm-training"
+    llm = example.platform.teams["llm"]
+    quota = next(q for q in llm.gpus if q.pool == "h100-train")
+    lent = sum(
+        next(q.lending_limit or q.nominal for q in t.gpus if q.pool == "h100-train")
+        for name, t in example.platform.teams.items()
+        if name != "llm" and any(q.pool == "h100-train" for q in t.gpus)
+    )
+    assert quota.lending_limit is not None
+    guaranteed = quota.nominal - quota.lending_limit
+    expected = min(
+        quota.nominal + (quota.borrowing_limit or 0), guaranteed + quota.lending_limit + lent
+    )
+    assert target.available == expected == 24
+    shape = suites.training_shape(target)
+    assert shape == suites.Shape(expected // 8, 8)
+
+
+def test_step_five_deletes_the_pod_then_waits_for_its_replacement(example: Rendered) -> None:
+    for target in all_targets(example.platform):
+        body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
+        dag = tasks(body, "checkpoint")
+        assert [dag[t].get("depends") for t in ("job", "interrupt", "restore", "logs")] == [
+            None,
+            "job",
+            "interrupt",
+            "restore",
+        ]
+        create = template(body, "checkpoint-job")["resource"]
+        assert create["successCondition"] == "status.ready > 0"  # the checkpoint is written
+        interrupt = template(body, "interrupt")["container"]
+        assert interrupt["command"] == ["kubectl"] and interrupt["args"][:2] == ["delete", "pod"]
+        assert (
+            interrupt["image"] == f"registry.k8s.io/kubectl:v{target.cluster.kubernetes_version}.0"
+        )
+        job = job_of(body, "checkpoint")
+        assert job["spec"]["backoffLimit"] == 1  # one replacement pod
+        plan = json.loads(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
+        assert [p[0] for p in plan["run"]] == ["checkpoint-write"]
+        assert [p[0] for p in plan["after"]] == ["checkpoint"]
+        await_job = template(body, "await-job")["resource"]
+        assert (
+            await_job["action"] == "get" and await_job["successCondition"] == "status.succeeded > 0"
+        )
+
+
+def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
+    for target in all_targets(example.platform):
+        body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
+        steps = suites.acceptance_steps(target)
+        keys = [k for s in steps for k in s.keys]
+        judged = [k for s in steps for k in s.judged]
+        label = template(body, "label")
+        assert [p["name"] for p in label["outputs"]["parameters"]] == keys
+        configmap = yaml.safe_load(
+            substituted_results(template(body, "publish")["resource"]["manifest"], keys)
+        )
+        assert configmap["metadata"]["name"] == f"acceptance-{target.name}"
+        assert sorted(configmap["data"]) == sorted(f"{k}.json" for k in keys)
+        labels = configmap["metadata"]["labels"]
+        for key in ("accelerator", "fabric", "queue", "cluster-queue", "gpu-hour", "currency"):
+            assert f"gpuplane.dev/{key}" in labels
+        report = template(body, "report")
+        assert report["container"]["command"][-2:] == ["acceptance", "report"]
+        assert report["container"]["args"] == [
+            "--pool",
+            target.name,
+            *(f"/results/{k}.json" for k in judged),
+        ]
+        artifacts = {a["name"]: a for a in report["inputs"]["artifacts"]}
+        assert artifacts["platform"]["git"]["repo"] == example.platform.repository.repo_url  # type: ignore[union-attr]
+        expected = {"training"} if not target.inference else {"inference"}
+        assert expected <= set(judged) and "submit" not in judged
+        assert {"staging", "storage", "checkpoint"} <= set(judged)
+
+
+def substituted_results(manifest: str, keys: list[str]) -> str:
+    text = manifest.replace("{{workflow.name}}", "run-1")
+    for key in keys:
+        text = text.replace("{{inputs.parameters." + key + "}}", json.dumps({"probe": key}))
+    assert "{{" not in text
+    return text
+
+
+def test_the_probe_command_lines_parse_with_the_probes_own_parser(example: Rendered) -> None:
+    parser = build_parser()
+    parsed = 0
+    for target in all_targets(example.platform):
+        for steps in (suites.acceptance_steps(target), suites.benchmark_steps(target)):
+            for step in steps:
+                job = yaml.safe_load(substituted(yaml.safe_dump(suites.job_manifest(target, step))))
+                plan = json.loads(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
+                for key, command, writes in plan["run"] + plan.get("after", []):
+                    probe_args = command[command.index("workflows.probes") + 1 :]
+                    if writes:
+                        probe_args += ["--out", f"/tmp/{key}.json"]
+                    args = parser.parse_args(probe_args)
+                    assert (args.cluster, args.pool) == (target.cluster.name, target.name)
+                    parsed += 1
+    assert parsed > 40
+
+
+def test_images_are_pinned(example: Rendered) -> None:
+    for cluster in example.manifests:
+        for body in argo(example, cluster).values():
+            spec = body["spec"].get("workflowSpec", body["spec"])
+            for parameter in spec.get("arguments", {}).get("parameters", []):
+                if parameter["name"].endswith("image"):
+                    assert ":" in parameter["value"] and not parameter["value"].endswith(":latest")
+            for tmpl in spec["templates"]:
+                if "container" not in tmpl:
+                    continue
+                image = tmpl["container"]["image"]
+                assert image.startswith("{{inputs.parameters.") or image.startswith(
+                    "registry.k8s.io/kubectl:v1."
+                ), image
+
+
+# --- the hook and the cron ----------------------------------------------------------------------
+
+
+def test_the_hook_and_the_cron_run_every_pools_acceptance(example: Rendered) -> None:
+    for view in views(example.platform):
+        cluster = view.cluster.name
+        objects = argo(example, cluster)
+        hook = objects[suites.HOOK_NAME]
+        assert hook["kind"] == "Workflow"
+        assert hook["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
+        assert (
+            hook["metadata"]["annotations"]["argocd.argoproj.io/hook-delete-policy"]
+            == "BeforeHookCreation"
+        )
+        cron = objects[suites.CRON_NAME]
+        assert cron["kind"] == "CronWorkflow"
+        assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+        assert cron["spec"]["schedules"] == [suites.CRON_SCHEDULE]
+        pools = {t.name for t in suites.targets(view)}
+        for run in (hook, cron):
+            for name in ("acceptance", "cleanup"):
+                refs = {
+                    task["templateRef"]["name"]: task["templateRef"]["template"]
+                    for task in tasks(run, name).values()
+                }
+                assert refs == {f"acceptance-{p}": name for p in pools}
+                for wt, tmpl in refs.items():
+                    assert tmpl in {t["name"] for t in objects[wt]["spec"]["templates"]}
+            spec = run["spec"].get("workflowSpec", run["spec"])
+            assert spec["onExit"] == "cleanup"
+            assert spec["serviceAccountName"] == suites.SERVICE_ACCOUNT
+        window = {p["name"]: p["value"] for p in hook["spec"]["arguments"]["parameters"]}
+        assert window["window-seconds"] == str(suites.HOOK_WINDOW_SECONDS)
+
+
+def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Rendered) -> None:
+    for target in all_targets(example.platform):
+        objects = {
+            (m.kind, m.namespace, m.name): m.body
+            for m in suite_objects(example, target.cluster.name)
+        }
+        role = objects[("Role", target.namespace.name, suites.SERVICE_ACCOUNT)]
+        verbs = {
+            (g, r): set(rule["verbs"])
+            for rule in role["rules"]
+            for g in rule["apiGroups"]
+            for r in rule["resources"]
+        }
+        assert {"create", "get", "delete"} <= verbs[("batch", "jobs")]
+        assert "delete" in verbs[("", "pods")] and "get" in verbs[("", "pods/log")]
+        binding = objects[("RoleBinding", target.namespace.name, suites.SERVICE_ACCOUNT)]
+        assert binding["subjects"] == [
+            {
+                "kind": "ServiceAccount",
+                "name": suites.SERVICE_ACCOUNT,
+                "namespace": suites.NAMESPACE,
+            }
+        ]
+        if suites.needs_service(target):
+            service = objects[("Service", target.namespace.name, suites.headless_service(target))]
+            assert service["spec"]["clusterIP"] == "None"
+            assert service["spec"]["selector"] == {suites.POOL_LABEL: target.name}
+
+
+def test_no_object_shares_a_part_with_another(example: Rendered) -> None:
+    """Shared dicts would come out as YAML anchors (`&id001`), in the files and in the Job
+    manifests embedded in them; kubectl and Argo read those, people do not."""
+    for cluster in example.manifests:
+        for manifest in suite_objects(example, cluster):
+            text = dump(manifest.body)
+            assert "&id" not in text and "*id" not in text, manifest.path
+
+
+def test_rendering_the_suites_is_deterministic(platform: Platform) -> None:
+    view = ClusterView.of(platform, platform.clusters["prod-east"])
+    first = [dict(m.body) for m in layer.render(view) if isinstance(m, Manifest)]
+    second = [dict(m.body) for m in layer.render(view) if isinstance(m, Manifest)]
+    assert first == second
+
+
+# --- the scripts the suites run -----------------------------------------------------------------
+
+
+def fake_probe(tmp_path: Path, name: str, body: str) -> list[str]:
+    script = tmp_path / f"{name}.py"
+    script.write_text(
+        "import json, sys\n"
+        "out = sys.argv[sys.argv.index('--out') + 1] if '--out' in sys.argv else None\n" + body
+    )
+    return [sys.executable, str(script)]
+
+
+def run_runner(plan: dict[str, Any], state: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", suites.RUNNER, json.dumps(plan)],
+        env={**os.environ, "STATE": str(state), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def results(stdout: str) -> dict[str, Any]:
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith(suites.RESULT_PREFIX + " "):
+            _, key, text = line.split(" ", 2)
+            found[key] = json.loads(text)
+    return found
+
+
+def test_the_runner_prints_each_result_on_one_line(tmp_path: Path) -> None:
+    good = fake_probe(
+        tmp_path, "good", "json.dump({'probe': 'storage', 'ok': True}, open(out, 'w'))\n"
+    )
+    bad = fake_probe(tmp_path, "bad", "print('noise'); sys.exit(1)\n")
+    done = run_runner({"run": [["storage", good, True], ["staging", bad, True]]}, tmp_path / "s")
+    assert done.returncode == 1
+    assert results(done.stdout) == {"storage": {"probe": "storage", "ok": True}}
+
+
+def test_the_runner_restores_in_the_replacement_pod(tmp_path: Path) -> None:
+    """Step 5 on real probes: checkpoint's write phase in the first pod, which then waits to be
+    deleted; its replacement restores what it wrote and prints the result."""
+    state = tmp_path / "state"
+    path = str(tmp_path / "checkpoint")
+    probe = [
+        sys.executable,
+        "-m",
+        "workflows.probes",
+        "checkpoint",
+        "--path",
+        path,
+        "--megabytes",
+        "1",
+        "--device",
+        "cpu",
+    ]
+    plan = {
+        "run": [["checkpoint-write", [*probe, "--phase", "write"], False]],
+        "after": [["checkpoint", [*probe, "--phase", "restore"], True]],
+    }
+    first = run_runner(plan, state, INTERRUPT_WAIT_SECONDS="0", PYTHONPATH=str(REPO))
+    assert first.returncode == 1 and "nothing was restored" in first.stderr
+    assert (state / "interrupt-me.json").exists()  # what the readiness probe waits for
+    second = run_runner(plan, state, INTERRUPT_WAIT_SECONDS="0", PYTHONPATH=str(REPO))
+    assert second.returncode == 0, second.stderr
+    restored = results(second.stdout)["checkpoint"]
+    assert restored["ok"] and restored["metrics"]["verified"] is True
+
+
+def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path) -> None:
+    result = {"schemaVersion": 1, "probe": "training", "ok": True, "environment": {"a": "b"}}
+    log = "noise\n" + f"{suites.RESULT_PREFIX} training {json.dumps(result)}\n"
+    steps = [
+        {"step": "train", "results": [["training", "training"]]},
+        {"step": "stage", "results": [["staging", "staging"]]},
+    ]
+    env = {
+        "OUT": str(tmp_path / "out"),
+        "CLUSTER": "lab",
+        "POOL": "train",
+        "STEPS": json.dumps(steps),
+        "TRAIN_LOG": log,
+        "TRAIN_CREATED": "2026-01-01T10:00:00Z",
+        "TRAIN_STARTED": "2026-01-01T10:03:20Z",
+        "TRAIN_FINISHED": "2026-01-01T10:13:20Z",
+        "STAGE_LOG": "the job died",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", suites.EXPORT],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    training = json.loads((tmp_path / "out" / "training.json").read_text())
+    assert training["environment"] == {
+        "a": "b",
+        suites.QUEUE_WAIT_LABEL: "200",
+        "gpuplane.dev/job-seconds": "600",
+    }
+    staging = json.loads((tmp_path / "out" / "staging.json").read_text())
+    assert staging["ok"] is False and staging["probe"] == "staging" and staging["pool"] == "train"
+    assert "printed no result" in staging["error"]
+
+
+def test_the_scripts_hold_nothing_argo_would_substitute() -> None:
+    for script in (suites.RUNNER, suites.EXPORT):
+        assert "{{" not in script and "}}" not in script
+        compile(script, "<script>", "exec")
+
+
+# --- the reference checker ----------------------------------------------------------------------
+
+
+def broken(**changes: Any) -> dict[str, Any]:
+    """A small valid WorkflowTemplate, then `changes` applied to its DAG's task `b`."""
+    body: dict[str, Any] = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "WorkflowTemplate",
+        "metadata": {"name": "t"},
+        "spec": {
+            "entrypoint": "main",
+            "arguments": {"parameters": [{"name": "image", "value": "x:1"}]},
+            "templates": [
+                {
+                    "name": "main",
+                    "dag": {
+                        "tasks": [
+                            {"name": "a", "template": "make"},
+                            {
+                                "name": "b",
+                                "template": "use",
+                                "depends": "a",
+                                "arguments": {
+                                    "parameters": [
+                                        {"name": "v", "value": "{{tasks.a.outputs.parameters.out}}"}
+                                    ]
+                                },
+                            },
+                        ]
+                    },
+                },
+                {
+                    "name": "make",
+                    "container": {"image": "{{workflow.parameters.image}}"},
+                    "outputs": {"parameters": [{"name": "out", "valueFrom": {"path": "/o"}}]},
+                },
+                {
+                    "name": "use",
+                    "inputs": {"parameters": [{"name": "v"}]},
+                    "container": {"image": "x:1", "args": ["{{inputs.parameters.v}}"]},
+                },
+            ],
+        },
+    }
+    body["spec"]["templates"][0]["dag"]["tasks"][1].update(changes)
+    return body
+
+
+def test_a_valid_dag_has_no_problem() -> None:
+    assert suites.check_references(broken()) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"depends": "a && missing"}, "depends on 'missing', no task of this DAG"),
+        ({"depends": None, "dependencies": ["ghost"]}, "depends on 'ghost'"),
+        ({"depends": "a.Finished"}, "'Finished' is not a task result"),
+        ({"template": "nope"}, "template 'nope' does not exist"),
+        (
+            {"template": None, "templateRef": {"name": "elsewhere", "template": "x"}},
+            "WorkflowTemplate 'elsewhere', which is not among those checked with it",
+        ),
+        (
+            {"template": None, "templateRef": {"name": "t", "template": "absent"}},
+            "template 'absent', not in WorkflowTemplate 't'",
+        ),
+        ({"arguments": {"parameters": [{"name": "w", "value": "1"}]}}, "passes parameter 'w'"),
+        ({"arguments": {}}, "leaves input 'v' of template use without a value"),
+        (
+            {"arguments": {"parameters": [{"name": "v", "value": "{{inputs.parameters.nope}}"}]}},
+            "{{inputs.parameters.nope}} names no input parameter",
+        ),
+        (
+            {"arguments": {"parameters": [{"name": "v", "value": "{{workflow.parameters.nope}}"}]}},
+            "{{workflow.parameters.nope}} names no workflow parameter",
+        ),
+        (
+            {
+                "arguments": {
+                    "parameters": [{"name": "v", "value": "{{tasks.a.outputs.parameters.no}}"}]
+                }
+            },
+            "names no output parameter of its template",
+        ),
+        (
+            {
+                "depends": None,
+                "arguments": {
+                    "parameters": [{"name": "v", "value": "{{tasks.a.outputs.parameters.out}}"}]
+                },
+            },
+            "names no task this one depends on",
+        ),
+        (
+            {"arguments": {"parameters": [{"name": "v", "value": "{{workflow.nonsense}}"}]}},
+            "is not an Argo workflow variable",
+        ),
+        ({"arguments": {"parameters": [{"name": "v", "value": "{{item}}"}]}}, "no withItems"),
+    ],
+)
+def test_broken_references_are_found(changes: dict[str, Any], message: str) -> None:
+    body = broken(**changes)
+    task = body["spec"]["templates"][0]["dag"]["tasks"][1]
+    for key in [k for k, v in task.items() if v is None]:
+        del task[key]
+    known = {"t": body} if "templateRef" in task else None
+    problems = suites.check_references(body, known)
+    assert any(message in p for p in problems), problems
+
+
+def test_a_dependency_cycle_and_a_missing_entrypoint_are_found() -> None:
+    body = broken()
+    body["spec"]["templates"][0]["dag"]["tasks"][0]["depends"] = "b"
+    body["spec"]["entrypoint"] = "start"
+    body["spec"]["onExit"] = "gone"
+    problems = suites.check_references(body)
+    assert any("form a cycle" in p for p in problems)
+    assert any("entrypoint 'start' is not a template" in p for p in problems)
+    assert any("onExit 'gone' is not a template" in p for p in problems)
+
+
+def test_a_workflow_must_give_its_entrypoint_its_inputs() -> None:
+    body = broken()
+    body["kind"] = "Workflow"
+    body["spec"]["entrypoint"] = "use"
+    assert any("entrypoint input 'v' gets no value" in p for p in suites.check_references(body))
+
+
+def test_hera_builds_dangling_references_without_a_word() -> None:
+    """Why the check exists: Hera compiles a task naming a template that is not there."""
+    from hera.workflows import DAG, Task, WorkflowTemplate
+
+    with WorkflowTemplate(name="w", entrypoint="main") as wt, DAG(name="main"):
+        Task(name="a", template="not-defined")
+        Task(name="b", template="not-defined", depends="c")
+    problems = suites.check_references(wt.to_dict())
+    assert len(problems) == 3, problems
+
+
+def test_argos_own_examples_pass_the_checker() -> None:
+    """Stricter than Argo in one way: an argument no input of the called template takes is
+    reported (Argo ignores it); two upstream examples pass one."""
+    if not ARGO_EXAMPLES.is_dir():
+        pytest.skip("../shared/reference is not beside this checkout")
+    documents = [
+        (path.relative_to(ARGO_EXAMPLES).as_posix(), doc)
+        for path in sorted(ARGO_EXAMPLES.rglob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    ]
+    known = {
+        d["metadata"]["name"]: d
+        for _, d in documents
+        if d["kind"] in ("WorkflowTemplate", "ClusterWorkflowTemplate")
+    }
+    found = {
+        name: problems
+        for name, doc in documents
+        if (problems := suites.check_references(doc, known))
+    }
+    assert set(found) == {
+        "workflow-template/steps.yaml",
+        "cluster-workflow-template/mixed-cluster-namespaced-wftmpl-steps.yaml",
+    }
+    assert all("passes parameter 'message'" in p for ps in found.values() for p in ps)
+    assert len(documents) > 20
+
+
+def test_volcano_clusters_submit_to_volcano() -> None:
+    loaded = load_platform(CASES / "volcano")
+    assert not loaded.diagnostics
+    view = ClusterView.of(loaded.platform, loaded.platform.clusters["lab"])
+    bodies = [dict(m.body) for m in layer.render(view) if m.kind == "WorkflowTemplate"]
+    assert bodies
+    for body in bodies:
+        if not body["metadata"]["name"].startswith("acceptance-"):
+            continue
+        job = job_of(body, "submit")
+        assert QUEUE_LABEL not in job["metadata"]["labels"]
+        pod = job["spec"]["template"]
+        assert pod["spec"]["schedulerName"] == "volcano"
+        assert "scheduling.volcano.sh/queue-name" in pod["metadata"]["annotations"]

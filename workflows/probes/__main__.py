@@ -1,0 +1,16 @@
+"""`python -m workflows.probes <probe> --out result.json`: see workflows/probes/cli.py."""
+
+import os
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":  # spawned ranks import this module again under another name
+    code = main()
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        # a rank of a launched world (torchrun): see envelope.end_process for why it exits
+        # without interpreter teardown
+        from .envelope import end_process
+
+        end_process(code)
+    sys.exit(code)

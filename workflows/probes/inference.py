@@ -1,0 +1,148 @@
+"""inference: request latency of an OpenAI-compatible endpoint, with the standard library only.
+
+The probe sends `warmup` untimed requests, then `requests` POSTs to `/v1/completions` (or
+`/v1/chat/completions` with `api="chat"`) from `concurrency` threads, each with a timeout. A
+request succeeds when the server answers 200 with JSON that holds a non-empty `choices` list;
+anything else (an HTTP error, a timeout, a refused connection, a malformed body) counts in
+`errors`. Each request is timed from sending to the end of the response body, successes and
+failures alike (a timed-out request counts at its timeout). Percentiles are nearest-rank: the
+p-th percentile of n sorted latencies is the value at rank ceil(p/100 x n), so it is always one of
+the measured values and p50 <= p95 <= p99. The result fails when the share of errors exceeds
+`max_error_rate` (by default any error fails it).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .envelope import Outcome, measure
+
+APIS = {"completions": "/completions", "chat": "/chat/completions"}
+API_KEY_VARIABLE = "GPUPLANE_INFERENCE_API_KEY"
+
+
+def nearest_rank(values: Sequence[float], percentile: float) -> float:
+    """The nearest-rank percentile of `values` (0 < percentile <= 100)."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(percentile / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def endpoint_url(endpoint: str, api: str = "completions") -> str:
+    """The full URL for a base URL such as http://host:8000 or http://host:8000/v1."""
+    if api not in APIS:
+        raise ValueError(f"api must be one of {', '.join(APIS)}")
+    base = endpoint.rstrip("/")
+    if base.endswith("/v1" + APIS[api]):
+        return base
+    if base.endswith("/v1"):
+        return base + APIS[api]
+    return base + "/v1" + APIS[api]
+
+
+def request_body(api: str, model: str, prompt: str, max_tokens: int) -> bytes:
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0}
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    return json.dumps(body).encode()
+
+
+def run_inference(
+    *,
+    endpoint: str,
+    model: str,
+    requests: int = 100,
+    concurrency: int = 4,
+    timeout_s: float = 30.0,
+    warmup: int = 2,
+    api: str = "completions",
+    prompt: str = "Write one sentence about GPUs.",
+    max_tokens: int = 16,
+    max_error_rate: float = 0.0,
+    api_key: str | None = None,
+    cluster: str | None = None,
+    pool: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Measure latency percentiles of `requests` requests; return the result envelope.
+
+    The API key, when needed, comes from `api_key` or GPUPLANE_INFERENCE_API_KEY and is sent as a
+    bearer token; it is never written into the result.
+    """
+    if requests < 1 or concurrency < 1 or warmup < 0 or timeout_s <= 0 or max_tokens < 1:
+        raise ValueError("requests, concurrency, timeout and max_tokens must be positive")
+    if not 0 <= max_error_rate <= 1:
+        raise ValueError("max_error_rate must lie between 0 and 1")
+    url = endpoint_url(endpoint, api)
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"endpoint {endpoint!r} is not an http:// or https:// URL")
+    data = request_body(api, model, prompt, max_tokens)
+    headers = {"Content-Type": "application/json"}
+    key = api_key or os.environ.get(API_KEY_VARIABLE)
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+
+    def one(_: int) -> tuple[float, str | None]:
+        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        start = time.perf_counter()
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                payload = response.read()
+            problem = _check(payload)
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            problem = f"HTTP {exc.code} {exc.reason}"
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            problem = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        return (time.perf_counter() - start) * 1000, problem
+
+    def body() -> Outcome:
+        with ThreadPoolExecutor(
+            max_workers=concurrency, thread_name_prefix="probe-request"
+        ) as executor:
+            list(executor.map(one, range(warmup)))
+            outcomes = list(executor.map(one, range(requests)))
+        latencies = [ms for ms, _ in outcomes]
+        problems = [problem for _, problem in outcomes if problem]
+        metrics = {
+            "endpoint": url,
+            "model": model,
+            "requests": requests,
+            "concurrency": concurrency,
+            "errors": len(problems),
+            "p50Ms": nearest_rank(latencies, 50),
+            "p95Ms": nearest_rank(latencies, 95),
+            "p99Ms": nearest_rank(latencies, 99),
+            "meanMs": sum(latencies) / len(latencies),
+        }
+        error = None
+        if len(problems) > max_error_rate * requests:
+            error = f"{len(problems)} of {requests} requests failed (first: {problems[0]})"
+        return Outcome(metrics, error, {"inferenceApi": api})
+
+    return measure("inference", body, cluster=cluster, pool=pool, labels=labels)
+
+
+def _check(payload: bytes) -> str | None:
+    """None when a response body is an OpenAI-style completion, else what is wrong with it."""
+    try:
+        document = json.loads(payload)
+    except ValueError:
+        return "the response is not JSON"
+    choices = document.get("choices") if isinstance(document, dict) else None
+    if not isinstance(choices, list) or not choices:
+        return "the response has no choices"
+    return None
