@@ -352,7 +352,11 @@ def test_kueue_manages_exactly_the_team_namespaces(example: Rendered) -> None:
     ]
     assert namespaces and all(kueue.TEAM_LABEL in n["metadata"]["labels"] for n in namespaces)
     # the acceptance suite's own namespace is not a team's: Kueue leaves its Argo pods alone
-    suite = [m.body for m in example.manifests["prod-east"] if m.kind == "Namespace" and m.layer == "workflows"]
+    suite = [
+        m.body
+        for m in example.manifests["prod-east"]
+        if m.kind == "Namespace" and m.layer == "workflows"
+    ]
     assert all(kueue.TEAM_LABEL not in n["metadata"]["labels"] for n in suite)
 
 
