@@ -35,6 +35,15 @@ FORMAT = click.option(
 )
 
 
+CRDS = click.option(
+    "--crds",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="CRD schemas for custom kinds: a folder, or a file as `kubectl get crd -o yaml` prints "
+    "(repeatable; default $GPUPLANE_CRDS, separated by ':').",
+)
+
+
 def _root(ctx: click.Context) -> Path:
     root: Path = ctx.obj["root"]
     return root
@@ -89,13 +98,7 @@ def _crd_sources(crds: tuple[Path, ...]) -> list[Path]:
 
 @main.command()
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 listing files that are stale.")
-@click.option(
-    "--crds",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="CRD schemas for custom kinds: a folder, or a file as `kubectl get crd -o yaml` prints "
-    "(repeatable; default $GPUPLANE_CRDS, separated by ':').",
-)
+@CRDS
 @FORMAT
 @click.pass_context
 def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) -> None:
@@ -273,13 +276,7 @@ def fit(
     show_default=True,
     help="Markdown for a sticky pull-request comment, JSON for tools, or text for people.",
 )
-@click.option(
-    "--crds",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="CRD schemas for custom kinds, as `render` takes them (repeatable; default "
-    "$GPUPLANE_CRDS).",
-)
+@CRDS
 @click.option(
     "--max-chars",
     type=click.IntRange(min=1000),
