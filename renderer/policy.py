@@ -60,6 +60,14 @@ def _did_you_mean(name: str, known: Iterable[str]) -> str | None:
     return f"did you mean '{close}'?" if close else None
 
 
+def _pools_by_cluster(p: Platform) -> dict[str, list[Pool]]:
+    """The pools of each cluster, in name order: rules that compare a cluster's pools."""
+    by_cluster: dict[str, list[Pool]] = defaultdict(list)
+    for pool in p.pools.values():
+        by_cluster[pool.cluster].append(pool)
+    return by_cluster
+
+
 def _error(
     rule_id: str,
     message: str,
@@ -613,9 +621,7 @@ def one_currency_per_cluster(p: Platform) -> Iterator[Diagnostic]:
     Effective cost per team adds GPU-hours across pools; amounts in different currencies cannot
     be added without an exchange rate the engine does not have.
     """
-    by_cluster: dict[str, list[Pool]] = defaultdict(list)
-    for pool in p.pools.values():
-        by_cluster[pool.cluster].append(pool)
+    by_cluster = _pools_by_cluster(p)
     for pools in by_cluster.values():
         first = pools[0]
         for pool in pools[1:]:
@@ -1022,9 +1028,7 @@ def managed_driver_agrees(p: Platform) -> Iterator[Diagnostic]:
     The operator installs one driver version on every GPU node of the cluster (its chart's
     `driver.version`); pools that declare different versions describe nodes that will not exist.
     """
-    by_cluster: dict[str, list[Pool]] = defaultdict(list)
-    for pool in p.pools.values():
-        by_cluster[pool.cluster].append(pool)
+    by_cluster = _pools_by_cluster(p)
     for name, pools in by_cluster.items():
         cluster = p.clusters.get(name)
         operator = cluster.addons.get("gpuOperator") if cluster is not None else None
@@ -1087,9 +1091,7 @@ def one_mig_strategy(p: Platform) -> Iterator[Diagnostic]:
     as any pool uses MIG, and the device plugin refuses to start with MPS under `mixed`. Put the
     MPS pool on another cluster, or use time-slicing there.
     """
-    by_cluster: dict[str, list[Pool]] = defaultdict(list)
-    for pool in p.pools.values():
-        by_cluster[pool.cluster].append(pool)
+    by_cluster = _pools_by_cluster(p)
     for pools in by_cluster.values():
         mig = [pool for pool in pools if pool.sharing == "mig"]
         if not mig:
