@@ -190,6 +190,7 @@ def _cluster(i: int) -> dict[str, Any]:
             "addons": {
                 "gpuOperator": {"version": "v26.7.0", "driverManaged": True},
                 "kueue": {"version": "v0.19.2"},
+                "argoWorkflows": {"version": "2.0.4"},
                 "dcgmExporter": {"version": "4.5.2-4.8.1", "serviceMonitor": True},
                 "prometheusStack": {"version": "79.6.1", "enabled": True},
             },

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from renderer import catalog
+from renderer import argo_workflows, catalog
 from renderer.capacity import WORKLOAD_PURPOSES, Offer, quota_offer, serves
 from renderer.diagnostics import Diagnostic, Location, Severity, closest
 from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Queue, Team
@@ -741,23 +741,41 @@ def mixing_protects_inference(p: Platform) -> Iterator[Diagnostic]:
 # --- clusters -------------------------------------------------------------------------------
 
 SCHEDULER_ADDON = {"kueue": "kueue", "volcano": "volcano"}
+ARGO_WORKFLOWS_ADDON = argo_workflows.ADDON
 
 
 def _required_addons(cluster: Cluster) -> list[str]:
     return ["gpuOperator", SCHEDULER_ADDON[cluster.scheduler], "dcgmExporter"]
 
 
+def _runs_suites(p: Platform) -> set[str]:
+    """The clusters with a pool some team has quota on: the workflows layer renders acceptance
+    and benchmark suites there, so they need Argo Workflows."""
+    clusters = set()
+    for team in p.teams.values():
+        for quota in team.gpus:
+            pool = p.pools.get(quota.pool)
+            if pool is not None and quota.nominal > 0:
+                clusters.add(pool.cluster)
+    return clusters
+
+
 @rule("addon-version-unpinned")
 def production_pins_addons(p: Platform) -> Iterator[Diagnostic]:
-    """Production clusters declare and pin every add-on: GPU Operator, scheduler, DCGM exporter.
+    """Production clusters declare and pin every add-on: GPU Operator, scheduler, DCGM exporter,
+    and Argo Workflows where the acceptance suites run.
 
     An unpinned chart upgrades whenever its repository moves, which is how a driver or Kueue API
     change reaches production without review. Staging may float; production may not.
     """
+    suites = _runs_suites(p)
     for cluster in p.clusters.values():
         if not cluster.production:
             continue
-        for name in _required_addons(cluster):
+        required = _required_addons(cluster)
+        if cluster.name in suites:
+            required.append(ARGO_WORKFLOWS_ADDON)
+        for name in required:
             if name not in cluster.addons:
                 yield _error(
                     "addon-version-unpinned",
@@ -792,6 +810,26 @@ def scheduler_installed(p: Platform) -> Iterator[Diagnostic]:
                 cluster.origin.at("spec", "scheduler"),
                 f"add spec.addons.{wanted}",
             )
+
+
+@rule("argo-workflows-addon-missing")
+def argo_workflows_installed(p: Platform) -> Iterator[Diagnostic]:
+    """A cluster whose pools run acceptance suites must declare the Argo Workflows add-on.
+
+    The workflows layer renders WorkflowTemplates, a CronWorkflow and Argo CD's PostSync hook
+    Workflow; without the controller and its CRDs the sync of that layer fails and no change is
+    ever tested. Declare it with `enabled: false` when the cluster already runs Argo Workflows v4.
+    """
+    for name in sorted(_runs_suites(p)):
+        cluster = p.clusters.get(name)
+        if cluster is None or cluster.production or ARGO_WORKFLOWS_ADDON in cluster.addons:
+            continue  # production: addon-version-unpinned says it, with the version
+        yield _error(
+            "argo-workflows-addon-missing",
+            f"cluster '{cluster.name}' runs acceptance suites but does not install Argo Workflows",
+            cluster.origin.key("spec", "addons"),
+            f"add spec.addons.{ARGO_WORKFLOWS_ADDON}.version (the argo-workflows chart, for example 2.0.4), or enabled: false if the cluster already runs Argo Workflows v4",
+        )
 
 
 @rule("pod-security-loosened")

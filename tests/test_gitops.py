@@ -290,13 +290,15 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
         assert set(wave) == {
             "gpu-operator",
             "kueue",
+            "argo-workflows",
             "kube-prometheus-stack",
             "tenancy",
             "queueing",
             "gpu",
             "workflows",
         }
-        operators = max(wave[a] for a in ("gpu-operator", "kueue", "kube-prometheus-stack"))
+        addons = ("gpu-operator", "kueue", "argo-workflows", "kube-prometheus-stack")
+        operators = max(wave[a] for a in addons)
         assert operators < wave["tenancy"] < wave["queueing"]
         assert wave["tenancy"] < wave["gpu"]
         assert max(wave["queueing"], wave["gpu"]) < wave["workflows"]
@@ -364,6 +366,7 @@ def test_addon_charts_are_pinned_to_the_cluster_files_versions(example: Rendered
         expected = {
             "gpu-operator": ("https://helm.ngc.nvidia.com/nvidia", "gpuOperator", ""),
             "kueue": ("registry.k8s.io/kueue/charts", "kueue", "v"),
+            "argo-workflows": ("https://argoproj.github.io/argo-helm", "argoWorkflows", ""),
             "kube-prometheus-stack": (
                 "https://prometheus-community.github.io/helm-charts",
                 "prometheusStack",
@@ -379,7 +382,7 @@ def test_addon_charts_are_pinned_to_the_cluster_files_versions(example: Rendered
             assert chart["targetRevision"] == version.removeprefix(dropped)
             assert chart["helm"]["releaseName"] == release
             checked += 1
-    assert checked == 6
+    assert checked == 8
 
 
 def test_volcano_clusters_install_volcano_instead_of_kueue(tmp_path: Path) -> None:
@@ -402,6 +405,65 @@ def test_volcano_clusters_install_volcano_instead_of_kueue(tmp_path: Path) -> No
     repos = projects(rendered, "lab")["platform"]["spec"]["sourceRepos"]
     assert "https://volcano-sh.github.io/helm-charts" in repos
     assert gitops.KUEUE.repository not in repos
+
+
+def test_argo_workflows_is_installed_before_the_suites_it_runs(example: Rendered) -> None:
+    """The chart's Application syncs in the add-on wave, before the workflows layer whose
+    Workflow kinds its CRDs bring; its controller watches the suites' namespace, and the chart
+    adds no ServiceAccount or RBAC of its own beside the ones the suites run as."""
+    for name in sorted(example.platform.clusters):
+        apps = applications(example, name)
+        addon = apps[f"{name}-argo-workflows"]
+        layer = apps[f"{name}-workflows"]
+        wave = gitops.SYNC_WAVE
+        assert int(addon["metadata"]["annotations"][wave]) < int(
+            layer["metadata"]["annotations"][wave]
+        )
+        assert addon["spec"]["destination"]["namespace"] == "argo"
+        assert "ServerSideApply=true" in addon["spec"]["syncPolicy"]["syncOptions"]
+        (values,) = (dict(v.body) for v in example.values[name] if v.chart == "argo-workflows")
+        namespaces = {
+            m.body["metadata"]["namespace"]
+            for m in example.manifests[name]
+            if m.layer == "workflows" and m.body["apiVersion"].startswith("argoproj.io/")
+        }
+        assert values["controller"]["workflowNamespaces"] == sorted(namespaces)
+        accounts = {
+            m.body["metadata"]["name"]
+            for m in example.manifests[name]
+            if m.layer == "workflows" and m.kind == "ServiceAccount"
+        }
+        runs_as = {
+            m.body["spec"].get("serviceAccountName")
+            or m.body["spec"].get("workflowSpec", {}).get("serviceAccountName")
+            for m in example.manifests[name]
+            if m.layer == "workflows" and m.kind in ("WorkflowTemplate", "Workflow", "CronWorkflow")
+        }
+        assert runs_as == accounts
+        assert values["workflow"] == {
+            "serviceAccount": {"create": False},
+            "rbac": {"create": False},
+        }
+        assert values["crds"] == {"install": True, "keep": True}
+        # the cluster runs the Prometheus Operator, so the controller's metrics are scraped
+        assert values["controller"]["serviceMonitor"] == {"enabled": True}
+
+
+def test_an_argo_workflows_the_cluster_already_runs_is_not_installed_again(
+    tmp_path: Path,
+) -> None:
+    root = copy_inputs(GITOPS, tmp_path / "repo")
+    cluster = root / "clusters" / "lab.yaml"
+    text = cluster.read_text()
+    assert "argoWorkflows: {version: 2.0.4}" in text
+    cluster.write_text(
+        text.replace("argoWorkflows: {version: 2.0.4}", "argoWorkflows: {enabled: false}")
+    )
+    rendered = render_clean(root)
+    assert "lab-argo-workflows" not in applications(rendered, "lab")
+    assert "lab-workflows" in applications(rendered, "lab")  # the suites are rendered either way
+    assert not any(v.chart == "argo-workflows" for v in rendered.values["lab"])
+    assert any(v.chart == "kueue" for v in rendered.values["lab"])
 
 
 def test_the_gpu_operator_namespace_admits_privileged_pods(example: Rendered) -> None:

@@ -123,6 +123,18 @@ CASES = [
         "    kueue: {}\n",
     ),
     (
+        "addon-version-unpinned",
+        "clusters/prod-east.yaml",
+        "    argoWorkflows:\n      version: 2.0.4 ",
+        "    argoWorkflows:\n      enabled: true ",
+    ),
+    (
+        "argo-workflows-addon-missing",
+        "clusters/staging-west.yaml",
+        "    argoWorkflows:\n      version: 2.0.4 ",
+        "    # argoWorkflows:\n    #   version: 2.0.4 ",
+    ),
+    (
         "scheduler-addon-missing",
         "clusters/staging-west.yaml",
         "scheduler: kueue",

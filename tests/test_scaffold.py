@@ -146,6 +146,7 @@ def test_a_filled_cluster_validates(repo: Path, gpuplane) -> None:
             "spec.platformOwners": "[platform-admins]",
             "spec.addons.gpuOperator.version": "v26.7.0",
             "spec.addons.kueue.version": "v0.19.2",
+            "spec.addons.argoWorkflows.version": "2.0.4",
             "spec.addons.dcgmExporter.version": "4.5.2-4.8.1",
             "spec.addons.prometheusStack.version": "79.6.1",
             "spec.storage.sharedClass": "shared-fs",

@@ -4,8 +4,8 @@ Rendered only when the repository settings (`gpuplane.yaml`) say where Argo CD c
 it lands in `rendered/<cluster>/gitops/`, in the Argo CD namespace:
 
 - a root Application `<cluster>-root` (app of apps) that syncs this folder, itself included;
-- an Application per add-on (GPU Operator, Kueue or Volcano, kube-prometheus-stack): the pinned
-  Helm chart, with the values the other layers wrote to `rendered/<cluster>/values/<chart>.yaml`;
+- an Application per add-on (GPU Operator, Kueue or Volcano, Argo Workflows,
+  kube-prometheus-stack): the pinned Helm chart, with the values the other layers wrote to `rendered/<cluster>/values/<chart>.yaml`;
 - an Application per layer folder that exists for the cluster, read as a plain directory;
 - AppProjects: the platform's own (cluster-scoped kinds allowed), a locked-down `default` (where
   Argo CD runs in the cluster), and one per team, limited to the team's namespaces and denied the
@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from renderer import gpu_operator, nvidia
+from renderer import argo_workflows, gpu_operator, nvidia
 from renderer.layers import ClusterView, Tenant
 from renderer.manifest import Manifest, Output, Values, metadata
 from renderer.model import Cluster, Repository
@@ -146,6 +146,15 @@ VOLCANO = Chart(
     server_side_apply=False,
     privileged=False,
 )
+ARGO_WORKFLOWS = Chart(
+    addon=argo_workflows.ADDON,
+    chart=argo_workflows.CHART,
+    repository=argo_workflows.CHART_REPOSITORY,
+    namespace=argo_workflows.NAMESPACE,
+    release=argo_workflows.RELEASE,
+    server_side_apply=True,  # the CRDs of Workflow and its templates
+    privileged=False,
+)
 PROMETHEUS_STACK = Chart(
     addon="prometheusStack",
     chart="kube-prometheus-stack",
@@ -195,7 +204,7 @@ def render(view: ClusterView) -> Iterator[Output]:
 
 def installed_charts(cluster: Cluster) -> tuple[Chart, ...]:
     """The add-ons gpuplane installs on the cluster, in the order their Applications are listed."""
-    charts = [GPU_OPERATOR, SCHEDULER_CHARTS[cluster.scheduler], PROMETHEUS_STACK]
+    charts = [GPU_OPERATOR, SCHEDULER_CHARTS[cluster.scheduler], ARGO_WORKFLOWS, PROMETHEUS_STACK]
     return tuple(
         chart
         for chart in charts
@@ -222,7 +231,8 @@ def layer_folders(view: ClusterView) -> tuple[str, ...]:
 
 def chart_version(chart: Chart, version: str | None) -> str:
     """The chart's own version for an add-on version: NVIDIA versions its chart like its
-    releases (`v26.7.0`); Kueue, Volcano and kube-prometheus-stack drop the `v` (`0.19.2`). An
+    releases (`v26.7.0`); Kueue, Volcano, argo-workflows and kube-prometheus-stack drop the `v`
+    (`0.19.2`). An
     unpinned add-on follows the newest chart (`*`), which the policy allows outside production."""
     if version is None:
         return "*"

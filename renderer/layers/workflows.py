@@ -7,7 +7,8 @@ definitions (`workflows/suites.py`) into `rendered/<cluster>/workflows/`.
 - in each team namespace the suites submit Jobs to: a Role letting that ServiceAccount create and
   watch the Jobs, read their logs, delete their pods and the run's workspace claim, and for
   multi-node pools the headless Service that gives rank 0 of a Job its DNS name;
-- a PostSync hook Workflow and a CronWorkflow, running every pool's acceptance by `templateRef`.
+- a PostSync hook Workflow and a CronWorkflow, running every pool's acceptance by `templateRef`;
+- when the cluster installs Argo Workflows itself (`addons.argoWorkflows`), the chart's values.
 
 Every Argo object is checked with `workflows.suites.check_references` before it is yielded: a
 dangling template, task or parameter reference is a gpuplane bug, so rendering stops with it.
@@ -20,6 +21,7 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from renderer import argo_workflows
 from renderer.diagnostics import Location
 from renderer.layers import ClusterView
 from renderer.manifest import Manifest, Output, metadata
@@ -62,6 +64,7 @@ class DanglingReference(RuntimeError):
 
 def render(view: ClusterView) -> Iterator[Output]:
     """The suites of one cluster; nothing when no pool has a team queue to run them through."""
+    yield from argo_workflows.values(view.cluster, LAYER, suites.NAMESPACE)
     targets = suites.targets(view)
     if not targets:
         return
