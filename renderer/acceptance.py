@@ -10,6 +10,7 @@ and compares every figure with the threshold the pool file declares:
 | allreduce  | peakBusbwGBps                | >= allReduceBusBandwidthGBps                  |
 | checkpoint | writeGBps / restoreSeconds   | >= checkpointWriteGBps / <= restoreSeconds    |
 | checkpoint | verified                     | is true (always required)                     |
+| checkpoint | resumed                      | is true (always required)                     |
 | storage    | readGBps                     | >= storageReadGBps                            |
 | training   | samplesPerSecond             | >= trainingSamplesPerSecond                   |
 | inference  | p95Ms / errors               | <= inferenceP95Ms / == 0 (always required)    |
@@ -42,6 +43,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from renderer import schema
 from renderer.catalog import accelerator
 from renderer.diagnostics import Diagnostic, Location, Severity, closest, sort_diagnostics
 from renderer.model import Platform, Pool
@@ -71,8 +73,8 @@ STEP_ORDER: Final = ("queue", "staging", "allreduce", "training", "checkpoint", 
 """Steps in the order of the guide's acceptance test (1 queue, 2 data, 3 network, 4 training,
 5 checkpoint), then the benchmarks."""
 
-SCHEMA_DIR: Final = Path(__file__).resolve().parent.parent / "schemas" / "results"
-"""The probes' result schemas, when this checkout has them (see docs/acceptance-report.md)."""
+SCHEMA_DIR: Final = schema.SCHEMA_DIR / "results"
+"""The probes' result schemas, shipped with the engine's (see docs/acceptance-report.md)."""
 
 TRAINING_COST: Final = (
     "cost per million samples = gpuHour x GPUs / (samplesPerSecond x 3600) x 1,000,000"
@@ -418,6 +420,7 @@ _INTEGER = "integer"
 _STRING = "string"
 _BOOLEAN = "boolean"
 _ARRAY = "array"
+_NUMBER_OR_NULL = "number or null"
 
 METRICS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
     {
@@ -435,6 +438,10 @@ METRICS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
             "restoreSeconds": _NUMBER,
             "restoreGBps": _NUMBER,
             "verified": _BOOLEAN,
+            "resumeSteps": _INTEGER,
+            "resumed": _BOOLEAN,
+            "resumeMaxLossDifference": _NUMBER_OR_NULL,
+            "resumeSeconds": _NUMBER,
             "path": _STRING,
         },
         "storage": {
@@ -501,6 +508,8 @@ def _json_type(value: Any) -> str:
 
 def _is(value: Any, wanted: str) -> bool:
     actual = _json_type(value)
+    if wanted == _NUMBER_OR_NULL:
+        return actual == "null" or _is(value, _NUMBER)
     if wanted == _NUMBER:
         return actual in (_NUMBER, _INTEGER)
     if wanted == _INTEGER and actual == _NUMBER:
@@ -515,7 +524,7 @@ def _fields(data: Mapping[str, Any], fields: Mapping[str, str], at: str) -> Iter
             yield f"{at}{name} is missing"
         elif not _is(data[name], wanted):
             yield f"{at}{name} is {_json_type(data[name])}, not {wanted}"
-        elif wanted in (_NUMBER, _INTEGER) and data[name] < 0:
+        elif wanted in (_NUMBER, _INTEGER, _NUMBER_OR_NULL) and (data[name] or 0) < 0:
             yield f"{at}{name} is negative"
 
 
@@ -576,8 +585,19 @@ def _check_own(data: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+RESUME_METRICS: Final = ("resumeSteps", "resumed", "resumeMaxLossDifference", "resumeSeconds")
+"""The checkpoint figures of training resumed from the restore, which older probes did not write."""
+
+
 def _metrics_problems(probe: str, metrics: Mapping[str, Any]) -> list[str]:
     problems = list(_fields(metrics, METRICS[probe], "metrics."))
+    if probe == "checkpoint" and metrics and not any(k in metrics for k in RESUME_METRICS):
+        problems = [p for p in problems if p.split()[0][len("metrics.") :] not in RESUME_METRICS]
+        problems.append(
+            "metrics has no resume figures (resumeSteps, resumed, ...): the checkpoint probe "
+            "that wrote it did not resume training; run the checkpoint step again with the "
+            "current probes"
+        )
     if probe == "allreduce" and isinstance(metrics.get("sizes"), list):
         for index, size in enumerate(metrics["sizes"]):
             if not isinstance(size, dict):
@@ -598,11 +618,8 @@ def _rfc3339(value: str) -> bool:
 
 
 @cache
-def _schema_validators() -> tuple[Draft202012Validator, Mapping[str, Draft202012Validator]] | None:
-    """The probes' JSON Schemas as validators (envelope, per probe), when the checkout has them."""
-    envelope = SCHEMA_DIR / "result.schema.json"
-    if not envelope.is_file():
-        return None
+def _schema_validators() -> tuple[Draft202012Validator, Mapping[str, Draft202012Validator]]:
+    """The probes' JSON Schemas as validators (envelope, per probe); they ship with the engine."""
     raws = {
         p.name: json.loads(p.read_text(encoding="utf-8"))
         for p in sorted(SCHEMA_DIR.glob("*.schema.json"))
@@ -628,12 +645,9 @@ def _schema_validators() -> tuple[Draft202012Validator, Mapping[str, Draft202012
 
 
 def _schema_problems(data: Mapping[str, Any]) -> list[str]:
-    """What the probes' own schemas say about a result (nothing when the checkout lacks them):
-    the envelope, then `metrics` against the probe's schema."""
-    validators = _schema_validators()
-    if validators is None:
-        return []
-    envelope, probes = validators
+    """What the probes' own schemas say about a result: the envelope, then `metrics` against
+    the probe's schema."""
+    envelope, probes = _schema_validators()
     problems = [_schema_message(e) for e in envelope.iter_errors(data)]
     probe = data.get("probe")
     if not problems and isinstance(probe, str) and probe in probes:
@@ -691,6 +705,7 @@ FIGURES: Final[tuple[_Figure, ...]] = (
     _Figure("checkpoint", "writeGBps", "checkpoint write", "GB/s", ">=", "checkpointWriteGBps"),
     _Figure("checkpoint", "restoreSeconds", "checkpoint restore", "s", "<=", "restoreSeconds"),
     _Figure("checkpoint", "verified", "restored checkpoint verified", "", "==", fixed=True),
+    _Figure("checkpoint", "resumed", "training resumed from the restore", "", "==", fixed=True),
     _Figure("storage", "readGBps", "storage read", "GB/s", ">=", "storageReadGBps"),
     _Figure("storage", "writeGBps", "storage write", "GB/s", None),
     _Figure("inference", "p95Ms", "inference latency p95", "ms", "<=", "inferenceP95Ms"),
@@ -735,8 +750,33 @@ def _judge(figure: _Figure, pool: Pool, result: Result) -> Check | None:
         measured = float(measured)
     if comparison is None or threshold is None:
         return replace(row, measured=measured)
-    verdict = Verdict.PASS if _passes(measured, comparison, threshold) else Verdict.FAIL
-    return replace(row, measured=measured, verdict=verdict)
+    if _passes(measured, comparison, threshold):
+        return replace(row, measured=measured, verdict=Verdict.PASS)
+    return replace(row, measured=measured, verdict=Verdict.FAIL, note=_why(figure, result))
+
+
+def _why(figure: _Figure, result: Result) -> str | None:
+    """What to do about a failed figure, where its number alone does not say."""
+    if (figure.probe, figure.metric) != ("checkpoint", "resumed"):
+        return None
+    metrics = result.metrics
+    if metrics["resumeSteps"] == 0:
+        return (
+            "the probe resumed no training (--resume-steps 0), so nothing shows that training "
+            "continues from the restored state; run the restore with --resume-steps above 0, as "
+            "the rendered acceptance step 5 does"
+        )
+    if not metrics["verified"]:
+        return "nothing is resumed from a restore that did not verify; fix the restore first"
+    largest = metrics["resumeMaxLossDifference"]
+    shown = "a loss that is not finite" if largest is None else f"losses off by up to {largest:.3g}"
+    return (
+        f"{metrics['resumeSteps']} training steps from the restored state gave {shown} against "
+        "the writer's same steps: the checkpoint does not hold the whole training state (a "
+        "restore of the weights without the optimizer state or step count fails this way), or "
+        "the restoring pod computes differently (compare the image, torch and device labels of "
+        "both phases); the probe's error names the step"
+    )
 
 
 def _failed_run(result: Result) -> Check:

@@ -700,7 +700,7 @@ def _rayjob(target: Target) -> dict[str, Any]:
     }
 
 
-def _gpu_memory_utilization(pool: Pool) -> str:
+def gpu_memory_utilization(pool: Pool) -> str:
     """vLLM takes this fraction of the GPU's memory up front: on time-shared GPUs, where
     `replicas` pods share one GPU's memory with no isolation, each may take its share only."""
     share = GPU_MEMORY_UTILIZATION
@@ -731,7 +731,7 @@ def _deployment(target: Target) -> dict[str, Any]:
             "--host=0.0.0.0",
             f"--port={VLLM_PORT}",
             "--tensor-parallel-size=1",
-            f"--gpu-memory-utilization={_gpu_memory_utilization(target.pool)}",
+            f"--gpu-memory-utilization={gpu_memory_utilization(target.pool)}",
         ],
         ports=[{"name": "http", "containerPort": VLLM_PORT}],
         # loading a model takes minutes: startup allows 10, then liveness takes over

@@ -109,6 +109,7 @@ def test_the_cases_sit_where_they_should_against_the_pool_files() -> None:
     assert checkpoint["writeGBps"] >= train["checkpointWriteGBps"]
     assert checkpoint["restoreSeconds"] <= train["restoreSeconds"]
     assert checkpoint["verified"] is True
+    assert checkpoint["resumed"] is True and checkpoint["resumeSteps"] > 0
     assert passing["training"]["metrics"]["samplesPerSecond"] >= train["trainingSamplesPerSecond"]
     wait = float(passing["training"]["environment"][QUEUE_WAIT_KEY])
     assert wait / 60 <= train["maxQueueWaitMinutes"]
@@ -122,6 +123,7 @@ def test_the_cases_sit_where_they_should_against_the_pool_files() -> None:
     assert failing["metrics"]["restoreSeconds"] > train["restoreSeconds"]
     assert failing["metrics"]["writeGBps"] >= train["checkpointWriteGBps"]
     assert failing["metrics"]["verified"] is False
+    assert failing["metrics"]["resumed"] is False  # nothing is resumed from an unverified restore
     assert (
         _case("failing", "l40s-infer/inference.json")["metrics"]["p95Ms"]
         > (infer["inferenceP95Ms"])
@@ -164,6 +166,9 @@ def test_a_passing_set_passes_every_declared_threshold(gpuplane: Run) -> None:
         True,
         None,
     )
+    resumed = _check(body, "h100-train", "resumed")
+    assert (resumed["measured"], resumed["threshold"], resumed["verdict"]) == (True, True, "pass")
+    assert resumed["note"] is None
     assert _check(body, "h100-train", "GBps")["verdict"] == "measured-only"
     assert _check(body, "h100-train", "readGBps")["verdict"] == "pass"
     assert _check(body, "h100-train", "storage.writeGBps")["verdict"] == "measured-only"
@@ -245,6 +250,7 @@ def test_a_failing_set_names_each_failure(gpuplane: Run) -> None:
     assert verdicts["allreduce.peakBusbwGBps"] == "fail"
     assert verdicts["checkpoint.restoreSeconds"] == "fail"
     assert verdicts["checkpoint.verified"] == "fail"
+    assert verdicts["checkpoint.resumed"] == "fail"
     assert verdicts["checkpoint.ok"] == "fail"  # the probe itself reported the failed check
     assert verdicts["checkpoint.writeGBps"] == "pass"
     assert verdicts["training.samplesPerSecond"] == "pass"
@@ -252,7 +258,8 @@ def test_a_failing_set_names_each_failure(gpuplane: Run) -> None:
     assert _check(body, "l40s-infer", "errors")["verdict"] == "pass"
     run = _check(body, "h100-train", "ok")
     assert "sha256 mismatch" in run["note"]
-    assert body["summary"]["fail"] == 5
+    assert "fix the restore first" in _check(body, "h100-train", "resumed")["note"]
+    assert body["summary"]["fail"] == 6
     assert [p["passed"] for p in body["pools"]] == [False, False]
 
 
@@ -381,6 +388,57 @@ def test_an_unverified_checkpoint_fails_even_when_the_probe_said_ok(
     assert _check(body, "h100-train", "checkpoint.writeGBps")["verdict"] == "pass"
 
 
+def test_a_checkpoint_that_did_not_resume_fails_and_says_what_to_do(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    checkpoint = _case("passing", "h100-train/checkpoint.json")
+    checkpoint["metrics"].update(resumed=False, resumeMaxLossDifference=0.0123)
+    checkpoint.update(ok=False, error="the loss of step 3 (resumed step 2 of 3) is off")
+    _write(tmp_path, "checkpoint.json", checkpoint)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    resumed = _check(body, "h100-train", "resumed")
+    assert (resumed["measured"], resumed["verdict"]) == (False, "fail")
+    assert "losses off by up to 0.0123" in resumed["note"]
+    assert "optimizer state" in resumed["note"]
+    assert _check(body, "h100-train", "verified")["verdict"] == "pass"
+    assert _check(body, "h100-train", "checkpoint.writeGBps")["verdict"] == "pass"
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(tmp_path)).output
+    row = next(line for line in text.splitlines() if "training resumed" in line)
+    assert row.split()[-2] == "FAIL"
+
+
+def test_a_checkpoint_run_without_resume_fails_acceptance(gpuplane: Run, tmp_path: Path) -> None:
+    """--resume-steps 0 is honest (resumed false, the probe itself ok) and not acceptance."""
+    checkpoint = _case("passing", "h100-train/checkpoint.json")
+    checkpoint["metrics"].update(
+        resumeSteps=0, resumed=False, resumeMaxLossDifference=None, resumeSeconds=0
+    )
+    _write(tmp_path, "checkpoint.json", checkpoint)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1 and checkpoint["ok"] is True
+    resumed = _check(body, "h100-train", "resumed")
+    assert resumed["verdict"] == "fail" and "--resume-steps" in resumed["note"]
+    assert [c["metric"] for c in _checks(body, "h100-train") if c["verdict"] == "fail"] == [
+        "resumed"
+    ]
+
+
+def test_a_checkpoint_result_without_resume_figures_is_refused_with_a_reason(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    checkpoint = _case("passing", "h100-train/checkpoint.json")
+    for key in ("resumeSteps", "resumed", "resumeMaxLossDifference", "resumeSeconds"):
+        del checkpoint["metrics"][key]
+    _write(tmp_path, "checkpoint.json", checkpoint)
+    code, body = _report(gpuplane, str(tmp_path))
+    assert code == 1
+    (finding,) = body["findings"]
+    assert finding["rule"] == "result-invalid"
+    assert "did not resume training" in finding["message"]
+    assert "is missing" not in finding["message"]
+
+
 def test_inference_errors_and_a_long_queue_wait_fail(gpuplane: Run, tmp_path: Path) -> None:
     inference = _case("passing", "l40s-infer/inference.json")
     inference["metrics"]["errors"] = 3
@@ -426,6 +484,12 @@ def _with(change: Callable[[dict[str, Any]], object]) -> str:
     return json.dumps(data)
 
 
+def _checkpoint_with(**metrics: Any) -> str:
+    data = _case("passing", "h100-train/checkpoint.json")
+    data["metrics"].update(metrics)
+    return json.dumps(data)
+
+
 HOSTILE: list[tuple[str, str | bytes, str]] = [
     ("not-utf8", b'{"probe": "\xff"}', "result-unreadable"),
     ("truncated", '{"schemaVersion": 1, "probe": ', "result-syntax"),
@@ -441,6 +505,9 @@ HOSTILE: list[tuple[str, str | bytes, str]] = [
     ("string-metric", _with(lambda d: d["metrics"].update(readGBps="14.6")), "result-invalid"),
     ("bool-metric", _with(lambda d: d["metrics"].update(readGBps=True)), "result-invalid"),
     ("negative", _with(lambda d: d["metrics"].update(readGBps=-1)), "result-invalid"),
+    ("resume-steps-text", _checkpoint_with(resumeSteps="3"), "result-invalid"),
+    ("resumed-null", _checkpoint_with(resumed=None), "result-invalid"),
+    ("negative-difference", _checkpoint_with(resumeMaxLossDifference=-0.5), "result-invalid"),
     ("bad-date", _with(lambda d: d.update(startedAt="yesterday")), "result-invalid"),
     ("bad-month", _with(lambda d: d.update(startedAt="2025-13-01T00:00:00Z")), "result-invalid"),
     ("offset", _with(lambda d: d.update(startedAt="2025-11-30T10:00:00+02:00")), "result-invalid"),
@@ -641,7 +708,7 @@ def test_the_report_is_data_and_the_json_is_stable() -> None:
     assert findings == () and len(results) == 6
     report = build_report(loaded.platform, results, findings)
     assert not report.passed
-    assert report.count(Verdict.FAIL) == 5
+    assert report.count(Verdict.FAIL) == 6
     with pytest.raises(ValueError, match="unknown pool"):
         build_report(loaded.platform, results, pools=["nope"])
     body = json.loads(report_json(report))
@@ -664,9 +731,6 @@ def _probe(tmp_path: Path, probe: str, *args: str) -> Path:
 
 
 def test_results_of_the_real_probes_are_judged(gpuplane: Run, tmp_path: Path) -> None:
-    if not (REPO / "workflows" / "probes" / "__main__.py").is_file():
-        pytest.skip("workflows.probes has no command line in this checkout")
-    pytest.importorskip("torch")
     scratch = tmp_path / "scratch"
     _probe(tmp_path, "storage", "--path", str(scratch), "--bytes", "8M", "--block-bytes", "1M")
     _probe(tmp_path, "training", "--seconds", "1", "--device", "cpu")
@@ -683,3 +747,19 @@ def test_results_of_the_real_probes_are_judged(gpuplane: Run, tmp_path: Path) ->
     assert code == 1  # and the all-reduce and checkpoint thresholds have no result here
     assert _check(body, "h100-train", "restoreSeconds")["verdict"] == "missing"
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_real_checkpoint_is_judged_on_its_resume(gpuplane: Run, tmp_path: Path) -> None:
+    common = ("--megabytes", "1", "--device", "cpu", "--path", str(tmp_path / "scratch"))
+    _probe(tmp_path, "checkpoint", *common)
+    code, body = _report(gpuplane, str(tmp_path / "results"))
+    assert body["findings"] == [], body["findings"]
+    assert _check(body, "h100-train", "verified")["verdict"] == "pass"
+    assert _check(body, "h100-train", "resumed")["verdict"] == "pass"
+
+    _probe(tmp_path, "checkpoint", *common, "--resume-steps", "0")
+    code, body = _report(gpuplane, str(tmp_path / "results"))
+    assert code == 1 and body["findings"] == []
+    resumed = _check(body, "h100-train", "resumed")
+    assert resumed["verdict"] == "fail" and "--resume-steps 0" in resumed["note"]
+    assert not any(c["metric"] == "ok" for c in _checks(body, "h100-train"))  # the probe was ok

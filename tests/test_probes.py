@@ -14,6 +14,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,14 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from workflows.probes import PROBES, checkpoint
 from workflows.probes.allreduce import bus_factor, run_allreduce, size_sweep
-from workflows.probes.checkpoint import run_checkpoint
+from workflows.probes.checkpoint import (
+    Continuation,
+    continue_training,
+    digests,
+    loss_mismatches,
+    run_checkpoint,
+    training_state,
+)
 from workflows.probes.envelope import Outcome, ProbeFailure, measure
 from workflows.probes.inference import endpoint_url, nearest_rank, run_inference
 from workflows.probes.models import ModelConfig
@@ -201,6 +209,10 @@ def test_checkpoint_write_and_restore_verifies_every_tensor(tmp_path: Path) -> N
     assert metrics["writeGBps"] > 0 and metrics["restoreGBps"] > 0
     assert metrics["path"] == str(tmp_path / checkpoint.FILE_NAME)
     assert not (tmp_path / checkpoint.FILE_NAME).exists()  # removed unless kept
+    assert metrics["resumeSteps"] == checkpoint.RESUME_STEPS > 0
+    assert metrics["resumed"] is True
+    assert metrics["resumeMaxLossDifference"] == 0.0  # the same steps on the CPU: bit-identical
+    assert metrics["resumeSeconds"] > 0
 
 
 def test_a_corrupted_restore_fails_the_checkpoint(
@@ -230,6 +242,8 @@ def test_checkpoint_written_by_one_process_and_restored_by_another(tmp_path: Pat
     assert_valid(restored)
     assert restored["ok"], restored["error"]
     assert restored["metrics"]["verified"] is True
+    assert restored["metrics"]["resumed"] is True
+    assert restored["metrics"]["resumeSteps"] == checkpoint.RESUME_STEPS
 
     # flip one byte inside the largest tensor's record of the zip archive torch.save writes
     file = tmp_path / checkpoint.FILE_NAME
@@ -244,6 +258,107 @@ def test_checkpoint_written_by_one_process_and_restored_by_another(tmp_path: Pat
     assert_valid(damaged)
     assert damaged["ok"] is False and damaged["metrics"]["verified"] is False
     assert "differs" in damaged["error"]
+    assert damaged["metrics"]["resumed"] is False  # nothing resumed from an unverified state
+    assert damaged["metrics"]["resumeMaxLossDifference"] is None
+
+
+def _sidecar(folder: Path) -> Path:
+    return folder / (checkpoint.FILE_NAME + ".json")
+
+
+def test_the_writer_records_what_the_restorer_needs_to_resume(tmp_path: Path) -> None:
+    run_checkpoint(path=tmp_path, megabytes=1, phase="write", resume_steps=4)
+    record = json.loads(_sidecar(tmp_path).read_text())["resume"]
+    reference = Continuation.from_record(record)
+    assert reference.as_record() == record
+    assert (reference.from_step, reference.final_step, len(reference.losses)) == (1, 5, 4)
+    assert (reference.seed, reference.batch_size, reference.learning_rate) == (
+        checkpoint.SEED,
+        checkpoint.BATCH_SIZE,
+        checkpoint.LEARNING_RATE,
+    )
+    assert all(math.isfinite(loss) and loss > 0 for loss in reference.losses)
+    assert len(set(reference.losses)) == 4  # each step trains on a batch of its own
+
+
+def test_a_restore_whose_training_does_not_continue_fails_although_every_tensor_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bug a digest cannot see: a restore that loads the weights but not Adam's state."""
+    run_checkpoint(path=tmp_path, megabytes=1, phase="write")
+    monkeypatch.setattr(torch.optim.Adam, "load_state_dict", lambda self, state: None)
+    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore")
+    assert_valid(result)
+    metrics = result["metrics"]
+    assert result["ok"] is False
+    assert metrics["verified"] is True and metrics["resumed"] is False
+    assert metrics["resumeMaxLossDifference"] > 1e-3
+    # the first resumed loss needs only the weights; the lost moments show from the second on
+    assert "does not continue the written run: step 3 (resumed 2 of 3)" in result["error"]
+
+
+def test_a_sidecar_with_other_losses_fails_the_resume_at_that_step(tmp_path: Path) -> None:
+    run_checkpoint(path=tmp_path, megabytes=1, phase="write")
+    sidecar = json.loads(_sidecar(tmp_path).read_text())
+    losses = sidecar["resume"]["losses"]
+    losses[2] *= 1 + 10 * checkpoint.LOSS_RELATIVE_TOLERANCE
+    _sidecar(tmp_path).write_text(json.dumps(sidecar))
+    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore")
+    assert_valid(result)
+    assert result["ok"] is False and result["metrics"]["verified"] is True
+    assert result["metrics"]["resumed"] is False
+    assert "step 4 (resumed 3 of 3)" in result["error"]
+    assert "step 2 " not in result["error"] and "step 3 " not in result["error"]
+    expected = losses[2] - losses[2] / (1 + 10 * checkpoint.LOSS_RELATIVE_TOLERANCE)
+    assert result["metrics"]["resumeMaxLossDifference"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_the_loss_tolerance_and_the_step_counter() -> None:
+    reference = Continuation(0, 2, 1e-3, 1, (5.0, 4.0, 3.0), 4)
+    tolerance = checkpoint.LOSS_RELATIVE_TOLERANCE
+    close = replace(reference, losses=(5.0, 4.0 * (1 + tolerance / 2), 3.0))
+    assert loss_mismatches(reference, close) == (pytest.approx(4.0 * tolerance / 2), [])
+    far = replace(reference, losses=(5.0, 4.0 * (1 + 2 * tolerance), 3.0))
+    largest, problems = loss_mismatches(reference, far)
+    assert largest == pytest.approx(8 * tolerance) and len(problems) == 1
+    assert problems[0].startswith("step 3 (resumed 2 of 3) has loss")
+    tiny = Continuation(0, 2, 1e-3, 1, (0.0,), 2)
+    assert (
+        loss_mismatches(tiny, replace(tiny, losses=(checkpoint.LOSS_ABSOLUTE_TOLERANCE,)))[1] == []
+    )
+    assert loss_mismatches(reference, replace(reference, losses=(5.0, math.nan, 3.0)))[0] is None
+    counter = loss_mismatches(reference, replace(reference, final_step=3))[1]
+    assert counter == [
+        "the resumed run ended at step 3, the writer's at 4: the step counter did not continue"
+    ]
+
+
+def test_resuming_leaves_the_saved_state_as_it_was() -> None:
+    """Adam's load_state_dict keeps the given tensors; training must not move the saved ones."""
+    config = checkpoint.model_for_size(1)
+    state = training_state(config, torch.device("cpu"))
+    before = digests(state)
+    first = continue_training(state, 3, torch.device("cpu"))
+    assert digests(state) == before
+    assert continue_training(state, 3, torch.device("cpu")) == first
+
+
+def test_a_checkpoint_without_resume_says_so(tmp_path: Path) -> None:
+    result = run_checkpoint(path=tmp_path, megabytes=1, resume_steps=0)
+    assert_valid(result)
+    assert result["ok"], result["error"]
+    metrics = result["metrics"]
+    assert (metrics["resumeSteps"], metrics["resumed"]) == (0, False)
+    assert (metrics["resumeMaxLossDifference"], metrics["resumeSeconds"]) == (None, 0.0)
+
+
+def test_the_restorer_cannot_resume_more_steps_than_the_writer_recorded(tmp_path: Path) -> None:
+    run_checkpoint(path=tmp_path, megabytes=1, phase="write", resume_steps=1)
+    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore", resume_steps=2)
+    assert_valid(result)
+    assert result["ok"] is False and result["metrics"]["verified"] is True
+    assert result["metrics"]["resumed"] is False
+    assert "recorded 1 steps" in result["error"] and "--resume-steps" in result["error"]
 
 
 def test_restore_without_a_write_phase_fails(tmp_path: Path) -> None:
@@ -470,8 +585,18 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
         ["storage", "--out", tmp_path / "x.json", "--label", "no-equals-sign"],
         ["no-such-probe", "--out", tmp_path / "x.json"],
         ["checkpoint", "--phase", "write", "--out", tmp_path / "x.json"],
+        ["checkpoint", "--out", tmp_path / "x.json", "--resume-steps", "-1"],
     ):
         run = probe_cli(*usage)
         assert run.returncode == 2, (usage, run.stderr)
         assert "usage:" in run.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_cli_leaves_the_resume_default_to_the_probe() -> None:
+    """The CLI does not import torch, so it passes --resume-steps only when given."""
+    from workflows.probes.cli import build_parser
+
+    assert build_parser().parse_args(["checkpoint", "--out", "r.json"]).resume_steps is None
+    shown = " ".join(probe_cli("checkpoint", "--help").stdout.split())
+    assert f"(default: {checkpoint.RESUME_STEPS};" in shown

@@ -141,7 +141,11 @@ def test_a_pool_no_team_has_quota_on_gets_no_suite(platform: Platform) -> None:
     # search and llm-eval share staging-west; only llm-eval is left, with quota on both pools
     assert {t.name for t in suites.targets(view)} == {"h200-tune", "l4-serve"}
     lonely = Platform(platform.clusters, platform.pools, {}, platform.queues)
-    assert list(layer.render(ClusterView.of(lonely, lonely.clusters["staging-west"]))) == []
+    # no suite, no Manifest: only the chart values of the Argo Workflows the cluster declares
+    outputs = list(layer.render(ClusterView.of(lonely, lonely.clusters["staging-west"])))
+    assert [(type(o).__name__, o.path) for o in outputs] == [
+        ("Values", "values/argo-workflows.yaml")
+    ]
 
 
 def test_the_layer_refuses_to_render_a_dangling_reference(
@@ -287,6 +291,49 @@ def test_step_five_deletes_the_pod_then_waits_for_its_replacement(example: Rende
         assert (
             await_job["action"] == "get" and await_job["successCondition"] == "status.succeeded > 0"
         )
+
+
+def test_step_five_and_the_benchmark_resume_training_after_the_restore(example: Rendered) -> None:
+    """Both checkpoint phases get the same --resume-steps (the writer records that many steps,
+    the restorer repeats them), in the Job the Workflow really creates."""
+    assert suites.RESUME_STEPS > 0  # the report fails a checkpoint that resumed nothing
+    parser = build_parser()
+    for target in all_targets(example.platform):
+        objects = argo(example, target.cluster.name)
+        for suite in ("acceptance", "benchmark"):
+            job = job_of(objects[f"{suite}-{target.name}"], "checkpoint")
+            plan = json.loads(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
+            phases = []
+            for _, command, writes in plan["run"] + plan.get("after", []):
+                at = command.index("--resume-steps")
+                assert command[at + 1] == str(suites.RESUME_STEPS)
+                probe_args = command[command.index("workflows.probes") + 1 :]
+                args = parser.parse_args([*probe_args, *(["--out", "r.json"] if writes else [])])
+                assert args.resume_steps == suites.RESUME_STEPS
+                phases.append(args.phase)
+            assert phases == (["write", "restore"] if suite == "acceptance" else ["both"])
+
+
+def test_the_inference_server_leaves_room_for_the_pods_sharing_its_gpu(example: Rendered) -> None:
+    """vLLM preallocates its memory share up front: on a time-shared GPU every replica's server
+    together must fit in one GPU's memory, as in the team's own vLLM template."""
+    shared = whole = 0
+    for target in all_targets(example.platform):
+        if not target.inference:
+            continue
+        job = job_of(argo(example, target.cluster.name)[f"acceptance-{target.name}"], "train")
+        (server,) = job["spec"]["template"]["spec"]["initContainers"]
+        args = server["args"]
+        share = float(args[args.index("--gpu-memory-utilization") + 1])
+        pool = target.pool
+        if pool.sharing in ("time-slicing", "mps") and pool.replicas > 1:
+            assert share * pool.replicas <= 0.9 + 1e-9
+            assert share * pool.replicas > 0.8  # and no less than it can use
+            shared += 1
+        else:
+            assert share == 0.9
+            whole += 1
+    assert shared and whole  # the example has both kinds of inference pool
 
 
 def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
@@ -484,7 +531,8 @@ def test_the_runner_prints_each_result_on_one_line(tmp_path: Path) -> None:
 
 def test_the_runner_restores_in_the_replacement_pod(tmp_path: Path) -> None:
     """Step 5 on real probes: checkpoint's write phase in the first pod, which then waits to be
-    deleted; its replacement restores what it wrote and prints the result."""
+    deleted; its replacement restores what it wrote, resumes training from it and prints the
+    result."""
     state = tmp_path / "state"
     path = str(tmp_path / "checkpoint")
     probe = [
@@ -498,6 +546,8 @@ def test_the_runner_restores_in_the_replacement_pod(tmp_path: Path) -> None:
         "1",
         "--device",
         "cpu",
+        "--resume-steps",
+        "2",
     ]
     plan = {
         "run": [["checkpoint-write", [*probe, "--phase", "write"], False]],
@@ -510,6 +560,7 @@ def test_the_runner_restores_in_the_replacement_pod(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     restored = results(second.stdout)["checkpoint"]
     assert restored["ok"] and restored["metrics"]["verified"] is True
+    assert restored["metrics"]["resumed"] is True and restored["metrics"]["resumeSteps"] == 2
 
 
 def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path) -> None:

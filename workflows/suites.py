@@ -69,16 +69,19 @@ from renderer.manifest import labels as common_labels
 from renderer.manifest import metadata
 from renderer.model import Cluster, Namespace, Pool, Repository
 from renderer.nodes import node_labels, tolerations
+from renderer.workload_templates import gpu_memory_utilization
 from renderer.workloads import PRIORITY_LABEL, QUEUE_LABEL
 
 NAMESPACE = "gpuplane-acceptance"
 SERVICE_ACCOUNT = "gpuplane-acceptance"
 
 SUITE_IMAGE = "registry.example.com/base/gpuplane-acceptance:v0.1.0"
-"""The default of every template's `image` parameter: this repository installed with its
-`probes` extra (PyTorch's CUDA build, torchrun, boto3 for s3:// datasets) and a shell. A
-placeholder for the platform's own build, under `registry.example.com/base/`, a prefix every
-example team admits; never `latest`."""
+"""The default of every template's `image` parameter: what images/acceptance/Containerfile
+builds (docs/acceptance-image.md): this repository installed from its wheel with the `probes` and
+`s3` extras (PyTorch's CUDA build, torchrun, boto3), bash, uid/gid 1000 and the dataset sample at
+DATASET_FALLBACK. .github/workflows/acceptance-image.yml pushes it from main as
+`gpuplane-acceptance:v<project version>` to the platform's registry; `registry.example.com/base/`
+stands for that registry, a prefix every example team admits. Never `latest`."""
 
 SERVER_IMAGE = "registry.example.com/base/vllm-openai:v0.8.5"
 """The default `server-image` of inference pools: an OpenAI-compatible server (vLLM's image,
@@ -95,7 +98,10 @@ DATASET_PREFIX = "gpuplane-acceptance"
 """Under the cluster's object store: `data/` (a dataset sample) and `model/` (base weights in
 Hugging Face layout), which step 2 stages. The `dataset` parameter overrides the location."""
 DATASET_FALLBACK = "file:///opt/gpuplane-acceptance"
-"""The `dataset` default of a cluster without an object store: a sample inside the suite image."""
+"""The `dataset` default of a cluster without an object store: the sample the suite image's build
+writes with `python -m workflows.probes sample` (`data/`, synthetic token shards; `model/`, a tiny
+Llama with random weights). It exercises staging and the serving path; its figures say nothing
+about real data or weights (docs/acceptance-image.md)."""
 
 WINDOW_SECONDS = 600
 """The fixed training window of step 4, in the templates and the CronWorkflow."""
@@ -111,6 +117,10 @@ CRON_SCHEDULE = "0 3 * * 6"
 """Saturdays at 03:00 UTC: weekly, outside working hours."""
 DEADLINE_SECONDS = 6 * 3600
 """Workflows, and every Job they create, stop after this, whatever the queue does."""
+RESUME_STEPS = 3
+"""Training steps step 5 resumes from the restored checkpoint and compares with the writer's (both
+phases get it: the writer records that many). Above 0, or the report fails the step; from the
+third step on, a lost optimizer state is unmistakable. The benchmarks' checkpoint resumes as many."""
 INTERRUPT_WAIT_SECONDS = 3600
 """How long step 5's first pod, its checkpoint written, waits for the Workflow to delete it."""
 JOB_TTL_SECONDS = 24 * 3600
@@ -147,7 +157,10 @@ GUIDE_STEPS: tuple[tuple[str, str], ...] = (
     ("stage", "pull the dataset sample and base weights, timed"),
     ("allreduce", "run the multi-node communication benchmark"),
     ("train", "train for a fixed window"),
-    ("checkpoint", "write a checkpoint, delete the pod, restore in its replacement"),
+    (
+        "checkpoint",
+        "write a checkpoint, delete the pod, restore and resume training in its replacement",
+    ),
     ("export", "export the GPU, network, storage, queue and cost labels with the results"),
     ("report", "compare useful work with the rental or API baseline"),
 )
@@ -205,7 +218,8 @@ report(before + after, status)
 then each result on one line of the log (`gpuplane-result <key> <json>`), where the Workflow reads
 it. With `after` (step 5), the first pod runs `run`, marks the workspace and turns Ready, and
 waits; the Workflow deletes it; the Job's replacement pod finds the mark and runs `after` (the
-restore of what the first pod wrote), then prints both pods' results."""
+restore of what the first pod wrote, and training resumed from it), then prints both pods'
+results."""
 
 EXPORT = """\
 import datetime, json, os
@@ -523,7 +537,7 @@ def acceptance_steps(target: Target) -> tuple[Step, ...]:
     else:
         window = ("--seconds", _input("window-seconds"))
         steps.append(Step("train", (Probe("training", "training", window, True),), training))
-    checkpoint = ("--path", CHECKPOINT_DIR)
+    checkpoint = ("--path", CHECKPOINT_DIR, "--resume-steps", str(RESUME_STEPS))
     steps.append(
         Step(
             "checkpoint",
@@ -544,7 +558,7 @@ def acceptance_steps(target: Target) -> tuple[Step, ...]:
 
 
 def benchmark_steps(target: Target) -> tuple[Step, ...]:
-    """The benchmark Jobs: all-reduce sweep, storage, checkpoint write and restore, and for
+    """The benchmark Jobs: all-reduce sweep, storage, checkpoint write, restore and resume, and for
     inference pools the latency of a served model (its weights staged first)."""
     shape = multi_node_shape(target) if target.multi_node else training_shape(target)
     steps = [
@@ -552,7 +566,13 @@ def benchmark_steps(target: Target) -> tuple[Step, ...]:
         Step("storage", (STORAGE,), ONE, workspace=True),
         Step(
             "checkpoint",
-            (Probe("checkpoint", "checkpoint", ("--path", CHECKPOINT_DIR)),),
+            (
+                Probe(
+                    "checkpoint",
+                    "checkpoint",
+                    ("--path", CHECKPOINT_DIR, "--resume-steps", str(RESUME_STEPS)),
+                ),
+            ),
             ONE,
             workspace=True,
         ),
@@ -707,7 +727,8 @@ def _server(
     target: Target, mounts: list[dict[str, Any]], resources: dict[str, Any]
 ) -> dict[str, Any]:
     """The inference server, a native sidecar (an init container that keeps running): it
-    starts first, serving the weights step 2 staged; the probe starts once it answers."""
+    starts first, serving the weights step 2 staged; the probe starts once it answers. On a
+    time-shared GPU it takes only its replica's share of the memory, like the team's template."""
     return {
         "name": "server",
         "image": _input("server-image"),
@@ -719,6 +740,8 @@ def _server(
             SERVED_MODEL,
             "--port",
             str(SERVER_PORT),
+            "--gpu-memory-utilization",
+            gpu_memory_utilization(target.pool),
         ],
         "env": [{"name": "HOME", "value": "/tmp"}],
         "resources": resources,

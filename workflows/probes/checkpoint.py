@@ -1,4 +1,4 @@
-"""checkpoint: write a real training checkpoint, restore it, and check every tensor came back.
+"""checkpoint: write a real training checkpoint, restore it, check every tensor came back, resume.
 
 The state is a TinyTransformer's state_dict plus its Adam optimizer state after one real step
 (so the moments exist), sized to about `megabytes`, on the probe's device. Writing is
@@ -8,20 +8,32 @@ DONTNEED, where the kernel allows it), so the restore reads storage rather than 
 Restoring is `torch.load(weights_only=True)` onto the same device. Every tensor is then compared
 with `torch.equal` (and every other value with ==): `verified`.
 
+Equal tensors do not yet show that training can go on, so the probe also resumes: before saving,
+the writer trains `resume_steps` more steps from a copy of the saved state on the next synthetic
+batches and keeps their losses (the reference); after verifying, the restorer rebuilds the model
+and Adam from the restored state_dicts, trains the same steps on the same batches and must get
+the same losses, within LOSS_RELATIVE_TOLERANCE, and the step count the writer reached: `resumed`.
+A restore that brings back the weights but not the optimizer's moments or step count passes the
+first step and fails the next ones.
+
 A checkpoint can also be written by one pod and restored by another (`phase="write"`, then
-`phase="restore"` with the same path): the writer leaves a sidecar `<file>.json` with its timing
-and a SHA-256 of every tensor, and the restorer's result carries both timings.
+`phase="restore"` with the same path): the writer leaves a sidecar `<file>.json` with its timing,
+a SHA-256 of every tensor and its reference continuation (losses, data seed, batch size, learning
+rate), and the restorer's result carries both timings.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +54,20 @@ from .runtime import pick_device, torch_labels
 FILE_NAME = "gpuplane-checkpoint.pt"
 PHASES = ("both", "write", "restore")
 BYTES_PER_PARAMETER = 12  # float32 weight plus Adam's two float32 moments
+SEED = 0
+BATCH_SIZE = 2
+LEARNING_RATE = 1e-3
+RESUME_STEPS = 3
+"""Steps resumed by default. The first resumed loss depends on the weights alone; the second and
+third show whether Adam's moments and step count came back (a restore without them is off by at
+least about 1e-3 relative at the second step and 1e-2 at the third, measured on the CPU)."""
+LOSS_RELATIVE_TOLERANCE = 1e-4
+"""How far a resumed loss may be from the writer's, relative to it. On the CPU the same steps give
+bit-identical losses; on a GPU, kernels that reduce in a nondeterministic order (atomic adds in
+backward passes) can change the last digits of a float32 loss, which a few steps barely grow:
+this allows that, and stays ten times below what a lost optimizer state does."""
+LOSS_ABSOLUTE_TOLERANCE = 1e-6
+"""The floor under the relative tolerance, for losses near zero."""
 
 
 def model_for_size(megabytes: float) -> ModelConfig:
@@ -57,16 +83,13 @@ def model_for_size(megabytes: float) -> ModelConfig:
     return ModelConfig(vocab=256, width=width, layers=layers, heads=max(1, width // 64), seq_len=16)
 
 
-def training_state(config: ModelConfig, device: torch.device, seed: int = 0) -> dict[str, Any]:
+def training_state(config: ModelConfig, device: torch.device, seed: int = SEED) -> dict[str, Any]:
     """The model's and optimizer's state after one Adam step on synthetic data."""
     torch.manual_seed(seed)
     model = TinyTransformer(config).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    inputs, targets = synthetic_batches(config, 2, 1, seed, device)[0]
-    logits = model(inputs)
-    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, config.vocab), targets.reshape(-1))
-    loss.backward()  # type: ignore[no-untyped-call]
-    optimizer.step()
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    batch = synthetic_batches(config, BATCH_SIZE, 1, seed, device)[0]
+    _train_step(model, optimizer, batch, config.vocab)
     optimizer.zero_grad(set_to_none=True)
     return {
         "model": model.state_dict(),
@@ -74,6 +97,117 @@ def training_state(config: ModelConfig, device: torch.device, seed: int = 0) -> 
         "step": 1,
         "config": config.as_dict(),
     }
+
+
+def _train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    vocab: int,
+) -> float:
+    inputs, targets = batch
+    logits = model(inputs)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # type: ignore[no-untyped-call]
+    optimizer.step()
+    return float(loss.detach())  # waits for the device
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """Training steps taken from a saved state, with what another pod needs to repeat them."""
+
+    seed: int
+    batch_size: int
+    learning_rate: float
+    from_step: int
+    losses: tuple[float, ...]
+    final_step: int
+
+    def as_record(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "batchSize": self.batch_size,
+            "learningRate": self.learning_rate,
+            "fromStep": self.from_step,
+            "losses": list(self.losses),
+            "finalStep": self.final_step,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Continuation:
+        return cls(
+            seed=int(record["seed"]),
+            batch_size=int(record["batchSize"]),
+            learning_rate=float(record["learningRate"]),
+            from_step=int(record["fromStep"]),
+            losses=tuple(float(loss) for loss in record["losses"]),
+            final_step=int(record["finalStep"]),
+        )
+
+
+def resume_batches(
+    config: ModelConfig, steps: int, seed: int, batch_size: int, device: torch.device
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The `steps` batches after the one `training_state` trained on: the same generator, going
+    on, so a restorer that knows the seed and batch size rebuilds them exactly."""
+    return synthetic_batches(config, batch_size, 1 + steps, seed, device)[1:]
+
+
+def continue_training(
+    state: Mapping[str, Any],
+    steps: int,
+    device: torch.device,
+    *,
+    seed: int = SEED,
+    batch_size: int = BATCH_SIZE,
+    learning_rate: float = LEARNING_RATE,
+) -> Continuation:
+    """Rebuild the model and Adam from `state`'s state_dicts and train `steps` more steps.
+
+    `state` is left as it was: Adam's load_state_dict keeps the given tensors when their device
+    and dtype fit, and its steps would then update the saved moments in place.
+    """
+    config = ModelConfig(**state["config"])
+    model = TinyTransformer(config).to(device)
+    model.load_state_dict(state["model"])
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
+    step = from_step = int(state["step"])
+    losses = []
+    for batch in resume_batches(config, steps, seed, batch_size, device):
+        losses.append(_train_step(model, optimizer, batch, config.vocab))
+        step += 1
+    return Continuation(seed, batch_size, learning_rate, from_step, tuple(losses), step)
+
+
+def loss_mismatches(
+    reference: Continuation, resumed: Continuation
+) -> tuple[float | None, list[str]]:
+    """The largest loss difference (None when a loss is not finite) and what does not match:
+    each loss beyond the tolerance, and a step count that does not continue the reference's."""
+    problems = []
+    differences = []
+    for index, (want, got) in enumerate(zip(reference.losses, resumed.losses, strict=True)):
+        step = reference.from_step + index + 1
+        difference = abs(got - want)
+        differences.append(difference)
+        allowed = max(LOSS_RELATIVE_TOLERANCE * abs(want), LOSS_ABSOLUTE_TOLERANCE)
+        if not difference <= allowed:  # NaN never matches
+            problems.append(
+                f"step {step} (resumed {index + 1} of {len(resumed.losses)}) has loss "
+                f"{got:.7g}, the writer's {want:.7g}: off by {difference:.3g}, tolerance "
+                f"{allowed:.3g}"
+            )
+    if resumed.final_step != reference.final_step:
+        problems.append(
+            f"the resumed run ended at step {resumed.final_step}, the writer's at "
+            f"{reference.final_step}: the step counter did not continue"
+        )
+    if not all(math.isfinite(d) for d in differences):
+        return None, problems
+    return max(differences, default=0.0), problems
 
 
 def save_checkpoint(state: Mapping[str, Any], path: Path) -> None:
@@ -159,6 +293,7 @@ def run_checkpoint(
     device: str = "auto",
     phase: str = "both",
     keep: bool = False,
+    resume_steps: int = RESUME_STEPS,
     cluster: str | None = None,
     pool: str | None = None,
     labels: Mapping[str, str] | None = None,
@@ -168,12 +303,15 @@ def run_checkpoint(
     `phase="write"` only writes (and keeps) the checkpoint and its sidecar, and returns a result
     whose metrics are empty, which is not a reportable result (the CLI writes none): the restore
     phase's result is the one to report. Unless `keep`, the restore phase (like `both`) removes the
-    checkpoint afterwards.
+    checkpoint afterwards. `resume_steps` is how many steps the writer records and the restorer
+    repeats (the restorer's must not exceed the writer's); 0 resumes nothing, and says so.
     """
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {', '.join(PHASES)}")
     if phase != "both" and path is None:
         raise ValueError(f"phase {phase!r} needs a path shared by the writer and the restorer")
+    if resume_steps < 0:
+        raise ValueError("resume_steps must be 0 or more")
     config = model_for_size(megabytes)
 
     def body() -> Outcome:
@@ -185,8 +323,11 @@ def run_checkpoint(
         sidecar = file.with_name(file.name + ".json")
         try:
             if phase == "restore":
-                return _restore_elsewhere(file, sidecar, target, env)
+                return _restore_elsewhere(file, sidecar, target, env, resume_steps)
             state = training_state(config, target)
+            reference = continue_training(state, resume_steps, target)
+            if not all(math.isfinite(loss) for loss in reference.losses):
+                raise ProbeFailure(f"training from the saved state gave losses {reference.losses}")
             start = time.perf_counter()
             save_checkpoint(state, file)
             write_seconds = time.perf_counter() - start
@@ -198,6 +339,7 @@ def run_checkpoint(
                     "writeSeconds": write_seconds,
                     "model": config.name(),
                     "digests": digests(state),
+                    "resume": reference.as_record(),
                 }
                 sidecar.write_text(json.dumps(record), encoding="utf-8")
                 return Outcome({}, None, env)
@@ -205,9 +347,9 @@ def run_checkpoint(
             start = time.perf_counter()
             restored = load_checkpoint(file, target)
             restore_seconds = time.perf_counter() - start
-            return _outcome(
-                nbytes, write_seconds, restore_seconds, differences(state, restored), file, env
-            )
+            mismatched = differences(state, restored)
+            resume = _resume(restored, reference, resume_steps, target, verified=not mismatched)
+            return _outcome(nbytes, write_seconds, restore_seconds, mismatched, resume, file, env)
         finally:
             if path is None and not keep:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -219,7 +361,7 @@ def run_checkpoint(
 
 
 def _restore_elsewhere(
-    file: Path, sidecar: Path, device: torch.device, env: dict[str, str]
+    file: Path, sidecar: Path, device: torch.device, env: dict[str, str], resume_steps: int
 ) -> Outcome:
     if not sidecar.is_file() or not file.is_file():
         raise ProbeFailure(
@@ -238,15 +380,76 @@ def _restore_elsewhere(
     found = sorted(set(want) ^ set(got)) + sorted(
         k for k in set(want) & set(got) if want[k] != got[k]
     )
+    reference = Continuation.from_record(record["resume"]) if "resume" in record else None
+    resume = _resume(restored, reference, resume_steps, device, verified=not found)
     env = env | {"checkpointWrittenAt": record["writtenAt"]}
-    return _outcome(nbytes, record["writeSeconds"], restore_seconds, found, file, env)
+    return _outcome(nbytes, record["writeSeconds"], restore_seconds, found, resume, file, env)
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """What resuming training from the restored state showed."""
+
+    steps: int
+    resumed: bool
+    max_difference: float | None
+    seconds: float
+    error: str | None = None
+
+
+def _resume(
+    restored: Mapping[str, Any],
+    reference: Continuation | None,
+    steps: int,
+    device: torch.device,
+    *,
+    verified: bool,
+) -> Resume:
+    """Train `steps` steps from the restored state and compare them with the writer's; nothing is
+    resumed from a state that did not verify (its error already says why)."""
+    if steps == 0 or not verified:
+        return Resume(steps, False, None, 0.0)
+    recorded = 0 if reference is None else len(reference.losses)
+    if reference is None or recorded < steps:
+        return Resume(
+            steps,
+            False,
+            None,
+            0.0,
+            f"the write phase recorded {recorded} steps to resume (the sidecar's 'resume'); "
+            f"resuming {steps} needs as many: give both phases the same --resume-steps",
+        )
+    want = replace(
+        reference,
+        losses=reference.losses[:steps],
+        final_step=reference.from_step + steps,
+    )
+    start = time.perf_counter()
+    got = continue_training(
+        restored,
+        steps,
+        device,
+        seed=want.seed,
+        batch_size=want.batch_size,
+        learning_rate=want.learning_rate,
+    )
+    seconds = time.perf_counter() - start
+    largest, problems = loss_mismatches(want, got)
+    error = None
+    if problems:
+        error = (
+            f"training resumed from the restore does not continue the written run: "
+            f"{'; '.join(problems)}"
+        )
+    return Resume(steps, not problems, largest, seconds, error)
 
 
 def _outcome(
     nbytes: int,
     write_seconds: float,
     restore_seconds: float,
-    mismatched: list[str],
+    mismatched: Sequence[str],
+    resume: Resume,
     file: Path,
     env: dict[str, str],
 ) -> Outcome:
@@ -257,9 +460,13 @@ def _outcome(
         "restoreSeconds": restore_seconds,
         "restoreGBps": rate(nbytes, restore_seconds),
         "verified": not mismatched,
+        "resumeSteps": resume.steps,
+        "resumed": resume.resumed,
+        "resumeMaxLossDifference": resume.max_difference,
+        "resumeSeconds": resume.seconds,
         "path": str(file),
     }
-    error = None
+    error = resume.error
     if mismatched:
         error = f"the restored checkpoint differs from what was written ({len(mismatched)} mismatched entries, first: {mismatched[0]})"
     return Outcome(metrics, error, env)

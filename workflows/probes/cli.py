@@ -32,6 +32,17 @@ def byte_size(text: str) -> int:
     return value
 
 
+def whole_number(text: str) -> int:
+    """A whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
 def byte_sizes(text: str) -> list[int]:
     return [byte_size(part) for part in text.split(",") if part.strip()]
 
@@ -108,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="write here and restore in another pod: write (no --out), then restore",
     )
     p.add_argument("--keep", action="store_true", help="keep the checkpoint file")
+    p.add_argument(
+        "--resume-steps",
+        type=whole_number,
+        metavar="N",
+        help="training steps to resume from the restored state and compare with the writer's "
+        "(default: 3; give both phases the same number; 0: no resume)",
+    )
 
     p = add("storage", "sequential write and read throughput")
     p.add_argument("--path", help="folder on the volume under test (default: a temporary folder)")
@@ -175,6 +193,8 @@ def _checkpoint(module: Any, args: argparse.Namespace, common: dict[str, Any]) -
         device=args.device,
         phase=args.phase,
         keep=args.keep,
+        # unset: the probe's own RESUME_STEPS (this module does not import torch)
+        **({} if args.resume_steps is None else {"resume_steps": args.resume_steps}),
         **common,
     )
 
@@ -258,7 +278,7 @@ def summary(result: dict[str, Any]) -> str:
             f"peak bus bandwidth {m['peakBusbwGBps']:.3f} GB/s ({m['backend']}, {m['worldSize']} ranks)"
         ),
         "checkpoint": lambda: (
-            f"{m['bytes'] / 1e6:.1f} MB written at {m['writeGBps']:.3f} GB/s, restored in {m['restoreSeconds']:.3f} s, verified={str(m['verified']).lower()}"
+            f"{m['bytes'] / 1e6:.1f} MB written at {m['writeGBps']:.3f} GB/s, restored in {m['restoreSeconds']:.3f} s, verified={str(m['verified']).lower()}, resumed={str(m['resumed']).lower()} ({m['resumeSteps']} steps)"
         ),
         "storage": lambda: (
             f"write {m['writeGBps']:.3f} GB/s, read {m['readGBps']:.3f} GB/s over {m['bytes'] / 1e6:.1f} MB"
