@@ -22,8 +22,13 @@ from renderer.diagnostics import Diagnostic, PathKey, closest
 from renderer.rules import document_rule
 from renderer.source import Document
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
-"""The engine and its schemas ship together in this repository (see docs/schemas.md)."""
+_BESIDE = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = (
+    _BESIDE / "gpuplane_schemas" if (_BESIDE / "gpuplane_schemas").is_dir() else _BESIDE / "schemas"
+)
+"""The engine and its schemas ship together: `schemas/` of this checkout (an editable install
+too), or the copy an installed wheel carries as the data package `gpuplane_schemas` beside
+`renderer` (see docs/schemas.md)."""
 
 API_VERSION = "gpuplane.dev/v1alpha1"
 

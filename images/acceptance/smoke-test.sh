@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs a built suite image the way the rendered templates do, on a machine without GPUs (the
+# probes fall back to the CPU and gloo): as the probe Jobs' uid with every capability dropped,
+# the dataset sample staged from its file:// URL, storage, training under torchrun, a checkpoint
+# written and then restored in a second container; then, as the Workflow pods' uid, the report
+# step's `gpuplane -C /platform acceptance report` on those results, with PLATFORM mounted at
+# /platform as Argo's git artifact puts it. CPU numbers fail a GPU pool's thresholds: the report
+# may say "fail" (exit 1), but it must not crash.
+#
+#   images/acceptance/smoke-test.sh IMAGE [PLATFORM]
+#
+# CONTAINER_ENGINE=podman uses podman; CLUSTER and POOL (default prod-east, h100-train) name the
+# platform's pool the results are for.
+set -euo pipefail
+image="${1:?usage: smoke-test.sh IMAGE [PLATFORM]}"
+platform="${2:-}"
+engine="${CONTAINER_ENGINE:-docker}"
+cluster="${CLUSTER:-prod-east}"
+pool="${POOL:-h100-train}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# the containers' uids write here (umask 0000 inside, so this script can delete what they wrote)
+mkdir -m 0777 "$work/results" "$work/checkpoint"
+job=(--rm --cap-drop ALL --security-opt no-new-privileges --user 1000:1000
+  -v "$work/results:/results" -v "$work/checkpoint:/checkpoint"
+  --env "CLUSTER=$cluster" --env "POOL=$pool")
+
+echo "== probes, as the Jobs run them (uid 1000)"
+"$engine" run -i "${job[@]}" "$image" bash -s <<'INSIDE'
+set -euo pipefail
+umask 0000
+test "$(id -u):$(id -g)" = "1000:1000"
+test -x /usr/bin/test  # the checkpoint step's readinessProbe execs `test -e ...`
+command -v torchrun
+python -c 'import boto3, torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "boto3", boto3.__version__)'
+run() { python -m workflows.probes "$@" --cluster "$CLUSTER" --pool "$POOL"; }
+run staging --source file:///opt/gpuplane-acceptance --dest /tmp/data --out /results/staging.json
+test -s /tmp/data/data/meta.json && test -s /tmp/data/model/model.safetensors
+run storage --path /tmp/storage --bytes 16M --out /results/storage.json
+torchrun --standalone --nproc-per-node=2 -m workflows.probes training --seconds 3 \
+  --cluster "$CLUSTER" --pool "$POOL" --out /results/training.json
+run checkpoint --path /checkpoint --megabytes 8 --phase write
+INSIDE
+
+echo "== the checkpoint restored in another container"
+"$engine" run -i "${job[@]}" "$image" bash -s <<'INSIDE'
+set -euo pipefail
+umask 0000
+python -m workflows.probes checkpoint --path /checkpoint --phase restore \
+  --cluster "$CLUSTER" --pool "$POOL" --out /results/checkpoint.json
+INSIDE
+
+if [ -n "$platform" ]; then
+  echo "== the report step (uid 65532, the platform at /platform)"
+  status=0
+  "$engine" run --rm --cap-drop ALL --security-opt no-new-privileges --user 65532:65532 \
+    -v "$(cd "$platform" && pwd):/platform:ro" -v "$work/results:/results:ro" "$image" \
+    gpuplane -C /platform acceptance report /results > "$work/report.txt" 2>&1 || status=$?
+  cat "$work/report.txt"
+  if grep -q Traceback "$work/report.txt" || ! grep -q "$pool" "$work/report.txt" \
+    || [ "$status" -gt 1 ]; then
+    echo "the report step failed (exit $status)" >&2
+    exit 1
+  fi
+fi
+echo "== the image runs the suite's commands"
