@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from jsonschema import Draft7Validator
+from ruamel.yaml import YAML
 
 from renderer.cli import main
 
@@ -174,3 +178,26 @@ def render_clean(root: Path, warnings: tuple[str, ...] = ()) -> Any:
         map(str, rendered.diagnostics)
     )
     return rendered
+
+
+def load_yaml_12(path: Path) -> Any:
+    """A YAML file as GitHub Actions reads it: YAML 1.2, where `on` stays a string."""
+    return YAML(typ="safe", pure=True).load(path.read_text())
+
+
+def only_job_steps(workflow: Any) -> list[dict[str, Any]]:
+    """The steps of a GitHub Actions workflow that has one job."""
+    (job,) = workflow["jobs"].values()
+    steps: list[dict[str, Any]] = job["steps"]
+    return steps
+
+
+def github_workflow_errors(workflow: Any) -> list[str]:
+    """What SchemaStore's workflow schema, as check-jsonschema ships it, says (no network)."""
+    schema = json.loads(
+        files("check_jsonschema.builtin_schemas.vendor")
+        .joinpath("github-workflows.json")
+        .read_text()
+    )
+    errors = Draft7Validator(schema).iter_errors(json.loads(json.dumps(workflow)))
+    return [f"{list(e.absolute_path)}: {e.message}" for e in errors]

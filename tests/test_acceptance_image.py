@@ -12,20 +12,18 @@ import stat
 import struct
 import subprocess
 import sys
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 import torch
-from jsonschema import Draft7Validator
 from packaging.requirements import Requirement
 from ruamel.yaml import YAML
 
 from renderer.layers import ClusterView
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, tree
+from tests.conftest import REPO, github_workflow_errors, load_yaml_12, only_job_steps, tree
 from workflows import suites
 from workflows.probes import sample
 from workflows.probes.models import ModelConfig
@@ -503,20 +501,14 @@ def test_the_model_loads_and_generates_with_transformers(written: Path) -> None:
 # --- the CI workflow ----------------------------------------------------------------------------
 
 
-def load(path: Path) -> Any:
-    return YAML(typ="safe", pure=True).load(path.read_text())  # YAML 1.2: `on` stays a string
-
-
 @pytest.fixture(scope="module")
 def workflow() -> Any:
-    return load(WORKFLOW)
+    return load_yaml_12(WORKFLOW)
 
 
 @pytest.fixture(scope="module")
 def steps(workflow: Any) -> list[dict[str, Any]]:
-    (job,) = workflow["jobs"].values()
-    result: list[dict[str, Any]] = job["steps"]
-    return result
+    return only_job_steps(workflow)
 
 
 def step_named(steps: list[dict[str, Any]], text: str) -> dict[str, Any]:
@@ -527,13 +519,7 @@ def step_named(steps: list[dict[str, Any]], text: str) -> dict[str, Any]:
 
 def test_workflow_is_valid_for_github_actions(workflow: Any) -> None:
     """Against SchemaStore's workflow schema, as check-jsonschema ships it (no network)."""
-    schema = json.loads(
-        files("check_jsonschema.builtin_schemas.vendor")
-        .joinpath("github-workflows.json")
-        .read_text()
-    )
-    errors = list(Draft7Validator(schema).iter_errors(json.loads(json.dumps(workflow))))
-    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors]
+    assert not github_workflow_errors(workflow)
 
 
 def test_workflow_runs_when_the_image_inputs_change(

@@ -3,41 +3,31 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
 import subprocess
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
-from jsonschema import Draft7Validator
-from ruamel.yaml import YAML
 
 from renderer.cli import main
-from tests.conftest import REPO
+from tests.conftest import REPO, github_workflow_errors, load_yaml_12, only_job_steps
 
 WORKFLOW = REPO / ".github" / "workflows" / "gpuplane.yml"
 PRE_COMMIT = REPO / ".pre-commit-config.yaml"
 
 
-def load(path: Path) -> Any:
-    return YAML(typ="safe", pure=True).load(path.read_text())  # YAML 1.2: `on` stays a string
-
-
 @pytest.fixture(scope="module")
 def workflow() -> Any:
-    return load(WORKFLOW)
+    return load_yaml_12(WORKFLOW)
 
 
 @pytest.fixture(scope="module")
 def steps(workflow: Any) -> list[dict[str, Any]]:
-    (job,) = workflow["jobs"].values()
-    result: list[dict[str, Any]] = job["steps"]
-    return result
+    return only_job_steps(workflow)
 
 
 def step_running(steps: list[dict[str, Any]], text: str) -> dict[str, Any]:
@@ -48,13 +38,7 @@ def step_running(steps: list[dict[str, Any]], text: str) -> dict[str, Any]:
 
 def test_workflow_is_valid_for_github_actions(workflow: Any) -> None:
     """Against SchemaStore's workflow schema, as check-jsonschema ships it (no network)."""
-    schema = json.loads(
-        files("check_jsonschema.builtin_schemas.vendor")
-        .joinpath("github-workflows.json")
-        .read_text()
-    )
-    errors = list(Draft7Validator(schema).iter_errors(json.loads(json.dumps(workflow))))
-    assert not errors, [f"{list(e.absolute_path)}: {e.message}" for e in errors]
+    assert not github_workflow_errors(workflow)
 
 
 def test_triggers_and_minimal_permissions(workflow: Any) -> None:
@@ -197,7 +181,7 @@ def test_the_commands_the_workflow_runs_exist(steps: list[dict[str, Any]]) -> No
 
 
 def test_pre_commit_hooks() -> None:
-    config = load(PRE_COMMIT)
+    config = load_yaml_12(PRE_COMMIT)
     local = next(r for r in config["repos"] if r["repo"] == "local")
     hooks = {h["id"]: h for h in local["hooks"]}
     assert set(hooks) == {"gpuplane-validate", "gpuplane-render-check"}
