@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 
 from renderer import catalog
 from renderer.model import GpuQuota, Namespace, Platform, Pool, Queue, Team
@@ -147,6 +148,29 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
         resource = f"{accelerator.resource_name}.shared" if shared else accelerator.resource_name
         return (offer(resource, pool.replicas, f"{pool.sharing} replica"),)
     return (offer(accelerator.resource_name, 1, "GPU"),)
+
+
+RDMA_FABRICS = frozenset({"infiniband", "roce", "efa"})
+"""The fabric types whose NICs NCCL reaches through RDMA verbs (libibverbs, or libfabric on EFA)
+when the pod is given the devices; on `ethernet` and `none` it uses TCP sockets."""
+
+
+def rdma_per_pod(pool: Pool, share: Decimal) -> int:
+    """How many of the pool's RDMA resource a pod holding `share` of a node requests: the
+    whole-node amount times the share, rounded up, at least 1 and at most the whole-node amount;
+    0 when the pool declares no RDMA. See docs/rdma.md."""
+    if pool.rdma is None:
+        return 0
+    amount = int((pool.rdma.per_node * share).to_integral_value(ROUND_CEILING))
+    return min(pool.rdma.per_node, max(1, amount))
+
+
+def rdma_requests(pool: Pool, share: Decimal) -> dict[str, int]:
+    """`{resource: amount}` for one pod of a multi-node job holding `share` of a node (what goes
+    into its requests and its limits alike), or nothing when the pool declares no RDMA."""
+    if pool.rdma is None:
+        return {}
+    return {pool.rdma.resource: rdma_per_pod(pool, share)}
 
 
 def quota_offer(pool: Pool, quota: GpuQuota) -> Offer | None:

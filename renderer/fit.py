@@ -51,6 +51,9 @@ VERDICTS = (FITS, BORROWS, NEVER, ERROR)
 cohort. never: can never be admitted as written. error: fit could not read the job or place it."""
 
 DEFAULT_LOCAL_QUEUE = kueue.DEFAULT_LOCAL_QUEUE
+RDMA_RESOURCE_PREFIXES = ("rdma/", "vpc.amazonaws.com/efa")
+"""The names RDMA device plugins advertise (the Network Operator's and CoreWeave's `rdma/…`,
+AWS's EFA plugin), for a hint when a cluster's Kueue does not exclude one."""
 ASSUMPTION = "assumes an empty cluster: no other workload holds quota (see docs/fit.md)"
 
 
@@ -395,7 +398,8 @@ class _Checker:
         )
         cohort = [p for p in plans if p.queue.name == plan.queue.name]
         fair_sharing = kueue.fair_sharing_enabled(view.queues)
-        return self.admit(team, ns, plan, cohort, context, (priority[1], fair_sharing))
+        excluded = kueue.excluded_resource_prefixes(view.pools)
+        return self.admit(team, ns, plan, cohort, context, (priority[1], fair_sharing), excluded)
 
     def priority(
         self,
@@ -476,8 +480,12 @@ class _Checker:
         cohort: Sequence[ClusterQueuePlan],
         context: dict[str, Any],
         policy: tuple[int, bool],
+        excluded: tuple[str, ...] = kueue.EXCLUDED_RESOURCE_PREFIXES,
     ) -> FitResult:
-        """Kueue's flavor assignment, then what the nodes and the namespace quota decide."""
+        """Kueue's flavor assignment, then what the nodes and the namespace quota decide.
+
+        `excluded` is the cluster's `resources.excludeResourcePrefixes`: Kueue drops those
+        resources from every pod set before it assigns flavors (the pools' RDMA resources)."""
         priority, fair_sharing = policy
         defaults = {**DEFAULT_CONTAINER, **team.defaults}
         default_requests = {
@@ -510,14 +518,10 @@ class _Checker:
                     reasons=(f"pod set {ps.name}: the request exceeds the limit for {listed}",),
                 )
         # resources the Kueue configuration excludes are not counted against any quota
-        per_pod = {
-            ps.name: {
-                resource: amount
-                for resource, amount in ps.requests(default_requests, default_limits).items()
-                if not resource.startswith(kueue.EXCLUDED_RESOURCE_PREFIXES)
-            }
-            for ps in self.workload.pod_sets
+        requested = {
+            ps.name: ps.requests(default_requests, default_limits) for ps in self.workload.pod_sets
         }
+        per_pod = {name: workloads.drop_excluded(r, excluded) for name, r in requested.items()}
         assigner = _Assigner(plan, cohort, per_pod)
         counts = {ps.name: ps.count for ps in self.workload.pod_sets}
         unit = assigner.assign(self.workload.pod_sets, counts)
@@ -557,6 +561,7 @@ class _Checker:
         one = unit if replicas > 1 else final  # one Workload's pod sets; the quota of them all
         fields.update(pod_sets=tuple(one.pod_sets), quotas=quotas, lenders=lenders)
         self.notes.extend(_sharing_notes(assigner, final))
+        self.notes.extend(_rdma_notes(assigner, one, requested))
         self.notes.extend(
             f"pod set {ps.name} asks for no GPU, yet Kueue gives it flavor {ps.flavor} like any "
             f"other: its pods run on pool {ps.flavor}'s nodes"
@@ -687,6 +692,12 @@ class _Checker:
                     f"no pool on cluster {plan.namespaces[0].cluster} offers {resource} "
                     f"(ClusterQueue {plan.name} covers {', '.join(plan.covered_resources)}){extra}"
                 )
+                if resource.startswith(RDMA_RESOURCE_PREFIXES):
+                    out.append(
+                        f"{resource} is an RDMA device resource: Kueue leaves it out of quota "
+                        "only when a pool of the cluster declares it in spec.fabric.rdma "
+                        "(the pools' RDMA resources are excludeResourcePrefixes, docs/rdma.md)"
+                    )
         wanted = pod_set.node_selector.get(f"{nodes.PREFIX}pool")
         if wanted and wanted not in {f.pool.name for f in plan.flavors}:
             pool = self.platform.pools.get(wanted)
@@ -930,6 +941,38 @@ def _sharing_notes(assigner: _Assigner, final: _Assignment) -> list[str]:
             notes.append(
                 f"pool {pool.name} hands out MIG slices: each is an isolated part of one GPU"
             )
+    return notes
+
+
+def _rdma_notes(
+    assigner: _Assigner,
+    final: _Assignment,
+    requested: Mapping[str, Mapping[str, Decimal]],
+) -> list[str]:
+    """What Kueue left out of a pod set's quota (the excluded RDMA resources), and where the
+    chosen pool does not declare the RDMA resource the pods ask for: Kueue admits them, but
+    unless the pool's nodes advertise it they stay Pending."""
+    notes = []
+    fixed = kueue.EXCLUDED_RESOURCE_PREFIXES
+    for ps in final.pod_sets:
+        pool = assigner.pool(ps.flavor)
+        asked = requested.get(ps.name, {})
+        dropped = sorted(r for r in asked if r not in ps.per_pod and not r.startswith(fixed))
+        if pool is None or not dropped:
+            continue
+        listed = ", ".join(f"{_amount(r, asked[r])} {r}" for r in dropped)
+        notes.append(
+            f"pod set {ps.name} asks for {listed} per pod, which Kueue does not count against "
+            "quota (excludeResourcePrefixes)"
+        )
+        declared = pool.rdma.resource if pool.rdma is not None else None
+        for resource in dropped:
+            if resource != declared:
+                has = f"declares {declared}" if declared else "declares no RDMA resource"
+                notes.append(
+                    f"pod set {ps.name} asks for {resource}, but pool {pool.name} {has} "
+                    "(spec.fabric.rdma): unless its nodes advertise it, the pods stay Pending"
+                )
     return notes
 
 

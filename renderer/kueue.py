@@ -8,7 +8,8 @@ that name no queue there). ResourceFlavors carry the pool's node labels and tole
 `renderer.nodes`, and a Topology when the pool declares topology levels. The objects are valid
 by construction against the CRDs' CEL rules, which the output validator does not evaluate.
 The controller configuration maps each DRA pool's DeviceClass to the logical resource its
-ClusterQueues cover (`resources.deviceClassMappings`). See docs/kueue.md and docs/dra.md.
+ClusterQueues cover (`resources.deviceClassMappings`) and keeps the pools' RDMA resources out of
+quota (`resources.excludeResourcePrefixes`). See docs/kueue.md, docs/dra.md and docs/rdma.md.
 """
 
 from __future__ import annotations
@@ -319,9 +320,21 @@ def gang_timeout(queues: Iterable[Queue]) -> int | None:
 
 
 EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage",)
-"""Resources Kueue does not count: scratch disk is limited by the namespace ResourceQuota and
-the kubelet, and a pod asking for it would otherwise be refused as "unavailable in
-ClusterQueue", since no flavor covers it."""
+"""Resources Kueue never counts on any cluster: scratch disk is limited by the namespace
+ResourceQuota and the kubelet, and a pod asking for it would otherwise be refused as
+"unavailable in ClusterQueue", since no flavor covers it."""
+
+
+def excluded_resource_prefixes(pools: Iterable[Pool] = ()) -> tuple[str, ...]:
+    """`resources.excludeResourcePrefixes` of a cluster's Kueue: the fixed ones, plus each
+    pool's RDMA resource (`fabric.rdma.resource`), sorted. Multi-node jobs request the RDMA
+    devices beside their GPUs, and no ClusterQueue covers them (the device plugin, not a quota,
+    bounds them), so without this Kueue would hold every such job as "resource … unavailable in
+    ClusterQueue". Kueue drops a requested resource whose name starts with any of these
+    (`strings.HasPrefix` in `pkg/workload`) before it assigns flavors; the full name is the
+    narrowest prefix. See docs/rdma.md."""
+    rdma = {pool.rdma.resource for pool in pools if pool.rdma is not None}
+    return tuple(sorted({*EXCLUDED_RESOURCE_PREFIXES, *rdma}))
 
 
 def device_class_mappings(pools: Iterable[Pool]) -> list[dict[str, Any]]:
@@ -342,9 +355,9 @@ def device_class_mappings(pools: Iterable[Pool]) -> list[dict[str, Any]]:
 
 
 def manager_config(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> dict[str, Any]:
-    """The Kueue `Configuration` the queues (and the cluster's DRA pools) need; Kueue defaults
-    everything else."""
-    resources: dict[str, Any] = {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)}
+    """The Kueue `Configuration` the queues (and the cluster's DRA and RDMA pools) need; Kueue
+    defaults everything else."""
+    resources: dict[str, Any] = {"excludeResourcePrefixes": list(excluded_resource_prefixes(pools))}
     mappings = device_class_mappings(pools)
     if mappings:
         resources["deviceClassMappings"] = mappings

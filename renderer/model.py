@@ -105,6 +105,17 @@ class Taint:
 
 
 @dataclass(frozen=True, slots=True)
+class Rdma:
+    """How pods get a pool's RDMA fabric: the extended resource its RDMA device plugin
+    advertises, and how many of it a pod that takes a whole node requests (a pod with part of a
+    node asks for its share, rounded up: `renderer.capacity.rdma_per_pod`)."""
+
+    resource: str
+    per_node: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class Pool:
     name: str
     cluster: str
@@ -115,6 +126,7 @@ class Pool:
     interconnect: str | None
     topology_levels: tuple[str, ...]
     fabric: str
+    rdma: Rdma | None
     workload: str
     sharing: str
     mig_layout: Mapping[str, int]
@@ -310,6 +322,9 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
     sharing = spec["sharing"]
     sharing_block = spec.get("timeSlicing" if sharing == "time-slicing" else "mps", {})
     cost = spec["cost"]
+    fabric = spec.get("fabric", {})
+    origin = Origin(source)
+    rdma = fabric.get("rdma")
     return Pool(
         name=data["metadata"]["name"],
         cluster=spec["cluster"],
@@ -319,7 +334,10 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         topology_form=topology.get("form"),
         interconnect=topology.get("interconnect"),
         topology_levels=tuple(topology.get("levels", ())),
-        fabric=spec.get("fabric", {}).get("type", "none"),
+        fabric=fabric.get("type", "none"),
+        rdma=None
+        if rdma is None
+        else Rdma(rdma["resource"], rdma["perNode"], origin.child("spec", "fabric", "rdma")),
         workload=spec["workload"],
         sharing=sharing,
         mig_layout=_frozen(spec.get("mig", {}).get("layout", {})),
@@ -338,7 +356,7 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         acceptance_image=_frozen(spec["acceptance"].get("nodeImage", {})),
         image=_frozen(spec.get("image", {})),
         description=spec.get("description", ""),
-        origin=Origin(source),
+        origin=origin,
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from renderer import argo_workflows, catalog
-from renderer.capacity import WORKLOAD_PURPOSES, Offer, quota_offer, serves
+from renderer.capacity import RDMA_FABRICS, WORKLOAD_PURPOSES, Offer, quota_offer, serves
 from renderer.diagnostics import Diagnostic, Location, Severity, closest
 from renderer.model import Cluster, GpuQuota, Namespace, Platform, Pool, Queue, Team
 from renderer.rules import document_rule
@@ -873,6 +873,46 @@ def pools_declare_host(p: Platform) -> Iterator[Diagnostic]:
                 if pool.host_cpus or pool.host_memory
                 else pool.origin.key("spec", "gpusPerNode"),
                 "add spec.host.cpus and spec.host.memory: what one node can allocate to pods",
+            )
+
+
+@rule("rdma-on-tcp-fabric")
+def rdma_needs_an_rdma_fabric(p: Platform) -> Iterator[Diagnostic]:
+    """`fabric.rdma` belongs to an InfiniBand, RoCE or EFA fabric only.
+
+    The block names the RDMA devices a device plugin hands to pods; an `ethernet` or `none`
+    fabric has none, so every multi-node job rendered for the pool would request a resource no
+    node advertises and stay Pending. Remove the block, or correct `fabric.type`.
+    """
+    for pool in p.pools.values():
+        if pool.rdma is not None and pool.fabric not in RDMA_FABRICS:
+            yield _error(
+                "rdma-on-tcp-fabric",
+                f"pool '{pool.name}' declares RDMA devices ({pool.rdma.resource}) on a fabric of type {pool.fabric}, which has none",
+                pool.rdma.origin.key(),
+                f"remove spec.fabric.rdma, or set spec.fabric.type to {', '.join(sorted(RDMA_FABRICS))}",
+            )
+
+
+@rule("multi-node-without-rdma")
+def multi_node_pools_declare_rdma(p: Platform) -> Iterator[Diagnostic]:
+    """A multi-node pool on an InfiniBand, RoCE or EFA fabric should declare `fabric.rdma`
+    (a warning).
+
+    Pods reach RDMA NICs only through the device plugin's extended resource (for example
+    `rdma/rdma_shared_device_a` or `vpc.amazonaws.com/efa`). Without it the acceptance suite's
+    all-reduce and the teams' distributed templates request none, NCCL silently falls back to
+    TCP sockets, and the pool fails its bus-bandwidth threshold for a rendering gap, not a
+    hardware fault. See docs/rdma.md.
+    """
+    for pool in p.pools.values():
+        if pool.rdma is None and pool.fabric in RDMA_FABRICS and pool.nodes.max > 1:
+            yield Diagnostic(
+                "multi-node-without-rdma",
+                f"pool '{pool.name}' spans up to {pool.nodes.max} nodes over {pool.fabric} but declares no RDMA resource, so its multi-node jobs would run over TCP",
+                pool.origin.at("spec", "fabric", "type"),
+                hint="add spec.fabric.rdma: {resource: <the device plugin's resource>, perNode: <per whole node>}",
+                severity=Severity.WARNING,
             )
 
 

@@ -13,12 +13,13 @@ non-applied files `rendered/<cluster>/templates/<namespace>/<kind>-<pool>.yaml`:
   templates mount, for the team to create once.
 
 Each carries the team's labels, the Kueue queue and priority labels, requests in the resource
-name the pool advertises (a MIG profile, `nvidia.com/gpu.shared`, a DRA claim), scratch and
-shared storage mounts, restricted Pod Security settings and the log-export contract; sizes are
-chosen so that `gpuplane fit` admits every template on an idle cluster. They are `Values`: no
-kustomization or Argo CD Application lists them, because applying one would start work. On a
-Volcano cluster the Job and the Deployment are rendered for Volcano (no Kueue labels); its gang
-job is the `volcano-job-defaults` ConfigMap of `renderer.volcano`. See docs/workload-templates.md.
+name the pool advertises (a MIG profile, `nvidia.com/gpu.shared`, a DRA claim; the multi-pod
+ones also the pool's RDMA devices, `fabric.rdma`), scratch and shared storage mounts,
+restricted Pod Security settings and the log-export contract; sizes are chosen so that
+`gpuplane fit` admits every template on an idle cluster. They are `Values`: no kustomization
+or Argo CD Application lists them, because applying one would start work. On a Volcano cluster
+the Job and the Deployment are rendered for Volcano (no Kueue labels); its gang job is the
+`volcano-job-defaults` ConfigMap of `renderer.volcano`. See docs/workload-templates.md.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ from decimal import Decimal
 from typing import Any
 
 from renderer import quantity
-from renderer.admission import ClusterQueuePlan, cluster_queues, cohort_of, potential_available
-from renderer.capacity import Offer, how_to_request, maximum_holding, usable_quotas
+from renderer.admission import (
+    ClusterQueuePlan,
+    cluster_queues,
+    cohort_of,
+    node_share,
+    potential_available,
+)
+from renderer.capacity import Offer, how_to_request, maximum_holding, rdma_requests, usable_quotas
 from renderer.dra import NODE_SUFFIX
 from renderer.dra import REQUEST as DRA_REQUEST
 from renderer.kueue import DEFAULT_LOCAL_QUEUE, duration_seconds
@@ -349,16 +356,28 @@ def _host(cpu: Decimal, memory: Decimal) -> tuple[dict[str, Any], dict[str, Any]
     )
 
 
-def _gpu_resources(target: Target, units: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _gpu_resources(
+    target: Target, units: int, distributed: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A container's `resources` for `units` of the pool's offer and the pod's resourceClaims:
     the extended resource in requests and limits, or on a DRA pool a claim from the pool's
-    ResourceClaimTemplate (`<pool>-node` for a whole node)."""
+    ResourceClaimTemplate (`<pool>-node` for a whole node). A pod of a `distributed` (multi-pod)
+    job also gets the pool's RDMA devices, its share of a node's rounded up (docs/rdma.md)."""
     cpu, memory = _defaults(target.team)
     requests, limits = _host(cpu * units, memory * units)
+    rdma = (
+        rdma_requests(target.pool, node_share(target.pool, target.offer, Decimal(units)))
+        if distributed
+        else {}
+    )
     if not target.dra:
         requests[target.offer.resource] = units
         limits[target.offer.resource] = units
+        requests.update(rdma)
+        limits.update(rdma)
         return {"requests": requests, "limits": limits}, []
+    requests.update(rdma)
+    limits.update(rdma)
     name = target.pool.name
     if units > 1:
         name += NODE_SUFFIX
@@ -556,7 +575,7 @@ def _jobset(target: Target) -> dict[str, Any]:
     image = _image(target.team, "train")
 
     def replicated(role: str, count: int, rank: str | None) -> dict[str, Any]:
-        resources, claims = _gpu_resources(target, units)
+        resources, claims = _gpu_resources(target, units, distributed=True)
         volumes, mounts = _volumes(target, _memory_of(resources))
         env = [
             *_env(target),
@@ -642,7 +661,7 @@ def _rayjob(target: Target) -> dict[str, Any]:
         _env(target),
         ports=[{"name": name, "containerPort": port} for name, port in RAY_PORTS],
     )
-    resources, claims = _gpu_resources(target, units)
+    resources, claims = _gpu_resources(target, units, distributed=pods > 1)
     worker_volumes, worker_mounts = _volumes(target, _memory_of(resources))
     worker = _container("ray-worker", image, resources, worker_mounts, _env(target))
     submit_requests, submit_limits = _host(SUBMITTER_CPU, SUBMITTER_MEMORY)

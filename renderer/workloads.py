@@ -925,6 +925,14 @@ def _add(into: dict[str, Decimal], more: Mapping[str, Decimal]) -> None:
         into[name] = into.get(name, Decimal(0)) + value
 
 
+def drop_excluded(requests: Mapping[str, Decimal], prefixes: Iterable[str]) -> dict[str, Decimal]:
+    """A pod's requests without the resources Kueue's `resources.excludeResourcePrefixes`
+    excludes: Kueue drops every resource whose name starts with one of the prefixes before it
+    counts a pod set against quota (`dropExcludedResources`, `pkg/workload`)."""
+    found = tuple(prefixes)
+    return {r: v for r, v in requests.items() if not r.startswith(found)}
+
+
 def scaled(requests: Mapping[str, Decimal], count: int) -> dict[str, Decimal]:
     """Requests of `count` pods."""
     return {name: value * count for name, value in requests.items()}

@@ -6,6 +6,7 @@ pools/*.yaml), never copied from fit's output: a quota change in a team file mov
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from decimal import Decimal
@@ -427,6 +428,77 @@ def test_scratch_disk_is_not_counted_by_kueue(example: Platform) -> None:
     assert (
         gpu_quota(result, "h100-train").requested == quota(example.teams["vision"], "h100-train")[0]
     )
+
+
+def _without_rdma(platform: Platform, *names: str) -> Platform:
+    """The platform with these pools' `fabric.rdma` removed: their cluster's Kueue no longer
+    excludes the resource unless another of its pools declares it."""
+    pools = {
+        n: dataclasses.replace(p, rdma=None) if n in names else p for n, p in platform.pools.items()
+    }
+    return dataclasses.replace(platform, pools=pools)
+
+
+def test_jobset_with_rdma_devices_fits_where_kueue_excludes_them(example: Platform) -> None:
+    """Two whole-node pods, each with the pool's RDMA device: Kueue counts only the GPUs (the
+    cluster's configuration excludes the pool's RDMA resource), so llm's nominal quota holds it."""
+    rdma = example.pools["h100-train"].rdma
+    assert rdma is not None
+    per_node = example.pools["h100-train"].gpus_per_node
+    nominal, _, _ = quota(example.teams["llm"], "h100-train")
+    result = fit(example, "jobset-rdma")
+    assert (result.verdict, result.cluster_queue) == (FITS, "llm-training")
+    assert [(ps.name, ps.count, ps.flavor) for ps in result.pod_sets] == [
+        ("leader", 1, "h100-train"),
+        ("workers", 1, "h100-train"),
+    ]
+    assert all(rdma.resource not in ps.per_pod for ps in result.pod_sets)
+    assert rdma.resource not in {q.resource for q in result.quotas}
+    assert gpu_quota(result, "h100-train").requested == 2 * per_node == nominal
+    assert any(f"1 {rdma.resource} per pod" in n and "does not count" in n for n in result.notes)
+
+
+def test_the_same_jobset_never_fits_where_kueue_does_not_exclude_them(example: Platform) -> None:
+    """Without `fabric.rdma` on prod-east's pools, Kueue's configuration does not exclude the
+    resource and no ClusterQueue covers it: Kueue holds the JobSet for good."""
+    resource = "rdma/rdma_shared_device_a"
+    declaring = [n for n, p in example.pools.items() if p.rdma and p.rdma.resource == resource]
+    assert sorted(declaring) == ["a100-mig", "h100-train"]
+    result = fit(_without_rdma(example, *declaring), "jobset-rdma")
+    assert (result.verdict, result.admissible) == (NEVER, False)
+    assert result.message == (
+        f"couldn't assign flavors to pod set leader: resource {resource} unavailable in "
+        f"ClusterQueue; couldn't assign flavors to pod set workers: resource {resource} "
+        "unavailable in ClusterQueue"
+    )
+    assert any("spec.fabric.rdma" in r and resource in r for r in result.reasons)
+    # one pool still declaring it is enough: the exclusion is per cluster
+    assert fit(_without_rdma(example, "a100-mig"), "jobset-rdma").verdict == FITS
+
+
+def test_rdma_devices_of_a_pool_that_does_not_declare_them_are_pointed_out(
+    example: Platform, tmp_path: Path
+) -> None:
+    """a100-mig without `fabric.rdma` while h100-train keeps it: Kueue still excludes the
+    resource on prod-east and admits the job, but a100-mig's nodes may not advertise it."""
+    job = tmp_path / "mig-rdma.yaml"
+    job.write_text(
+        (CASES / "notebook-mig.yaml")
+        .read_text()
+        .replace(
+            "limits: {nvidia.com/mig-1g.10gb: 1, memory: 32Gi}",
+            "limits: {nvidia.com/mig-1g.10gb: 1, memory: 32Gi, rdma/rdma_shared_device_a: 1}",
+        )
+    )
+    result = check_fit(_without_rdma(example, "a100-mig"), job)
+    assert result.verdict == FITS
+    assert any(
+        "pool a100-mig declares no RDMA resource" in n and "rdma/rdma_shared_device_a" in n
+        for n in result.notes
+    )
+    declared = check_fit(example, job)
+    assert declared.verdict == FITS
+    assert not any("stay Pending" in n for n in declared.notes)
 
 
 def test_two_shared_replicas_per_pod_never_run(example: Platform) -> None:

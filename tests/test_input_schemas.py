@@ -340,6 +340,53 @@ def test_bad_node_count_is_refused(nodes: Any, path: list[Any], validator: str) 
     assert error.validator == validator
 
 
+@pytest.mark.parametrize(
+    ("rdma", "path", "validator"),
+    [
+        ({"resource": "efa", "perNode": 16}, ["spec", "fabric", "rdma", "resource"], "pattern"),
+        ({"resource": "/efa", "perNode": 16}, ["spec", "fabric", "rdma", "resource"], "pattern"),
+        (
+            {"resource": "vpc.amazonaws.com/efa interfaces", "perNode": 16},
+            ["spec", "fabric", "rdma", "resource"],
+            "pattern",
+        ),
+        (
+            {"resource": "vpc.amazonaws.com/efa", "perNode": 0},
+            ["spec", "fabric", "rdma", "perNode"],
+            "minimum",
+        ),
+        (
+            {"resource": "vpc.amazonaws.com/efa", "perNode": "16"},
+            ["spec", "fabric", "rdma", "perNode"],
+            "type",
+        ),
+        ({"resource": "vpc.amazonaws.com/efa"}, ["spec", "fabric", "rdma"], "required"),
+        (
+            {"resource": "vpc.amazonaws.com/efa", "perNode": 16, "perPod": 2},
+            ["spec", "fabric", "rdma"],
+            "additionalProperties",
+        ),
+        ("vpc.amazonaws.com/efa", ["spec", "fabric", "rdma"], "type"),
+    ],
+)
+def test_bad_rdma_block_is_refused(rdma: Any, path: list[Any], validator: str) -> None:
+    doc = example("Pool", "h200-tune")
+    doc["spec"]["fabric"]["rdma"] = rdma
+    error = the_error("Pool", doc)
+    assert list(error.absolute_path) == path
+    assert error.validator == validator
+
+
+@pytest.mark.parametrize(
+    "resource",
+    ["rdma/ib", "rdma/rdma_shared_device_a", "vpc.amazonaws.com/efa", "nvidia.com/hostdev"],
+)
+def test_device_plugin_rdma_resources_are_accepted(resource: str) -> None:
+    doc = example("Pool", "h100-train")
+    doc["spec"]["fabric"]["rdma"] = {"resource": resource, "perNode": 1}
+    assert errors("Pool", doc) == []
+
+
 def test_empty_acceptance_is_refused() -> None:
     doc = example("Pool", "l4-serve")
     doc["spec"]["acceptance"] = {}

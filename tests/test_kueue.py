@@ -342,6 +342,51 @@ def test_kueue_configuration_follows_the_queue_policy(example: Rendered) -> None
     assert "featureGates" not in east
 
 
+def _pool_files() -> dict[str, dict[str, Any]]:
+    """Every example pool file's spec, read with PyYAML rather than the engine."""
+    return {
+        path.stem: yaml.safe_load(path.read_text())["spec"]
+        for path in sorted((REPO / "pools").glob("*.yaml"))
+    }
+
+
+def test_kueue_leaves_every_rdma_resource_of_the_clusters_pools_out_of_quota(
+    example: Rendered,
+) -> None:
+    """Each cluster's Configuration excludes exactly the RDMA resources its pool files declare
+    (besides ephemeral-storage), sorted, once each; the ClusterQueues cover none of them."""
+    declared: dict[str, set[str]] = {}
+    for spec in _pool_files().values():
+        rdma = spec.get("fabric", {}).get("rdma")
+        if rdma is not None:
+            declared.setdefault(spec["cluster"], set()).add(rdma["resource"])
+    assert declared == {
+        "prod-east": {"rdma/rdma_shared_device_a"},  # h100-train and a100-mig share it
+        "staging-west": {"vpc.amazonaws.com/efa"},
+    }
+    for cluster in sorted(example.manifests):
+        excluded = config(example, cluster)["resources"]["excludeResourcePrefixes"]
+        assert excluded == sorted({"ephemeral-storage", *declared.get(cluster, set())})
+        queues = [m.body for m in example.manifests[cluster] if m.kind == "ClusterQueue"]
+        assert queues
+        for cq in queues:
+            for group in cq["spec"].get("resourceGroups", []):
+                assert not set(group["coveredResources"]) & declared.get(cluster, set())
+
+
+def test_a_cluster_without_rdma_pools_excludes_only_scratch_disk() -> None:
+    east = load_platform(REPO).platform
+    pools = tuple(p for p in east.pools.values() if p.cluster == "prod-east")
+    assert kueue.excluded_resource_prefixes(pools) == (
+        "ephemeral-storage",
+        "rdma/rdma_shared_device_a",
+    )
+    bare = tuple(dataclasses.replace(p, rdma=None) for p in pools)
+    assert kueue.excluded_resource_prefixes(bare) == kueue.EXCLUDED_RESOURCE_PREFIXES
+    resources = kueue.manager_config((), bare)["resources"]
+    assert resources["excludeResourcePrefixes"] == ["ephemeral-storage"]
+
+
 def test_kueue_manages_exactly_the_team_namespaces(example: Rendered) -> None:
     (expression,) = config(example, "prod-east")["managedJobsNamespaceSelector"]["matchExpressions"]
     assert expression == {"key": kueue.TEAM_LABEL, "operator": "Exists"}

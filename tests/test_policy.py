@@ -210,6 +210,18 @@ CASES = [
         "project: platform",
     ),
     (
+        "rdma-on-tcp-fabric",
+        "pools/l4-serve.yaml",
+        "    gbpsPerNic: 40\n",
+        "    gbpsPerNic: 40\n    rdma: {resource: vpc.amazonaws.com/efa, perNode: 1}\n",
+    ),
+    (
+        "multi-node-without-rdma",
+        "pools/h100-train.yaml",
+        "    rdma:\n      resource: rdma/rdma_shared_device_a\n      perNode: 1\n",
+        "",
+    ),
+    (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
         "cluster: staging-west, purpose: inference}",
@@ -218,7 +230,12 @@ CASES = [
 ]
 
 
-WARNINGS = {"queue-settings-differ", "acceptance-image-differs", "pool-unused"}
+WARNINGS = {
+    "queue-settings-differ",
+    "acceptance-image-differs",
+    "pool-unused",
+    "multi-node-without-rdma",
+}
 
 
 def test_every_policy_rule_has_a_case() -> None:

@@ -243,6 +243,81 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_teams_local_queue(
     assert checked >= 20
 
 
+def _pool_file(name: str) -> dict[str, Any]:
+    """A pool's spec as its file says, read with PyYAML rather than the engine."""
+    spec: dict[str, Any] = yaml.safe_load((REPO / "pools" / f"{name}.yaml").read_text())["spec"]
+    return spec
+
+
+def test_multi_pod_and_distributed_jobs_get_the_pools_rdma_devices(
+    example: Rendered, tmp_path: Path
+) -> None:
+    """Every pod of a step with several pods or a distributed probe, on a pool whose file
+    declares `fabric.rdma`, requests the RDMA resource (requests equal to limits) in its share of
+    a node, rounded up; the other steps and pools request none, no capability is added, and
+    every Job still passes `gpuplane fit` (Kueue excludes the resource)."""
+    seen: dict[str, set[int]] = {}
+    for target in all_targets(example.platform):
+        fabric = _pool_file(target.name).get("fabric", {})
+        rdma = fabric.get("rdma")
+        bodies = argo(example, target.cluster.name)
+        for kind, steps in (
+            ("acceptance", suites.acceptance_steps(target)),
+            ("benchmark", suites.benchmark_steps(target)),
+        ):
+            for step in steps:
+                job = job_of(bodies[f"{kind}-{target.name}"], step.name)
+                pod = job["spec"]["template"]["spec"]
+                containers = [*pod.get("initContainers", []), *pod["containers"]]
+                for container in containers:
+                    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+                    assert "add" not in container["securityContext"]["capabilities"]
+                gpu = pod.get("initContainers", pod["containers"])[0]["resources"]
+                asked = {r for part in ("requests", "limits") for r in gpu.get(part, {})}
+                talks = step.shape.pods > 1 or any(
+                    p.distributed for p in (*step.probes, *step.after)
+                )
+                if rdma is None or not talks:
+                    assert not asked - {"cpu", "memory", target.offer.resource}, (
+                        target.name,
+                        step.name,
+                    )
+                    continue
+                per_node = rdma["perNode"]
+                if _pool_file(target.name)["sharing"] == "full-gpu" and not target.dra:
+                    gpus = _pool_file(target.name)["gpusPerNode"]
+                    expected = -(-per_node * step.shape.per_pod // gpus)  # ceil
+                else:  # one device per pod: a small share of a node
+                    expected = 1 if per_node == 1 else None
+                amount = gpu["requests"][rdma["resource"]]
+                assert gpu["limits"][rdma["resource"]] == amount, (target.name, step.name)
+                assert 1 <= amount <= per_node
+                if expected is not None:
+                    assert amount == max(1, min(per_node, expected)), (target.name, step.name)
+                seen.setdefault(rdma["resource"], set()).add(amount)
+                path = tmp_path / f"{target.name}-{kind}-{step.name}.yaml"
+                path.write_text(yaml.safe_dump(job))
+                result = check_fit(example.platform, path)
+                assert result.admissible, (target.name, step.name, result.summary, result.reasons)
+                assert rdma["resource"] not in {q.resource for q in result.quotas}
+    # h200-tune (16 EFA interfaces, 8 GPUs): whole nodes take 16, the 2-pod all-reduce's pods
+    # their share; the InfiniBand pools' shared device: 1 per pod
+    assert seen["rdma/rdma_shared_device_a"] == {1}
+    assert 16 in seen["vpc.amazonaws.com/efa"] and len(seen["vpc.amazonaws.com/efa"]) > 1
+
+
+def test_pools_without_rdma_request_none(platform: Platform) -> None:
+    """The same pools with `fabric.rdma` removed: no Job of theirs requests an RDMA resource."""
+    pools = {n: dataclasses.replace(p, rdma=None) for n, p in platform.pools.items()}
+    bare = dataclasses.replace(platform, pools=pools)
+    resources = {p.rdma.resource for p in platform.pools.values() if p.rdma is not None}
+    assert resources
+    for target in all_targets(bare):
+        for step in (*suites.acceptance_steps(target), *suites.benchmark_steps(target)):
+            text = dump(suites.job_manifest(target, step))
+            assert not any(r in text for r in resources), (target.name, step.name)
+
+
 def test_the_training_jobs_take_what_the_queue_can_hold(example: Rendered) -> None:
     """h100-train: llm's ClusterQueue may hold 24 GPUs (its own nominal quota, less what it
     lends, plus what the cohort lends); the training Job takes them as 3 whole nodes."""

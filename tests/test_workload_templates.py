@@ -111,6 +111,11 @@ def _gpu_containers(body: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict
                 yield template["spec"], container
 
 
+def _rdma(view: ClusterView) -> set[str]:
+    """The RDMA resources the platform's pools declare: not GPU units."""
+    return {p.rdma.resource for p in view.platform.pools.values() if p.rdma is not None}
+
+
 def _templates(
     case: tuple[str, list[tuple[ClusterView, Values]]],
 ) -> list[tuple[ClusterView, Values]]:
@@ -274,7 +279,7 @@ def test_requests_use_the_resource_name_the_pool_advertises(case: Any) -> None:
         assert containers, item.path
         for spec, container in containers:
             resources = container["resources"]
-            gpus = set(resources["requests"]) - {"cpu", "memory"}
+            gpus = set(resources["requests"]) - {"cpu", "memory"} - _rdma(view)
             if pool.exposure == "dra":
                 assert not gpus and resources["claims"] == [{"name": dra.REQUEST}]
                 (claim,) = spec["resourceClaims"]
@@ -308,7 +313,8 @@ def test_mig_templates_request_a_profile_the_team_holds(example: Any) -> None:
         team, _ = _namespace(view, item.body["metadata"]["namespace"])
         profiles = {f"nvidia.com/mig-{q.profile}" for q in team.gpus if q.pool == "a100-mig"}
         for _, container in _gpu_containers(item.body):
-            assert set(container["resources"]["requests"]) - {"cpu", "memory"} <= profiles
+            requests = set(container["resources"]["requests"]) - _rdma(view)
+            assert requests - {"cpu", "memory"} <= profiles
             checked += 1
     assert checked and platform.pools["a100-mig"].sharing == "mig"
 
@@ -322,17 +328,21 @@ def test_cpu_and_memory_come_from_the_team_defaults(case: Any) -> None:
         cpu, memory = quantity.parse(defaults["cpu"]), quantity.parse(defaults["memory"])
         for spec, container in _gpu_containers(item.body):
             requests = container["resources"]["requests"]
-            units = _dra_units(spec, pool) if pool.exposure == "dra" else _units(container)
+            units = (
+                _dra_units(spec, pool) if pool.exposure == "dra" else _units(container, _rdma(view))
+            )
             assert quantity.parse(requests["cpu"]) == cpu * units
             assert quantity.parse(requests["memory"]) == memory * units
             assert container["resources"]["limits"]["memory"] == requests["memory"]
             assert "cpu" not in container["resources"]["limits"]
 
 
-def _units(container: dict[str, Any]) -> int:
-    """The GPU units an extended-resource container requests."""
+def _units(container: dict[str, Any], rdma: set[str]) -> int:
+    """The GPU units an extended-resource container requests (not its RDMA devices)."""
     (units,) = [
-        v for k, v in container["resources"]["requests"].items() if k not in ("cpu", "memory")
+        v
+        for k, v in container["resources"]["requests"].items()
+        if k not in ("cpu", "memory") and k not in rdma
     ]
     return int(units)
 
@@ -369,7 +379,9 @@ def test_distributed_templates_are_sized_to_a_node_when_the_quota_allows(case: A
             (container,) = template["spec"]["containers"]
             pods += count
             per_pod.add(
-                _dra_units(template["spec"], pool) if pool.exposure == "dra" else _units(container)
+                _dra_units(template["spec"], pool)
+                if pool.exposure == "dra"
+                else _units(container, _rdma(view))
             )
         (units,) = per_pod
         assert pods * units <= most, item.path
@@ -388,6 +400,45 @@ def test_distributed_templates_are_sized_to_a_node_when_the_quota_allows(case: A
         else:
             (group,) = body["spec"]["rayClusterSpec"]["workerGroupSpecs"]
             assert group["rayStartParams"]["num-gpus"] == str(units)
+
+
+def test_distributed_templates_request_the_pools_rdma_devices(case: Any) -> None:
+    """The JobSet's pods and a RayJob's GPU workers (when there are several) on a pool whose
+    file declares `fabric.rdma` request its resource, requests equal to limits, in their share
+    of a node rounded up; the Job, the Deployment, the Ray head and submitter request none."""
+    checked = 0
+    for view, item in _templates(case):
+        body = item.body
+        pool = view.platform.pools[_pool_of(item)]
+        spec = yaml.safe_load((PLATFORMS[case[0]] / "pools" / f"{pool.name}.yaml").read_text())
+        rdma = spec["spec"].get("fabric", {}).get("rdma")
+        multi_pod = body["kind"] in ("JobSet", "RayJob")
+        gpu_pods = {id(t["spec"]) for _, t in _gpu_pod_sets(body)} if multi_pod else set()
+        pods = sum(c for c, _ in _gpu_pod_sets(body)) if gpu_pods else 1
+        for _, template in _pod_templates(body):
+            for container in template["spec"]["containers"]:
+                resources = container["resources"]
+                distributed = id(template["spec"]) in gpu_pods and pods > 1
+                if rdma is None or not distributed:
+                    assert not _rdma(view) & set(resources["requests"]), item.path
+                    assert not _rdma(view) & set(resources.get("limits", {})), item.path
+                    continue
+                amount = resources["requests"][rdma["resource"]]
+                assert resources["limits"][rdma["resource"]] == amount
+                units = (
+                    _dra_units(template["spec"], pool)
+                    if pool.exposure == "dra"
+                    else _units(container, _rdma(view))
+                )
+                per_node = rdma["perNode"]
+                if spec["spec"]["sharing"] == "full-gpu":
+                    share = -(-per_node * units // spec["spec"]["gpusPerNode"])  # ceil
+                    assert amount == min(per_node, max(1, share)), item.path
+                else:
+                    assert 1 <= amount <= per_node and (per_node > 1 or amount == 1)
+                checked += 1
+    if case[0] in ("example", "dra", "gitops"):
+        assert checked, case[0]
 
 
 def _dra_units(spec: dict[str, Any], pool: Any) -> int:

@@ -63,7 +63,7 @@ from renderer.admission import (
     potential_available,
 )
 from renderer.canonical import dump
-from renderer.capacity import Offer, quota_offer
+from renderer.capacity import Offer, quota_offer, rdma_requests
 from renderer.layers import ClusterView
 from renderer.manifest import labels as common_labels
 from renderer.manifest import metadata
@@ -702,8 +702,27 @@ def _secure_container() -> dict[str, Any]:
     return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
-def _gpu_resources(target: Target, shape: Shape) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One pod's GPU container resources, and the pod's resourceClaims on a DRA pool."""
+def communicates(step: Step) -> bool:
+    """Whether the step's pods talk NCCL across the fabric: a Job of several pods, or a
+    distributed probe (torchrun); such pods get the pool's RDMA devices (docs/rdma.md)."""
+    return step.shape.pods > 1 or any(p.distributed for p in (*step.probes, *step.after))
+
+
+def rdma_resources(target: Target, step: Step) -> dict[str, int]:
+    """The pool's RDMA resource for one pod of a communicating step, in the pod's share of a
+    node (rounded up, at least 1); nothing on a pool without `fabric.rdma` or for a step that
+    does not communicate."""
+    if not communicates(step):
+        return {}
+    share = node_share(target.pool, target.offer, Decimal(step.shape.per_pod))
+    return rdma_requests(target.pool, share)
+
+
+def _gpu_resources(
+    target: Target, shape: Shape, rdma: Mapping[str, int] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One pod's GPU container resources (with its RDMA devices, requests equal to limits, as
+    extended resources must be), and the pod's resourceClaims on a DRA pool."""
     host = _host_resources(target, shape.per_pod)
     requests: dict[str, Any] = dict(host)
     limits: dict[str, Any] = {k: v for k, v in host.items() if k == "memory"}
@@ -716,6 +735,8 @@ def _gpu_resources(target: Target, shape: Shape) -> tuple[dict[str, Any], dict[s
     else:
         requests[target.offer.resource] = shape.per_pod
         limits[target.offer.resource] = shape.per_pod
+    requests.update(rdma or {})
+    limits.update(rdma or {})
     if requests:
         resources["requests"] = requests
     if limits:
@@ -794,7 +815,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     if any(p.distributed for p in step.probes) and shape.pods * shape.per_pod > 1:
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
-    resources, claims = _gpu_resources(target, shape)
+    resources, claims = _gpu_resources(target, shape, rdma_resources(target, step))
     pod_spec.update(claims)
     container: dict[str, Any] = {
         "name": "probe",
