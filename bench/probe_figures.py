@@ -130,7 +130,7 @@ def table(
     checkpoint = results["checkpoint"]["metrics"]
     rows = [
         ("training tokens/s", f"{tokens:,.0f}", f"{config.name()}, batch {training['batchSize']}"),
-        ("model TFLOPS (6 x params x tokens/s)", f"{flops:.1f}", peak_flops),
+        ("model TFLOPS (6 x params x tokens/s)", f"{flops:.3g}", peak_flops),
         (
             "checkpoint write GB/s",
             f"{checkpoint['writeGBps']:.2f}",

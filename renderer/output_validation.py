@@ -30,6 +30,8 @@ from packaging.version import Version
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from renderer import crd_cache
+
 try:
     from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
@@ -642,7 +644,7 @@ def _read_documents(path: Path, raw: bytes) -> list[Any]:
     try:
         if path.suffix.lower() == ".json":
             return [json.loads(text)]
-        return list(yaml.load_all(text, Loader=_YamlLoader))
+        return crd_cache.documents(raw, lambda: list(yaml.load_all(text, Loader=_YamlLoader)))
     except (yaml.YAMLError, ValueError) as exc:
         raise CrdLoadError(f"{path}: not valid YAML/JSON: {_one_line(str(exc))}") from exc
 

@@ -56,7 +56,7 @@ def test_the_table_is_what_the_results_say(
     tokens = results["training"]["metrics"]["samplesPerSecond"] * config.seq_len
     assert rows["training tokens/s"][0] == f"{tokens:,.0f}"
     params = sum(p.numel() for p in TinyTransformer(config).parameters())
-    assert rows["model TFLOPS (6 x params x tokens/s)"][0] == f"{6 * params * tokens / 1e12:.1f}"
+    assert rows["model TFLOPS (6 x params x tokens/s)"][0] == f"{6 * params * tokens / 1e12:.3g}"
     assert (
         rows["checkpoint write GB/s"][0] == f"{results['checkpoint']['metrics']['writeGBps']:.2f}"
     )
