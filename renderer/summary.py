@@ -59,6 +59,16 @@ def cluster_readme(view: ClusterView) -> str:
                 "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
             }
         )
+    fabrics = [
+        {
+            "pool": pool.name,
+            "fabric": pool.fabric,
+            "resource": pool.rdma.resource,
+            "per_node": pool.rdma.per_node,
+        }
+        for pool in view.pools
+        if pool.rdma is not None
+    ]
     # where each namespace's `default` LocalQueue sends jobs that name no queue (Kueue only)
     local_queues: dict[str, str] = {}
     if view.cluster.scheduler == "kueue":
@@ -124,5 +134,5 @@ def cluster_readme(view: ClusterView) -> str:
                 ],
             }
         )
-    text = _template().render(cluster=view.cluster, pools=pools, teams=teams)
+    text = _template().render(cluster=view.cluster, pools=pools, fabrics=fabrics, teams=teams)
     return text.rstrip("\n") + "\n"

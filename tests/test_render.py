@@ -233,3 +233,23 @@ def test_kubectl_kustomize_builds_each_cluster(cluster: str) -> None:
         (b["kind"], b["metadata"]["name"], b["metadata"].get("namespace"))
         for b in (yaml.safe_load(p.read_text()) for p in on_disk)
     }
+
+
+def test_the_cluster_readme_tells_teams_each_pools_rdma_request() -> None:
+    """Teams write their own multi-node jobs: the README names what each pod must add."""
+    for cluster in ("prod-east", "staging-west"):
+        readme = (REPO / "rendered" / cluster / "README.md").read_text()
+        expected = []
+        for path in sorted((REPO / "pools").glob("*.yaml")):
+            spec = yaml.safe_load(path.read_text())["spec"]
+            rdma = spec.get("fabric", {}).get("rdma")
+            if spec["cluster"] == cluster and rdma:
+                expected.append(f"`{rdma['resource']}: {rdma['perNode']}`")
+                row = next(
+                    line
+                    for line in readme.splitlines()
+                    if line.startswith(f"| {path.stem} | ") and "`" in line
+                )
+                assert expected[-1] in row and spec["fabric"]["type"] in row
+        assert expected, f"{cluster} has no pool with an rdma block"
+        assert readme.count("(a pod with part of a node: its share, rounded up)") == len(expected)
