@@ -23,6 +23,7 @@ import yaml
 
 from renderer.canonical import dump
 from renderer.fit import check_fit
+from renderer.kueue import duration_seconds
 from renderer.layers import ClusterView
 from renderer.layers import workflows as layer
 from renderer.manifest import Manifest
@@ -232,6 +233,10 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_teams_local_queue(
             assert gpu["resources"]["limits"][target.offer.resource] == step.shape.per_pod
             assert gpu["resources"]["requests"][target.offer.resource] == step.shape.per_pod
             assert job["spec"]["completions"] == step.shape.pods
+            (probe,) = pod["containers"]
+            assert probe["envFrom"] == [
+                {"secretRef": {"name": "gpuplane-object-store", "optional": True}}
+            ]
             # what Kueue would do with it, as `gpuplane fit` says
             path = tmp_path / f"{target.name}-{step.name}.yaml"
             path.write_text(yaml.safe_dump(job))
@@ -340,18 +345,115 @@ def test_the_training_jobs_take_what_the_queue_can_hold(example: Rendered) -> No
     assert shape == suites.Shape(expected // 8, 8)
 
 
+def test_the_model_a_server_serves_is_staged_by_an_earlier_job(platform: Platform) -> None:
+    """The server is a native sidecar: the pod's main container starts only once it serves, so
+    the weights it serves must come from a Job before, never from the same pod."""
+    servers = 0
+    for target in all_targets(platform):
+        for steps in (suites.acceptance_steps(target), suites.benchmark_steps(target)):
+            for index, step in enumerate(steps):
+                if not step.server:
+                    continue
+                servers += 1
+                assert not any(p.probe == "staging" for p in step.probes), step.name
+                staged = [
+                    p
+                    for before in steps[:index]
+                    for p in before.probes
+                    if p.probe == "staging" and before.workspace
+                ]
+                assert staged and step.workspace, (target.name, step.name)
+                assert f"{suites.WORKSPACE}/data" in staged[-1].options
+    assert servers >= 2  # acceptance and benchmark of an inference pool
+
+
+def test_the_server_starts_within_kueues_ready_timeout(example: Rendered) -> None:
+    """Kueue evicts and requeues a Job whose pods are not all Ready within waitForPodsReady's
+    timeout (the cluster's values/kueue.yaml): the server's startup budget stays below it, so
+    a server that cannot start fails the step once instead of being requeued forever."""
+    checked = 0
+    for target in all_targets(example.platform):
+        if not target.inference:
+            continue
+        values = yaml.safe_load(
+            (REPO / "rendered" / target.cluster.name / "values" / "kueue.yaml").read_text()
+        )
+        config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+        timeout = duration_seconds(config["waitForPodsReady"]["timeout"])
+        for suite, step in (("acceptance", "train"), ("benchmark", "inference")):
+            job = job_of(argo(example, target.cluster.name)[f"{suite}-{target.name}"], step)
+            (server,) = job["spec"]["template"]["spec"]["initContainers"]
+            probe = server["startupProbe"]
+            budget = probe["periodSeconds"] * probe["failureThreshold"]
+            assert 0 < budget < timeout, (target.name, step, budget, timeout)
+            checked += 1
+    assert checked >= 4
+
+
+def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
+    """Every task of a step goes on when it fails, the log is read after a failed Job too, and
+    every part a step outputs has a default: export and report still run and name the failure
+    (the report's exit code fails the Workflow), instead of the run stopping with nothing
+    exported."""
+    checked = 0
+    for target in all_targets(example.platform):
+        for suite in ("acceptance", "benchmark"):
+            body = argo(example, target.cluster.name)[f"{suite}-{target.name}"]
+            steps = (
+                suites.acceptance_steps(target)
+                if suite == "acceptance"
+                else suites.benchmark_steps(target)
+            )
+            for step in steps:
+                dag = tasks(body, step.name)
+                assert all(t.get("continueOn") == {"failed": True} for t in dag.values()), step.name
+                if not step.after:
+                    assert dag["logs"]["depends"] == "job.Succeeded || job.Failed"
+                outputs = template(body, step.name)["outputs"]["parameters"]
+                assert [p["name"] for p in outputs] == list(suites.STEP_PARTS)
+                assert all(p["valueFrom"]["default"] == "" for p in outputs)
+                checked += 1
+            main = tasks(body, body["spec"]["entrypoint"])
+            assert "continueOn" not in main["export"]  # export and report decide the verdict
+    assert checked > 20
+
+
+def test_pods_smaller_than_a_node_spread_unless_kueue_places_them(platform: Platform) -> None:
+    """The communication step must cross nodes: pods smaller than a node carry a required
+    anti-affinity, except on a topology-aware Kueue flavor, where Kueue pins each pod to the node
+    it chose and the anti-affinity would keep the packed pods Pending forever."""
+    seen = {True: 0, False: 0}
+    for target in all_targets(platform):
+        for aware in (True, False):
+            levels = target.pool.topology_levels if aware else ()
+            if aware and not levels:
+                continue
+            pool = dataclasses.replace(target.pool, topology_levels=levels)
+            variant = dataclasses.replace(target, pool=pool)
+            assert suites.topology_aware(variant) is aware
+            for step in suites.acceptance_steps(variant):
+                if step.shape.pods < 2 or step.shape.per_pod >= variant.offer.per_node:
+                    continue
+                spec = suites.job_manifest(variant, step)["spec"]["template"]["spec"]
+                assert ("affinity" in spec) is not aware, (target.name, step.name)
+                seen[aware] += 1
+    assert seen[True] and seen[False]
+
+
 def test_step_five_deletes_the_pod_then_waits_for_its_replacement(example: Rendered) -> None:
     for target in all_targets(example.platform):
         body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
         dag = tasks(body, "checkpoint")
         assert [dag[t].get("depends") for t in ("job", "interrupt", "restore", "logs")] == [
             None,
-            "job",
-            "interrupt",
-            "restore",
+            "job.Succeeded",
+            "interrupt.Succeeded",
+            "job.Failed || interrupt.Failed || restore.Succeeded || restore.Failed",
         ]
         create = template(body, "checkpoint-job")["resource"]
         assert create["successCondition"] == "status.ready > 0"  # the checkpoint is written
+        assert "retryStrategy" not in template(body, "interrupt")  # would delete the replacement
+        assert template(body, "logs")["retryStrategy"] == {"limit": 2}
         interrupt = template(body, "interrupt")["container"]
         assert interrupt["command"] == ["kubectl"] and interrupt["args"][:2] == ["delete", "pod"]
         assert (

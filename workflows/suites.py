@@ -43,6 +43,7 @@ from hera.workflows import (
 )
 from hera.workflows.models import (
     Capabilities,
+    ContinueOn,
     IntOrString,
     PodSecurityContext,
     Quantity,
@@ -64,6 +65,7 @@ from renderer.admission import (
 )
 from renderer.canonical import dump
 from renderer.capacity import Offer, quota_offer, rdma_requests
+from renderer.kueue import gang_timeout
 from renderer.layers import ClusterView
 from renderer.manifest import labels as common_labels
 from renderer.manifest import metadata
@@ -97,6 +99,11 @@ LOCAL_QUEUE = "default"
 DATASET_PREFIX = "gpuplane-acceptance"
 """Under the cluster's object store: `data/` (a dataset sample) and `model/` (base weights in
 Hugging Face layout), which step 2 stages. The `dataset` parameter overrides the location."""
+OBJECT_STORE_SECRET = "gpuplane-object-store"
+"""A Secret the platform may put in each team namespace (External Secrets, Vault, or by hand):
+its keys become the probe's environment, so `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+`AWS_ENDPOINT_URL` (an on-prem S3 gateway) reach boto3 without anything secret being rendered.
+Optional: on EKS the pod's service account (IRSA) or the node's role serve instead."""
 DATASET_FALLBACK = "file:///opt/gpuplane-acceptance"
 """The `dataset` default of a cluster without an object store: the sample the suite image's build
 writes with `python -m workflows.probes sample` (`data/`, synthetic token shards; `model/`, a tiny
@@ -126,7 +133,10 @@ INTERRUPT_WAIT_SECONDS = 3600
 JOB_TTL_SECONDS = 24 * 3600
 """Finished Jobs the clean-up missed disappear after this."""
 SERVER_START_SECONDS = 1800
-"""How long the inference server may take to load the model before step 4 fails."""
+"""How long the inference server may take to load the model before step 4 fails, unless Kueue's
+waitForPodsReady evicts the Job sooner (`server_start_seconds`)."""
+READY_MARGIN_SECONDS = 60
+"""Time left for the rest of the pod to turn Ready once the server answers."""
 WORKSPACE_SIZE = "100Gi"
 MASTER_PORT = 29500
 SERVER_PORT = 8000
@@ -298,6 +308,9 @@ class Target:
     offer: Offer
     available: int
     repository: Repository | None = None
+    pods_ready_seconds: int | None = None
+    """Kueue's waitForPodsReady timeout on the cluster (None: none): a Job whose pods are not all
+    Ready by then is evicted and requeued."""
 
     @property
     def name(self) -> str:
@@ -362,6 +375,7 @@ def targets(view: ClusterView) -> tuple[Target, ...]:
     most units, then by name. A pool no team has quota on gets no suite: nothing could run there
     through a queue."""
     plans = cluster_queues(view)
+    ready_timeout = gang_timeout(view.queues) if view.cluster.scheduler == "kueue" else None
     found: list[Target] = []
     for pool in view.pools:
         best: tuple[tuple[int, str, str], Target] | None = None
@@ -385,6 +399,7 @@ def targets(view: ClusterView) -> tuple[Target, ...]:
                             offer,
                             available,
                             view.platform.repository,
+                            ready_timeout,
                         )
                         best = (key, target)
         if best is not None:
@@ -559,7 +574,7 @@ def acceptance_steps(target: Target) -> tuple[Step, ...]:
 
 def benchmark_steps(target: Target) -> tuple[Step, ...]:
     """The benchmark Jobs: all-reduce sweep, storage, checkpoint write, restore and resume, and for
-    inference pools the latency of a served model (its weights staged first)."""
+    inference pools the latency of a served model (its weights staged by the Job before)."""
     shape = multi_node_shape(target) if target.multi_node else training_shape(target)
     steps = [
         Step("allreduce", (ALLREDUCE,), shape),
@@ -584,9 +599,10 @@ def benchmark_steps(target: Target) -> tuple[Step, ...]:
             ("--source", _input("dataset"), "--dest", f"{WORKSPACE}/data"),
             judged=False,
         )
-        steps.append(
-            Step("inference", (stage, _inference_probe()), ONE, workspace=True, server=True)
-        )
+        # a Job of its own before the server's: the server is a native sidecar, which must be
+        # serving before the pod's main container (and so anything it would stage) starts
+        steps.append(Step("stage", (stage,), ONE, workspace=True))
+        steps.append(Step("inference", (_inference_probe(),), ONE, workspace=True, server=True))
     return tuple(steps)
 
 
@@ -744,6 +760,15 @@ def _gpu_resources(
     return resources, pod
 
 
+def server_start_seconds(target: Target) -> int:
+    """The server's start budget: SERVER_START_SECONDS, but short of Kueue's waitForPodsReady
+    timeout, past which Kueue would evict and requeue the Job, again and again, instead of
+    letting the startup probe fail it once."""
+    if target.pods_ready_seconds is None:
+        return SERVER_START_SECONDS
+    return max(10, min(SERVER_START_SECONDS, target.pods_ready_seconds - READY_MARGIN_SECONDS))
+
+
 def _server(
     target: Target, mounts: list[dict[str, Any]], resources: dict[str, Any]
 ) -> dict[str, Any]:
@@ -769,11 +794,19 @@ def _server(
         "startupProbe": {
             "httpGet": {"path": "/health", "port": SERVER_PORT},
             "periodSeconds": 10,
-            "failureThreshold": SERVER_START_SECONDS // 10,
+            "failureThreshold": server_start_seconds(target) // 10,
         },
         "securityContext": _secure_container(),
         "volumeMounts": mounts,
     }
+
+
+def topology_aware(target: Target) -> bool:
+    """Whether Kueue places the pool's pods itself (its flavor names a Topology): it then writes
+    each pod's node into a nodeSelector, packing pods smaller than a node together, so a
+    required anti-affinity would leave all but one Pending until waitForPodsReady evicts the Job,
+    again and again. There the suite leaves placement to Kueue (docs/acceptance-suites.md)."""
+    return target.cluster.scheduler == "kueue" and bool(target.pool.topology_levels)
 
 
 def job_manifest(target: Target, step: Step) -> dict[str, Any]:
@@ -823,6 +856,8 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
         "command": ["python", "-c", RUNNER],
         "args": [json.dumps(plan)],
         "env": _probe_env(target, step),
+        # credentials and endpoint of the object store, where the namespace provides them
+        "envFrom": [{"secretRef": {"name": OBJECT_STORE_SECRET, "optional": True}}],
     }
     if step.server:
         pod_spec["initContainers"] = [_server(target, copy.deepcopy(mounts), resources)]
@@ -854,7 +889,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
         del pod_spec["tolerations"]
     if shape.pods > 1:
         pod_spec["subdomain"] = headless_service(target)
-        if shape.per_pod < target.offer.per_node:
+        if shape.per_pod < target.offer.per_node and not topology_aware(target):
             # devices smaller than a node: one pod per node, or nothing crosses a node
             pod_spec["affinity"] = {
                 "podAntiAffinity": {
@@ -948,8 +983,15 @@ def _pod_security() -> PodSecurityContext:
     )
 
 
-def _kubectl(target: Target, name: str, args: list[str], inputs: Sequence[str] = ()) -> Container:
-    """A step that is one kubectl command (retried: the API server may blink)."""
+def _kubectl(
+    target: Target,
+    name: str,
+    args: list[str],
+    inputs: Sequence[str] = (),
+    retried: bool = True,
+) -> Container:
+    """A step that is one kubectl command, retried (the API server may blink) unless running it
+    twice would do something else the second time."""
     return Container(
         name=name,
         image=target.kubectl_image,
@@ -958,7 +1000,7 @@ def _kubectl(target: Target, name: str, args: list[str], inputs: Sequence[str] =
         inputs=_params(*inputs),
         resources=_tool_resources(),
         security_context=_container_security(),
-        retry_strategy=RetryStrategy(limit=IntOrString(2)),
+        retry_strategy=RetryStrategy(limit=IntOrString(2)) if retried else None,
     )
 
 
@@ -997,48 +1039,58 @@ def _job_template(target: Target, step: Step) -> Resource:
 
 def _step_templates(target: Target, step: Step) -> None:
     """The Job template of a step, and the DAG that runs it (step 5: deletes its pod and waits
-    for the replacement) and reads its log; the DAG outputs STEP_PARTS."""
+    for the replacement) and reads its log; the DAG outputs STEP_PARTS.
+
+    A Job that fails does not stop the suite: its log is still read (a failed probe prints its
+    result before it exits), the DAG still succeeds with what it could read (an empty part
+    where a task did not run), and the next steps, export and report still run, so the report
+    names every step that failed and the Workflow fails through it."""
     job = _job_template(target, step)
     inputs = _suite_inputs(target, step)
     finished_from = "restore" if step.after else "job"
+
+    def part(name: str, value: str) -> Parameter:
+        return Parameter(name=name, value_from=ValueFrom(parameter=value, default=""))
+
     with DAG(
         name=step.name,
         inputs=_params(*inputs),
         outputs=[
-            Parameter(
-                name="log", value_from=ValueFrom(parameter=_ref("tasks.logs.outputs.result"))
-            ),
-            *(
-                Parameter(name=n, value_from=ValueFrom(parameter=_task_output("job", n)))
-                for n in ("created", "started")
-            ),
-            Parameter(
-                name="finished",
-                value_from=ValueFrom(parameter=_task_output(finished_from, "finished")),
-            ),
+            part("log", _ref("tasks.logs.outputs.result")),
+            *(part(n, _task_output("job", n)) for n in ("created", "started")),
+            part("finished", _task_output(finished_from, "finished")),
         ],
     ):
-        Task(name="job", template=job.name, arguments={n: _input(n) for n in inputs})
-        last = "job"
+        carry_on = ContinueOn(failed=True)
+        Task(
+            name="job",
+            template=job.name,
+            arguments={n: _input(n) for n in inputs},
+            continue_on=carry_on,
+        )
+        ended = "job.Succeeded || job.Failed"
         if step.after:
             Task(
                 name="interrupt",
                 template="interrupt",
                 arguments={"job": _task_output("job", "job")},
-                depends="job",
+                depends="job.Succeeded",
+                continue_on=carry_on,
             )
             Task(
                 name="restore",
                 template="await-job",
                 arguments={"job": _task_output("job", "job")},
-                depends="interrupt",
+                depends="interrupt.Succeeded",
+                continue_on=carry_on,
             )
-            last = "restore"
+            ended = "job.Failed || interrupt.Failed || restore.Succeeded || restore.Failed"
         Task(
             name="logs",
             template="logs",
             arguments={"job": _task_output("job", "job")},
-            depends=last,
+            depends=ended,
+            continue_on=carry_on,
         )
 
 
@@ -1075,6 +1127,8 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
                 "--wait=true",
             ],
             ["job"],
+            # a second try would find the replacement pod and delete that one too
+            retried=False,
         )
         Resource(
             name="await-job",

@@ -73,6 +73,12 @@ LocalQueues, ConfigMaps and claim templates into team namespaces; platform objec
 workflows, which exercise all of it, last (2). A layer missing here syncs with the platform."""
 DEFAULT_LAYER_WAVE = 1
 
+HOOK_LAYERS = frozenset({"workflows"})
+"""Layers whose sync runs a hook (the acceptance suites' PostSync Workflow): a failing hook fails
+the sync, and a retry would delete its Workflow (BeforeHookCreation) and queue every pool's GPU
+Jobs again, up to RETRY's limit. Their Applications do not retry; the next commit, or a manual
+sync, runs the suites again."""
+
 GUARDRAILS: tuple[Mapping[str, str], ...] = (
     {"group": "", "kind": "ResourceQuota"},
     {"group": "", "kind": "LimitRange"},
@@ -271,12 +277,13 @@ def _application(
     )
 
 
-def _sync_policy(*options: str, **extra: Any) -> dict[str, Any]:
+def _sync_policy(*options: str, retry: bool = True, **extra: Any) -> dict[str, Any]:
     policy: dict[str, Any] = {"automated": dict(AUTOMATED)}
     if options:
         policy["syncOptions"] = list(options)
     policy.update(extra)
-    policy["retry"] = copy.deepcopy(dict(RETRY))
+    if retry:
+        policy["retry"] = copy.deepcopy(dict(RETRY))
     return policy
 
 
@@ -319,7 +326,9 @@ def _layer(cluster: Cluster, repository: Repository, layer: str) -> Manifest:
             "source": _directory_source(repository, f"{OUTPUT_DIR}/{cluster.name}/{layer}"),
             "destination": {"server": cluster.argocd_destination},
             # custom kinds whose CRDs the add-on Applications of the same root sync bring
-            "syncPolicy": _sync_policy("SkipDryRunOnMissingResource=true"),
+            "syncPolicy": _sync_policy(
+                "SkipDryRunOnMissingResource=true", retry=layer not in HOOK_LAYERS
+            ),
         },
     )
 
