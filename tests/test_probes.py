@@ -23,7 +23,7 @@ import pytest
 import torch
 from jsonschema import Draft202012Validator, FormatChecker
 
-from workflows.probes import PROBES, checkpoint
+from workflows.probes import PROBES, checkpoint, inference
 from workflows.probes.allreduce import bus_factor, run_allreduce, size_sweep
 from workflows.probes.checkpoint import (
     Continuation,
@@ -449,12 +449,28 @@ class CompletionServer(ThreadingHTTPServer):
     daemon_threads = True
     status = 200
     delay = 0.003
+    loading = 0  # GET /v1/models answers 503 this many times first, as a loading server does
     paths: list[str]
     bodies: list[dict[str, Any]]
 
 
 class CompletionHandler(BaseHTTPRequestHandler):
     server: CompletionServer
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        if self.path != "/v1/models":
+            self.send_error(404)
+            return
+        if self.server.loading:
+            self.server.loading -= 1
+            self.send_error(503, "loading the model")
+            return
+        payload = json.dumps({"object": "list", "data": [{"id": "tiny"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -526,6 +542,37 @@ def test_inference_counts_server_errors_and_fails(server: CompletionServer) -> N
     assert result["ok"] is False
     assert result["metrics"]["errors"] == 10
     assert "10 of 10 requests failed" in result["error"] and "HTTP 500" in result["error"]
+
+
+def test_inference_waits_for_a_loading_server(
+    server: CompletionServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inference, "READY_POLL_SECONDS", 0.05)
+    server.loading = 3
+    result = run_inference(endpoint=base_url(server), model="tiny", requests=2, warmup=0, wait_s=10)
+    assert_valid(result)
+    assert result["ok"], result["error"]
+    assert server.paths[:4] == ["/v1/models"] * 4  # three 503s while loading, then 200
+    assert server.paths[4:] == ["/v1/completions"] * 2
+    assert 0.1 <= result["metrics"]["readySeconds"] < 10
+
+
+def test_inference_fails_once_when_the_server_never_answers(
+    server: CompletionServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inference, "READY_POLL_SECONDS", 0.05)
+    server.loading = 10**6
+    result = run_inference(endpoint=base_url(server), model="tiny", requests=2, wait_s=0.3)
+    assert_valid(result)
+    assert result["ok"] is False and result["metrics"] == {}
+    assert "did not answer GET" in result["error"] and "within 0.3 s" in result["error"]
+    assert "HTTP 503" in result["error"]
+    assert "/v1/completions" not in server.paths  # nothing was measured
+
+
+def test_the_ready_url_is_the_servers_model_list() -> None:
+    for endpoint in ("http://m:8000", "http://m:8000/v1/", "http://m:8000/v1/chat/completions"):
+        assert inference.models_url(endpoint) == "http://m:8000/v1/models"
 
 
 def test_nearest_rank_percentiles_and_urls() -> None:

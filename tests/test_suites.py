@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,7 +24,6 @@ import yaml
 
 from renderer.canonical import dump
 from renderer.fit import check_fit
-from renderer.kueue import duration_seconds
 from renderer.layers import ClusterView
 from renderer.layers import workflows as layer
 from renderer.manifest import Manifest
@@ -367,34 +367,46 @@ def test_the_model_a_server_serves_is_staged_by_an_earlier_job(platform: Platfor
     assert servers >= 2  # acceptance and benchmark of an inference pool
 
 
-def test_the_server_starts_within_kueues_ready_timeout(example: Rendered) -> None:
-    """Kueue evicts and requeues a Job whose pods are not all Ready within waitForPodsReady's
-    timeout (the cluster's values/kueue.yaml): the server's startup budget stays below it, so
-    a server that cannot start fails the step once instead of being requeued forever."""
+def test_the_probe_not_the_server_waits_for_the_model(example: Rendered) -> None:
+    """A sidecar whose startupProbe fails is only restarted and keeps the pod un-Ready, so Kueue's
+    waitForPodsReady would evict and requeue the Job forever: the server has no probes, the pod
+    is Ready at once, and the inference probe waits for it and fails once if it never answers.
+    A server step runs only when the staging before it finished."""
+    parser = build_parser()
     checked = 0
     for target in all_targets(example.platform):
         if not target.inference:
             continue
-        values = yaml.safe_load(
-            (REPO / "rendered" / target.cluster.name / "values" / "kueue.yaml").read_text()
-        )
-        config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
-        timeout = duration_seconds(config["waitForPodsReady"]["timeout"])
-        for suite, step in (("acceptance", "train"), ("benchmark", "inference")):
-            job = job_of(argo(example, target.cluster.name)[f"{suite}-{target.name}"], step)
+        objects = argo(example, target.cluster.name)
+        for suite, step, staged in (
+            ("acceptance", "train", "stage"),
+            ("benchmark", "inference", "stage"),
+        ):
+            body = objects[f"{suite}-{target.name}"]
+            job = job_of(body, step)
             (server,) = job["spec"]["template"]["spec"]["initContainers"]
-            probe = server["startupProbe"]
-            budget = probe["periodSeconds"] * probe["failureThreshold"]
-            assert 0 < budget < timeout, (target.name, step, budget, timeout)
+            assert server["restartPolicy"] == "Always"
+            assert not {"startupProbe", "readinessProbe", "livenessProbe"} & set(server)
+            plan = json.loads(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
+            ((_, command, _),) = plan["run"]
+            args = parser.parse_args(
+                [*command[command.index("workflows.probes") + 1 :], "--out", "r.json"]
+            )
+            assert args.wait_seconds == suites.SERVER_START_SECONDS
+            main = tasks(body, body["spec"]["entrypoint"])
+            assert main[step]["when"] == (
+                "'{{tasks." + staged + ".outputs.parameters.finished}}' != ''"
+            )
             checked += 1
     assert checked >= 4
 
 
 def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
-    """Every task of a step goes on when it fails, the log is read after a failed Job too, and
-    every part a step outputs has a default: export and report still run and name the failure
-    (the report's exit code fails the Workflow), instead of the run stopping with nothing
-    exported."""
+    """The log is read however the Job ended, by labels known before the Job exists (a failed
+    Job records no outputs, not even its name); the step's DAG has one leaf, `done`, which runs
+    once the log task ended or was left out, so Argo judges the DAG by it and the DAG succeeds;
+    every part it outputs has a default. So export and report still run and name the failure
+    (the report's exit code fails the Workflow)."""
     checked = 0
     for target in all_targets(example.platform):
         for suite in ("acceptance", "benchmark"):
@@ -406,16 +418,56 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
             )
             for step in steps:
                 dag = tasks(body, step.name)
-                assert all(t.get("continueOn") == {"failed": True} for t in dag.values()), step.name
-                if not step.after:
-                    assert dag["logs"]["depends"] == "job.Succeeded || job.Failed"
+                leaves = set(dag) - {
+                    d
+                    for t in dag.values()
+                    for d in re.findall(r"([\w-]+)\.\w+", t.get("depends", ""))
+                }
+                assert leaves == {"done"}, (step.name, leaves)
+                assert dag["done"]["depends"] == (
+                    "logs.Succeeded || logs.Failed || logs.Errored || logs.Omitted"
+                )
+                for result in ("job.Failed", "job.Errored"):
+                    assert result in dag["logs"]["depends"], step.name
+                assert dag["logs"]["arguments"]["parameters"] == [
+                    {"name": "step", "value": step.name}
+                ]
+                assert not any("continueOn" in t for t in dag.values())
+                if not step.after:  # `finished` is read from it: only once the Job wrote it
+                    condition = template(body, f"{step.name}-job")["resource"]["successCondition"]
+                    assert condition == (
+                        f"status.succeeded > {step.shape.pods - 1},status.completionTime"
+                    )
                 outputs = template(body, step.name)["outputs"]["parameters"]
                 assert [p["name"] for p in outputs] == list(suites.STEP_PARTS)
                 assert all(p["valueFrom"]["default"] == "" for p in outputs)
                 checked += 1
-            main = tasks(body, body["spec"]["entrypoint"])
-            assert "continueOn" not in main["export"]  # export and report decide the verdict
+            assert template(body, "done") == {"name": "done", "suspend": {"duration": "0"}}
+            selector = next(
+                a
+                for a in template(body, "logs")["container"]["args"]
+                if a.startswith("--selector=")
+            )
+            job = job_of(body, steps[0].name)
+            pod_labels = job["spec"]["template"]["metadata"]["labels"]
+            for pair in selector.removeprefix("--selector=").split(","):
+                key, _, value = pair.partition("=")
+                if key == "batch.kubernetes.io/job-completion-index":
+                    assert value == "0" and job["spec"]["completionMode"] == "Indexed"
+                elif key == suites.STEP_LABEL:
+                    assert value == "{{inputs.parameters.step}}"
+                else:  # the labels of the Job's pods, whatever the step
+                    assert substituted(value) == substituted(pod_labels[key]), key
     assert checked > 20
+
+
+def test_argo_refuses_continue_on_beside_depends() -> None:
+    body = broken()
+    dag = next(t for t in body["spec"]["templates"] if "dag" in t)
+    dag["dag"]["tasks"][-1]["continueOn"] = {"failed": True}
+    assert any(
+        "continueOn in a DAG that uses depends" in p for p in suites.check_references(body, {})
+    )
 
 
 def test_pods_smaller_than_a_node_spread_unless_kueue_places_them(platform: Platform) -> None:
@@ -448,7 +500,8 @@ def test_step_five_deletes_the_pod_then_waits_for_its_replacement(example: Rende
             None,
             "job.Succeeded",
             "interrupt.Succeeded",
-            "job.Failed || interrupt.Failed || restore.Succeeded || restore.Failed",
+            "job.Failed || job.Errored || interrupt.Failed || interrupt.Errored"
+            " || restore.Succeeded || restore.Failed || restore.Errored",
         ]
         create = template(body, "checkpoint-job")["resource"]
         assert create["successCondition"] == "status.ready > 0"  # the checkpoint is written
@@ -466,7 +519,8 @@ def test_step_five_deletes_the_pod_then_waits_for_its_replacement(example: Rende
         assert [p[0] for p in plan["after"]] == ["checkpoint"]
         await_job = template(body, "await-job")["resource"]
         assert (
-            await_job["action"] == "get" and await_job["successCondition"] == "status.succeeded > 0"
+            await_job["action"] == "get"
+            and await_job["successCondition"] == "status.succeeded > 0,status.completionTime"
         )
 
 

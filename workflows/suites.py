@@ -37,13 +37,13 @@ from hera.workflows import (
     Parameter,
     RawArtifact,
     Resource,
+    Suspend,
     Task,
     Workflow,
     WorkflowTemplate,
 )
 from hera.workflows.models import (
     Capabilities,
-    ContinueOn,
     IntOrString,
     PodSecurityContext,
     Quantity,
@@ -65,7 +65,6 @@ from renderer.admission import (
 )
 from renderer.canonical import dump
 from renderer.capacity import Offer, quota_offer, rdma_requests
-from renderer.kueue import gang_timeout
 from renderer.layers import ClusterView
 from renderer.manifest import labels as common_labels
 from renderer.manifest import metadata
@@ -133,10 +132,10 @@ INTERRUPT_WAIT_SECONDS = 3600
 JOB_TTL_SECONDS = 24 * 3600
 """Finished Jobs the clean-up missed disappear after this."""
 SERVER_START_SECONDS = 1800
-"""How long the inference server may take to load the model before step 4 fails, unless Kueue's
-waitForPodsReady evicts the Job sooner (`server_start_seconds`)."""
-READY_MARGIN_SECONDS = 60
-"""Time left for the rest of the pod to turn Ready once the server answers."""
+"""How long the inference probe waits for its server to load the model (`--wait-seconds`) before
+it fails. The probe waits, not a startupProbe on the server: a sidecar's failing startupProbe
+only restarts it, and holds the pod un-Ready, so Kueue's waitForPodsReady would evict and requeue
+the Job again and again instead of the step failing once."""
 WORKSPACE_SIZE = "100Gi"
 MASTER_PORT = 29500
 SERVER_PORT = 8000
@@ -308,9 +307,6 @@ class Target:
     offer: Offer
     available: int
     repository: Repository | None = None
-    pods_ready_seconds: int | None = None
-    """Kueue's waitForPodsReady timeout on the cluster (None: none): a Job whose pods are not all
-    Ready by then is evicted and requeued."""
 
     @property
     def name(self) -> str:
@@ -375,7 +371,6 @@ def targets(view: ClusterView) -> tuple[Target, ...]:
     most units, then by name. A pool no team has quota on gets no suite: nothing could run there
     through a queue."""
     plans = cluster_queues(view)
-    ready_timeout = gang_timeout(view.queues) if view.cluster.scheduler == "kueue" else None
     found: list[Target] = []
     for pool in view.pools:
         best: tuple[tuple[int, str, str], Target] | None = None
@@ -399,7 +394,6 @@ def targets(view: ClusterView) -> tuple[Target, ...]:
                             offer,
                             available,
                             view.platform.repository,
-                            ready_timeout,
                         )
                         best = (key, target)
         if best is not None:
@@ -510,6 +504,8 @@ def _inference_probe() -> Probe:
             SERVED_MODEL,
             "--requests",
             str(INFERENCE_REQUESTS),
+            "--wait-seconds",
+            str(SERVER_START_SECONDS),
         ),
     )
 
@@ -760,21 +756,14 @@ def _gpu_resources(
     return resources, pod
 
 
-def server_start_seconds(target: Target) -> int:
-    """The server's start budget: SERVER_START_SECONDS, but short of Kueue's waitForPodsReady
-    timeout, past which Kueue would evict and requeue the Job, again and again, instead of
-    letting the startup probe fail it once."""
-    if target.pods_ready_seconds is None:
-        return SERVER_START_SECONDS
-    return max(10, min(SERVER_START_SECONDS, target.pods_ready_seconds - READY_MARGIN_SECONDS))
-
-
 def _server(
     target: Target, mounts: list[dict[str, Any]], resources: dict[str, Any]
 ) -> dict[str, Any]:
-    """The inference server, a native sidecar (an init container that keeps running): it
-    starts first, serving the weights step 2 staged; the probe starts once it answers. On a
-    time-shared GPU it takes only its replica's share of the memory, like the team's template."""
+    """The inference server, a native sidecar (an init container that keeps running, stopped
+    when the probe is done): it starts first and loads the weights an earlier Job staged, while
+    the probe waits for it to answer (SERVER_START_SECONDS). It has no probes of its own, so the
+    pod is Ready for Kueue at once. On a time-shared GPU it takes only its replica's share of the
+    memory, like the team's template."""
     return {
         "name": "server",
         "image": _input("server-image"),
@@ -791,11 +780,6 @@ def _server(
         ],
         "env": [{"name": "HOME", "value": "/tmp"}],
         "resources": resources,
-        "startupProbe": {
-            "httpGet": {"path": "/health", "port": SERVER_PORT},
-            "periodSeconds": 10,
-            "failureThreshold": server_start_seconds(target) // 10,
-        },
         "securityContext": _secure_container(),
         "volumeMounts": mounts,
     }
@@ -1024,7 +1008,9 @@ def _job_template(target: Target, step: Step) -> Resource:
     if step.after:
         success, failure = "status.ready > 0", "status.failed > 1"
     else:
-        success, failure = f"status.succeeded > {step.shape.pods - 1}", "status.failed > 0"
+        # completionTime is written after the last pod succeeded: read it only once it is there
+        success = f"status.succeeded > {step.shape.pods - 1},status.completionTime"
+        failure = "status.failed > 0"
         outputs.append(("finished", "{.status.completionTime}"))
     return Resource(
         name=f"{step.name}-job",
@@ -1037,14 +1023,21 @@ def _job_template(target: Target, step: Step) -> Resource:
     )
 
 
+def _ended(task: str) -> str:
+    """A `depends` term true once `task` has finished, however it finished."""
+    return f"{task}.Succeeded || {task}.Failed || {task}.Errored"
+
+
 def _step_templates(target: Target, step: Step) -> None:
     """The Job template of a step, and the DAG that runs it (step 5: deletes its pod and waits
     for the replacement) and reads its log; the DAG outputs STEP_PARTS.
 
-    A Job that fails does not stop the suite: its log is still read (a failed probe prints its
-    result before it exits), the DAG still succeeds with what it could read (an empty part
-    where a task did not run), and the next steps, export and report still run, so the report
-    names every step that failed and the Workflow fails through it."""
+    A Job that fails does not stop the suite: the log is read whatever the Job did (a failed
+    probe prints its result before it exits), and the DAG's only leaf, `done`, runs once the log
+    task ended in any way, so the DAG succeeds with what it could read (an empty part where a
+    task had nothing) and the next steps, export and report run; the report names every step
+    that failed and fails the Workflow. Argo refuses `continueOn` in a DAG that uses `depends`,
+    so the results in the `depends` expressions say it all."""
     job = _job_template(target, step)
     inputs = _suite_inputs(target, step)
     finished_from = "restore" if step.after else "job"
@@ -1061,37 +1054,34 @@ def _step_templates(target: Target, step: Step) -> None:
             part("finished", _task_output(finished_from, "finished")),
         ],
     ):
-        carry_on = ContinueOn(failed=True)
-        Task(
-            name="job",
-            template=job.name,
-            arguments={n: _input(n) for n in inputs},
-            continue_on=carry_on,
-        )
-        ended = "job.Succeeded || job.Failed"
+        Task(name="job", template=job.name, arguments={n: _input(n) for n in inputs})
+        read_after = _ended("job")
         if step.after:
             Task(
                 name="interrupt",
                 template="interrupt",
                 arguments={"job": _task_output("job", "job")},
                 depends="job.Succeeded",
-                continue_on=carry_on,
             )
             Task(
                 name="restore",
                 template="await-job",
                 arguments={"job": _task_output("job", "job")},
                 depends="interrupt.Succeeded",
-                continue_on=carry_on,
             )
-            ended = "job.Failed || interrupt.Failed || restore.Succeeded || restore.Failed"
-        Task(
-            name="logs",
-            template="logs",
-            arguments={"job": _task_output("job", "job")},
-            depends=ended,
-            continue_on=carry_on,
-        )
+            read_after = " || ".join(
+                (
+                    "job.Failed",
+                    "job.Errored",
+                    "interrupt.Failed",
+                    "interrupt.Errored",
+                    _ended("restore"),
+                )
+            )
+        # by labels known before the Job exists: a Job that failed records no outputs, not
+        # even its name
+        Task(name="logs", template="logs", arguments={"step": step.name}, depends=read_after)
+        Task(name="done", template="done", depends=f"{_ended('logs')} || logs.Omitted")
 
 
 def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
@@ -1109,12 +1099,14 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         [
             "logs",
             f"--namespace={ns}",
-            f"--selector={JOB_NAME_LABEL}={_input('job')},{INDEX_LABEL}=0",
+            f"--selector={RUN_LABEL}={RUN},{POOL_LABEL}={target.name},"
+            f"{STEP_LABEL}={_input('step')},{INDEX_LABEL}=0",
             "--container=probe",
             f"--tail={LOG_TAIL}",
         ],
-        ["job"],
+        ["step"],
     )
+    Suspend(name="done", duration="0")  # no pod, no wait: the step's DAG has ended
     if any(s.after for s in steps):
         _kubectl(
             target,
@@ -1140,7 +1132,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
                     "metadata": {"name": _input("job"), "namespace": ns},
                 }
             ),
-            success_condition="status.succeeded > 0",
+            success_condition="status.succeeded > 0,status.completionTime",
             failure_condition="status.failed > 1",
             inputs=_params("job"),
             outputs=[
@@ -1276,12 +1268,25 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) ->
     with DAG(name=name, inputs=_params(*inputs)):
         Task(name="workspace", template="workspace")
         previous = "workspace"
+        staged: str | None = None
         for step in steps:
             arguments = {n: _input(n) for n in inputs}
             if step.workspace:
                 arguments["workspace"] = _task_output("workspace", "name")
-            Task(name=step.name, template=step.name, arguments=arguments, depends=previous)
+            when = None
+            if step.server and staged is not None:
+                # no weights, no server: its sidecar would restart until the deadline
+                when = f"'{_task_output(staged, 'finished')}' != ''"
+            Task(
+                name=step.name,
+                template=step.name,
+                arguments=arguments,
+                depends=previous,
+                when=when,
+            )
             previous = step.name
+            if any(p.probe == "staging" for p in step.probes):
+                staged = step.name
         export_args = {"image": _input("image")}
         for step in steps:
             for part in STEP_PARTS:
@@ -1618,6 +1623,14 @@ def _template_problems(
     by_name = {t.get("name", ""): t for t in tasks}
     if len(by_name) != len(tasks):
         problems.append(f"{at}: two tasks share a name")
+    if any("depends" in t for t in tasks):
+        # Argo's validator (and the v4 CRDs' CEL rule) refuses the pair
+        for task in tasks:
+            if "continueOn" in task:
+                problems.append(
+                    f"{at}, task {task.get('name')}: continueOn in a DAG that uses depends; "
+                    "use '<task>.Failed' in depends instead"
+                )
     for task in tasks:
         deps, found = _dependencies(task)
         for message in found:

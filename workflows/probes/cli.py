@@ -170,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-error-rate", type=float, default=0.0, help="share of failed requests tolerated"
     )
+    p.add_argument(
+        "--wait-seconds",
+        type=float,
+        default=0.0,
+        help="first wait this long for the server to answer GET /v1/models (0: do not wait)",
+    )
     return parser
 
 
@@ -254,6 +260,7 @@ def _inference(module: Any, args: argparse.Namespace, common: dict[str, Any]) ->
         prompt=args.prompt,
         max_tokens=args.max_tokens,
         max_error_rate=args.max_error_rate,
+        wait_s=args.wait_seconds,
         **common,
     )
 

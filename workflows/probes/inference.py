@@ -24,10 +24,12 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .envelope import Outcome, measure
+from .envelope import Outcome, ProbeFailure, measure
 
 APIS = {"completions": "/completions", "chat": "/chat/completions"}
 API_KEY_VARIABLE = "GPUPLANE_INFERENCE_API_KEY"
+READY_POLL_SECONDS = 2.0
+"""How often a probe that waits for its server asks again, and how long each ask may take."""
 
 
 def nearest_rank(values: Sequence[float], percentile: float) -> float:
@@ -51,6 +53,39 @@ def endpoint_url(endpoint: str, api: str = "completions") -> str:
     return base + "/v1" + APIS[api]
 
 
+def models_url(endpoint: str) -> str:
+    """GET /v1/models of the same server: every OpenAI-compatible server answers it, and vLLM
+    only once the model is loaded, so it tells when the server is ready."""
+    base = endpoint.rstrip("/")
+    for suffix in ("/v1" + APIS["chat"], "/v1" + APIS["completions"], "/v1"):
+        base = base.removesuffix(suffix)
+    return base + "/v1/models"
+
+
+def wait_until_ready(url: str, headers: Mapping[str, str], wait_s: float) -> float:
+    """Poll `url` until it answers 200; the seconds that took. Raises ProbeFailure after
+    `wait_s` (a server that is still loading refuses connections or answers 503)."""
+    start = time.perf_counter()
+    last = "no answer yet"
+    while True:
+        try:
+            request = urllib.request.Request(url, headers=dict(headers), method="GET")
+            with urllib.request.urlopen(request, timeout=READY_POLL_SECONDS) as response:
+                response.read()
+            return time.perf_counter() - start
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            last = f"HTTP {exc.code} {exc.reason}"
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        waited = time.perf_counter() - start
+        if waited >= wait_s:
+            raise ProbeFailure(
+                f"the server did not answer GET {url} within {wait_s:g} s (last: {last})"
+            )
+        time.sleep(min(READY_POLL_SECONDS, max(0.0, wait_s - waited)))
+
+
 def request_body(api: str, model: str, prompt: str, max_tokens: int) -> bytes:
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0}
     if api == "chat":
@@ -72,6 +107,7 @@ def run_inference(
     prompt: str = "Write one sentence about GPUs.",
     max_tokens: int = 16,
     max_error_rate: float = 0.0,
+    wait_s: float = 0.0,
     api_key: str | None = None,
     cluster: str | None = None,
     pool: str | None = None,
@@ -80,10 +116,14 @@ def run_inference(
     """Measure latency percentiles of `requests` requests; return the result envelope.
 
     The API key, when needed, comes from `api_key` or GPUPLANE_INFERENCE_API_KEY and is sent as a
-    bearer token; it is never written into the result.
+    bearer token; it is never written into the result. With `wait_s`, the probe first waits up to
+    that long for the server to answer GET /v1/models (a server started beside it is loading its
+    model) and reports the wait as `readySeconds`; the result fails when it never answers.
     """
     if requests < 1 or concurrency < 1 or warmup < 0 or timeout_s <= 0 or max_tokens < 1:
         raise ValueError("requests, concurrency, timeout and max_tokens must be positive")
+    if wait_s < 0:
+        raise ValueError("wait_s must be 0 or more")
     if not 0 <= max_error_rate <= 1:
         raise ValueError("max_error_rate must lie between 0 and 1")
     url = endpoint_url(endpoint, api)
@@ -110,6 +150,7 @@ def run_inference(
         return (time.perf_counter() - start) * 1000, problem
 
     def body() -> Outcome:
+        ready = wait_until_ready(models_url(endpoint), headers, wait_s) if wait_s else None
         with ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="probe-request"
         ) as executor:
@@ -128,6 +169,8 @@ def run_inference(
             "p99Ms": nearest_rank(latencies, 99),
             "meanMs": sum(latencies) / len(latencies),
         }
+        if ready is not None:
+            metrics["readySeconds"] = ready
         error = None
         if len(problems) > max_error_rate * requests:
             error = f"{len(problems)} of {requests} requests failed (first: {problems[0]})"
