@@ -127,6 +127,11 @@ RESUME_STEPS = 3
 """Training steps step 5 resumes from the restored checkpoint and compares with the writer's (both
 phases get it: the writer records that many). Above 0, or the report fails the step; from the
 third step on, a lost optimizer state is unmistakable. The benchmarks' checkpoint resumes as many."""
+STEP_DEADLINE_SECONDS = 50 * 60
+"""How long the Workflow waits on one Job (queue wait included), and on step 5's replacement:
+a Job Kueue never admits fails its step instead of spending the Workflow's whole deadline, so
+export and report still run. Five steps and a restore fit in DEADLINE_SECONDS with an hour to
+spare (a test checks it)."""
 INTERRUPT_WAIT_SECONDS = 3600
 """How long step 5's first pod, its checkpoint written, waits for the Workflow to delete it."""
 JOB_TTL_SECONDS = 24 * 3600
@@ -1018,9 +1023,22 @@ def _job_template(target: Target, step: Step) -> Resource:
         manifest=dump(job_manifest(target, step)),
         success_condition=success,
         failure_condition=failure,
+        active_deadline_seconds=STEP_DEADLINE_SECONDS,
         inputs=_params(*_suite_inputs(target, step)),
         outputs=[Parameter(name=n, value_from=ValueFrom(json_path=p)) for n, p in outputs],
     )
+
+
+def staged_by(steps: Sequence[Step]) -> dict[str, str]:
+    """Each server step, and the staging step before it whose weights it serves."""
+    found: dict[str, str] = {}
+    staged: str | None = None
+    for step in steps:
+        if step.server and staged is not None:
+            found[step.name] = staged
+        if any(p.probe == "staging" for p in step.probes):
+            staged = step.name
+    return found
 
 
 def _ended(task: str) -> str:
@@ -1028,7 +1046,7 @@ def _ended(task: str) -> str:
     return f"{task}.Succeeded || {task}.Failed || {task}.Errored"
 
 
-def _step_templates(target: Target, step: Step) -> None:
+def _step_templates(target: Target, step: Step, gated: bool = False) -> None:
     """The Job template of a step, and the DAG that runs it (step 5: deletes its pod and waits
     for the replacement) and reads its log; the DAG outputs STEP_PARTS.
 
@@ -1037,7 +1055,11 @@ def _step_templates(target: Target, step: Step) -> None:
     task ended in any way, so the DAG succeeds with what it could read (an empty part where a
     task had nothing) and the next steps, export and report run; the report names every step
     that failed and fails the Workflow. Argo refuses `continueOn` in a DAG that uses `depends`,
-    so the results in the `depends` expressions say it all."""
+    so the results in the `depends` expressions say it all.
+
+    A `gated` step (a server step) takes the staging step's `finished` as input `staged` and
+    creates no Job when it is empty: a server without weights would never answer. The step's
+    task itself always runs (Argo v4.0.x waits forever on the outputs of a skipped task)."""
     job = _job_template(target, step)
     inputs = _suite_inputs(target, step)
     finished_from = "restore" if step.after else "job"
@@ -1047,14 +1069,19 @@ def _step_templates(target: Target, step: Step) -> None:
 
     with DAG(
         name=step.name,
-        inputs=_params(*inputs),
+        inputs=_params(*inputs, *(["staged"] if gated else [])),
         outputs=[
             part("log", _ref("tasks.logs.outputs.result")),
             *(part(n, _task_output("job", n)) for n in ("created", "started")),
             part("finished", _task_output(finished_from, "finished")),
         ],
     ):
-        Task(name="job", template=job.name, arguments={n: _input(n) for n in inputs})
+        Task(
+            name="job",
+            template=job.name,
+            arguments={n: _input(n) for n in inputs},
+            when=f"'{_input('staged')}' != ''" if gated else None,
+        )
         read_after = _ended("job")
         if step.after:
             Task(
@@ -1134,6 +1161,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             ),
             success_condition="status.succeeded > 0,status.completionTime",
             failure_condition="status.failed > 1",
+            active_deadline_seconds=STEP_DEADLINE_SECONDS,
             inputs=_params("job"),
             outputs=[
                 Parameter(
@@ -1268,25 +1296,15 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) ->
     with DAG(name=name, inputs=_params(*inputs)):
         Task(name="workspace", template="workspace")
         previous = "workspace"
-        staged: str | None = None
+        gates = staged_by(steps)
         for step in steps:
             arguments = {n: _input(n) for n in inputs}
             if step.workspace:
                 arguments["workspace"] = _task_output("workspace", "name")
-            when = None
-            if step.server and staged is not None:
-                # no weights, no server: its sidecar would restart until the deadline
-                when = f"'{_task_output(staged, 'finished')}' != ''"
-            Task(
-                name=step.name,
-                template=step.name,
-                arguments=arguments,
-                depends=previous,
-                when=when,
-            )
+            if step.name in gates:
+                arguments["staged"] = _task_output(gates[step.name], "finished")
+            Task(name=step.name, template=step.name, arguments=arguments, depends=previous)
             previous = step.name
-            if any(p.probe == "staging" for p in step.probes):
-                staged = step.name
         export_args = {"image": _input("image")}
         for step in steps:
             for part in STEP_PARTS:
@@ -1334,7 +1352,7 @@ def acceptance_template(target: Target) -> WorkflowTemplate:
     )
     with _template(target, acceptance_name(target.name), "acceptance", description) as wt:
         for step in steps:
-            _step_templates(target, step)
+            _step_templates(target, step, gated=step.name in staged_by(steps))
         _common_templates(target, "acceptance", steps)
         _report(target, [k for s in steps for k in s.judged])
         _main_dag(target, "acceptance", steps, report=True)
@@ -1351,7 +1369,7 @@ def benchmark_template(target: Target) -> WorkflowTemplate:
     )
     with _template(target, benchmark_name(target.name), "benchmarks", description) as wt:
         for step in steps:
-            _step_templates(target, step)
+            _step_templates(target, step, gated=step.name in staged_by(steps))
         _common_templates(target, "benchmark", steps)
         _main_dag(target, "benchmarks", steps, report=False)
     return wt
