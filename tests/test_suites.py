@@ -427,11 +427,17 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                     for d in re.findall(r"([\w-]+)\.\w+", t.get("depends", ""))
                 }
                 assert leaves == {"done"}, (step.name, leaves)
+                ended = "{0}.Succeeded || {0}.Failed || {0}.Errored"
                 assert dag["done"]["depends"] == (
-                    "logs.Succeeded || logs.Failed || logs.Errored || logs.Omitted"
+                    f"({ended.format('logs')} || logs.Omitted)"
+                    f" && ({ended.format('drop')} || drop.Omitted)"
                 )
                 for result in ("job.Failed", "job.Errored"):
                     assert result in dag["logs"]["depends"], step.name
+                    # a Job that did not finish is deleted, after its log is read
+                    assert result in dag["drop"]["depends"], step.name
+                assert dag["drop"]["depends"].endswith(f"&& ({ended.format('logs')})")
+                assert dag["drop"]["arguments"] == dag["logs"]["arguments"]
                 assert dag["logs"]["arguments"]["parameters"] == [
                     {"name": "step", "value": step.name}
                 ]
@@ -446,6 +452,16 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                 assert all(p["valueFrom"]["default"] == "" for p in outputs)
                 checked += 1
             assert template(body, "done") == {"name": "done", "suspend": {"duration": "0"}}
+            drop = template(body, "drop")["container"]["args"]
+            assert drop[:2] == ["delete", "job"] and "--ignore-not-found" in drop
+            assert "retryStrategy" in template(body, "drop")  # deleting twice is harmless
+            logs_selector = next(
+                a
+                for a in template(body, "logs")["container"]["args"]
+                if a.startswith("--selector=")
+            )
+            (drop_selector,) = [a for a in drop if a.startswith("--selector=")]
+            assert logs_selector == drop_selector + ",batch.kubernetes.io/job-completion-index=0"
             selector = next(
                 a
                 for a in template(body, "logs")["container"]["args"]

@@ -1108,7 +1108,23 @@ def _step_templates(target: Target, step: Step, gated: bool = False) -> None:
         # by labels known before the Job exists: a Job that failed records no outputs, not
         # even its name
         Task(name="logs", template="logs", arguments={"step": step.name}, depends=read_after)
-        Task(name="done", template="done", depends=f"{_ended('logs')} || logs.Omitted")
+        # a Job that did not finish (failed, past its deadline, still queued) must not run on
+        # beside the next steps: deleted once its log is read
+        unfinished = ["job.Failed", "job.Errored"]
+        if step.after:
+            unfinished += ["interrupt.Failed", "interrupt.Errored"]
+            unfinished += ["restore.Failed", "restore.Errored"]
+        Task(
+            name="drop",
+            template="drop",
+            arguments={"step": step.name},
+            depends=f"({' || '.join(unfinished)}) && ({_ended('logs')})",
+        )
+        Task(
+            name="done",
+            template="done",
+            depends=f"({_ended('logs')} || logs.Omitted) && ({_ended('drop')} || drop.Omitted)",
+        )
 
 
 def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
@@ -1226,6 +1242,20 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             arguments={k: _task_output("label", k) for k in keys},
             depends="label",
         )
+    _kubectl(
+        target,
+        "drop",
+        [
+            "delete",
+            "job",
+            f"--namespace={ns}",
+            f"--selector={RUN_LABEL}={RUN},{POOL_LABEL}={target.name},"
+            f"{STEP_LABEL}={_input('step')}",
+            "--ignore-not-found",
+            "--wait=false",
+        ],
+        ["step"],
+    )
     _kubectl(
         target,
         "cleanup",
