@@ -47,6 +47,7 @@ from renderer import schema
 from renderer.catalog import accelerator
 from renderer.diagnostics import Diagnostic, Location, Severity, closest, sort_diagnostics
 from renderer.model import Platform, Pool
+from renderer.report import finding_lines
 from renderer.rules import document_rule
 
 VERSION: Final = 1
@@ -1149,20 +1150,10 @@ def _columns(rows: list[list[str]], indent: str = "  ") -> list[str]:
     ]
 
 
-def _finding_lines(findings: Sequence[Diagnostic]) -> list[str]:
-    lines = []
-    for d in findings:
-        lines.append(f"{d.at}: {d.severity.value}[{d.rule}] {_oneline(d.message, 400)}")
-        lines.extend(f"  note: {where}: {note}" for note, where in d.notes)
-        if d.hint:
-            lines.append(f"  hint: {_oneline(d.hint, 400)}")
-    return lines
-
-
 def report_text(report: AcceptanceReport) -> str:
     """For people at a terminal: findings, then per pool a table, its references and costs."""
     verdict = "PASSED" if report.passed else "FAILED"
-    lines = [*_finding_lines(report.findings)]
+    lines = [*finding_lines(report.findings, lambda text: _oneline(text, 400))]
     if lines:
         lines.append("")
     lines += [f"acceptance {verdict}: {_headline(report)}", ""]

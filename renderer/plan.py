@@ -28,6 +28,7 @@ from renderer.canonical import sorted_keys
 from renderer.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.layers import ClusterView
 from renderer.model import GpuQuota, Platform, Pool, Queue, Team
+from renderer.text_templates import markdown_cell
 
 VERSION = 1
 """The `version` of the JSON document; bumped when a key is renamed or its meaning changes."""
@@ -466,6 +467,30 @@ def _short_unit(row: PoolRow) -> str:
     )
 
 
+def _pool_counts(row: PoolRow) -> list[str]:
+    """The figures a pool row shows in every format, nominal to used."""
+    return [
+        str(row.nominal),
+        str(row.guaranteed),
+        str(row.lendable),
+        str(row.free),
+        str(row.headroom),
+        _used(row),
+    ]
+
+
+def _team_counts(row: TeamRow) -> list[str]:
+    """The figures a team row shows in every format, guaranteed to reachable."""
+    return [
+        str(row.guaranteed),
+        str(row.nominal),
+        str(row.lendable),
+        _limit(row.borrowing_limit),
+        str(row.maximum),
+        str(row.reachable),
+    ]
+
+
 def _title(cluster: ClusterPlan) -> str:
     return f"{cluster.name} ({cluster.environment}, {cluster.scheduler})"
 
@@ -551,12 +576,7 @@ def plan_tables(report: PlanReport) -> list[RenderableType]:
                 _nodes(r),
                 _capacity(r),
                 _queue(r),
-                str(r.nominal),
-                str(r.guaranteed),
-                str(r.lendable),
-                str(r.free),
-                str(r.headroom),
-                _used(r),
+                *_pool_counts(r),
                 _notes(r.warnings),
             )
         out += [pools, *_explained(cluster.pools), Text(POOL_LEGEND, style="dim"), Text("")]
@@ -585,12 +605,7 @@ def plan_tables(report: PlanReport) -> list[RenderableType]:
                 t.resource,
                 t.cluster_queue or "-",
                 ", ".join(t.borrowing_queues) or "-",
-                str(t.guaranteed),
-                str(t.nominal),
-                str(t.lendable),
-                _limit(t.borrowing_limit),
-                str(t.maximum),
-                str(t.reachable),
+                *_team_counts(t),
                 _notes(t.warnings),
             )
         out += [teams, *_explained(cluster.teams), Text(TEAM_LEGEND, style="dim"), Text("")]
@@ -600,14 +615,10 @@ def plan_tables(report: PlanReport) -> list[RenderableType]:
 # --- Markdown ---------------------------------------------------------------------------------
 
 
-def _cell(value: object) -> str:
-    """Text that cannot break out of its Markdown table cell or line."""
-    text = " ".join(str(value).split())
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-
-
 def _md_warnings(warnings: tuple[PlanWarning, ...]) -> str:
-    return "<br>".join(f"⚠️ **{_cell(w.code)}**: {_cell(w.message)}" for w in warnings)
+    return "<br>".join(
+        f"⚠️ **{markdown_cell(w.code)}**: {markdown_cell(w.message)}" for w in warnings
+    )
 
 
 def _md_table(columns: tuple[tuple[str, bool], ...], rows: list[list[str]]) -> list[str]:
@@ -621,7 +632,7 @@ def plan_markdown(report: PlanReport) -> str:
     """The plan as GitHub-flavoured Markdown, for a pull-request comment."""
     lines = ["# GPU capacity plan", ""]
     for cluster in report.clusters:
-        lines += [f"## {_cell(_title(cluster))}", "", "### Pools", ""]
+        lines += [f"## {markdown_cell(_title(cluster))}", "", "### Pools", ""]
         lines += _md_table(
             (
                 ("pool", False),
@@ -640,18 +651,13 @@ def plan_markdown(report: PlanReport) -> str:
             ),
             [
                 [
-                    _cell(r.pool),
-                    f"`{_cell(r.resource)}`",
-                    _cell(r.unit),
+                    markdown_cell(r.pool),
+                    f"`{markdown_cell(r.resource)}`",
+                    markdown_cell(r.unit),
                     _nodes(r),
                     _capacity(r),
-                    _cell(_queue(r)),
-                    str(r.nominal),
-                    str(r.guaranteed),
-                    str(r.lendable),
-                    str(r.free),
-                    str(r.headroom),
-                    _used(r),
+                    markdown_cell(_queue(r)),
+                    *_pool_counts(r),
                     _md_warnings(r.warnings),
                 ]
                 for r in cluster.pools
@@ -675,17 +681,12 @@ def plan_markdown(report: PlanReport) -> str:
             ),
             [
                 [
-                    _cell(t.team),
-                    _cell(t.pool),
-                    f"`{_cell(t.resource)}`",
-                    _cell(t.cluster_queue or "-"),
-                    _cell(", ".join(t.borrowing_queues) or "-"),
-                    str(t.guaranteed),
-                    str(t.nominal),
-                    str(t.lendable),
-                    _limit(t.borrowing_limit),
-                    str(t.maximum),
-                    str(t.reachable),
+                    markdown_cell(t.team),
+                    markdown_cell(t.pool),
+                    f"`{markdown_cell(t.resource)}`",
+                    markdown_cell(t.cluster_queue or "-"),
+                    markdown_cell(", ".join(t.borrowing_queues) or "-"),
+                    *_team_counts(t),
                     _md_warnings(t.warnings),
                 ]
                 for t in cluster.teams
@@ -696,5 +697,5 @@ def plan_markdown(report: PlanReport) -> str:
         "Counts are in each pool row's unit: GPUs, MIG instances or time-slicing replicas.",
         "",
     ]
-    lines += [f"- **{_cell(term)}**: {_cell(text)}" for term, text in report.legend]
+    lines += [f"- **{markdown_cell(term)}**: {markdown_cell(text)}" for term, text in report.legend]
     return "\n".join(lines) + "\n"

@@ -30,14 +30,24 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     )
 
 
-def text(diagnostics: Sequence[Diagnostic], files: int) -> str:
-    """`file:line:col: error[rule] message`, then notes and a hint, one finding after another."""
+def finding_lines(
+    diagnostics: Sequence[Diagnostic], clean: Callable[[str], str] = str
+) -> list[str]:
+    """`file:line:col: error[rule] message`, then notes and a hint, one finding after another;
+    `clean` is applied to each message and hint (acceptance passes text from result files
+    through it)."""
     lines = []
     for d in diagnostics:
-        lines.append(f"{d.at}: {d.severity.value}[{d.rule}] {d.message}")
+        lines.append(f"{d.at}: {d.severity.value}[{d.rule}] {clean(d.message)}")
         lines.extend(f"  note: {where}: {note}" for note, where in d.notes)
         if d.hint:
-            lines.append(f"  hint: {d.hint}")
+            lines.append(f"  hint: {clean(d.hint)}")
+    return lines
+
+
+def text(diagnostics: Sequence[Diagnostic], files: int) -> str:
+    """The findings (`finding_lines`), then a one-line summary."""
+    lines = finding_lines(diagnostics)
     if diagnostics:
         lines.append(summary(diagnostics, files))
     return "\n".join(lines)

@@ -16,18 +16,12 @@ from renderer.admission import CPU, MEMORY, cluster_queues
 from renderer.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.layers import ClusterView
 from renderer.policy import DEFAULT_POD_SECURITY
-from renderer.text_templates import environment
-
-
-def _cell(value: object) -> str:
-    """Text that cannot break out of its Markdown table cell or line."""
-    text = " ".join(str(value).split())
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+from renderer.text_templates import environment, markdown_cell
 
 
 def _template() -> jinja2.Template:
     env = environment()
-    env.filters["cell"] = _cell
+    env.filters["cell"] = markdown_cell
     return env.get_template("cluster-readme.md.j2")
 
 
