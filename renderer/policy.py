@@ -751,13 +751,11 @@ def _required_addons(cluster: Cluster) -> list[str]:
 def _runs_suites(p: Platform) -> set[str]:
     """The clusters with a pool some team has quota on: the workflows layer renders acceptance
     and benchmark suites there, so they need Argo Workflows."""
-    clusters = set()
-    for team in p.teams.values():
-        for quota in team.gpus:
-            pool = p.pools.get(quota.pool)
-            if pool is not None and quota.nominal > 0:
-                clusters.add(pool.cluster)
-    return clusters
+    return {
+        p.pools[pool].cluster
+        for (pool, _), entries in _quota_offers(p).items()
+        if any(quota.nominal > 0 for _, quota, _ in entries)
+    }
 
 
 @rule("addon-version-unpinned")

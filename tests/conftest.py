@@ -20,6 +20,7 @@ from jsonschema import Draft7Validator
 from ruamel.yaml import YAML
 
 from renderer.cli import main
+from renderer.output_validation import OutputValidator
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CRDS = REPO.parent / "shared" / "crds"
@@ -47,6 +48,14 @@ def crds() -> Path:
     if not SHARED_CRDS.is_dir():
         pytest.skip("../shared/crds is not beside this checkout")
     return SHARED_CRDS
+
+
+@pytest.fixture(scope="session")
+def validator() -> OutputValidator:
+    """The output validator with the upstream CRDs, built once for every test that needs it."""
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    return OutputValidator([SHARED_CRDS])
 
 
 @dataclass
@@ -167,7 +176,6 @@ def render_case(case: Path, tmp_path: Path, crds: Path, update_golden: bool) -> 
 
 def render_clean(root: Path, warnings: tuple[str, ...] = ()) -> Any:
     """Render a platform with the real CRDs; no findings but the warnings (by rule id) expected."""
-    from renderer.output_validation import OutputValidator
     from renderer.pipeline import render_platform
 
     if not SHARED_CRDS.is_dir():

@@ -22,7 +22,7 @@ from renderer.model import Addon, Platform
 from renderer.nodes import node_labels
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, SHARED_CRDS
+from tests.conftest import REPO
 
 REQUIRED = {
     # utilisation and memory
@@ -51,13 +51,6 @@ REQUIRED = {
 """Types as dcgm-exporter's etc/default-counters.csv and etc/dcp-metrics-included.csv give them."""
 
 FIELD = re.compile(r"^DCGM_FI_[A-Z0-9_]+$")
-
-
-@pytest.fixture(scope="module")
-def validator() -> OutputValidator:
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    return OutputValidator([SHARED_CRDS])
 
 
 @pytest.fixture(scope="module")

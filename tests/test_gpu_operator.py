@@ -20,17 +20,10 @@ from renderer.manifest import Values
 from renderer.model import Addon, Cluster, Platform, Pool
 from renderer.output_validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform
-from tests.conftest import REPO, SHARED_CRDS
+from tests.conftest import REPO
 
 SHARED = {"mig", "time-slicing", "mps"}
 """Pool sharing modes with an entry in the device plugin ConfigMap (`renderer.gpu_sharing`)."""
-
-
-@pytest.fixture(scope="module")
-def validator() -> OutputValidator:
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    return OutputValidator([SHARED_CRDS])
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from renderer.output_validation import OutputValidator
 from renderer.pipeline import load_platform
 from renderer.policy import DEFAULT_POD_SECURITY
 from renderer.workloads import PRIORITY_LABEL, QUEUE_LABEL
-from tests.conftest import REPO, SHARED_CRDS, copy_inputs, tree
+from tests.conftest import REPO, copy_inputs, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
 PLATFORMS = {
@@ -69,13 +69,6 @@ def case(request: pytest.FixtureRequest) -> tuple[str, list[tuple[ClusterView, V
 @pytest.fixture(scope="module")
 def example() -> list[tuple[ClusterView, Values]]:
     return _rendered(REPO)
-
-
-@pytest.fixture(scope="module")
-def validator() -> OutputValidator:
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    return OutputValidator([SHARED_CRDS])
 
 
 def _namespace(view: ClusterView, name: str) -> tuple[Team, Namespace]:

@@ -657,6 +657,12 @@ def run_labels(target: Target, step: str) -> dict[str, str]:
     return {RUN_LABEL: RUN, POOL_LABEL: target.name, STEP_LABEL: step}
 
 
+def _selector(labels: Mapping[str, str]) -> str:
+    """kubectl's `--selector` for objects carrying `labels` (built from `run_labels`, so it
+    matches what the Jobs and their pods are labelled with)."""
+    return "--selector=" + ",".join(f"{key}={value}" for key, value in labels.items())
+
+
 def result_labels(target: Target) -> dict[str, str]:
     """The labels every result carries (and the results ConfigMap): the pool's node labels (GPU,
     topology, fabric), its storage class, the queue path and the cost rate."""
@@ -1142,8 +1148,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         [
             "logs",
             f"--namespace={ns}",
-            f"--selector={RUN_LABEL}={RUN},{POOL_LABEL}={target.name},"
-            f"{STEP_LABEL}={_input('step')},{INDEX_LABEL}=0",
+            _selector({**run_labels(target, _input("step")), INDEX_LABEL: "0"}),
             "--container=probe",
             f"--tail={LOG_TAIL}",
         ],
@@ -1249,8 +1254,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             "delete",
             "job",
             f"--namespace={ns}",
-            f"--selector={RUN_LABEL}={RUN},{POOL_LABEL}={target.name},"
-            f"{STEP_LABEL}={_input('step')}",
+            _selector(run_labels(target, _input("step"))),
             "--ignore-not-found",
             "--wait=false",
         ],
@@ -1263,7 +1267,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             "delete",
             "job,persistentvolumeclaim",
             f"--namespace={ns}",
-            f"--selector={RUN_LABEL}={RUN},{POOL_LABEL}={target.name}",
+            _selector({RUN_LABEL: RUN, POOL_LABEL: target.name}),
             "--ignore-not-found",
             "--wait=false",
         ],
@@ -1380,9 +1384,10 @@ def acceptance_template(target: Target) -> WorkflowTemplate:
         f"LocalQueue {LOCAL_QUEUE} of namespace {target.namespace.name} "
         f"(ClusterQueue {target.plan.name})."
     )
+    gates = staged_by(steps)
     with _template(target, acceptance_name(target.name), "acceptance", description) as wt:
         for step in steps:
-            _step_templates(target, step, gated=step.name in staged_by(steps))
+            _step_templates(target, step, gated=step.name in gates)
         _common_templates(target, "acceptance", steps)
         _report(target, [k for s in steps for k in s.judged])
         _main_dag(target, "acceptance", steps, report=True)
@@ -1397,9 +1402,10 @@ def benchmark_template(target: Target) -> WorkflowTemplate:
         f"Benchmarks of pool {target.name} ({', '.join(s.name for s in steps)}), submitted "
         f"through LocalQueue {LOCAL_QUEUE} of namespace {target.namespace.name}."
     )
+    gates = staged_by(steps)
     with _template(target, benchmark_name(target.name), "benchmarks", description) as wt:
         for step in steps:
-            _step_templates(target, step, gated=step.name in staged_by(steps))
+            _step_templates(target, step, gated=step.name in gates)
         _common_templates(target, "benchmark", steps)
         _main_dag(target, "benchmarks", steps, report=False)
     return wt
