@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from renderer.schema import API_VERSION, KIND_FOLDERS
+from renderer.inputs.schema import API_VERSION, KIND_FOLDERS
 
 # kind -> folder under the platform root
 KIND_DIRS: dict[str, str] = {kind: folder for folder, kind in sorted(KIND_FOLDERS.items())}

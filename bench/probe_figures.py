@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from renderer.catalog import CATALOG, Accelerator
+from renderer.model.catalog import CATALOG, Accelerator
 from workflows.probes.models import ModelConfig, TinyTransformer
 
 

@@ -19,15 +19,15 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.generate import generate_platform
-from renderer import model
-from renderer.layers import ClusterView, layers
-from renderer.manifest import Manifest
-from renderer.output_validation import OutputValidator
-from renderer.pipeline import load_platform
-from renderer.policy import check_policy
-from renderer.schema import KIND_FOLDERS, check_document
-from renderer.source import Document, load_file
-from renderer.writer import build_tree, compare, write_tree
+from renderer.inputs.schema import KIND_FOLDERS, check_document
+from renderer.inputs.source import Document, load_file
+from renderer.model import platform as model
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest
+from renderer.output.validation import OutputValidator
+from renderer.output.writer import build_tree, compare, write_tree
+from renderer.pipeline import load_platform, render_cluster
+from renderer.policy.check import check_policy
 
 T = TypeVar("T")
 SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
@@ -92,8 +92,7 @@ def main() -> None:
             return {
                 name: tuple(
                     m
-                    for _, layer in layers()
-                    for m in layer(ClusterView.of(platform, platform.clusters[name]))
+                    for m in render_cluster(ClusterView.of(platform, platform.clusters[name]))
                     if isinstance(m, Manifest)
                 )
                 for name in sorted(platform.clusters)

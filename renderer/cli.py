@@ -15,14 +15,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+# every module that documents rules is imported here, so `explain` and SARIF know them all
+import renderer.commands.acceptance.report  # noqa: F401
 from renderer import report
-from renderer.codeowners import CODEOWNERS_PATH, codeowners
-from renderer.diagnostics import Diagnostic, Location, closest, has_errors
-from renderer.output_validation import CrdLoadError, OutputValidator
+from renderer.commands.new import KINDS, MARK, ScaffoldError, scaffold, write_scaffold
+from renderer.findings.diagnostics import Diagnostic, Location, closest, has_errors
+from renderer.findings.rules import all_rules, document_rule, explain
+from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
+from renderer.output.validation import CrdLoadError, OutputValidator
+from renderer.output.writer import (
+    OUTPUT_DIR,
+    build_tree,
+    compare,
+    write_file_atomically,
+    write_tree,
+)
 from renderer.pipeline import load_platform, render_platform
-from renderer.rules import all_rules, document_rule, explain
-from renderer.scaffold import KINDS, MARK, ScaffoldError, scaffold, write_scaffold
-from renderer.writer import OUTPUT_DIR, build_tree, compare, write_file_atomically, write_tree
 
 FORMAT = click.option(
     "--format",
@@ -207,7 +215,7 @@ def _stale_codeowners(root: Path, owners: str | None) -> list[dict[str, str]]:
 @click.pass_context
 def plan(ctx: click.Context, fmt: str, clusters: tuple[str, ...]) -> None:
     """Capacity and quota per pool and per team: guaranteed, nominal, lendable, maximum."""
-    from renderer.plan import build_plan, plan_json, plan_markdown, plan_tables
+    from renderer.commands.plan import build_plan, plan_json, plan_markdown, plan_tables
 
     loaded = load_platform(_root(ctx))
     if has_errors(loaded.diagnostics):
@@ -246,7 +254,7 @@ def fit(
     ctx: click.Context, job: Path, namespace: str | None, cluster: str | None, fmt: str
 ) -> None:
     """Would Kueue admit this job, where, and if not, why? Exit 1 if it never can be."""
-    from renderer.fit import check_fit, fit_json, fit_text
+    from renderer.commands.fit.check import check_fit, fit_json, fit_text
 
     loaded = load_platform(_root(ctx))
     if has_errors(loaded.diagnostics):
@@ -295,7 +303,7 @@ def diff(
     """
     import tempfile
 
-    from renderer.diff import (
+    from renderer.commands.diff.report import (
         BaseRefError,
         checkout_base,
         diff_json,
@@ -355,7 +363,7 @@ def acceptance_report(
 ) -> None:
     """Pass or fail of RESULTS (probe JSON files, or folders of them) against each pool's
     thresholds. Exit 0 when all pass, 1 on a failure, a missing result or an unreadable file."""
-    from renderer.acceptance import (
+    from renderer.commands.acceptance.report import (
         build_report,
         load_results,
         report_json,

@@ -1,27 +1,63 @@
 """The pipeline, one way: load, schema, model, policy, layers, validate output. Returns data only.
 
 `validate` stops after policy; `render` goes on to build every cluster's objects and check each
-against the real Kubernetes and CRD schemas. Neither writes: `renderer.writer` does, and only the
+against the real Kubernetes and CRD schemas. Neither writes: `renderer.output.writer` does, and only the
 CLI decides whether to call it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from renderer import gpu_operator, model
-from renderer.diagnostics import Diagnostic, Location, Severity, has_errors, sort_diagnostics
-from renderer.layers import ClusterView, layers
-from renderer.manifest import Manifest, Values
-from renderer.output_validation import CrdLoadError, OutputValidator, UnsupportedKubernetesVersion
-from renderer.policy import check_policy
-from renderer.rules import document_rule
-from renderer.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
-from renderer.source import load_file
-from renderer.summary import cluster_readme
+from renderer.findings.diagnostics import (
+    Diagnostic,
+    Location,
+    Severity,
+    has_errors,
+    sort_diagnostics,
+)
+from renderer.findings.rules import document_rule
+from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
+from renderer.inputs.source import load_file
+from renderer.layers import gitops, gpu, queueing, templates, tenancy, workflows
+from renderer.layers.gpu import operator as gpu_operator
+from renderer.layers.readme import cluster_readme
+from renderer.model import platform as model
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest, Output, Values
+from renderer.output.validation import CrdLoadError, OutputValidator, UnsupportedKubernetesVersion
+from renderer.policy.check import check_policy
+
+Layer = Callable[[ClusterView], Iterator[Output]]
+
+LAYERS: tuple[tuple[str, Layer], ...] = (
+    ("tenancy", tenancy.render),
+    ("queueing", queueing.render),
+    ("gpu", gpu.render),
+    ("templates", templates.render),
+    ("workflows", workflows.render),
+)
+"""The layers that render from the cluster's view alone, in the order Argo CD applies them."""
+
+APPLY_ORDER = ("tenancy", "queueing", "gpu", gitops.LAYER, "templates", "workflows")
+"""Every layer in apply order: gitops syncs after the GPU layer and points Argo CD at the folders
+the others wrote, so it is rendered after them."""
+
+
+def render_cluster(view: ClusterView) -> list[Output]:
+    """Every layer's objects and values for one cluster, in apply order."""
+    by_layer = {name: list(render(view)) for name, render in LAYERS}
+    folders: list[str] = []
+    for outputs in by_layer.values():
+        for output in outputs:
+            if isinstance(output, Manifest) and output.layer not in folders:
+                folders.append(output.layer)
+    by_layer[gitops.LAYER] = list(gitops.render(view, folders))
+    return [output for name in APPLY_ORDER for output in by_layer[name]]
+
 
 document_rule(
     "stray-file",
@@ -189,7 +225,7 @@ def render_platform(root: Path, validator: OutputValidator) -> Rendered:
     for name in sorted(loaded.platform.clusters):
         cluster = loaded.platform.clusters[name]
         view = ClusterView.of(loaded.platform, cluster)
-        outputs = [o for _, layer in layers() for o in layer(view)]
+        outputs = render_cluster(view)
         manifests = tuple(o for o in outputs if isinstance(o, Manifest))
         values[name] = tuple(o for o in outputs if isinstance(o, Values))
         diagnostics.extend(_check_output(cluster, manifests, validator))

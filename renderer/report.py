@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import quote
 from xml.etree import ElementTree
 
-from renderer.diagnostics import Diagnostic, Location, Severity
-from renderer.rules import all_rules
+from renderer.findings.diagnostics import Diagnostic, Location, Severity, finding_lines
+from renderer.findings.rules import all_rules
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
@@ -28,21 +28,6 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     return (
         f"{plural(errors, 'error')}, {plural(warnings, 'warning')} in {plural(files, 'input file')}"
     )
-
-
-def finding_lines(
-    diagnostics: Sequence[Diagnostic], clean: Callable[[str], str] = str
-) -> list[str]:
-    """`file:line:col: error[rule] message`, then notes and a hint, one finding after another;
-    `clean` is applied to each message and hint (acceptance passes text from result files
-    through it)."""
-    lines = []
-    for d in diagnostics:
-        lines.append(f"{d.at}: {d.severity.value}[{d.rule}] {clean(d.message)}")
-        lines.extend(f"  note: {where}: {note}" for note, where in d.notes)
-        if d.hint:
-            lines.append(f"  hint: {clean(d.hint)}")
-    return lines
 
 
 def text(diagnostics: Sequence[Diagnostic], files: int) -> str:

@@ -20,7 +20,7 @@ from jsonschema import Draft7Validator
 from ruamel.yaml import YAML
 
 from renderer.cli import main
-from renderer.output_validation import OutputValidator
+from renderer.output.validation import OutputValidator
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CRDS = REPO.parent / "shared" / "crds"

@@ -21,7 +21,7 @@ import torch
 from packaging.requirements import Requirement
 from ruamel.yaml import YAML
 
-from renderer.layers import ClusterView
+from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, github_workflow_errors, load_yaml_12, only_job_steps, tree
 from workflows import suites

@@ -2,7 +2,7 @@
 
 The result sets live in tests/cases/acceptance/ (passing, failing, missing, unknown-pool,
 malformed, failed-probe). Every threshold, GPU-hour rate and catalog figure expected here is read
-from pools/*.yaml and renderer.catalog, never pasted from the report's output, and each case file
+from pools/*.yaml and renderer.model.catalog, never pasted from the report's output, and each case file
 is first checked to sit on the intended side of its threshold: a changed pool file shows up as a
 broken premise, not as a test that silently checks something else.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.acceptance import (
+from renderer.commands.acceptance.report import (
     FORMULAS,
     INFERENCE_COST,
     MAX_RESULT_BYTES,
@@ -34,9 +34,9 @@ from renderer.acceptance import (
     load_results,
     report_json,
 )
-from renderer.catalog import CATALOG
+from renderer.findings.rules import explain
+from renderer.model.catalog import CATALOG
 from renderer.pipeline import load_platform
-from renderer.rules import explain
 from tests.conftest import REPO, Result
 
 CASES = REPO / "tests" / "cases" / "acceptance"

@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from renderer.admission import CPU, MEMORY, ClusterQueuePlan, cluster_queues
-from renderer.layers import ClusterView
-from renderer.model import Platform
+from renderer.model.admission import CPU, MEMORY, ClusterQueuePlan, cluster_queues
+from renderer.model.platform import Platform
+from renderer.model.quantity import parse
+from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
-from renderer.quantity import parse
 from tests.conftest import REPO
 
 

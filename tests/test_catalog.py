@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from renderer.catalog import CATALOG, Accelerator, MigProfile, accelerator, suggest
+from renderer.model.catalog import CATALOG, Accelerator, MigProfile, accelerator, suggest
 
 GPU_OPERATOR = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gpu-operator"
 MIG_MAX = GPU_OPERATOR / "mig-max.json"
@@ -41,7 +41,7 @@ EXPECTED_DEVICE_IDS = {
 }
 
 # Placements from NVIDIA's MIG User Guide (`nvidia-smi mig -lgipp` on A100/H100), written out
-# here independently of renderer.catalog: (compute slices, memory slices) -> allowed starts.
+# here independently of renderer.model.catalog: (compute slices, memory slices) -> allowed starts.
 GUIDE_PLACEMENTS = {
     (7, 8): {0},
     (4, 4): {0},

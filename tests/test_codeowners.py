@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from renderer.codeowners import CODEOWNERS_PATH, codeowners
+from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
+from renderer.output.writer import write_file_atomically
 from renderer.pipeline import load_platform
-from renderer.writer import write_file_atomically
 from tests.conftest import REPO, copy_inputs
 
 
@@ -168,7 +168,7 @@ def test_write_file_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     def fail(src: object, dst: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("renderer.writer.os.replace", fail)
+    monkeypatch.setattr("renderer.output.writer.os.replace", fail)
     with pytest.raises(OSError, match="disk full"):
         write_file_atomically(target, b"two\n")
     monkeypatch.undo()

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import crd_cache, output_validation
-from renderer.output_validation import OutputValidator
+from renderer.output import crd_cache
+from renderer.output import validation as output_validation
+from renderer.output.validation import OutputValidator
 
 CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
 WORKFLOWS = CRDS / "argo-workflows" / "argoproj.io_workflowtemplates.yaml"

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from renderer import dcgm, nvidia
-from renderer.canonical import dump
-from renderer.layers import ClusterView
-from renderer.manifest import MANAGED_BY, Manifest
-from renderer.model import Addon, Platform
-from renderer.nodes import node_labels
-from renderer.output_validation import OutputValidator
+from renderer.layers.gpu import dcgm
+from renderer.model import nvidia
+from renderer.model.nodes import node_labels
+from renderer.model.platform import Addon, Platform
+from renderer.model.view import ClusterView
+from renderer.output.canonical import dump
+from renderer.output.manifest import MANAGED_BY, Manifest
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import load_platform
 from tests.conftest import REPO
 

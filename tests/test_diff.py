@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from renderer.diff import (
+from renderer.commands.diff.report import (
     MARKER,
     BaseRefError,
     checkout_base,

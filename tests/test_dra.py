@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import capacity, dra
-from renderer.admission import cluster_queues
-from renderer.capacity import (
+from renderer.layers.gpu import dra
+from renderer.layers.queueing.kueue import device_class_mappings, manager_config
+from renderer.model import capacity
+from renderer.model.admission import cluster_queues
+from renderer.model.capacity import (
     DRA_QUOTA_SUFFIX,
     dra_device_class,
     dra_resource,
@@ -23,10 +25,9 @@ from renderer.capacity import (
     pool_offers,
     usable_quotas,
 )
-from renderer.kueue import device_class_mappings, manager_config
-from renderer.layers import ClusterView
-from renderer.manifest import Manifest
-from renderer.output_validation import OutputValidator
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform
 from tests.conftest import SHARED_CRDS, copy_inputs, render_case
 

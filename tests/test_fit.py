@@ -19,12 +19,21 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from renderer import workloads
-from renderer.fit import BORROWS, ERROR, FITS, NEVER, FitResult, check_fit, fit_json, fit_text
-from renderer.model import Platform, Team
+from renderer.commands.fit import workloads
+from renderer.commands.fit.check import (
+    BORROWS,
+    ERROR,
+    FITS,
+    NEVER,
+    FitResult,
+    check_fit,
+    fit_json,
+    fit_text,
+)
+from renderer.commands.fit.workloads import Unreadable, Workload, workload_from
+from renderer.inputs.source import load_file
+from renderer.model.platform import Platform, Team
 from renderer.pipeline import load_platform
-from renderer.source import load_file
-from renderer.workloads import Unreadable, Workload, workload_from
 from tests.conftest import REPO
 
 CASES = Path(__file__).parent / "cases" / "fit"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.layers import gitops, layers
-from renderer.pipeline import Rendered
-from renderer.writer import OUTPUT_DIR, build_tree
+from renderer.layers.gitops import argocd as gitops
+from renderer.output.writer import OUTPUT_DIR, build_tree
+from renderer.pipeline import LAYERS, Rendered
 from tests.conftest import REPO, copy_inputs, render_case, render_clean, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
@@ -308,7 +308,7 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
 
 def test_every_layer_has_its_wave() -> None:
     # the templates layer writes only files nothing applies (no Application, no wave)
-    named = [name for name, _ in layers() if name not in (gitops.LAYER, "templates")]
+    named = [name for name, _ in LAYERS if name not in (gitops.LAYER, "templates")]
     assert set(named) <= set(gitops.LAYER_WAVES)
     others = [n for n in named if n != "workflows"]
     assert gitops.LAYER_WAVES["workflows"] > max(gitops.LAYER_WAVES[n] for n in others)

@@ -13,17 +13,19 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import gpu_operator, gpu_sharing, nvidia
-from renderer.canonical import dump
-from renderer.layers import ClusterView
-from renderer.manifest import Values
-from renderer.model import Addon, Cluster, Platform, Pool
-from renderer.output_validation import OutputValidator
+from renderer.layers.gpu import operator as gpu_operator
+from renderer.layers.gpu import sharing as gpu_sharing
+from renderer.model import nvidia
+from renderer.model.platform import Addon, Cluster, Platform, Pool
+from renderer.model.view import ClusterView
+from renderer.output.canonical import dump
+from renderer.output.manifest import Values
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform
 from tests.conftest import REPO
 
 SHARED = {"mig", "time-slicing", "mps"}
-"""Pool sharing modes with an entry in the device plugin ConfigMap (`renderer.gpu_sharing`)."""
+"""Pool sharing modes with an entry in the device plugin ConfigMap (`renderer.layers.gpu.sharing`)."""
 
 
 @pytest.fixture(scope="module")

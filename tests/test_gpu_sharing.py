@@ -1,5 +1,5 @@
 """The MIG manager and device plugin ConfigMaps: upstream formats, node labels, and the resources
-a node configured by them advertises, which must be what `renderer.capacity` counts."""
+a node configured by them advertises, which must be what `renderer.model.capacity` counts."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import catalog, gpu_sharing, nvidia
-from renderer.canonical import dump
-from renderer.capacity import pool_offers
-from renderer.layers import ClusterView
-from renderer.model import Pool
+from renderer.layers.gpu import sharing as gpu_sharing
+from renderer.model import catalog, nvidia
+from renderer.model.capacity import pool_offers
+from renderer.model.platform import Pool
+from renderer.model.view import ClusterView
+from renderer.output.canonical import dump
 from renderer.pipeline import Rendered
 from tests.conftest import INPUT_FOLDERS, REPO, render_clean
 

@@ -15,15 +15,15 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import kueue
-from renderer.admission import cluster_queues
-from renderer.capacity import MIXABLE, WORKLOAD_PURPOSES
-from renderer.layers import ClusterView
-from renderer.model import Pool
-from renderer.nodes import node_labels, tolerations
-from renderer.output_validation import OutputValidator
+from renderer.layers.queueing import kueue
+from renderer.model.admission import cluster_queues
+from renderer.model.capacity import MIXABLE, WORKLOAD_PURPOSES
+from renderer.model.nodes import node_labels, tolerations
+from renderer.model.platform import Pool
+from renderer.model.quantity import parse
+from renderer.model.view import ClusterView
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform
-from renderer.quantity import parse
 from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS, render_clean
 
 MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
@@ -606,7 +606,7 @@ def test_too_many_node_labels_for_a_flavor_is_reported_not_truncated(tmp_path: P
     )
     assert problem.at.file == "pools/train.yaml"
     # without the policy, the output validator catches it on the ResourceFlavor itself
-    from renderer import policy
+    from renderer.policy import check as policy
 
     rule = next(r for r in policy.POLICY if r.id == "pool-labels-limit")
     policy.POLICY.remove(rule)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from renderer.source import MAX_FILE_BYTES, load_bytes, load_file
+from renderer.inputs.source import MAX_FILE_BYTES, load_bytes, load_file
 from tests.conftest import tree
 
 HOSTILE = Path(__file__).parent / "cases" / "hostile"

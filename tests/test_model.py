@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from renderer.canonical import CDumper, PythonDumper, dump
+from renderer.output.canonical import CDumper, PythonDumper, dump
+from renderer.output.writer import HEADER
 from renderer.pipeline import load_platform
-from renderer.writer import HEADER
 from tests.conftest import REPO
 
 

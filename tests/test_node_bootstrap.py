@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import kueue, node_bootstrap
-from renderer.gpu_sharing import nvidia_node_labels
-from renderer.layers import ClusterView
-from renderer.manifest import Values
-from renderer.model import Platform, Pool, Taint
-from renderer.nodes import node_labels
+from renderer.layers.gpu import bootstrap as node_bootstrap
+from renderer.layers.gpu.sharing import nvidia_node_labels
+from renderer.layers.queueing import kueue
+from renderer.model.nodes import node_labels
+from renderer.model.platform import Platform, Pool, Taint
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Values
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, copy_inputs, tree
 

@@ -1,4 +1,4 @@
-"""Tests for renderer.output_validation: bundled built-in schemas and operator CRD schemas."""
+"""Tests for renderer.output.validation: bundled built-in schemas and operator CRD schemas."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.output_validation import (
+from renderer.output.validation import (
     CrdLoadError,
     OutputValidator,
     SchemaProblem,
@@ -238,7 +238,7 @@ def test_device_class_v1_exists_from_1_34_only(builtin: OutputValidator) -> None
 
 
 def test_version_selection_uses_numeric_order() -> None:
-    from renderer.output_validation import _schema_dir_for
+    from renderer.output.validation import _schema_dir_for
 
     assert _schema_dir_for("1.33") == ("v1.33.0-local-strict", "1.33")
     assert _schema_dir_for("v1.33.4") == ("v1.33.0-local-strict", "1.33")

@@ -65,7 +65,7 @@ def test_the_installed_engine_validates_and_reports(wheel: Path, tmp_path: Path)
     )
     assert validate.returncode == 0, validate.stdout + validate.stderr
     located = subprocess.run(
-        [str(python), "-c", "import renderer.schema as s; print(s.SCHEMA_DIR)"],
+        [str(python), "-c", "import renderer.inputs.schema as s; print(s.SCHEMA_DIR)"],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.diagnostics import has_errors
-from renderer.pipeline import load_platform
-from renderer.plan import (
+from renderer.commands.plan import (
     VERSION,
     ClusterPlan,
     PlanReport,
@@ -29,6 +27,8 @@ from renderer.plan import (
     plan_markdown,
     plan_tables,
 )
+from renderer.findings.diagnostics import has_errors
+from renderer.pipeline import load_platform
 from tests.conftest import REPO
 
 # --- reading the inputs ---------------------------------------------------------------------

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from renderer.policy import POLICY
-from renderer.rules import all_rules
+from renderer.findings.rules import all_rules
+from renderer.policy.check import POLICY
 
 # (rule, file, text to replace, replacement): one realistic mistake each.
 CASES = [

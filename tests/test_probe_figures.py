@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import probe_figures
-from renderer.catalog import CATALOG
+from renderer.model.catalog import CATALOG
 from workflows.probes.models import TinyTransformer
 
 

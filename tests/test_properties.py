@@ -2,7 +2,7 @@
 the admission plans keep every pool's promises within its hardware.
 
 Hypothesis draws platform sizes and quota changes; the invariants are checked on what the queue
-layer renders from (renderer.admission), independently of the policy code that decides validity.
+layer renders from (renderer.model.admission), independently of the policy code that decides validity.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from bench.generate import KIND_DIRS, build_platform, to_yaml
-from renderer.admission import CPU, MEMORY, cluster_queues
-from renderer.capacity import pool_offers
-from renderer.diagnostics import has_errors
-from renderer.layers import ClusterView
+from renderer.findings.diagnostics import has_errors
+from renderer.model.admission import CPU, MEMORY, cluster_queues
+from renderer.model.capacity import pool_offers
+from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
 
 QUOTA_RULES = {

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from renderer.writer import write_tree
+from renderer.output.writer import write_tree
 from tests.conftest import (
     REPO,
     copy_inputs,

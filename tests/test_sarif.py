@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 import pytest
 from jsonschema import Draft4Validator
 
-from renderer.rules import all_rules
+from renderer.findings.rules import all_rules
 from tests.conftest import REPO
 
 

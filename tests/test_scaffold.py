@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from renderer.scaffold import KINDS, MARK, scaffold
-from renderer.schema import schema_for
+from renderer.commands.new import KINDS, MARK, scaffold
+from renderer.inputs.schema import schema_for
 from tests.conftest import REPO, copy_inputs
 
 LISTED = re.compile(r"^  (?P<file>\S+):(?P<line>\d+): (?P<field>\S+): (?P<what>.+)$")

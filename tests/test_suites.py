@@ -22,16 +22,16 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.canonical import dump
-from renderer.fit import check_fit
-from renderer.layers import ClusterView
+from renderer.commands.fit.check import check_fit
+from renderer.commands.fit.workloads import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.layers import workflows as layer
-from renderer.manifest import Manifest
-from renderer.model import NodeCount, Platform
-from renderer.nodes import tolerations
-from renderer.output_validation import OutputValidator
+from renderer.model.nodes import tolerations
+from renderer.model.platform import NodeCount, Platform
+from renderer.model.view import ClusterView
+from renderer.output.canonical import dump
+from renderer.output.manifest import Manifest
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform
-from renderer.workloads import PRIORITY_LABEL, QUEUE_LABEL
 from tests.conftest import REPO, render_clean
 from workflows import suites
 from workflows.probes.cli import build_parser

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import quantity
-from renderer.manifest import Manifest
-from renderer.output_validation import OutputValidator
+from renderer.model import quantity
+from renderer.output.manifest import Manifest
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import render_platform
 from tests.conftest import (
     copy_inputs,

@@ -15,20 +15,22 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer import dra, kueue, nodes, quantity
-from renderer import workload_templates as wt
-from renderer.admission import cluster_queues, cohort_of, potential_available
-from renderer.canonical import dump
-from renderer.capacity import pool_offers, usable_quotas
-from renderer.fit import check_fit, fit_text
-from renderer.layers import ClusterView, layers
+from renderer.commands.fit.check import check_fit, fit_text
+from renderer.commands.fit.workloads import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.layers.gpu import dra
+from renderer.layers.queueing import kueue
+from renderer.layers.templates import workloads as wt
 from renderer.layers.tenancy import DEFAULT_CONTAINER
-from renderer.manifest import MANAGED_BY, Values
-from renderer.model import Namespace, Platform, Team
-from renderer.output_validation import OutputValidator
-from renderer.pipeline import load_platform
-from renderer.policy import DEFAULT_POD_SECURITY
-from renderer.workloads import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.model import nodes, quantity
+from renderer.model.admission import cluster_queues, cohort_of, potential_available
+from renderer.model.capacity import pool_offers, usable_quotas
+from renderer.model.platform import Namespace, Platform, Team
+from renderer.model.view import ClusterView
+from renderer.output.canonical import dump
+from renderer.output.manifest import MANAGED_BY, Values
+from renderer.output.validation import OutputValidator
+from renderer.pipeline import LAYERS, load_platform
+from renderer.policy.check import DEFAULT_POD_SECURITY
 from tests.conftest import REPO, copy_inputs, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
@@ -137,7 +139,7 @@ def test_templates_are_values_in_the_namespace_folder(case: Any) -> None:
 
 
 def test_the_layer_is_registered_and_yields_values_only(case: Any) -> None:
-    registered = dict(layers())
+    registered = dict(LAYERS)
     assert "templates" in registered
     for view in {id(v): v for v, _ in case[1]}.values():
         outputs = list(registered["templates"](view))

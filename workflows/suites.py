@@ -55,23 +55,22 @@ from hera.workflows.models import (
     ValueFrom,
 )
 
-from renderer import quantity
-from renderer.admission import (
+from renderer.model import quantity
+from renderer.model.admission import (
     ClusterQueuePlan,
     cluster_queues,
     cohort_of,
     node_share,
     potential_available,
 )
-from renderer.canonical import dump
-from renderer.capacity import Offer, quota_offer, rdma_requests
-from renderer.layers import ClusterView
-from renderer.manifest import labels as common_labels
-from renderer.manifest import metadata
-from renderer.model import Cluster, Namespace, Pool, Repository
-from renderer.nodes import node_labels, tolerations
-from renderer.workload_templates import gpu_memory_utilization
-from renderer.workloads import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.model.capacity import Offer, quota_offer, rdma_requests
+from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL, gpu_memory_utilization
+from renderer.model.nodes import node_labels, tolerations
+from renderer.model.platform import Cluster, Namespace, Pool, Repository
+from renderer.model.view import ClusterView
+from renderer.output.canonical import dump
+from renderer.output.manifest import labels as common_labels
+from renderer.output.manifest import metadata
 
 NAMESPACE = "gpuplane-acceptance"
 SERVICE_ACCOUNT = "gpuplane-acceptance"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from renderer.admission import cluster_queue_name
-from renderer.capacity import (
+from renderer.model.admission import cluster_queue_name
+from renderer.model.capacity import (
     DRA_DEVICE_CLASS,
     DRA_MIG_DEVICE_CLASS,
     DRA_QUOTA_SUFFIX,
@@ -21,10 +21,10 @@ from renderer.capacity import (
     pool_offers,
     usable_quotas,
 )
-from renderer.layers import ClusterView, Tenant
-from renderer.manifest import Manifest, metadata
-from renderer.model import EgressRule, Namespace, Team
-from renderer.policy import DEFAULT_POD_SECURITY
+from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.platform import EgressRule, Namespace, Team
+from renderer.model.view import ClusterView, Tenant
+from renderer.output.manifest import Manifest, metadata
 
 LAYER = "tenancy"
 

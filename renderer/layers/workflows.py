@@ -21,10 +21,10 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from renderer import argo_workflows
-from renderer.diagnostics import Location
-from renderer.layers import ClusterView
-from renderer.manifest import Manifest, Output, metadata
+from renderer.findings.diagnostics import Location
+from renderer.layers.gitops import argo_workflows
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest, Output, metadata
 from workflows import suites
 
 LAYER = "workflows"

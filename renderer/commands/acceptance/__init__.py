@@ -1,0 +1,2 @@
+"""`gpuplane acceptance report`: probe results judged against each pool's thresholds
+(docs/acceptance-report.md)."""

@@ -1,0 +1,199 @@
+"""`gpuplane new KIND NAME`: a commented starting file for a team, pool, queue or cluster.
+
+The file carries the schema modeline, a comment above every field in the schema's own words, and
+blanks to fill: an empty value with a `# REPLACE-ME: what to write` comment. An empty value is
+null, which no field of any kind accepts, so `gpuplane validate` (and an editor, through the
+modeline) reports every blank that is still empty at its line, whatever the field's type: a
+half-filled file cannot pass. A placeholder word such as `REPLACE-ME` would not do that: free text
+and IdP group names accept any word.
+
+Templates are Jinja2 (`renderer/templates/new-<kind>.yaml.j2`); the names they suggest (queues,
+clusters, pools, accelerators) come from the repository and the GPU catalog.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from renderer.inputs.schema import KIND_FOLDERS, schema_for
+from renderer.model import catalog
+from renderer.output.text import environment
+from renderer.policy.check import REQUIRED_THRESHOLDS
+
+KINDS: Mapping[str, str] = {kind.lower(): folder for folder, kind in KIND_FOLDERS.items()}
+"""`team` -> `teams`, and so on: the kinds `gpuplane new` writes and their folders."""
+
+MARK = "REPLACE-ME"
+NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+WIDTH = 100
+
+
+class ScaffoldError(Exception):
+    """A name or a target that `gpuplane new` refuses (a usage error, exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Blank:
+    """One value left for the author: its line (1-based), its field, and what to write."""
+
+    line: int
+    field: str
+    """As findings name it: `spec.namespaces[0].cluster`."""
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scaffold:
+    path: str
+    """Repository-relative, e.g. `teams/vision.yaml`."""
+    text: str
+    blanks: tuple[Blank, ...]
+
+
+_BLANK = re.compile(rf"^\s*(?:- )?[A-Za-z]+:\s+# {MARK}: (?P<what>.*)$")
+_KEY = re.compile(r"^(?P<item>- )?(?P<key>[A-Za-z]+):")
+
+
+def scaffold(kind: str, name: str, root: Path) -> Scaffold:
+    """The starting file for a new `kind` named `name` in the repository at `root`."""
+    if kind not in KINDS:
+        raise ScaffoldError(f"unknown kind '{kind}': one of {', '.join(sorted(KINDS))}")
+    if len(name) > 63 or not NAME.match(name):
+        raise ScaffoldError(
+            f"'{name}' is not a valid {kind} name: a DNS-1123 label (lower-case letters, digits "
+            "and '-', starting and ending with a letter or digit, at most 63 characters)"
+        )
+    known = {
+        folder: sorted(
+            p.stem for p in (root / folder).glob("*.yaml") if p.is_file() and p.name[0] != "."
+        )
+        for folder in KINDS.values()
+    }
+    text = _template(kind).render(
+        name=name,
+        known=known,
+        thresholds=REQUIRED_THRESHOLDS,
+        describe=_describer(KIND_FOLDERS[KINDS[kind]]),
+        one_of=_enumerator(KIND_FOLDERS[KINDS[kind]]),
+        choices=_choices(known),
+        accelerators=", ".join(sorted(catalog.CATALOG)),
+    )
+    paths = _paths(text)
+    blanks = tuple(
+        Blank(number, paths[number], match["what"])
+        for number, line in enumerate(text.splitlines(), 1)
+        if (match := _BLANK.match(line))
+    )
+    return Scaffold(f"{KINDS[kind]}/{name}.yaml", text, blanks)
+
+
+def _paths(text: str) -> dict[int, str]:
+    """The field path of each line that starts a key, from the indentation of the block-style
+    YAML the templates write (`spec.addons.kueue.version`, `spec.gpus[0].pool`)."""
+    frames: list[tuple[int, str]] = []  # (column, key or [index]) from the root down
+    items: dict[str, int] = {}
+    paths: dict[int, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        content = line.lstrip(" ")
+        if not content or content.startswith("#"):
+            continue
+        column = len(line) - len(content)
+        while frames and frames[-1][0] >= column:
+            frames.pop()
+        match = _KEY.match(content)
+        if content.startswith("- "):
+            parent = _join(frames)
+            items[parent] = items.get(parent, -1) + 1
+            frames.append((column, f"[{items[parent]}]"))
+            column += 2
+        if match:
+            frames.append((column, match["key"]))
+            paths[number] = _join(frames)
+    return paths
+
+
+def _join(frames: Sequence[tuple[int, str]]) -> str:
+    return "".join(k if k.startswith("[") or i == 0 else f".{k}" for i, (_, k) in enumerate(frames))
+
+
+def write_scaffold(root: Path, new: Scaffold) -> Path:
+    """Create the file; an existing one is never overwritten (ScaffoldError)."""
+    path = root / new.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with path.open("x", encoding="utf-8") as out:
+            out.write(new.text)
+    except FileExistsError as err:
+        raise ScaffoldError(f"{new.path} exists already; edit it, or pick another name") from err
+    return path
+
+
+@cache
+def _template(kind: str) -> jinja2.Template:
+    template = environment().get_template(f"new-{kind}.yaml.j2")
+    # the only inserted values are a validated name and these marked blanks
+    template.globals["blank"] = lambda what: f"# {MARK}: {what}"
+    return template
+
+
+def _choices(known: Mapping[str, Sequence[str]]) -> Any:
+    def choices(folder: str) -> str:
+        names = known.get(folder, ())
+        kind = KIND_FOLDERS[folder].lower()
+        if not names:
+            return f"the name of a {kind} in {folder}/ (none yet: `gpuplane new {kind} NAME`)"
+        return f"one of {', '.join(names)}" if len(names) > 1 else f"{names[0]} (the only one)"
+
+    return choices
+
+
+def _describer(kind: str) -> Any:
+    """`describe("spec.namespaces[].cluster", 6)`: the schema's description of that field as
+    comment lines at that indentation."""
+    schema = schema_for(kind).raw
+
+    def describe(path: str, indent: int = 2) -> str:
+        text = " ".join(str(_field(schema, path)["description"]).split())
+        prefix = " " * indent + "# "
+        return "\n".join(
+            textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=prefix)
+        )
+
+    return describe
+
+
+def _enumerator(kind: str) -> Any:
+    """`one_of("spec.workload")`: the values the schema allows there, as `a | b | c`."""
+    schema = schema_for(kind).raw
+
+    def one_of(path: str) -> str:
+        return " | ".join(str(v) for v in _resolve(schema, _field(schema, path))["enum"])
+
+    return one_of
+
+
+def _field(schema: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    """The schema of the field at a dotted path (`[]` for a list's items), with its description:
+    a property's own, or that of the definition it refers to."""
+    node: Mapping[str, Any] = schema
+    for part in path.replace("[]", ".[]").split("."):
+        node = _resolve(schema, node)
+        node = node["items"] if part == "[]" else node["properties"][part]
+    return node if "description" in node else _resolve(schema, node)
+
+
+def _resolve(schema: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
+    while "$ref" in node and "properties" not in node and "items" not in node:
+        ref = str(node["$ref"])
+        if not ref.startswith("#/$defs/"):
+            raise ValueError(f"cannot follow {ref}")
+        node = schema["$defs"][ref.removeprefix("#/$defs/")]
+    return node

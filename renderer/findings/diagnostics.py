@@ -1,0 +1,108 @@
+"""Problems as data: every stage returns Diagnostics; only the CLI prints them."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+PathKey = tuple[str | int, ...]
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Location:
+    """A place in an input file: repository-relative path, 1-based line and column."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMap:
+    """Where each value (and each mapping key) of one input file was written."""
+
+    file: str
+    values: Mapping[PathKey, Location]
+    keys: Mapping[PathKey, Location]
+
+    def locate(self, path: PathKey) -> Location:
+        """The position of the value at `path`, or of its nearest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            found = self.values.get(path[:end])
+            if found is not None:
+                return found
+        return Location(self.file, 1, 1)
+
+    def locate_key(self, path: PathKey) -> Location:
+        """The position of the key that holds `path` (for "unknown field" and the like)."""
+        return self.keys.get(path) or self.locate(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem: which rule found it, where, what to do about it."""
+
+    rule: str
+    message: str
+    at: Location
+    notes: tuple[tuple[str, Location], ...] = ()
+    hint: str | None = None
+    severity: Severity = field(default=Severity.ERROR)
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.at.file, self.at.line, self.at.col, self.rule, self.message)
+
+
+def sort_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Stable report order: by file, position, then rule, dropping exact repeats."""
+    unique = {(d.sort_key(), d.notes, d.hint, d.severity): d for d in diagnostics}
+    return [unique[k] for k in sorted(unique, key=lambda k: k[0])]
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.severity is Severity.ERROR for d in diagnostics)
+
+
+def closest(typed: str, known: Iterable[str]) -> str | None:
+    """The known name closest to `typed`, for "did you mean" hints; None when nothing is close.
+
+    A name that starts with what was typed wins ("prod" -> "production"); otherwise difflib's
+    closest match, compared without regard to case.
+    """
+    names = sorted(set(known))
+    lowered = typed.strip().lower()
+    if not lowered:
+        return None
+    prefixed = [n for n in names if n.lower().startswith(lowered)]
+    if prefixed:
+        return prefixed[0]
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(lowered, list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else None
+
+
+def finding_lines(
+    diagnostics: Sequence[Diagnostic], clean: Callable[[str], str] = str
+) -> list[str]:
+    """`file:line:col: error[rule] message`, then notes and a hint, one finding after another;
+    `clean` is applied to each message and hint (acceptance passes text from result files
+    through it)."""
+    lines = []
+    for d in diagnostics:
+        lines.append(f"{d.at}: {d.severity.value}[{d.rule}] {clean(d.message)}")
+        lines.extend(f"  note: {where}: {note}" for note, where in d.notes)
+        if d.hint:
+            lines.append(f"  hint: {clean(d.hint)}")
+    return lines

@@ -1,0 +1,283 @@
+"""Check loaded documents against the JSON Schemas in `schemas/`, reporting at the offending line.
+
+The same schemas drive editors (through the `yaml-language-server` modeline), so a PR author sees
+the same rules in the editor and in CI. jsonschema's messages are rewritten into the findings'
+vocabulary: unknown field, missing field, wrong type, invalid value, each with a hint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from renderer.findings.diagnostics import Diagnostic, PathKey, closest
+from renderer.findings.rules import document_rule
+from renderer.inputs.source import Document
+
+_BESIDE = Path(__file__).resolve().parents[2]
+SCHEMA_DIR = (
+    _BESIDE / "gpuplane_schemas" if (_BESIDE / "gpuplane_schemas").is_dir() else _BESIDE / "schemas"
+)
+"""The engine and its schemas ship together: `schemas/` of this checkout (an editable install
+too), or the copy an installed wheel carries as the data package `gpuplane_schemas` beside
+`renderer` (see docs/schemas.md)."""
+
+API_VERSION = "gpuplane.dev/v1alpha1"
+
+KIND_FOLDERS: Mapping[str, str] = {
+    "clusters": "Cluster",
+    "pools": "Pool",
+    "teams": "Team",
+    "queues": "Queue",
+}
+
+REPOSITORY_FILE = "gpuplane.yaml"
+"""The repository's own settings (kind Repository), at its root; optional."""
+
+for _rule, _doc in {
+    "schema-unknown-field": """A field that the object's schema does not define.
+
+The schemas are strict so that a typo (`borowingLimit`) is an error instead of a setting that
+silently does nothing. The hint names the closest known field.""",
+    "schema-missing-field": """A required field is missing.
+
+The message names the field and the object it belongs in; the schema's description (shown by
+editors through the file's `yaml-language-server` modeline) says what it means.""",
+    "schema-wrong-type": """A value of the wrong type: a string where a number belongs, or the reverse.
+
+A frequent cause is a version such as `1.30` written without quotes: YAML reads it as the number
+1.3. Quote strings that look like numbers.""",
+    "schema-invalid-value": """A value outside what the field allows: not one of its choices, out of range, or
+not in the required format (a DNS-1123 name, a Kubernetes quantity, a duration, a CIDR).""",
+    "wrong-kind": """The object's kind does not match its folder, or its apiVersion is not gpuplane's.
+
+Clusters live in `clusters/`, pools in `pools/`, teams in `teams/`, queues in `queues/`; each
+object has `apiVersion: gpuplane.dev/v1alpha1`.""",
+    "name-mismatch": """`metadata.name` must equal the file name (without `.yaml`).
+
+One object per file, named after it, so that a reviewer (and CODEOWNERS) can tell from the path
+alone which team, pool, queue or cluster a change touches.""",
+}.items():
+    document_rule(_rule, "schema", _doc)
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    kind: str
+    validator: Draft202012Validator
+    raw: Mapping[str, Any]
+
+
+@cache
+def schema_for(kind: str) -> Schema:
+    """The compiled schema of one kind (compiled once per process)."""
+    path = SCHEMA_DIR / f"{kind.lower()}.schema.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(raw)
+    return Schema(kind, Draft202012Validator(raw), raw)
+
+
+def check_document(doc: Document, folder: str) -> list[Diagnostic]:
+    """Every schema problem of one document, plus its kind and name against its place
+    (`folder` "." is the repository root, whose one file is the Repository)."""
+    data = doc.data
+    expected_kind = "Repository" if folder == "." else KIND_FOLDERS[folder]
+    if not isinstance(data, dict):
+        return [
+            Diagnostic(
+                "schema-wrong-type",
+                f"expected a {expected_kind} object (a mapping), got {_type_name(data)}",
+                doc.locate(()),
+                hint="start the file with apiVersion, kind, metadata and spec",
+            )
+        ]
+    envelope = _check_envelope(doc, data, expected_kind)
+    if envelope:
+        return envelope
+    schema = schema_for(expected_kind)
+    errors = list(schema.validator.iter_errors(data))
+    # a value of the wrong type is reported once: not also as "not one of" or "wrong format"
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
+    problems = [d for error in errors for d in _explain(doc, error)]
+    name = data.get("metadata", {}).get("name") if isinstance(data.get("metadata"), dict) else None
+    stem = Path(doc.path).name.removesuffix(".yaml")
+    if isinstance(name, str) and name != stem:
+        problems.append(
+            Diagnostic(
+                "name-mismatch",
+                f"metadata.name is '{name}' but the file is named '{stem}.yaml'",
+                doc.locate(("metadata", "name")),
+                hint=f"set metadata.name: {stem}"
+                if folder == "."
+                else f"rename the file to {folder}/{name}.yaml, or set metadata.name: {stem}",
+            )
+        )
+    return problems
+
+
+def _check_envelope(doc: Document, data: dict[str, Any], expected_kind: str) -> list[Diagnostic]:
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind in KIND_FOLDERS.values() and kind != expected_kind:
+        folder = next(f for f, k in KIND_FOLDERS.items() if k == kind)
+        return [
+            Diagnostic(
+                "wrong-kind",
+                f"a {kind} in the folder of {expected_kind} objects",
+                doc.locate(("kind",)),
+                hint=f"move the file to {folder}/",
+            )
+        ]
+    return []
+
+
+def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
+    """Turn one jsonschema error into findings in gpuplane's vocabulary."""
+    path: PathKey = tuple(error.absolute_path)
+    where = _describe(path)
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        yield from _explain(doc, best_match(error.context))
+        return
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        for key in sorted(set(error.instance) - set(allowed)):
+            close = closest(key, allowed)
+            hint = f"did you mean '{close}'?" if close else f"known fields: {', '.join(allowed)}"
+            yield Diagnostic(
+                "schema-unknown-field",
+                f"unknown field '{key}' in {where}",
+                doc.locate_key((*path, key)),
+                hint=hint,
+            )
+        return
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        description = _property_description(schema, missing)
+        yield Diagnostic(
+            "schema-missing-field",
+            f"missing required field '{missing}' in {where}",
+            doc.locate(path),
+            hint=f"add {missing}: {description}" if description else f"add {missing}",
+        )
+        return
+    if error.validator == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        hint = f"write {where} as {_article(expected_text)}"
+        if expected_text == "string" and isinstance(error.instance, int | float):
+            written = doc.plain_text.get(path, str(error.instance))
+            hint = f'quote the value: "{written}" (YAML reads {written} as the number {error.instance})'
+        yield Diagnostic(
+            "schema-wrong-type",
+            f"{where} must be {_article(expected_text)}, got {_type_name(error.instance)}",
+            doc.locate(path),
+            hint=hint,
+        )
+        return
+    if error.validator == "enum":
+        choices = [str(c) for c in _listed(error.validator_value)]
+        close = closest(str(error.instance), choices)
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} is '{error.instance}'; expected one of: {', '.join(choices)}",
+            doc.locate(path),
+            hint=f"did you mean '{close}'?" if close else "use one of the values listed",
+        )
+        return
+    if error.validator == "const":
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} must be '{error.validator_value}', got '{error.instance}'",
+            doc.locate(path),
+            hint=f"set it to {error.validator_value}",
+        )
+        return
+    if error.validator == "pattern":
+        described = str(schema.get("title") or schema.get("description", ""))
+        first = described.split(".")[0] if described else f"pattern {error.validator_value}"
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} '{error.instance}' is not in the required format: {first}",
+            doc.locate(path),
+            hint=_format_hint(str(error.instance), first),
+        )
+        return
+    if error.validator == "not":
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} holds a combination its schema forbids: {_not_text(error)}",
+            doc.locate(path),
+            hint=str(schema.get("description") or "remove the field that is not allowed here"),
+        )
+        return
+    yield Diagnostic(
+        "schema-invalid-value",
+        f"{where}: {error.message}",
+        doc.locate(path),
+        hint=_property_description({"properties": {"x": schema}}, "x")
+        or "see the field's description in the schema (editors show it on hover)",
+    )
+
+
+def _listed(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _format_hint(value: str, format_text: str) -> str:
+    """A corrected value where one can be guessed (names), else what the format asks for."""
+    if "DNS-1123" in format_text:
+        guess = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")[:63].strip("-")
+        if guess:
+            return f"for example '{guess}'"
+    return f"write it as {format_text}"
+
+
+def _not_text(error: ValidationError) -> str:
+    forbidden = error.validator_value
+    if isinstance(forbidden, Mapping) and "required" in forbidden:
+        return f"'{', '.join(forbidden['required'])}' is not allowed here"
+    return "see the schema"
+
+
+def _property_description(schema: Mapping[str, Any], name: str) -> str | None:
+    prop = schema.get("properties", {}).get(name, {})
+    text = prop.get("description") if isinstance(prop, dict) else None
+    return text.split(". ")[0].rstrip(".") if isinstance(text, str) else None
+
+
+def _describe(path: PathKey) -> str:
+    if not path:
+        return "the object"
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "an empty value"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"number {value!s}"
+    if isinstance(value, str):
+        return f"string '{value}'"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _article(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word

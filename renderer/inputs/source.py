@@ -1,0 +1,402 @@
+"""Load one input file into plain data that remembers where every node came from.
+
+The loader is the first line of defence: the files arrive in pull requests from anyone, so it
+refuses what a config file never needs (tags, alias bombs, several documents, tabs, huge files,
+bytes that are not UTF-8) with one precise finding each, and never builds Python objects from tags.
+It works on ruamel.yaml's node graph (compose), so aliases are never expanded while parsing and
+every key and value keeps its line and column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from renderer.findings.diagnostics import Diagnostic, Location, PathKey, SourceMap
+from renderer.findings.rules import document_rule
+
+MAX_FILE_BYTES = 1024 * 1024
+"""An input file is a few kilobytes; one over a megabyte is a mistake or an attack."""
+
+MAX_EXPANDED_NODES = 10_000
+"""The most nodes a file may hold once its aliases are expanded (a billion-laughs file has 10**9)."""
+
+MAX_DEPTH = 64
+"""Deeper nesting than this is never a real config and would exhaust the parser's stack."""
+
+_TAG = "tag:yaml.org,2002:"
+_ALLOWED_SCALAR_TAGS = {f"{_TAG}{t}" for t in ("str", "int", "float", "bool", "null")}
+_TIMESTAMP = f"{_TAG}timestamp"
+_MERGE = f"{_TAG}merge"
+_MAP = f"{_TAG}map"
+_SEQ = f"{_TAG}seq"
+
+for _rule, _doc in {
+    "yaml-syntax": """The file is not valid YAML.
+
+The parser's message says what it expected and where. Common causes: an unclosed quote or
+bracket, a `key: value` line indented inconsistently, or a colon inside an unquoted value.""",
+    "yaml-encoding": """Input files must be UTF-8 text.
+
+A byte sequence that is not UTF-8 usually means the file was saved in another encoding (Latin-1,
+UTF-16) or is not a text file at all. Re-save it as UTF-8.""",
+    "yaml-tab-indent": """Indent with spaces, never tabs.
+
+YAML forbids tabs in indentation, and editors disagree on how wide a tab is, so a tab makes the
+structure ambiguous to a reviewer even where a parser would accept it.""",
+    "yaml-duplicate-key": """A mapping holds the same key twice.
+
+YAML parsers keep one of the two values silently (usually the last), so the file says two
+different things and a reviewer sees the one that is not used. Remove one of them.""",
+    "yaml-tag": """YAML tags (`!!python/object`, `!!binary`, `!custom` and friends) are refused.
+
+Tags ask the loader to build arbitrary objects; gpuplane's inputs are plain maps, lists, strings,
+numbers and booleans, so a tag is either a mistake or an attempt to run code at load time.""",
+    "yaml-alias-bomb": f"""Anchors and aliases may not expand a file beyond {MAX_EXPANDED_NODES:,} nodes.
+
+Aliases let a tiny file describe an exponentially large document (the "billion laughs" attack).
+gpuplane counts the expanded size without expanding it and refuses such files at once, so a
+hostile pull request cannot exhaust CI's memory. Write the repeated values out instead.""",
+    "yaml-too-deep": f"""Nesting deeper than {MAX_DEPTH} levels is refused.
+
+No gpuplane object nests that deep; such a file would only exhaust the parser's stack.""",
+    "yaml-too-large": f"""Input files may not exceed {MAX_FILE_BYTES // 1024} KiB.
+
+A cluster, pool, team or queue file is a few kilobytes. A file past the limit is refused before
+it is read, so a huge file cannot slow down or exhaust CI.""",
+    "yaml-multiple-documents": """One object per file: a file may hold only one YAML document.
+
+gpuplane names each object after its file (`teams/vision.yaml` holds the Team `vision`), which
+keeps reviews and CODEOWNERS simple. Split the documents into files of their own.""",
+    "yaml-empty": """The file holds no object.
+
+Every input file must contain one object with apiVersion, kind, metadata and spec. Delete the
+file, or fill it in (`gpuplane new` writes a starting point).""",
+    "yaml-value": """A value that YAML parses but no object field can hold.
+
+Infinite or NaN numbers, and keys that are not strings, have no meaning in gpuplane's inputs.""",
+}.items():
+    document_rule(_rule, "load", _doc)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One loaded file: plain data plus where each value (and each mapping key) was written."""
+
+    path: str
+    data: Any
+    source: SourceMap
+    plain_text: Mapping[PathKey, str]
+    """How non-string scalars were written (`1.30` reads as 1.3), for hints that quote them."""
+
+    def locate(self, path: PathKey) -> Location:
+        return self.source.locate(path)
+
+    def locate_key(self, path: PathKey) -> Location:
+        return self.source.locate_key(path)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    document: Document | None
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def load_file(file: Path, display: str) -> LoadResult:
+    """Read and check one input file; `display` is the repository-relative name used in reports."""
+    try:
+        size = file.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return _fail(
+                "yaml-too-large",
+                f"file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}",
+                Location(display),
+                "split it, or remove what does not belong in a gpuplane object",
+            )
+        with file.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as err:
+        return _fail("yaml-syntax", f"cannot read file: {err.strerror}", Location(display), None)
+    if len(raw) > MAX_FILE_BYTES:
+        return _fail(
+            "yaml-too-large",
+            f"file is larger than {MAX_FILE_BYTES:,} bytes",
+            Location(display),
+            "split it, or remove what does not belong in a gpuplane object",
+        )
+    return load_bytes(raw, display)
+
+
+def load_bytes(raw: bytes, display: str) -> LoadResult:
+    """Check and load the bytes of one input file."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        return _fail(
+            "yaml-encoding",
+            f"byte 0x{raw[err.start]:02x} is not valid UTF-8",
+            Location(display, line, col),
+            "save the file as UTF-8",
+        )
+    text = text.removeprefix("\ufeff")
+    tabs = list(_tab_indents(text, display))
+    if tabs:
+        return LoadResult(None, tuple(tabs))
+    return _compose(text, display)
+
+
+def _tab_indents(text: str, display: str) -> Iterator[Diagnostic]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent and line.strip():
+            yield Diagnostic(
+                "yaml-tab-indent",
+                "tab character used for indentation",
+                Location(display, number, indent.index("\t") + 1),
+                hint="indent with spaces",
+            )
+
+
+def _compose(text: str, display: str) -> LoadResult:
+    yaml = YAML(typ="safe", pure=False)
+    try:
+        documents = yaml.compose_all(text)
+        first = next(documents, None)
+        second = next(documents, None) if first is not None else None
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
+        problem = err.problem or err.context or "invalid YAML"
+        return _fail("yaml-syntax", str(problem), where, _syntax_hint(str(problem)))
+    except RecursionError:
+        return _fail("yaml-too-deep", "nesting is too deep to parse", Location(display), None)
+    except YAMLError as err:
+        return _fail("yaml-syntax", str(err).splitlines()[0], Location(display), None)
+    if first is None or _is_null(first):
+        return _fail(
+            "yaml-empty",
+            "the file holds no object",
+            Location(display),
+            "add the object or delete the file",
+        )
+    if second is not None:
+        where = _loc(display, second)
+        return _fail(
+            "yaml-multiple-documents",
+            "a second YAML document starts here; one object per file",
+            where,
+            "move each document into a file of its own, named after its metadata.name",
+        )
+    builder = _Builder(display)
+    problems = builder.check(first)
+    if problems:
+        return LoadResult(None, tuple(problems))
+    data = builder.build(first, ())
+    if builder.problems:
+        return LoadResult(None, tuple(builder.problems))
+    source = SourceMap(display, builder.values, builder.keys)
+    return LoadResult(Document(display, data, source, builder.plain_text), ())
+
+
+def _is_null(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and str(node.tag) == f"{_TAG}null"
+
+
+def _syntax_hint(problem: str) -> str:
+    if "mapping values are not allowed" in problem:
+        return "quote values that contain ': ', or fix the indentation of this line"
+    if "found unexpected ':'" in problem:
+        return "inside { } or [ ], quote values that contain ':' (URLs, for example)"
+    if "found character" in problem and "that cannot start any token" in problem:
+        return "quote the value"
+    if "expected" in problem and any(c in problem for c in "]}"):
+        return "close the bracket opened earlier, or put the item on one line"
+    return "check the quotes, brackets and indentation at and just before this position"
+
+
+def _loc(display: str, node: Node) -> Location:
+    return Location(display, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _fail(rule: str, message: str, at: Location, hint: str | None) -> LoadResult:
+    return LoadResult(None, (Diagnostic(rule, message, at, hint=hint),))
+
+
+class _Builder:
+    """Walks the node graph: checks it, then builds plain data and the position maps."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+        self.values: dict[PathKey, Location] = {}
+        self.keys: dict[PathKey, Location] = {}
+        self.plain_text: dict[PathKey, str] = {}
+        self.problems: list[Diagnostic] = []
+
+    def check(self, root: Node) -> list[Diagnostic]:
+        """Tags, depth, duplicate keys and the expanded size, on the graph (aliases unexpanded)."""
+        problems: list[Diagnostic] = []
+        sizes: dict[int, int] = {}
+
+        def visit(node: Node, depth: int) -> int:
+            if depth > MAX_DEPTH:
+                raise _TooDeep(node)
+            known = sizes.get(id(node))
+            if known is not None:
+                return known
+            tag = str(node.tag)
+            size = 1
+            if isinstance(node, ScalarNode):
+                if tag not in _ALLOWED_SCALAR_TAGS and tag not in (_TIMESTAMP, _MERGE):
+                    problems.append(self._tag_problem(node, tag))
+            elif isinstance(node, SequenceNode):
+                if tag != _SEQ:
+                    problems.append(self._tag_problem(node, tag))
+                for item in node.value:
+                    size += visit(item, depth + 1)
+            elif isinstance(node, MappingNode):
+                if tag != _MAP:
+                    problems.append(self._tag_problem(node, tag))
+                seen: dict[object, Node] = {}
+                for key, value in node.value:
+                    if isinstance(key, ScalarNode):
+                        if key.value in seen and str(key.tag) != _MERGE:
+                            first = seen[key.value]
+                            problems.append(
+                                Diagnostic(
+                                    "yaml-duplicate-key",
+                                    f"duplicate key '{key.value}'",
+                                    _loc(self.display, key),
+                                    notes=(("first defined here", _loc(self.display, first)),),
+                                    hint="remove one of the two",
+                                )
+                            )
+                        seen.setdefault(key.value, key)
+                    size += visit(key, depth + 1) + visit(value, depth + 1)
+            sizes[id(node)] = size
+            if size > MAX_EXPANDED_NODES:
+                raise _Bomb(node, size)
+            return size
+
+        try:
+            visit(root, 0)
+        except _TooDeep as deep:
+            return [
+                Diagnostic(
+                    "yaml-too-deep",
+                    f"nesting deeper than {MAX_DEPTH} levels",
+                    _loc(self.display, deep.node),
+                    hint="flatten the structure",
+                )
+            ]
+        except _Bomb as bomb:
+            return [
+                Diagnostic(
+                    "yaml-alias-bomb",
+                    f"aliases expand this document beyond {MAX_EXPANDED_NODES:,} nodes",
+                    _loc(self.display, bomb.node),
+                    hint="write the repeated values out instead of nesting aliases",
+                )
+            ]
+        return problems
+
+    def _tag_problem(self, node: Node, tag: str) -> Diagnostic:
+        shown = "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
+        return Diagnostic(
+            "yaml-tag",
+            f"YAML tag '{shown}' is not allowed",
+            _loc(self.display, node),
+            hint="remove the tag; inputs hold only plain maps, lists, strings, numbers and booleans",
+        )
+
+    def build(self, node: Node, path: PathKey) -> Any:
+        self.values.setdefault(path, _loc(self.display, node))
+        if isinstance(node, MappingNode):
+            return self._build_mapping(node, path)
+        if isinstance(node, SequenceNode):
+            return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+        value = self._scalar(node)
+        if not isinstance(value, str):
+            self.plain_text[path] = str(node.value)
+        return value
+
+    def _build_mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if str(key_node.tag) == _MERGE:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    if isinstance(source, MappingNode):
+                        for name, value in self._build_mapping(source, path).items():
+                            merged.setdefault(name, value)
+                continue
+            key = self._scalar(key_node) if isinstance(key_node, ScalarNode) else None
+            if not isinstance(key, str):
+                self.problems.append(
+                    Diagnostic(
+                        "yaml-value",
+                        "mapping keys must be strings",
+                        _loc(self.display, key_node),
+                        hint="quote the key",
+                    )
+                )
+                continue
+            self.keys[(*path, key)] = _loc(self.display, key_node)
+            result[key] = self.build(value_node, (*path, key))
+        for name, value in merged.items():
+            result.setdefault(name, value)
+        return result
+
+    def _scalar(self, node: Node) -> Any:
+        value = _scalar_value(str(node.tag), str(node.value))
+        if isinstance(value, float) and not math.isfinite(value):
+            self.problems.append(
+                Diagnostic(
+                    "yaml-value",
+                    f"'{node.value}' is not a finite number",
+                    _loc(self.display, node),
+                    hint="use a finite number",
+                )
+            )
+        return value
+
+
+def _scalar_value(tag: str, text: str) -> Any:
+    """The value of a plain scalar whose tag the YAML 1.2 resolver already chose."""
+    if tag == f"{_TAG}null":
+        return None
+    if tag == f"{_TAG}bool":
+        return text.lower() == "true"
+    if tag == f"{_TAG}int":
+        digits = text.replace("_", "")
+        try:
+            return int(digits, 0)
+        except ValueError:
+            return int(digits, 10)
+    if tag == f"{_TAG}float":
+        lowered = text.lower().replace("_", "")
+        if lowered.lstrip("+-") in (".inf", ".nan"):
+            sign = -1.0 if lowered.startswith("-") else 1.0
+            return math.nan if "nan" in lowered else sign * math.inf
+        return float(lowered)
+    return text
+
+
+class _TooDeep(Exception):
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+
+class _Bomb(Exception):
+    def __init__(self, node: Node, size: int) -> None:
+        self.node = node
+        self.size = size

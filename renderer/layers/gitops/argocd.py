@@ -1,0 +1,473 @@
+"""GitOps: the Argo CD objects that deploy one cluster's rendered tree, and fence in its teams.
+
+Rendered only when the repository settings (`gpuplane.yaml`) say where Argo CD clones from; all of
+it lands in `rendered/<cluster>/gitops/`, in the Argo CD namespace:
+
+- a root Application `<cluster>-root` (app of apps) that syncs this folder, itself included;
+- an Application per add-on (GPU Operator, Kueue or Volcano, Argo Workflows,
+  kube-prometheus-stack): the pinned Helm chart, with the values the other layers wrote to `rendered/<cluster>/values/<chart>.yaml`;
+- an Application per layer folder that exists for the cluster, read as a plain directory;
+- AppProjects: the platform's own (cluster-scoped kinds allowed), a locked-down `default` (where
+  Argo CD runs in the cluster), and one per team, limited to the team's namespaces and denied the
+  kinds the platform guards them with.
+
+Sync waves order the Applications: projects, then the add-ons that bring the CRDs, then tenancy
+(namespaces first: the other layers put objects in team namespaces), then the platform objects,
+then workflows. Why each setting is what it is: docs/gitops.md.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from renderer.layers.gitops import argo_workflows
+from renderer.layers.gpu import operator as gpu_operator
+from renderer.model import nvidia
+from renderer.model.platform import Cluster, Repository
+from renderer.model.view import ClusterView, Tenant
+from renderer.output.manifest import Manifest, Output, Values, metadata
+from renderer.output.writer import OUTPUT_DIR
+
+LAYER = "gitops"
+API_VERSION = "argoproj.io/v1alpha1"
+
+IN_CLUSTER = "https://kubernetes.default.svc"
+"""Where Argo CD itself runs, as it sees it: its Applications and AppProjects live there, while
+the Applications deploy to the cluster's `argocd.destination` (the same server when Argo CD runs
+in the cluster it manages)."""
+
+DEFAULT_PROJECT = "default"
+VALUES_REF = "values"
+
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+GENERATE_PATHS = "argocd.argoproj.io/manifest-generate-paths"
+
+DIRECTORY = {"recurse": True, "exclude": "{kustomization.yaml,*/kustomization.yaml}"}
+"""Every folder of `rendered/` holds a kustomization.yaml for people at a terminal; Argo CD reads
+the folders as plain directories instead, so it must skip them. Argo CD matches the pattern
+against each file's path below the source path with `*` crossing `/`: the two alternatives are
+the top folder's file and every nested one."""
+
+AUTOMATED = {"prune": True, "selfHeal": True}
+RETRY: Mapping[str, Any] = {
+    "limit": 5,
+    "backoff": {"duration": "10s", "factor": 2, "maxDuration": "3m"},
+    "refresh": True,
+}
+"""Five tries over about five minutes; each retry syncs the latest commit, so a fix pushed while
+a sync fails is picked up without waiting for the next one."""
+
+PROJECT_WAVE = -3
+ADDON_WAVE = -2
+LAYER_WAVES: Mapping[str, int] = {
+    "tenancy": 0,
+    "security": 0,
+    "queueing": 1,
+    "gpu": 1,
+    "observability": 1,
+    "workflows": 2,
+}
+"""Namespaces, quotas and RBAC first (wave 0), because the queueing and GPU layers put
+LocalQueues, ConfigMaps and claim templates into team namespaces; platform objects next (1);
+workflows, which exercise all of it, last (2). A layer missing here syncs with the platform."""
+DEFAULT_LAYER_WAVE = 1
+
+HOOK_LAYERS = frozenset({"workflows"})
+"""Layers whose sync runs a hook (the acceptance suites' PostSync Workflow): a failing hook fails
+the sync, and a retry would delete its Workflow (BeforeHookCreation) and queue every pool's GPU
+Jobs again, up to RETRY's limit. Their Applications do not retry; the next commit, or a manual
+sync, runs the suites again."""
+
+GUARDRAILS: tuple[Mapping[str, str], ...] = (
+    {"group": "", "kind": "ResourceQuota"},
+    {"group": "", "kind": "LimitRange"},
+    {"group": "*", "kind": "*NetworkPolicy"},
+    {"group": "rbac.authorization.k8s.io", "kind": "Role"},
+    {"group": "rbac.authorization.k8s.io", "kind": "RoleBinding"},
+    {"group": "kueue.x-k8s.io", "kind": "LocalQueue"},
+    {"group": "argoproj.io", "kind": "Application"},
+    {"group": "argoproj.io", "kind": "ApplicationSet"},
+    {"group": "argoproj.io", "kind": "AppProject"},
+)
+"""Namespaced kinds a team's own Applications may not manage: the platform's guardrails in its
+namespaces (quota, container defaults, network policy of any CNI, RBAC, the queue its jobs
+enter) and Argo CD's own kinds. Cluster-scoped kinds are denied by an empty whitelist."""
+
+WEBHOOK_CA: tuple[Mapping[str, Any], ...] = tuple(
+    {
+        "group": "admissionregistration.k8s.io",
+        "kind": kind,
+        "jqPathExpressions": [".webhooks[]?.clientConfig.caBundle"],
+    }
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+)
+CONVERSION_CA: Mapping[str, Any] = {
+    "group": "apiextensions.k8s.io",
+    "kind": "CustomResourceDefinition",
+    "jsonPointers": ["/spec/conversion/webhook/clientConfig/caBundle"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """An add-on installed from its Helm chart, and what its Application needs to know."""
+
+    addon: str  # key under the cluster's spec.addons
+    chart: str
+    repository: str  # no scheme: an OCI registry (Argo CD needs no repository secret for it)
+    namespace: str
+    release: str
+    server_side_apply: bool  # CRDs too big for kubectl's last-applied annotation
+    privileged: bool  # runs privileged pods: the namespace's Pod Security level must allow it
+    ignore_differences: tuple[Mapping[str, Any], ...] = ()  # fields the add-on writes at runtime
+
+
+GPU_OPERATOR = Chart(
+    addon=gpu_operator.ADDON,
+    chart=gpu_operator.CHART,
+    repository=gpu_operator.CHART_REPOSITORY,
+    namespace=nvidia.NAMESPACE,
+    release=gpu_operator.RELEASE,
+    server_side_apply=False,
+    privileged=True,  # driver and toolkit containers, device plugin: host access
+)
+KUEUE = Chart(
+    addon="kueue",
+    chart="kueue",
+    repository="registry.k8s.io/kueue/charts",
+    namespace="kueue-system",
+    release="kueue",
+    server_side_apply=True,
+    privileged=False,
+    # internal cert management injects its CA into the webhooks and the CRD conversion webhooks
+    ignore_differences=(*WEBHOOK_CA, CONVERSION_CA),
+)
+VOLCANO = Chart(
+    addon="volcano",
+    chart="volcano",
+    repository="https://volcano-sh.github.io/helm-charts",
+    namespace="volcano-system",
+    release="volcano",
+    server_side_apply=False,
+    privileged=False,
+)
+ARGO_WORKFLOWS = Chart(
+    addon=argo_workflows.ADDON,
+    chart=argo_workflows.CHART,
+    repository=argo_workflows.CHART_REPOSITORY,
+    namespace=argo_workflows.NAMESPACE,
+    release=argo_workflows.RELEASE,
+    server_side_apply=True,  # the CRDs of Workflow and its templates
+    privileged=False,
+)
+PROMETHEUS_STACK = Chart(
+    addon="prometheusStack",
+    chart="kube-prometheus-stack",
+    repository="https://prometheus-community.github.io/helm-charts",
+    namespace="monitoring",
+    release="kube-prometheus-stack",
+    server_side_apply=True,
+    privileged=True,  # node-exporter: host network, PID namespace and file system
+    # the chart's admission-patch Job writes its CA into the operator's webhooks
+    ignore_differences=WEBHOOK_CA,
+)
+SCHEDULER_CHARTS: Mapping[str, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
+
+PROMETHEUS_VALUES: Mapping[str, Any] = {
+    "prometheus": {
+        "prometheusSpec": {
+            f"{kind}SelectorNilUsesHelmValues": False
+            for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
+        }
+    }
+}
+"""The chart's Prometheus selects only the monitors and rules labelled `release: <release>` unless
+told otherwise; gpuplane's (the DCGM exporter's ServiceMonitor) carry no such label."""
+
+
+def render(view: ClusterView, layer_folders: Sequence[str]) -> Iterator[Output]:
+    """The Argo CD objects of one cluster; nothing without repository settings.
+
+    `layer_folders` are the folders the cluster's other layers wrote manifests into (a layer can
+    render nothing, or only values), so that no Application points at a missing path."""
+    repository = view.platform.repository
+    if repository is None:
+        return
+    cluster = view.cluster
+    charts = installed_charts(cluster)
+    yield from _projects(view, repository, charts)
+    yield _root(cluster, repository)
+    for chart in charts:
+        yield _addon(view, repository, chart)
+    for layer in layer_folders:
+        yield _layer(cluster, repository, layer)
+    if PROMETHEUS_STACK in charts:
+        yield Values(
+            LAYER,
+            PROMETHEUS_STACK.chart,
+            copy.deepcopy(dict(PROMETHEUS_VALUES)),
+            cluster.addons[PROMETHEUS_STACK.addon].origin.location,
+        )
+
+
+def installed_charts(cluster: Cluster) -> tuple[Chart, ...]:
+    """The add-ons gpuplane installs on the cluster, in the order their Applications are listed."""
+    charts = [GPU_OPERATOR, SCHEDULER_CHARTS[cluster.scheduler], ARGO_WORKFLOWS, PROMETHEUS_STACK]
+    return tuple(
+        chart
+        for chart in charts
+        if chart.addon in cluster.addons
+        and cluster.addons[chart.addon].settings.get("enabled", True) is not False
+    )
+
+
+def chart_version(chart: Chart, version: str | None) -> str:
+    """The chart's own version for an add-on version: NVIDIA versions its chart like its
+    releases (`v26.7.0`); Kueue, Volcano, argo-workflows and kube-prometheus-stack drop the `v`
+    (`0.19.2`). An
+    unpinned add-on follows the newest chart (`*`), which the policy allows outside production."""
+    if version is None:
+        return "*"
+    return version if chart is GPU_OPERATOR else version.removeprefix("v")
+
+
+def values_path(cluster: Cluster, chart: Chart) -> str:
+    """Where the chart's values file is in the repository."""
+    return f"{OUTPUT_DIR}/{cluster.name}/values/{chart.chart}.yaml"
+
+
+def sync_wave(layer: str) -> int:
+    return LAYER_WAVES.get(layer, DEFAULT_LAYER_WAVE)
+
+
+# --- Applications -----------------------------------------------------------------------------
+
+
+def _application(
+    cluster: Cluster,
+    repository: Repository,
+    name: str,
+    wave: int | None,
+    generate_paths: str,
+    spec: dict[str, Any],
+) -> Manifest:
+    meta = metadata(name, repository.argocd_namespace, cluster=cluster.name)
+    annotations = {GENERATE_PATHS: generate_paths}
+    if wave is not None:
+        annotations[SYNC_WAVE] = str(wave)
+    meta["annotations"] = annotations
+    return Manifest(
+        LAYER,
+        {"apiVersion": API_VERSION, "kind": "Application", "metadata": meta, "spec": spec},
+        cluster.origin.location,
+    )
+
+
+def _sync_policy(*options: str, retry: bool = True, **extra: Any) -> dict[str, Any]:
+    policy: dict[str, Any] = {"automated": dict(AUTOMATED)}
+    if options:
+        policy["syncOptions"] = list(options)
+    policy.update(extra)
+    if retry:
+        policy["retry"] = copy.deepcopy(dict(RETRY))
+    return policy
+
+
+def _directory_source(repository: Repository, path: str) -> dict[str, Any]:
+    return {
+        "repoURL": repository.repo_url,
+        "targetRevision": repository.target_revision,
+        "path": path,
+        "directory": dict(DIRECTORY),
+    }
+
+
+def _root(cluster: Cluster, repository: Repository) -> Manifest:
+    """The app of apps an admin applies once; from then on it syncs this folder, itself too."""
+    return _application(
+        cluster,
+        repository,
+        f"{cluster.name}-root",
+        None,
+        ".",
+        {
+            "project": cluster.argocd_project,
+            "source": _directory_source(repository, f"{OUTPUT_DIR}/{cluster.name}/{LAYER}"),
+            "destination": {"server": IN_CLUSTER, "namespace": repository.argocd_namespace},
+            "syncPolicy": _sync_policy(),
+        },
+    )
+
+
+def _layer(cluster: Cluster, repository: Repository, layer: str) -> Manifest:
+    """A layer's folder, read as a plain directory; its objects carry their own namespaces."""
+    return _application(
+        cluster,
+        repository,
+        f"{cluster.name}-{layer}",
+        sync_wave(layer),
+        ".",
+        {
+            "project": cluster.argocd_project,
+            "source": _directory_source(repository, f"{OUTPUT_DIR}/{cluster.name}/{layer}"),
+            "destination": {"server": cluster.argocd_destination},
+            # custom kinds whose CRDs the add-on Applications of the same root sync bring
+            "syncPolicy": _sync_policy(
+                "SkipDryRunOnMissingResource=true", retry=layer not in HOOK_LAYERS
+            ),
+        },
+    )
+
+
+def _addon(view: ClusterView, repository: Repository, chart: Chart) -> Manifest:
+    """An add-on's Helm chart at its pinned version, with the values file of this repository."""
+    cluster = view.cluster
+    values = values_path(cluster, chart)
+    if chart is GPU_OPERATOR:
+        source = gpu_operator.application_source(view, VALUES_REF)
+        assert source is not None  # installed_charts lists it only with the add-on
+    else:
+        source = {
+            "repoURL": chart.repository,
+            "chart": chart.chart,
+            "targetRevision": chart_version(chart, cluster.addons[chart.addon].version),
+            "helm": {"releaseName": chart.release, "valueFiles": [f"${VALUES_REF}/{values}"]},
+        }
+    options = ["CreateNamespace=true"]
+    if chart.server_side_apply:
+        options.append("ServerSideApply=true")
+    if chart.ignore_differences:
+        options.append("RespectIgnoreDifferences=true")
+    extra: dict[str, Any] = {}
+    if chart.privileged:
+        extra["managedNamespaceMetadata"] = {
+            "labels": {"pod-security.kubernetes.io/enforce": "privileged"}
+        }
+    spec: dict[str, Any] = {
+        "project": cluster.argocd_project,
+        "sources": [
+            source,
+            {
+                "repoURL": repository.repo_url,
+                "targetRevision": repository.target_revision,
+                "ref": VALUES_REF,
+            },
+        ],
+        "destination": {"server": cluster.argocd_destination, "namespace": chart.namespace},
+        "syncPolicy": _sync_policy(*options, **extra),
+    }
+    if chart.ignore_differences:
+        spec["ignoreDifferences"] = copy.deepcopy(list(chart.ignore_differences))
+    # absolute: relative paths resolve against each source's path, and the values source has none
+    return _application(
+        cluster, repository, f"{cluster.name}-{chart.release}", ADDON_WAVE, f"/{values}", spec
+    )
+
+
+# --- AppProjects ------------------------------------------------------------------------------
+
+
+def _projects(
+    view: ClusterView, repository: Repository, charts: tuple[Chart, ...]
+) -> Iterator[Manifest]:
+    cluster = view.cluster
+    namespace = repository.argocd_namespace
+    at = cluster.origin.location
+
+    def project(name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
+        meta = metadata(name, namespace, cluster=cluster.name, **labels)
+        meta["annotations"] = {SYNC_WAVE: str(PROJECT_WAVE)}
+        return {"apiVersion": API_VERSION, "kind": "AppProject", "metadata": meta, "spec": spec}
+
+    if cluster.argocd_destination == IN_CLUSTER and cluster.argocd_project != DEFAULT_PROJECT:
+        # Argo CD runs in this cluster, so its `default` project is this cluster's to lock; a
+        # cluster deployed from elsewhere leaves it to the cluster Argo CD runs in
+        yield Manifest(
+            LAYER,
+            project(
+                DEFAULT_PROJECT,
+                {
+                    "description": "Locked down by gpuplane: every Application names its project",
+                    "sourceRepos": [],
+                    "destinations": [],
+                    "clusterResourceWhitelist": [],
+                    "namespaceResourceBlacklist": [{"group": "*", "kind": "*"}],
+                },
+            ),
+            at,
+        )
+    destinations = [{"server": cluster.argocd_destination, "namespace": "*"}]
+    if cluster.argocd_destination != IN_CLUSTER:  # Argo CD runs elsewhere: its own objects
+        destinations.append({"server": IN_CLUSTER, "namespace": namespace})
+    yield Manifest(
+        LAYER,
+        project(
+            cluster.argocd_project,
+            {
+                "description": f"Platform of cluster {cluster.name}: its add-ons, its layers "
+                "and the Argo CD objects that deploy them",
+                "sourceRepos": [repository.repo_url, *(chart.repository for chart in charts)],
+                "destinations": destinations,
+                "clusterResourceWhitelist": [{"group": "*", "kind": "*"}],
+            },
+        ),
+        at,
+    )
+    for tenant in view.tenants:
+        team = tenant.team
+        yield Manifest(
+            LAYER,
+            project(
+                team_project(team.name, cluster.name),
+                _team_project_spec(cluster, repository, tenant),
+                team=team.name,
+                cost_center=team.cost_center,
+            ),
+            team.origin.location,
+        )
+
+
+def team_project(team: str, cluster: str) -> str:
+    """`team-<team>-<cluster>`: one Argo CD may manage several clusters, and a team's project on
+    each must not collide with its project on another."""
+    return f"team-{team}-{cluster}"
+
+
+def _team_project_spec(cluster: Cluster, repository: Repository, tenant: Tenant) -> dict[str, Any]:
+    """The team's namespaces on this cluster, this repository, no cluster-scoped kinds, no
+    guardrail kinds; roles that let the team's IdP groups run their own Applications in it."""
+    team = tenant.team
+    name = team_project(team.name, cluster.name)
+    spec: dict[str, Any] = {
+        "description": team.description or f"Team '{team.name}'",
+        "sourceRepos": [repository.repo_url],
+        "destinations": [
+            {"server": cluster.argocd_destination, "namespace": ns.name} for ns in tenant.namespaces
+        ],
+        "clusterResourceWhitelist": [],
+        "namespaceResourceBlacklist": [dict(kind) for kind in GUARDRAILS],
+    }
+    roles = []
+    for role, groups, actions in (
+        ("owners", team.owners, ("*",)),
+        ("members", team.members, ("get", "sync")),
+        ("viewers", team.viewers, ("get",)),
+    ):
+        if groups:
+            roles.append(
+                {
+                    "name": role,
+                    "description": f"Team '{team.name}' {role}",
+                    "policies": [
+                        f"p, proj:{name}:{role}, applications, {action}, {name}/*, allow"
+                        for action in actions
+                    ],
+                    "groups": list(groups),
+                }
+            )
+    if roles:
+        spec["roles"] = roles
+    return spec

@@ -1,0 +1,19 @@
+"""Templates: the workload templates each team namespace starts from (the guide's step 5).
+
+Files only, never applied: `rendered/<cluster>/templates/<namespace>/<kind>-<pool>.yaml`, listed
+by no kustomization and synced by no Argo CD Application, since applying a template would start
+work. What each holds and why: `renderer.layers.templates.workloads` and docs/workload-templates.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from renderer.layers.templates import workloads as workload_templates
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Output
+
+
+def render(view: ClusterView) -> Iterator[Output]:
+    """Every team namespace's workload templates on one cluster."""
+    yield from workload_templates.render(view)

@@ -1,0 +1,217 @@
+"""What each pool really offers, per Kubernetes resource name: the one place this is computed.
+
+The policy rules, the tenancy ResourceQuotas and (later) the queue layer, `plan` and `fit` all
+ask here, so "how many GPUs does this pool have" has exactly one answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
+
+from renderer.model import catalog
+from renderer.model.platform import GpuQuota, Namespace, Platform, Pool, Queue, Team
+
+PURPOSE_ORDER: dict[str, tuple[str, ...]] = {
+    "distributed-training": ("training", "batch"),
+    "fine-tuning": ("training", "batch"),
+    "online-inference": ("inference",),
+    "batch-inference": ("batch", "inference"),
+    "notebooks": ("notebooks", "training"),
+}
+"""Which namespace purposes each pool workload serves, the primary one first: the guide's
+training/inference split. The primary purpose's ClusterQueue holds a team's quota on the pool."""
+
+WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {w: frozenset(p) for w, p in PURPOSE_ORDER.items()}
+
+MIXABLE = frozenset({"training", "inference", "batch"})
+"""Purposes a queue with `mixing` lets share each other's pools."""
+
+SHARING_MODES = {
+    "full-gpu": "whole GPUs",
+    "mig": "MIG slices",
+    "time-slicing": "time-shared GPUs",
+    "mps": "MPS-shared GPUs",
+}
+
+DRA_DRIVER = "gpu.nvidia.com"
+"""The NVIDIA DRA driver: the `driver` of the devices it publishes and the domain of their
+attributes (`device.attributes['gpu.nvidia.com'].type` is `gpu` or `mig`)."""
+
+DRA_DEVICE_CLASS = "gpu.nvidia.com"
+DRA_MIG_DEVICE_CLASS = "mig.nvidia.com"
+"""The DeviceClasses the NVIDIA DRA driver installs itself (every whole GPU, every MIG device of
+the cluster). gpuplane renders a class per pool instead, so quota counts one pool's devices."""
+
+DRA_DOMAIN = "dra.gpuplane.dev"
+DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+"""A ResourceQuota counts the devices claimed from a class under `<class>` + this suffix."""
+
+
+def how_to_request(offer: Offer) -> str:
+    """What a pod asks for to use this offer: the extended resource, or on a DRA pool the
+    ResourceClaimTemplate named after the pool (DRA devices are claimed, not requested)."""
+    if offer.device_class is not None:
+        return f"a claim from ResourceClaimTemplate {offer.pool}"
+    return offer.resource
+
+
+def dra_device_class(pool: str) -> str:
+    """The DeviceClass of a DRA pool's devices: `<pool>.dra.gpuplane.dev`."""
+    return f"{pool}.{DRA_DOMAIN}"
+
+
+def dra_resource(pool: Pool) -> str:
+    """The logical resource Kueue counts a DRA pool's devices as (its `deviceClassMappings`
+    name): `<pool>.dra.gpuplane.dev/gpu`, or `/mig` on a MIG pool."""
+    unit = "mig" if pool.sharing == "mig" else "gpu"
+    return f"{dra_device_class(pool.name)}/{unit}"
+
+
+def is_dra_resource(resource: str) -> bool:
+    """Whether a resource name is a DRA pool's logical resource (never a container request)."""
+    prefix, _, _ = resource.partition("/")
+    return prefix.endswith(f".{DRA_DOMAIN}")
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """One resource name a pool advertises, with its count at the pool's min and max size."""
+
+    pool: str
+    resource: str
+    profile: str | None
+    per_node: int
+    guaranteed: int
+    maximum: int
+    unit: str
+    device_class: str | None = None
+    """The DeviceClass whose devices this is, on a DRA pool; None for extended resources."""
+
+    @property
+    def quota_key(self) -> str:
+        """The ResourceQuota key that counts this resource in a namespace: the devices claimed
+        from the pool's DeviceClass on a DRA pool, else the extended resource's requests."""
+        if self.device_class is not None:
+            return f"{self.device_class}{DRA_QUOTA_SUFFIX}"
+        return f"requests.{self.resource}"
+
+
+def pool_offers(pool: Pool) -> tuple[Offer, ...]:
+    """Every resource the pool advertises; empty when its accelerator is unknown."""
+    accelerator = catalog.accelerator(pool.accelerator)
+    if accelerator is None:
+        return ()
+
+    def offer(
+        resource: str,
+        per_gpu: int,
+        unit: str,
+        profile: str | None = None,
+        device_class: str | None = None,
+    ) -> Offer:
+        per_node = per_gpu * pool.gpus_per_node
+        return Offer(
+            pool=pool.name,
+            resource=resource,
+            profile=profile,
+            per_node=per_node,
+            guaranteed=per_node * pool.nodes.min,
+            maximum=per_node * pool.nodes.max,
+            unit=unit,
+            device_class=device_class,
+        )
+
+    if pool.exposure == "dra":
+        # One class per pool: every MIG device of the layout (the claim does not pick a
+        # profile), or every whole GPU. Time-slicing and MPS do not multiply DRA devices: a
+        # claim from a template is one pod's own device.
+        if pool.sharing == "mig":
+            profiles = accelerator.mig_profiles
+            per_gpu = sum(n for name, n in pool.mig_layout.items() if name in profiles)
+            unit = "MIG device"
+        else:
+            per_gpu, unit = 1, "GPU"
+        if per_gpu == 0:
+            return ()
+        return (offer(dra_resource(pool), per_gpu, unit, device_class=dra_device_class(pool.name)),)
+    if pool.sharing == "mig":
+        profiles = accelerator.mig_profiles
+        return tuple(
+            offer(profiles[name].resource_name, count, f"MIG {name} instance", name)
+            for name, count in sorted(pool.mig_layout.items())
+            if name in profiles
+        )
+    if pool.sharing in ("time-slicing", "mps"):
+        shared = pool.rename_by_default
+        resource = f"{accelerator.resource_name}.shared" if shared else accelerator.resource_name
+        return (offer(resource, pool.replicas, f"{pool.sharing} replica"),)
+    return (offer(accelerator.resource_name, 1, "GPU"),)
+
+
+RDMA_FABRICS = frozenset({"infiniband", "roce", "efa"})
+"""The fabric types whose NICs NCCL reaches through RDMA verbs (libibverbs, or libfabric on EFA)
+when the pod is given the devices; on `ethernet` and `none` it uses TCP sockets."""
+
+
+def rdma_per_pod(pool: Pool, share: Decimal) -> int:
+    """How many of the pool's RDMA resource a pod holding `share` of a node requests: the
+    whole-node amount times the share, rounded up, at least 1 and at most the whole-node amount;
+    0 when the pool declares no RDMA. See docs/rdma.md."""
+    if pool.rdma is None:
+        return 0
+    amount = int((pool.rdma.per_node * share).to_integral_value(ROUND_CEILING))
+    return min(pool.rdma.per_node, max(1, amount))
+
+
+def rdma_requests(pool: Pool, share: Decimal) -> dict[str, int]:
+    """`{resource: amount}` for one pod of a multi-node job holding `share` of a node (what goes
+    into its requests and its limits alike), or nothing when the pool declares no RDMA."""
+    if pool.rdma is None:
+        return {}
+    return {pool.rdma.resource: rdma_per_pod(pool, share)}
+
+
+def quota_offer(pool: Pool, quota: GpuQuota) -> Offer | None:
+    """The offer a team's quota entry draws on: the profile's on MIG pools, else the only one."""
+    offers = pool_offers(pool)
+    if pool.sharing == "mig" and pool.exposure != "dra":
+        return next((o for o in offers if o.profile == quota.profile), None)
+    return offers[0] if offers else None
+
+
+def maximum_holding(offer: Offer, quota: GpuQuota) -> int:
+    """The most a team can ever hold under this quota: nominal plus what it may borrow.
+
+    Kueue treats a missing borrowingLimit as unlimited borrowing within the cohort, so the bound
+    is then the pool itself.
+    """
+    if quota.borrowing_limit is None:
+        return max(offer.maximum, quota.nominal)
+    return min(offer.maximum, quota.nominal + quota.borrowing_limit)
+
+
+def serves(pool: Pool, namespace: Namespace, queue: Queue | None) -> bool:
+    """Whether pods of this namespace may use this pool under the team's queue."""
+    if namespace.cluster != pool.cluster:
+        return False
+    if namespace.purpose in WORKLOAD_PURPOSES[pool.workload]:
+        return True
+    return bool(
+        queue is not None and queue.mixing_priority is not None and namespace.purpose in MIXABLE
+    )
+
+
+def usable_quotas(
+    platform: Platform, team: Team, namespace: Namespace
+) -> Iterator[tuple[Pool, GpuQuota, Offer]]:
+    """The team's quotas that pods of this namespace may draw on, with the offer each counts."""
+    queue = platform.queues.get(team.queue)
+    for quota in team.gpus:
+        pool = platform.pools.get(quota.pool)
+        if pool is None or not serves(pool, namespace, queue):
+            continue
+        offer = quota_offer(pool, quota)
+        if offer is not None:
+            yield pool, quota, offer

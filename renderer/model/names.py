@@ -1,0 +1,52 @@
+"""Names and defaults that more than one stage relies on.
+
+Policy checks what layers render, and commands read both; a constant they share lives here, in
+the model, so that no stage imports another only for a name.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from renderer.model.platform import Pool
+
+# --- add-ons: the keys of a cluster file's `addons` mapping ------------------------------------
+
+GPU_OPERATOR_ADDON = "gpuOperator"
+DCGM_EXPORTER_ADDON = "dcgmExporter"
+KUEUE_ADDON = "kueue"
+VOLCANO_ADDON = "volcano"
+ARGO_WORKFLOWS_ADDON = "argoWorkflows"
+PROMETHEUS_ADDON = "prometheusStack"
+
+SCHEDULER_ADDON = {"kueue": KUEUE_ADDON, "volcano": VOLCANO_ADDON}
+"""The add-on that installs each `scheduler:` a cluster can declare."""
+
+# --- tenancy ------------------------------------------------------------------------------------
+
+DEFAULT_POD_SECURITY = {
+    "training": "baseline",
+    "notebooks": "baseline",
+    "inference": "restricted",
+    "batch": "restricted",
+}
+"""The Pod Security level each purpose enforces; a namespace may only make it stricter."""
+
+# --- Kueue's labels on a workload -------------------------------------------------------------
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+# --- serving ------------------------------------------------------------------------------------
+
+GPU_MEMORY_UTILIZATION = Decimal("0.90")
+"""The share of a GPU's memory a vLLM server takes up front on a GPU of its own."""
+
+
+def gpu_memory_utilization(pool: Pool) -> str:
+    """vLLM takes this fraction of the GPU's memory up front: on time-shared GPUs, where
+    `replicas` pods share one GPU's memory with no isolation, each may take its share only."""
+    share = GPU_MEMORY_UTILIZATION
+    if pool.sharing in ("time-slicing", "mps") and pool.replicas > 1:
+        share = GPU_MEMORY_UTILIZATION / pool.replicas
+    return str(share.quantize(Decimal("0.01")))

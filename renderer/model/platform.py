@@ -1,0 +1,453 @@
+"""The typed, immutable platform: what the input files mean, each object knowing where it came from.
+
+Built only from documents that passed their schema, so the constructors here can trust shapes and
+types; cross-object meaning is the policy's job. Nothing here imports a YAML, template or CLI
+library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from renderer.findings.diagnostics import Location, PathKey, SourceMap
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an object (or a part of one) was declared; `at` finds any field below it."""
+
+    source: SourceMap
+    path: PathKey = ()
+
+    @property
+    def file(self) -> str:
+        return self.source.file
+
+    @property
+    def location(self) -> Location:
+        return self.source.locate(self.path)
+
+    def at(self, *fields: str | int) -> Location:
+        return self.source.locate((*self.path, *fields))
+
+    def key(self, *fields: str | int) -> Location:
+        return self.source.locate_key((*self.path, *fields))
+
+    def child(self, *fields: str | int) -> Origin:
+        return Origin(self.source, (*self.path, *fields))
+
+
+@dataclass(frozen=True, slots=True)
+class EgressRule:
+    cidr: str
+    ports: tuple[int, ...]
+    protocol: str
+    description: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Addon:
+    """A platform add-on the cluster runs; `version` is the pinned chart or image version."""
+
+    name: str
+    version: str | None
+    settings: Mapping[str, Any]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    name: str
+    kubernetes_version: str
+    environment: str
+    provider: str
+    scheduler: str
+    argocd_destination: str
+    argocd_project: str
+    group_prefix: str
+    platform_owners: tuple[str, ...]
+    addons: Mapping[str, Addon]
+    shared_class: str | None
+    scratch_class: str | None
+    object_store: str | None
+    object_store_egress: tuple[EgressRule, ...]
+    dns_namespace: str
+    dns_pod_selector: Mapping[str, str]
+    description: str
+    origin: Origin
+
+    @property
+    def production(self) -> bool:
+        return self.environment == "production"
+
+    @property
+    def minor(self) -> int:
+        return int(self.kubernetes_version.split(".")[1])
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCount:
+    """Nodes in a pool: guarantees count `min`, borrowing may reach `max` (equal when fixed)."""
+
+    min: int
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rdma:
+    """How pods get a pool's RDMA fabric: the extended resource its RDMA device plugin
+    advertises, and how many of it a pod that takes a whole node requests (a pod with part of a
+    node asks for its share, rounded up: `renderer.model.capacity.rdma_per_pod`)."""
+
+    resource: str
+    per_node: int
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    name: str
+    cluster: str
+    accelerator: str
+    gpus_per_node: int
+    nodes: NodeCount
+    topology_form: str | None
+    interconnect: str | None
+    topology_levels: tuple[str, ...]
+    fabric: str
+    rdma: Rdma | None
+    workload: str
+    sharing: str
+    mig_layout: Mapping[str, int]
+    replicas: int
+    rename_by_default: bool
+    exposure: str
+    taints: tuple[Taint, ...]
+    node_labels: Mapping[str, str]
+    host_cpus: int | None
+    host_memory: str | None
+    gpu_hour: float
+    currency: str
+    acceptance: Mapping[str, float]
+    acceptance_image: Mapping[str, str]
+    image: Mapping[str, str]
+    description: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Priority:
+    name: str
+    value: int
+    default: bool
+    description: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    name: str
+    cluster: str
+    pools: tuple[str, ...]
+    strategy: str
+    fair_sharing: bool
+    preemption: Mapping[str, str]
+    wait_for_pods_ready: bool
+    gang_timeout: str | None
+    priorities: tuple[Priority, ...]
+    oversubscription: float
+    mixing_priority: str | None
+    description: str
+    origin: Origin
+
+    def priority(self, name: str) -> Priority | None:
+        return next((p for p in self.priorities if p.name == name), None)
+
+    @property
+    def default_priority(self) -> Priority | None:
+        return next((p for p in self.priorities if p.default), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    cluster: str
+    purpose: str
+    pod_security: str | None
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class GpuQuota:
+    """A team's quota on one pool (on a MIG pool: on one profile), in the pool's advertised units."""
+
+    pool: str
+    nominal: int
+    borrowing_limit: int | None
+    lending_limit: int | None
+    profile: str | None
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    name: str
+    description: str
+    owners: tuple[str, ...]
+    members: tuple[str, ...]
+    viewers: tuple[str, ...]
+    codeowners: tuple[str, ...]
+    cost_center: str
+    contact: str
+    queue: str
+    priority: str | None
+    namespaces: tuple[Namespace, ...]
+    gpus: tuple[GpuQuota, ...]
+    resources: Mapping[str, str | int]
+    defaults: Mapping[str, str]
+    images: tuple[str, ...]
+    egress: tuple[EgressRule, ...]
+    retention: Mapping[str, str]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Repository:
+    """This repository's own settings: where Argo CD reads it, who owns the platform files."""
+
+    repo_url: str
+    target_revision: str
+    argocd_namespace: str
+    codeowners: tuple[str, ...]
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """Every valid object, by name, plus the names of objects whose files failed to load.
+
+    `broken` lets reference rules stay quiet about a name whose file already has a finding, so a
+    single typo does not cascade into a dozen reports.
+    """
+
+    clusters: Mapping[str, Cluster]
+    pools: Mapping[str, Pool]
+    teams: Mapping[str, Team]
+    queues: Mapping[str, Queue]
+    broken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    repository: Repository | None = None
+
+    def is_broken(self, kind: str, name: str) -> bool:
+        return (kind, name) in self.broken
+
+
+# --- construction from schema-valid data ------------------------------------------------------
+
+
+def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(sorted((mapping or {}).items())))
+
+
+def _egress(items: list[dict[str, Any]], origin: Origin) -> tuple[EgressRule, ...]:
+    return tuple(
+        EgressRule(
+            cidr=item["cidr"],
+            ports=tuple(item["ports"]),
+            protocol=item.get("protocol", "TCP"),
+            description=item.get("description", ""),
+            origin=origin.child(index),
+        )
+        for index, item in enumerate(items)
+    )
+
+
+def cluster_from(data: Mapping[str, Any], source: SourceMap) -> Cluster:
+    spec = data["spec"]
+    origin = Origin(source)
+    argocd = spec.get("argocd", {})
+    storage = spec.get("storage", {})
+    dns = spec.get("dns", {})
+    addons = {
+        name: Addon(
+            name=name,
+            version=settings.get("version"),
+            settings=_frozen({k: v for k, v in settings.items() if k != "version"}),
+            origin=origin.child("spec", "addons", name),
+        )
+        for name, settings in sorted(spec.get("addons", {}).items())
+    }
+    return Cluster(
+        name=data["metadata"]["name"],
+        kubernetes_version=spec["kubernetesVersion"],
+        environment=spec["environment"],
+        provider=spec["provider"],
+        scheduler=spec.get("scheduler", "kueue"),
+        argocd_destination=argocd.get("destination", "https://kubernetes.default.svc"),
+        argocd_project=argocd.get("project", "platform"),
+        group_prefix=spec.get("identity", {}).get("groupPrefix", ""),
+        platform_owners=tuple(spec.get("platformOwners", ())),
+        addons=MappingProxyType(addons),
+        shared_class=storage.get("sharedClass"),
+        scratch_class=storage.get("scratchClass"),
+        object_store=storage.get("objectStore"),
+        object_store_egress=_egress(
+            storage.get("objectStoreEgress", []),
+            origin.child("spec", "storage", "objectStoreEgress"),
+        ),
+        dns_namespace=dns.get("namespace", "kube-system"),
+        dns_pod_selector=_frozen(dns.get("podSelector", {"k8s-app": "kube-dns"})),
+        description=spec.get("description", ""),
+        origin=origin,
+    )
+
+
+def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
+    spec = data["spec"]
+    nodes = spec["nodes"]
+    count = (
+        NodeCount(nodes, nodes) if isinstance(nodes, int) else NodeCount(nodes["min"], nodes["max"])
+    )
+    topology = spec.get("topology", {})
+    sharing = spec["sharing"]
+    sharing_block = spec.get("timeSlicing" if sharing == "time-slicing" else "mps", {})
+    cost = spec["cost"]
+    fabric = spec.get("fabric", {})
+    origin = Origin(source)
+    rdma = fabric.get("rdma")
+    return Pool(
+        name=data["metadata"]["name"],
+        cluster=spec["cluster"],
+        accelerator=spec["accelerator"],
+        gpus_per_node=spec["gpusPerNode"],
+        nodes=count,
+        topology_form=topology.get("form"),
+        interconnect=topology.get("interconnect"),
+        topology_levels=tuple(topology.get("levels", ())),
+        fabric=fabric.get("type", "none"),
+        rdma=None
+        if rdma is None
+        else Rdma(rdma["resource"], rdma["perNode"], origin.child("spec", "fabric", "rdma")),
+        workload=spec["workload"],
+        sharing=sharing,
+        mig_layout=_frozen(spec.get("mig", {}).get("layout", {})),
+        replicas=sharing_block.get("replicas", 1) if sharing in ("time-slicing", "mps") else 1,
+        rename_by_default=bool(sharing_block.get("renameByDefault", False)),
+        exposure=spec.get("exposure", "device-plugin"),
+        taints=tuple(
+            Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", [])
+        ),
+        node_labels=_frozen(spec.get("labels", {})),
+        host_cpus=spec.get("host", {}).get("cpus"),
+        host_memory=spec.get("host", {}).get("memory"),
+        gpu_hour=float(cost["gpuHour"]),
+        currency=cost.get("currency", "USD"),
+        acceptance=_frozen({k: v for k, v in spec["acceptance"].items() if k != "nodeImage"}),
+        acceptance_image=_frozen(spec["acceptance"].get("nodeImage", {})),
+        image=_frozen(spec.get("image", {})),
+        description=spec.get("description", ""),
+        origin=origin,
+    )
+
+
+def queue_from(data: Mapping[str, Any], source: SourceMap) -> Queue:
+    spec = data["spec"]
+    origin = Origin(source)
+    gang = spec.get("gang", {})
+    return Queue(
+        name=data["metadata"]["name"],
+        cluster=spec["cluster"],
+        pools=tuple(spec["pools"]),
+        strategy=spec.get("strategy", "BestEffortFIFO"),
+        fair_sharing=bool(spec.get("fairSharing", False)),
+        preemption=_frozen(spec.get("preemption", {})),
+        wait_for_pods_ready=bool(gang.get("waitForPodsReady", False)),
+        gang_timeout=gang.get("timeout"),
+        priorities=tuple(
+            Priority(
+                name=p["name"],
+                value=p["value"],
+                default=bool(p.get("default", False)),
+                description=p.get("description", ""),
+                origin=origin.child("spec", "priorities", index),
+            )
+            for index, p in enumerate(spec["priorities"])
+        ),
+        oversubscription=float(spec.get("oversubscription", 1.0)),
+        mixing_priority=spec.get("mixing", {}).get("inferencePriority"),
+        description=spec.get("description", ""),
+        origin=origin,
+    )
+
+
+def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
+    spec = data["spec"]
+    origin = Origin(source)
+    return Team(
+        name=data["metadata"]["name"],
+        description=spec.get("description", ""),
+        owners=tuple(spec["owners"]),
+        members=tuple(spec.get("members", ())),
+        viewers=tuple(spec.get("viewers", ())),
+        codeowners=tuple(spec.get("codeowners", ())),
+        cost_center=spec["costCenter"],
+        contact=spec.get("contact", ""),
+        queue=spec["queue"],
+        priority=spec.get("priority"),
+        namespaces=tuple(
+            Namespace(
+                name=ns["name"],
+                cluster=ns["cluster"],
+                purpose=ns["purpose"],
+                pod_security=ns.get("podSecurity"),
+                origin=origin.child("spec", "namespaces", index),
+            )
+            for index, ns in enumerate(spec["namespaces"])
+        ),
+        gpus=tuple(
+            GpuQuota(
+                pool=q["pool"],
+                nominal=q["nominal"],
+                borrowing_limit=q.get("borrowingLimit"),
+                lending_limit=q.get("lendingLimit"),
+                profile=q.get("profile"),
+                origin=origin.child("spec", "gpus", index),
+            )
+            for index, q in enumerate(spec.get("gpus", []))
+        ),
+        resources=_frozen(spec.get("resources", {})),
+        defaults=_frozen(spec.get("defaults", {})),
+        images=tuple(spec.get("images", ())),
+        egress=_egress(spec.get("egress", []), origin.child("spec", "egress")),
+        retention=_frozen(spec.get("retention", {})),
+        origin=origin,
+    )
+
+
+def repository_from(data: Mapping[str, Any], source: SourceMap) -> Repository:
+    spec = data["spec"]
+    return Repository(
+        repo_url=spec["repoURL"],
+        target_revision=spec.get("targetRevision", "main"),
+        argocd_namespace=spec.get("argocdNamespace", "argocd"),
+        codeowners=tuple(spec["codeowners"]),
+        origin=Origin(source),
+    )
+
+
+BUILDERS = {
+    "Cluster": cluster_from,
+    "Pool": pool_from,
+    "Queue": queue_from,
+    "Team": team_from,
+}

@@ -1,0 +1,148 @@
+"""Turn manifests into a byte-exact tree and put it on disk atomically.
+
+One dumper with fixed settings (renderer.output.canonical) gives canonical YAML; files and kustomization resources are
+sorted; nothing depends on the machine, the clock or hash seeds. The tree is written to a sibling
+temporary folder and swapped in by rename, so a failed run leaves `rendered/` as it was, and
+files of removed objects disappear with the old tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from renderer.output.canonical import dump
+from renderer.output.manifest import Manifest, Values
+
+HEADER = "# Rendered by gpuplane from {source}; edit that file, not this one.\n"
+
+OUTPUT_DIR = "rendered"
+
+
+def build_tree(
+    rendered: Mapping[str, Iterable[Manifest]],
+    readmes: Mapping[str, str] | None = None,
+    values: Mapping[str, Iterable[Values]] | None = None,
+) -> dict[str, bytes]:
+    """`{relative path: bytes}` for every file under `rendered/`: the manifests and the
+    kustomizations that list them, then (listed by no kustomization) each cluster's Helm values
+    and its generated README.md."""
+    files: dict[str, bytes] = {}
+    for cluster, manifests in rendered.items():
+        for manifest in manifests:
+            text = HEADER.format(source=manifest.source.file) + dump(manifest.body)
+            files[f"{cluster}/{manifest.path}"] = text.encode("utf-8")
+    files.update(_kustomizations(files))
+    for cluster, items in (values or {}).items():
+        for item in items:
+            text = HEADER.format(source=item.source.file) + dump(item.body)
+            files[f"{cluster}/{item.path}"] = text.encode("utf-8")
+    for cluster, text in (readmes or {}).items():
+        files[f"{cluster}/README.md"] = text.encode("utf-8")
+    return dict(sorted(files.items()))
+
+
+def _kustomizations(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    """A kustomization.yaml in every folder, listing its files and subfolders, so that
+    `kubectl kustomize rendered/<cluster>` builds a whole cluster for a person at a terminal."""
+    entries: dict[PurePosixPath, set[str]] = {}
+    for path in files:
+        current = PurePosixPath(path)
+        while len(current.parts) > 1:
+            entries.setdefault(current.parent, set()).add(current.name)
+            current = current.parent
+    result = {}
+    for folder, names in entries.items():
+        body = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": sorted(names),
+        }
+        text = "# Rendered by gpuplane; lists this folder for `kubectl kustomize`.\n" + dump(body)
+        result[str(folder / "kustomization.yaml")] = text.encode("utf-8")
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    """How the tree on disk differs from the one the inputs render."""
+
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    changed: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.missing or self.extra or self.changed)
+
+
+def compare(target: Path, files: Mapping[str, bytes]) -> Staleness:
+    on_disk = _read_tree(target)
+    return Staleness(
+        missing=tuple(sorted(set(files) - set(on_disk))),
+        extra=tuple(sorted(set(on_disk) - set(files))),
+        changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
+    )
+
+
+def _read_tree(target: Path) -> dict[str, bytes]:
+    if not target.is_dir():
+        return {}
+    return {
+        path.relative_to(target).as_posix(): path.read_bytes()
+        for path in sorted(target.rglob("*"))
+        if path.is_file()
+    }
+
+
+def write_tree(target: Path, files: Mapping[str, bytes]) -> Staleness:
+    """Replace `target` with exactly `files`; returns what changed. Nothing is touched when the
+    tree is already current, and an error before the swap leaves the old tree in place."""
+    staleness = compare(target, files)
+    if staleness.clean:
+        return staleness
+    parent = target.parent
+    staging = parent / f".{target.name}.new-{os.getpid()}"
+    retired = parent / f".{target.name}.old-{os.getpid()}"
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        for folder in sorted({str(PurePosixPath(p).parent) for p in files}):
+            (staging / folder).mkdir(parents=True, exist_ok=True)
+        changed = set(staleness.missing) | set(staleness.changed)
+        for relative, content in files.items():
+            if relative in changed:
+                (staging / relative).write_bytes(content)
+            else:  # unchanged: share the old file's inode, far cheaper than writing it again
+                os.link(target / relative, staging / relative)
+        had_tree = target.exists()
+        if had_tree:
+            target.rename(retired)
+        try:
+            staging.rename(target)
+        except OSError:
+            if had_tree:
+                retired.rename(target)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(retired, ignore_errors=True)
+    return staleness
+
+
+def write_file_atomically(path: Path, data: bytes) -> bool:
+    """Put `data` at `path` by writing a sibling temporary file and renaming it over the old one,
+    so a reader sees the old file or the new one, never half of one. Returns whether anything was
+    written: a file that already holds `data` is left alone."""
+    if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.new-{os.getpid()}")
+    try:
+        staging.write_bytes(data)
+        os.replace(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
+    return True

@@ -1,0 +1,318 @@
+"""The house stays the way docs/architecture.md draws it: imports point down the pipeline only.
+
+Each module of `renderer/` and `workflows/` belongs to one stage, and a stage may import only the
+stages listed for it in ALLOWED. The graph is read from the source (every `import`, at any depth
+of the file, so a function-local import cannot hide an arrow), and checked for circles. The
+checker runs on the real tree, and on small made-up trees that break each rule, so a test that
+could never fail would show here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("renderer", "workflows")
+
+FACE = frozenset({"renderer.cli", "renderer.report", "renderer.__main__"})
+"""The only modules that print or pick an exit code."""
+
+ALLOWED: Mapping[str, frozenset[str]] = {
+    "package": frozenset(),
+    "findings": frozenset({"findings"}),
+    "model": frozenset({"findings", "model"}),
+    "output": frozenset({"findings", "output"}),
+    "inputs": frozenset({"findings", "model", "inputs"}),
+    "policy": frozenset({"findings", "model", "policy"}),
+    "suites": frozenset({"findings", "model", "output", "suites"}),
+    "layers": frozenset({"findings", "model", "output", "layers", "suites"}),
+    "pipeline": frozenset({"findings", "model", "output", "inputs", "policy", "layers"}),
+    "commands": frozenset(
+        {"findings", "model", "output", "inputs", "policy", "layers", "pipeline", "commands"}
+    ),
+    "face": frozenset(
+        {"findings", "model", "output", "inputs", "policy", "layers", "pipeline", "commands"}
+        | {"face"}
+    ),
+    "probes": frozenset({"probes"}),
+}
+"""What each stage may import. The model never imports inputs, layers or the face; policy and
+layers never import each other; the probes never import the engine (they run in the suite's
+image, where only `workflows.probes` is installed)."""
+
+STAGE_PACKAGES = {
+    "renderer.findings": "findings",
+    "renderer.model": "model",
+    "renderer.output": "output",
+    "renderer.inputs": "inputs",
+    "renderer.policy": "policy",
+    "renderer.layers": "layers",
+    "renderer.commands": "commands",
+    "workflows.suites": "suites",
+    "workflows.probes": "probes",
+}
+
+MAX_LOOSE_MODULES = 10
+"""Modules directly in `renderer/` (the face, the pipeline and the package files)."""
+
+MAX_MODULE_LINES = 750
+"""A module longer than this has more than one reason to change: split it along its seams."""
+
+PRINTING = frozenset({"print", "echo", "secho", "exit", "Console"})
+"""Calls (by name or attribute) that print or exit; outside the face only the probes (their own
+command line, in the suite's container) may make them."""
+
+
+def modules(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
+    """Dotted module name -> file, for every `.py` file under the packages."""
+    found: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def stage_of(module: str) -> str:
+    if module in FACE:
+        return "face"
+    if module == "renderer.pipeline":
+        return "pipeline"
+    for prefix, stage in STAGE_PACKAGES.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return stage
+    if module in PACKAGES:
+        return "package"
+    raise AssertionError(f"{module} belongs to no stage: add it to a stage's folder")
+
+
+def _imported(module: str, path: Path, known: Mapping[str, Path]) -> set[str]:
+    """The known modules one file imports (the longest known prefix of each dotted name)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.extend(f"{base}.{alias.name}" for alias in node.names)
+    found = set()
+    for name in names:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            found.add(name)
+    return found
+
+
+def import_graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
+    known = modules(root, packages)
+    return {module: _imported(module, path, known) for module, path in known.items()}
+
+
+def upward_imports(graph: Mapping[str, set[str]]) -> list[str]:
+    """`a -> b` for every import a stage may not make."""
+    arrows = []
+    for a, targets in graph.items():
+        for b in targets:
+            if stage_of(b) == "package":
+                continue  # `renderer/__init__.py` and `workflows/__init__.py` hold a docstring
+            if stage_of(b) not in ALLOWED[stage_of(a)] | {stage_of(a)}:
+                arrows.append(f"{a} ({stage_of(a)}) -> {b} ({stage_of(b)})")
+    return sorted(arrows)
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The import circles (strongly connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def printing_calls(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
+    """`module:line name` for every print or exit outside the face and the probes."""
+    found = []
+    for module, path in modules(root, packages).items():
+        if stage_of(module) in ("face", "probes"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in PRINTING:
+                    found.append(f"{module}:{node.lineno} {name}")
+    return found
+
+
+# --- the real tree ------------------------------------------------------------------------------
+
+
+def test_no_import_circle() -> None:
+    assert circles(import_graph(REPO)) == []
+
+
+def test_imports_point_down_the_pipeline() -> None:
+    assert upward_imports(import_graph(REPO)) == []
+
+
+def test_every_module_has_a_stage() -> None:
+    for module in modules(REPO):
+        assert stage_of(module) in ALLOWED
+
+
+def test_few_modules_loose_at_the_top() -> None:
+    loose = sorted(p.name for p in (REPO / "renderer").glob("*.py"))
+    assert len(loose) <= MAX_LOOSE_MODULES, loose
+
+
+def test_no_module_too_long() -> None:
+    long = {
+        str(path.relative_to(REPO)): lines
+        for path in modules(REPO).values()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_only_the_face_prints() -> None:
+    assert printing_calls(REPO) == []
+
+
+def test_package_files_define_no_rules_or_state() -> None:
+    """A package's `__init__` documents it and, for a layer, strings its modules together; the
+    registry never imports rule modules, so importing a package has no hidden effects."""
+    for module, path in modules(REPO).items():
+        if path.name != "__init__.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "document_rule(" not in text, module
+        assert ast.get_docstring(ast.parse(text)), f"{module} says nothing about itself"
+
+
+# --- the checker itself, on made-up trees ---------------------------------------------------------
+
+
+def _tree(root: Path, files: Mapping[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+BASE = {
+    "renderer/__init__.py": '"""x"""\n',
+    "renderer/model/__init__.py": '"""x"""\n',
+    "renderer/model/platform.py": "from renderer.findings.diagnostics import Location\n",
+    "renderer/findings/__init__.py": '"""x"""\n',
+    "renderer/findings/diagnostics.py": "Location = 1\n",
+    "renderer/layers/__init__.py": '"""x"""\n',
+    "renderer/layers/tenancy.py": "from renderer.model.platform import Location\n",
+    "renderer/policy/__init__.py": '"""x"""\n',
+    "renderer/policy/check.py": "from renderer.model import platform\n",
+    "workflows/__init__.py": "",
+    "workflows/probes/__init__.py": "from .envelope import x\n",
+    "workflows/probes/envelope.py": "x = 1\n",
+}
+
+
+def test_checker_passes_a_tree_that_keeps_the_rules(tmp_path: Path) -> None:
+    graph = import_graph(_tree(tmp_path, BASE))
+    assert graph["renderer.layers.tenancy"] == {"renderer.model.platform"}
+    assert graph["workflows.probes"] == {"workflows.probes.envelope"}  # relative import read
+    assert upward_imports(graph) == []
+    assert circles(graph) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "text", "arrow"),
+    [
+        (
+            "renderer/model/platform.py",
+            "def f():\n    from renderer.layers import tenancy\n",
+            "renderer.model.platform (model) -> renderer.layers.tenancy (layers)",
+        ),
+        (
+            "renderer/policy/check.py",
+            "from renderer.layers.tenancy import Location\n",
+            "renderer.policy.check (policy) -> renderer.layers.tenancy (layers)",
+        ),
+        (
+            "renderer/layers/tenancy.py",
+            "import renderer.policy.check\n",
+            "renderer.layers.tenancy (layers) -> renderer.policy.check (policy)",
+        ),
+        (
+            "workflows/probes/envelope.py",
+            "from renderer.model.platform import Location\n",
+            "workflows.probes.envelope (probes) -> renderer.model.platform (model)",
+        ),
+    ],
+)
+def test_checker_catches_an_upward_import(
+    tmp_path: Path, module: str, text: str, arrow: str
+) -> None:
+    graph = import_graph(_tree(tmp_path, {**BASE, module: text}))
+    assert arrow in upward_imports(graph)
+
+
+def test_checker_catches_a_circle(tmp_path: Path) -> None:
+    files = {
+        **BASE,
+        "renderer/layers/gpu.py": "from renderer.layers import tenancy\n",
+        "renderer/layers/tenancy.py": "from renderer.layers.gpu import x\n",
+    }
+    graph = import_graph(_tree(tmp_path, files))
+    assert circles(graph) == [["renderer.layers.gpu", "renderer.layers.tenancy"]]
+    assert upward_imports(graph) == []  # a circle inside one stage is still caught above
+
+
+def test_checker_catches_printing(tmp_path: Path) -> None:
+    files = {**BASE, "renderer/layers/tenancy.py": "import sys\nprint('x')\nsys.exit(1)\n"}
+    assert printing_calls(_tree(tmp_path, files)) == [
+        "renderer.layers.tenancy:2 print",
+        "renderer.layers.tenancy:3 exit",
+    ]
+
+
+def test_a_module_outside_every_stage_is_named() -> None:
+    with pytest.raises(AssertionError, match=r"renderer\.stray belongs to no stage"):
+        stage_of("renderer.stray")
