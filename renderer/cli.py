@@ -16,13 +16,15 @@ from rich.console import Console
 from rich.table import Table
 
 # every module that documents rules is imported here, so `explain` and SARIF know them all
-import renderer.commands.acceptance.report  # noqa: F401
+import renderer.commands.acceptance.judge
+import renderer.commands.acceptance.load  # noqa: F401
 from renderer import report
 from renderer.commands.new import KINDS, MARK, ScaffoldError, scaffold, write_scaffold
 from renderer.findings.diagnostics import Diagnostic, Location, closest, has_errors
 from renderer.findings.rules import all_rules, document_rule, explain
 from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
-from renderer.output.validation import CrdLoadError, OutputValidator
+from renderer.output.crds import CrdLoadError
+from renderer.output.validation import OutputValidator
 from renderer.output.writer import (
     OUTPUT_DIR,
     build_tree,
@@ -254,7 +256,8 @@ def fit(
     ctx: click.Context, job: Path, namespace: str | None, cluster: str | None, fmt: str
 ) -> None:
     """Would Kueue admit this job, where, and if not, why? Exit 1 if it never can be."""
-    from renderer.commands.fit.check import check_fit, fit_json, fit_text
+    from renderer.commands.fit.load import check_fit
+    from renderer.commands.fit.text import fit_json, fit_text
 
     loaded = load_platform(_root(ctx))
     if has_errors(loaded.diagnostics):
@@ -303,14 +306,11 @@ def diff(
     """
     import tempfile
 
-    from renderer.commands.diff.report import (
-        BaseRefError,
-        checkout_base,
-        diff_json,
-        diff_markdown,
-        diff_platforms,
-        diff_text,
-    )
+    from renderer.commands.diff.checkout import BaseRefError, checkout_base
+    from renderer.commands.diff.json_form import diff_json
+    from renderer.commands.diff.markdown import diff_markdown
+    from renderer.commands.diff.platforms import diff_platforms
+    from renderer.commands.diff.text import diff_text
 
     root = _root(ctx)
     try:
@@ -363,13 +363,9 @@ def acceptance_report(
 ) -> None:
     """Pass or fail of RESULTS (probe JSON files, or folders of them) against each pool's
     thresholds. Exit 0 when all pass, 1 on a failure, a missing result or an unreadable file."""
-    from renderer.commands.acceptance.report import (
-        build_report,
-        load_results,
-        report_json,
-        report_markdown,
-        report_text,
-    )
+    from renderer.commands.acceptance.forms import report_json, report_markdown, report_text
+    from renderer.commands.acceptance.judge import build_report
+    from renderer.commands.acceptance.load import load_results
 
     loaded = load_platform(_root(ctx))
     if has_errors(loaded.diagnostics):

@@ -27,8 +27,10 @@ from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
 from renderer.model import platform as model
 from renderer.model.view import ClusterView
+from renderer.output.crds import CrdLoadError
+from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
 from renderer.output.manifest import Manifest, Output, Values
-from renderer.output.validation import CrdLoadError, OutputValidator, UnsupportedKubernetesVersion
+from renderer.output.validation import OutputValidator
 from renderer.policy.check import check_policy
 
 Layer = Callable[[ClusterView], Iterator[Output]]

@@ -24,10 +24,11 @@ from ruamel.yaml import YAML
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, github_workflow_errors, load_yaml_12, only_job_steps, tree
-from workflows import suites
 from workflows.probes import sample
 from workflows.probes.models import ModelConfig
 from workflows.probes.staging import run_staging
+from workflows.suites import placement, program, settings
+from workflows.suites.jobs import job_manifest
 
 CONTAINERFILE = REPO / "images" / "acceptance" / "Containerfile"
 SMOKE_TEST = REPO / "images" / "acceptance" / "smoke-test.sh"
@@ -188,9 +189,9 @@ def suite_jobs() -> list[list[dict[str, Any]]]:
     platform = loaded.platform
     found = []
     for name in sorted(platform.clusters):
-        for target in suites.targets(ClusterView.of(platform, platform.clusters[name])):
-            for steps in (suites.acceptance_steps(target), suites.benchmark_steps(target)):
-                found.append([suites.job_manifest(target, step) for step in steps])
+        for target in placement.targets(ClusterView.of(platform, platform.clusters[name])):
+            for steps in (program.acceptance_steps(target), program.benchmark_steps(target)):
+                found.append([job_manifest(target, step) for step in steps])
     assert found
     return found
 
@@ -221,7 +222,7 @@ def test_the_image_user_is_the_one_the_jobs_run_as(
 def test_the_sample_lies_where_the_dataset_fallback_points(
     containerfile: list[tuple[str, str]],
 ) -> None:
-    url = urlsplit(suites.DATASET_FALLBACK)
+    url = urlsplit(settings.DATASET_FALLBACK)
     assert url.scheme == "file"
     build, runtime = stages(containerfile)[0], stages(containerfile)[-1]
     assert f"python -m workflows.probes sample --dest {url.path}" in runs(build)
@@ -623,7 +624,7 @@ def test_the_pushed_tag_is_the_one_suite_image_names(
     steps: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     """With the registry set to SUITE_IMAGE's prefix, the version tag main pushes is SUITE_IMAGE."""
-    repository, _, tag = suites.SUITE_IMAGE.rpartition(":")
+    repository, _, tag = settings.SUITE_IMAGE.rpartition(":")
     prefix, _, name = repository.rpartition("/")
     script = step_named(steps, "Image name and tags")["run"]
     out = tmp_path / "out"
@@ -631,7 +632,7 @@ def test_the_pushed_tag_is_the_one_suite_image_names(
     done = _bash(script, env, tmp_path)
     assert done.returncode == 0, done.stderr
     found = outputs(out)
-    assert f"{found['image']}:{found['version']}" == suites.SUITE_IMAGE
+    assert f"{found['image']}:{found['version']}" == settings.SUITE_IMAGE
     assert found["version"] == tag and found["image"].endswith(f"/{name}")
     assert found["sha"] == "a" * 40
     assert found["registry"] == prefix.split("/")[0]
@@ -684,9 +685,9 @@ def test_the_smoke_test_runs_the_suites_commands_as_the_jobs_do(
     assert os.access(SMOKE_TEST, os.X_OK)
     context = job_manifests[0]["spec"]["template"]["spec"]["securityContext"]
     assert f"--user {context['runAsUser']}:{context['runAsGroup']}" in text
-    assert f"--source {suites.DATASET_FALLBACK} " in text
+    assert f"--source {settings.DATASET_FALLBACK} " in text
     assert "torchrun --standalone" in text
-    assert f"gpuplane -C {suites.PLATFORM_DIR} acceptance report" in text
-    assert f":{suites.PLATFORM_DIR}:ro" in text
+    assert f"gpuplane -C {settings.PLATFORM_DIR} acceptance report" in text
+    assert f":{settings.PLATFORM_DIR}:ro" in text
     done = subprocess.run(["bash", "-n", str(SMOKE_TEST)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -21,19 +21,16 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.commands.acceptance.report import (
+from renderer.commands.acceptance.forms import VERSION, report_json
+from renderer.commands.acceptance.judge import (
     FORMULAS,
     INFERENCE_COST,
-    MAX_RESULT_BYTES,
     NVLINK_SHARE,
-    QUEUE_WAIT_KEY,
     TRAINING_COST,
-    VERSION,
-    Verdict,
     build_report,
-    load_results,
-    report_json,
 )
+from renderer.commands.acceptance.load import MAX_RESULT_BYTES, load_results
+from renderer.commands.acceptance.results import QUEUE_WAIT_KEY, Verdict
 from renderer.findings.rules import explain
 from renderer.model.catalog import CATALOG
 from renderer.pipeline import load_platform

@@ -227,6 +227,29 @@ def test_package_files_define_no_rules_or_state() -> None:
         assert ast.get_docstring(ast.parse(text)), f"{module} says nothing about itself"
 
 
+def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_cli_imports_every_module_that_documents_rules() -> None:
+    """The registry imports none of them, so `explain --list` and SARIF know a rule only if the
+    CLI's imports reach its module."""
+    documenting = {
+        module
+        for module, path in modules(REPO).items()
+        if "document_rule(" in path.read_text(encoding="utf-8")
+        and module != "renderer.findings.rules"
+    }
+    assert documenting, "no module documents a rule: the search is broken"
+    assert documenting - reachable(import_graph(REPO), "renderer.cli") == set()
+
+
 # --- the checker itself, on made-up trees ---------------------------------------------------------
 
 

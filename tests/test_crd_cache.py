@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.output import crd_cache
-from renderer.output import validation as output_validation
+from renderer.output import crd_cache, crds
 from renderer.output.validation import OutputValidator
 
 CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
@@ -23,7 +22,7 @@ WORKFLOWS = CRDS / "argo-workflows" / "argoproj.io_workflowtemplates.yaml"
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
     monkeypatch.setenv(crd_cache.CACHE_ENV, str(folder))
-    monkeypatch.setattr(output_validation, "_PARSED", {})  # no in-process shortcut
+    monkeypatch.setattr(crds, "_PARSED", {})  # no in-process shortcut
     return folder
 
 
@@ -98,6 +97,6 @@ def test_validation_from_the_cache_finds_what_it_found_from_yaml(cache: Path) ->
     }
     cold = OutputValidator([CRDS]).validate(bad, "1.33")
     assert list(cache.iterdir())
-    output_validation._PARSED.clear()
+    crds._PARSED.clear()
     warm = OutputValidator([CRDS]).validate(bad, "1.33")
     assert warm == cold and cold

@@ -19,14 +19,9 @@ from typing import Any
 
 import pytest
 
-from renderer.commands.diff.report import (
-    MARKER,
-    BaseRefError,
-    checkout_base,
-    diff_json,
-    diff_markdown,
-    report_from_json,
-)
+from renderer.commands.diff.checkout import BaseRefError, checkout_base
+from renderer.commands.diff.json_form import diff_json, report_from_json
+from renderer.commands.diff.markdown import MARKER, diff_markdown
 from tests.conftest import REPO, copy_inputs
 
 CASES = Path(__file__).parent / "cases" / "diff"

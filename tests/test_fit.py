@@ -19,18 +19,12 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from renderer.commands.fit import workloads
-from renderer.commands.fit.check import (
-    BORROWS,
-    ERROR,
-    FITS,
-    NEVER,
-    FitResult,
-    check_fit,
-    fit_json,
-    fit_text,
-)
-from renderer.commands.fit.workloads import Unreadable, Workload, workload_from
+from renderer.commands.fit import readers
+from renderer.commands.fit.load import check_fit
+from renderer.commands.fit.podsets import Unreadable, Workload
+from renderer.commands.fit.readers import workload_from
+from renderer.commands.fit.result import BORROWS, ERROR, FITS, NEVER, FitResult
+from renderer.commands.fit.text import fit_json, fit_text
 from renderer.inputs.source import load_file
 from renderer.model.platform import Platform, Team
 from renderer.pipeline import load_platform
@@ -750,7 +744,7 @@ _json = st.recursive(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(sorted(workloads.READERS)), body=_json)
+@given(kind=st.sampled_from(sorted(readers.READERS)), body=_json)
 def test_workload_from_never_raises(kind: tuple[str, str], body: Any) -> None:
     group, name = kind
     document = body if isinstance(body, dict) else {"spec": body}

@@ -11,12 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.output.validation import (
-    CrdLoadError,
-    OutputValidator,
-    SchemaProblem,
-    UnsupportedKubernetesVersion,
-)
+from renderer.output.crds import CrdLoadError
+from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
+from renderer.output.validation import OutputValidator, SchemaProblem
 
 # The upstream CRDs live beside the checkout (../shared/crds); they are never copied in here.
 CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
@@ -238,12 +235,12 @@ def test_device_class_v1_exists_from_1_34_only(builtin: OutputValidator) -> None
 
 
 def test_version_selection_uses_numeric_order() -> None:
-    from renderer.output.validation import _schema_dir_for
+    from renderer.output.kubernetes_schemas import schema_dir_for
 
-    assert _schema_dir_for("1.33") == ("v1.33.0-local-strict", "1.33")
-    assert _schema_dir_for("v1.33.4") == ("v1.33.0-local-strict", "1.33")
-    assert _schema_dir_for("1.33.2-eks-1a2b3c") == ("v1.33.0-local-strict", "1.33")
-    assert _schema_dir_for("1.30") == ("v1.30.0-local-strict", "1.30")
+    assert schema_dir_for("1.33") == ("v1.33.0-local-strict", "1.33")
+    assert schema_dir_for("v1.33.4") == ("v1.33.0-local-strict", "1.33")
+    assert schema_dir_for("1.33.2-eks-1a2b3c") == ("v1.33.0-local-strict", "1.33")
+    assert schema_dir_for("1.30") == ("v1.30.0-local-strict", "1.30")
 
 
 @pytest.mark.parametrize("version", ["1.12", "1.9", "1.99", "2.0", "banana", ""])

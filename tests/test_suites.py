@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.commands.fit.check import check_fit
-from renderer.commands.fit.workloads import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.commands.fit.load import check_fit
+from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.layers import workflows as layer
 from renderer.model.nodes import tolerations
 from renderer.model.platform import NodeCount, Platform
@@ -33,8 +33,17 @@ from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform
 from tests.conftest import REPO, render_clean
-from workflows import suites
 from workflows.probes.cli import build_parser
+from workflows.suites import (
+    every_pool,
+    jobs,
+    placement,
+    program,
+    references,
+    scripts,
+    settings,
+    templates,
+)
 
 CASES = Path(__file__).parent / "cases" / "render"
 ARGO_EXAMPLES = REPO.parent / "shared" / "reference" / "argo-examples"
@@ -69,8 +78,8 @@ def views(platform: Platform) -> Iterator[ClusterView]:
         yield ClusterView.of(platform, platform.clusters[name])
 
 
-def all_targets(platform: Platform) -> list[suites.Target]:
-    return [t for view in views(platform) for t in suites.targets(view)]
+def all_targets(platform: Platform) -> list[placement.Target]:
+    return [t for view in views(platform) for t in placement.targets(view)]
 
 
 def suite_objects(rendered: Rendered, cluster: str) -> list[Manifest]:
@@ -122,9 +131,9 @@ def test_every_suite_object_validates_against_the_crds_and_has_no_dangling_refer
         known = argo(example, cluster, "WorkflowTemplate")
         for manifest in suite_objects(example, cluster):
             if manifest.kind in ARGO_KINDS:
-                assert suites.check_references(manifest.body, known) == [], manifest.path
+                assert references.check_references(manifest.body, known) == [], manifest.path
                 checked += 1
-    pools = sum(len(suites.targets(v)) for v in views(example.platform))
+    pools = sum(len(placement.targets(v)) for v in views(example.platform))
     assert checked == 2 * pools + 2 * len(example.manifests)  # 2 templates per pool, hook, cron
 
 
@@ -162,7 +171,7 @@ def test_the_objects_the_workflows_create_pass_their_kubernetes_schemas(
 def test_each_pool_a_team_queue_holds_gets_its_templates(example: Rendered) -> None:
     for view in views(example.platform):
         names = set(argo(example, view.cluster.name, "WorkflowTemplate"))
-        pools = {t.name for t in suites.targets(view)}
+        pools = {t.name for t in placement.targets(view)}
         assert pools == {p.name for p in view.pools}  # every example pool has a team quota
         assert names == {f"{kind}-{p}" for p in pools for kind in ("acceptance", "benchmark")}
 
@@ -172,7 +181,7 @@ def test_a_pool_no_team_has_quota_on_gets_no_suite(platform: Platform) -> None:
     without = Platform(platform.clusters, platform.pools, teams, platform.queues)
     view = ClusterView.of(without, without.clusters["staging-west"])
     # search and llm-eval share staging-west; only llm-eval is left, with quota on both pools
-    assert {t.name for t in suites.targets(view)} == {"h200-tune", "l4-serve"}
+    assert {t.name for t in placement.targets(view)} == {"h200-tune", "l4-serve"}
     lonely = Platform(platform.clusters, platform.pools, {}, platform.queues)
     # no suite, no Manifest: only the chart values of the Argo Workflows the cluster declares
     outputs = list(layer.render(ClusterView.of(lonely, lonely.clusters["staging-west"])))
@@ -185,7 +194,7 @@ def test_the_layer_refuses_to_render_a_dangling_reference(
     platform: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     view = ClusterView.of(platform, platform.clusters["prod-east"])
-    monkeypatch.setattr(suites, "check_references", lambda *_: ["task x: depends on 'y'"])
+    monkeypatch.setattr(references, "check_references", lambda *_: ["task x: depends on 'y'"])
     with pytest.raises(layer.DanglingReference, match="depends on 'y'"):
         list(layer.render(view))
 
@@ -194,9 +203,9 @@ def test_the_layer_refuses_to_render_a_dangling_reference(
 
 
 def test_the_acceptance_dag_is_the_guides_seven_steps_in_order(example: Rendered) -> None:
-    steps = [name for name, _ in suites.GUIDE_STEPS]
+    steps = [name for name, _ in settings.GUIDE_STEPS]
     for cluster in sorted(example.manifests):
-        for target in suites.targets(
+        for target in placement.targets(
             ClusterView.of(example.platform, example.platform.clusters[cluster])
         ):
             body = argo(example, cluster)[f"acceptance-{target.name}"]
@@ -223,7 +232,7 @@ def test_step_three_exactly_for_pools_of_more_than_one_node(example: Rendered) -
             pods = job["spec"]["completions"]
             assert pods >= 2, target.name
             spec = job["spec"]["template"]["spec"]
-            assert spec["subdomain"] == suites.headless_service(target)
+            assert spec["subdomain"] == program.headless_service(target)
             command = json.loads(spec["containers"][0]["args"][0])["run"][0][1]
             assert command[0] == "torchrun" and f"--nnodes={pods}" in command
         seen.add(multi)
@@ -250,7 +259,7 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_teams_local_queue(
     checked = 0
     for target in all_targets(example.platform):
         body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
-        for step in suites.acceptance_steps(target):
+        for step in program.acceptance_steps(target):
             job = job_of(body, step.name)
             assert job["metadata"]["namespace"] == target.namespace.name
             labels = job["metadata"]["labels"]
@@ -299,8 +308,8 @@ def test_multi_pod_and_distributed_jobs_get_the_pools_rdma_devices(
         rdma = fabric.get("rdma")
         bodies = argo(example, target.cluster.name)
         for kind, steps in (
-            ("acceptance", suites.acceptance_steps(target)),
-            ("benchmark", suites.benchmark_steps(target)),
+            ("acceptance", program.acceptance_steps(target)),
+            ("benchmark", program.benchmark_steps(target)),
         ):
             for step in steps:
                 job = job_of(bodies[f"{kind}-{target.name}"], step.name)
@@ -350,8 +359,8 @@ def test_pools_without_rdma_request_none(platform: Platform) -> None:
     resources = {p.rdma.resource for p in platform.pools.values() if p.rdma is not None}
     assert resources
     for target in all_targets(bare):
-        for step in (*suites.acceptance_steps(target), *suites.benchmark_steps(target)):
-            text = dump(suites.job_manifest(target, step))
+        for step in (*program.acceptance_steps(target), *program.benchmark_steps(target)):
+            text = dump(jobs.job_manifest(target, step))
             assert not any(r in text for r in resources), (target.name, step.name)
 
 
@@ -373,8 +382,8 @@ def test_the_training_jobs_take_what_the_queue_can_hold(example: Rendered) -> No
         quota.nominal + (quota.borrowing_limit or 0), guaranteed + quota.lending_limit + lent
     )
     assert target.available == expected == 24
-    shape = suites.training_shape(target)
-    assert shape == suites.Shape(expected // 8, 8)
+    shape = program.training_shape(target)
+    assert shape == program.Shape(expected // 8, 8)
 
 
 def test_the_model_a_server_serves_is_staged_by_an_earlier_job(platform: Platform) -> None:
@@ -382,7 +391,7 @@ def test_the_model_a_server_serves_is_staged_by_an_earlier_job(platform: Platfor
     the weights it serves must come from a Job before, never from the same pod."""
     servers = 0
     for target in all_targets(platform):
-        for steps in (suites.acceptance_steps(target), suites.benchmark_steps(target)):
+        for steps in (program.acceptance_steps(target), program.benchmark_steps(target)):
             for index, step in enumerate(steps):
                 if not step.server:
                     continue
@@ -395,7 +404,7 @@ def test_the_model_a_server_serves_is_staged_by_an_earlier_job(platform: Platfor
                     if p.probe == "staging" and before.workspace
                 ]
                 assert staged and step.workspace, (target.name, step.name)
-                assert f"{suites.WORKSPACE}/data" in staged[-1].options
+                assert f"{settings.WORKSPACE}/data" in staged[-1].options
     assert servers >= 2  # acceptance and benchmark of an inference pool
 
 
@@ -424,7 +433,7 @@ def test_the_probe_not_the_server_waits_for_the_model(example: Rendered) -> None
             args = parser.parse_args(
                 [*command[command.index("workflows.probes") + 1 :], "--out", "r.json"]
             )
-            assert args.wait_seconds == suites.SERVER_START_SECONDS
+            assert args.wait_seconds == settings.SERVER_START_SECONDS
             main = tasks(body, body["spec"]["entrypoint"])
             assert "when" not in main[step]  # v4.0.x waits forever on a skipped task's outputs
             passed = {p["name"]: p["value"] for p in main[step]["arguments"]["parameters"]}
@@ -447,9 +456,9 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
         for suite in ("acceptance", "benchmark"):
             body = argo(example, target.cluster.name)[f"{suite}-{target.name}"]
             steps = (
-                suites.acceptance_steps(target)
+                program.acceptance_steps(target)
                 if suite == "acceptance"
-                else suites.benchmark_steps(target)
+                else program.benchmark_steps(target)
             )
             for step in steps:
                 dag = tasks(body, step.name)
@@ -480,7 +489,7 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                         f"status.succeeded > {step.shape.pods - 1},status.completionTime"
                     )
                 outputs = template(body, step.name)["outputs"]["parameters"]
-                assert [p["name"] for p in outputs] == list(suites.STEP_PARTS)
+                assert [p["name"] for p in outputs] == list(templates.STEP_PARTS)
                 assert all(p["valueFrom"]["default"] == "" for p in outputs)
                 checked += 1
             assert template(body, "done") == {"name": "done", "suspend": {"duration": "0"}}
@@ -505,7 +514,7 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                 key, _, value = pair.partition("=")
                 if key == "batch.kubernetes.io/job-completion-index":
                     assert value == "0" and job["spec"]["completionMode"] == "Indexed"
-                elif key == suites.STEP_LABEL:
+                elif key == settings.STEP_LABEL:
                     assert value == "{{inputs.parameters.step}}"
                 else:  # the labels of the Job's pods, whatever the step
                     assert substituted(value) == substituted(pod_labels[key]), key
@@ -525,15 +534,15 @@ def test_a_job_that_never_runs_fails_its_step_in_time_for_the_report(example: Re
                 for t in body["spec"]["templates"]
                 if t["name"].endswith("-job") or t["name"] == "await-job"
             ]
-            assert {t["activeDeadlineSeconds"] for t in waits} == {suites.STEP_DEADLINE_SECONDS}
+            assert {t["activeDeadlineSeconds"] for t in waits} == {settings.STEP_DEADLINE_SECONDS}
             steps = (
-                suites.acceptance_steps(target)
+                program.acceptance_steps(target)
                 if suite == "acceptance"
-                else suites.benchmark_steps(target)
+                else program.benchmark_steps(target)
             )
             longest = max(longest, sum(2 if s.after else 1 for s in steps))
-            assert body["spec"]["activeDeadlineSeconds"] == suites.DEADLINE_SECONDS
-    assert longest * suites.STEP_DEADLINE_SECONDS + 3600 <= suites.DEADLINE_SECONDS
+            assert body["spec"]["activeDeadlineSeconds"] == settings.DEADLINE_SECONDS
+    assert longest * settings.STEP_DEADLINE_SECONDS + 3600 <= settings.DEADLINE_SECONDS
 
 
 def test_argo_refuses_continue_on_beside_depends() -> None:
@@ -541,7 +550,7 @@ def test_argo_refuses_continue_on_beside_depends() -> None:
     dag = next(t for t in body["spec"]["templates"] if "dag" in t)
     dag["dag"]["tasks"][-1]["continueOn"] = {"failed": True}
     assert any(
-        "continueOn in a DAG that uses depends" in p for p in suites.check_references(body, {})
+        "continueOn in a DAG that uses depends" in p for p in references.check_references(body, {})
     )
 
 
@@ -557,11 +566,11 @@ def test_pods_smaller_than_a_node_spread_unless_kueue_places_them(platform: Plat
                 continue
             pool = dataclasses.replace(target.pool, topology_levels=levels)
             variant = dataclasses.replace(target, pool=pool)
-            assert suites.topology_aware(variant) is aware
-            for step in suites.acceptance_steps(variant):
+            assert jobs.topology_aware(variant) is aware
+            for step in program.acceptance_steps(variant):
                 if step.shape.pods < 2 or step.shape.per_pod >= variant.offer.per_node:
                     continue
-                spec = suites.job_manifest(variant, step)["spec"]["template"]["spec"]
+                spec = jobs.job_manifest(variant, step)["spec"]["template"]["spec"]
                 assert ("affinity" in spec) is not aware, (target.name, step.name)
                 seen[aware] += 1
     assert seen[True] and seen[False]
@@ -602,7 +611,7 @@ def test_step_five_deletes_the_pod_then_waits_for_its_replacement(example: Rende
 def test_step_five_and_the_benchmark_resume_training_after_the_restore(example: Rendered) -> None:
     """Both checkpoint phases get the same --resume-steps (the writer records that many steps,
     the restorer repeats them), in the Job the Workflow really creates."""
-    assert suites.RESUME_STEPS > 0  # the report fails a checkpoint that resumed nothing
+    assert settings.RESUME_STEPS > 0  # the report fails a checkpoint that resumed nothing
     parser = build_parser()
     for target in all_targets(example.platform):
         objects = argo(example, target.cluster.name)
@@ -612,10 +621,10 @@ def test_step_five_and_the_benchmark_resume_training_after_the_restore(example: 
             phases = []
             for _, command, writes in plan["run"] + plan.get("after", []):
                 at = command.index("--resume-steps")
-                assert command[at + 1] == str(suites.RESUME_STEPS)
+                assert command[at + 1] == str(settings.RESUME_STEPS)
                 probe_args = command[command.index("workflows.probes") + 1 :]
                 args = parser.parse_args([*probe_args, *(["--out", "r.json"] if writes else [])])
-                assert args.resume_steps == suites.RESUME_STEPS
+                assert args.resume_steps == settings.RESUME_STEPS
                 phases.append(args.phase)
             assert phases == (["write", "restore"] if suite == "acceptance" else ["both"])
 
@@ -645,7 +654,7 @@ def test_the_inference_server_leaves_room_for_the_pods_sharing_its_gpu(example: 
 def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
     for target in all_targets(example.platform):
         body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
-        steps = suites.acceptance_steps(target)
+        steps = program.acceptance_steps(target)
         keys = [k for s in steps for k in s.keys]
         judged = [k for s in steps for k in s.judged]
         label = template(body, "label")
@@ -684,9 +693,9 @@ def test_the_probe_command_lines_parse_with_the_probes_own_parser(example: Rende
     parser = build_parser()
     parsed = 0
     for target in all_targets(example.platform):
-        for steps in (suites.acceptance_steps(target), suites.benchmark_steps(target)):
+        for steps in (program.acceptance_steps(target), program.benchmark_steps(target)):
             for step in steps:
-                job = yaml.safe_load(substituted(yaml.safe_dump(suites.job_manifest(target, step))))
+                job = yaml.safe_load(substituted(yaml.safe_dump(jobs.job_manifest(target, step))))
                 plan = json.loads(job["spec"]["template"]["spec"]["containers"][0]["args"][0])
                 for key, command, writes in plan["run"] + plan.get("after", []):
                     probe_args = command[command.index("workflows.probes") + 1 :]
@@ -721,18 +730,18 @@ def test_the_hook_and_the_cron_run_every_pools_acceptance(example: Rendered) -> 
     for view in views(example.platform):
         cluster = view.cluster.name
         objects = argo(example, cluster)
-        hook = objects[suites.HOOK_NAME]
+        hook = objects[every_pool.HOOK_NAME]
         assert hook["kind"] == "Workflow"
         assert hook["metadata"]["annotations"]["argocd.argoproj.io/hook"] == "PostSync"
         assert (
             hook["metadata"]["annotations"]["argocd.argoproj.io/hook-delete-policy"]
             == "BeforeHookCreation"
         )
-        cron = objects[suites.CRON_NAME]
+        cron = objects[every_pool.CRON_NAME]
         assert cron["kind"] == "CronWorkflow"
         assert cron["spec"]["concurrencyPolicy"] == "Forbid"
-        assert cron["spec"]["schedules"] == [suites.CRON_SCHEDULE]
-        pools = {t.name for t in suites.targets(view)}
+        assert cron["spec"]["schedules"] == [settings.CRON_SCHEDULE]
+        pools = {t.name for t in placement.targets(view)}
         for run in (hook, cron):
             for name in ("acceptance", "cleanup"):
                 refs = {
@@ -744,9 +753,9 @@ def test_the_hook_and_the_cron_run_every_pools_acceptance(example: Rendered) -> 
                     assert tmpl in {t["name"] for t in objects[wt]["spec"]["templates"]}
             spec = run["spec"].get("workflowSpec", run["spec"])
             assert spec["onExit"] == "cleanup"
-            assert spec["serviceAccountName"] == suites.SERVICE_ACCOUNT
+            assert spec["serviceAccountName"] == settings.SERVICE_ACCOUNT
         window = {p["name"]: p["value"] for p in hook["spec"]["arguments"]["parameters"]}
-        assert window["window-seconds"] == str(suites.HOOK_WINDOW_SECONDS)
+        assert window["window-seconds"] == str(settings.HOOK_WINDOW_SECONDS)
 
 
 def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Rendered) -> None:
@@ -755,7 +764,7 @@ def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Render
             (m.kind, m.namespace, m.name): m.body
             for m in suite_objects(example, target.cluster.name)
         }
-        role = objects[("Role", target.namespace.name, suites.SERVICE_ACCOUNT)]
+        role = objects[("Role", target.namespace.name, settings.SERVICE_ACCOUNT)]
         verbs = {
             (g, r): set(rule["verbs"])
             for rule in role["rules"]
@@ -764,18 +773,18 @@ def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Render
         }
         assert {"create", "get", "delete"} <= verbs[("batch", "jobs")]
         assert "delete" in verbs[("", "pods")] and "get" in verbs[("", "pods/log")]
-        binding = objects[("RoleBinding", target.namespace.name, suites.SERVICE_ACCOUNT)]
+        binding = objects[("RoleBinding", target.namespace.name, settings.SERVICE_ACCOUNT)]
         assert binding["subjects"] == [
             {
                 "kind": "ServiceAccount",
-                "name": suites.SERVICE_ACCOUNT,
-                "namespace": suites.NAMESPACE,
+                "name": settings.SERVICE_ACCOUNT,
+                "namespace": settings.NAMESPACE,
             }
         ]
-        if suites.needs_service(target):
-            service = objects[("Service", target.namespace.name, suites.headless_service(target))]
+        if program.needs_service(target):
+            service = objects[("Service", target.namespace.name, program.headless_service(target))]
             assert service["spec"]["clusterIP"] == "None"
-            assert service["spec"]["selector"] == {suites.POOL_LABEL: target.name}
+            assert service["spec"]["selector"] == {settings.POOL_LABEL: target.name}
 
 
 def test_no_object_shares_a_part_with_another(example: Rendered) -> None:
@@ -808,7 +817,7 @@ def fake_probe(tmp_path: Path, name: str, body: str) -> list[str]:
 
 def run_runner(plan: dict[str, Any], state: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", suites.RUNNER, json.dumps(plan)],
+        [sys.executable, "-c", scripts.RUNNER, json.dumps(plan)],
         env={**os.environ, "STATE": str(state), **env},
         capture_output=True,
         text=True,
@@ -819,7 +828,7 @@ def run_runner(plan: dict[str, Any], state: Path, **env: str) -> subprocess.Comp
 def results(stdout: str) -> dict[str, Any]:
     found = {}
     for line in stdout.splitlines():
-        if line.startswith(suites.RESULT_PREFIX + " "):
+        if line.startswith(settings.RESULT_PREFIX + " "):
             _, key, text = line.split(" ", 2)
             found[key] = json.loads(text)
     return found
@@ -871,7 +880,7 @@ def test_the_runner_restores_in_the_replacement_pod(tmp_path: Path) -> None:
 
 def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path) -> None:
     result = {"schemaVersion": 1, "probe": "training", "ok": True, "environment": {"a": "b"}}
-    log = "noise\n" + f"{suites.RESULT_PREFIX} training {json.dumps(result)}\n"
+    log = "noise\n" + f"{settings.RESULT_PREFIX} training {json.dumps(result)}\n"
     steps = [
         {"step": "train", "results": [["training", "training"]]},
         {"step": "stage", "results": [["staging", "staging"]]},
@@ -888,7 +897,7 @@ def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path)
         "STAGE_LOG": "the job died",
     }
     done = subprocess.run(
-        [sys.executable, "-c", suites.EXPORT],
+        [sys.executable, "-c", scripts.EXPORT],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -897,7 +906,7 @@ def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path)
     training = json.loads((tmp_path / "out" / "training.json").read_text())
     assert training["environment"] == {
         "a": "b",
-        suites.QUEUE_WAIT_LABEL: "200",
+        settings.QUEUE_WAIT_LABEL: "200",
         "gpuplane.dev/job-seconds": "600",
     }
     staging = json.loads((tmp_path / "out" / "staging.json").read_text())
@@ -906,7 +915,7 @@ def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path)
 
 
 def test_the_scripts_hold_nothing_argo_would_substitute() -> None:
-    for script in (suites.RUNNER, suites.EXPORT):
+    for script in (scripts.RUNNER, scripts.EXPORT):
         assert "{{" not in script and "}}" not in script
         compile(script, "<script>", "exec")
 
@@ -960,7 +969,7 @@ def broken(**changes: Any) -> dict[str, Any]:
 
 
 def test_a_valid_dag_has_no_problem() -> None:
-    assert suites.check_references(broken()) == []
+    assert references.check_references(broken()) == []
 
 
 @pytest.mark.parametrize(
@@ -1018,7 +1027,7 @@ def test_broken_references_are_found(changes: dict[str, Any], message: str) -> N
     for key in [k for k, v in task.items() if v is None]:
         del task[key]
     known = {"t": body} if "templateRef" in task else None
-    problems = suites.check_references(body, known)
+    problems = references.check_references(body, known)
     assert any(message in p for p in problems), problems
 
 
@@ -1027,7 +1036,7 @@ def test_a_dependency_cycle_and_a_missing_entrypoint_are_found() -> None:
     body["spec"]["templates"][0]["dag"]["tasks"][0]["depends"] = "b"
     body["spec"]["entrypoint"] = "start"
     body["spec"]["onExit"] = "gone"
-    problems = suites.check_references(body)
+    problems = references.check_references(body)
     assert any("form a cycle" in p for p in problems)
     assert any("entrypoint 'start' is not a template" in p for p in problems)
     assert any("onExit 'gone' is not a template" in p for p in problems)
@@ -1037,7 +1046,7 @@ def test_a_workflow_must_give_its_entrypoint_its_inputs() -> None:
     body = broken()
     body["kind"] = "Workflow"
     body["spec"]["entrypoint"] = "use"
-    assert any("entrypoint input 'v' gets no value" in p for p in suites.check_references(body))
+    assert any("entrypoint input 'v' gets no value" in p for p in references.check_references(body))
 
 
 def test_hera_builds_dangling_references_without_a_word() -> None:
@@ -1047,7 +1056,7 @@ def test_hera_builds_dangling_references_without_a_word() -> None:
     with WorkflowTemplate(name="w", entrypoint="main") as wt, DAG(name="main"):
         Task(name="a", template="not-defined")
         Task(name="b", template="not-defined", depends="c")
-    problems = suites.check_references(wt.to_dict())
+    problems = references.check_references(wt.to_dict())
     assert len(problems) == 3, problems
 
 
@@ -1070,7 +1079,7 @@ def test_argos_own_examples_pass_the_checker() -> None:
     found = {
         name: problems
         for name, doc in documents
-        if (problems := suites.check_references(doc, known))
+        if (problems := references.check_references(doc, known))
     }
     assert set(found) == {
         "workflow-template/steps.yaml",

@@ -15,22 +15,24 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.commands.fit.check import check_fit, fit_text
-from renderer.commands.fit.workloads import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.commands.fit.load import check_fit
+from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.commands.fit.text import fit_text
 from renderer.layers.gpu import dra
 from renderer.layers.queueing import kueue
-from renderer.layers.templates import workloads as wt
+from renderer.layers.templates import pieces as wt
+from renderer.layers.templates import workloads
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import nodes, quantity
 from renderer.model.admission import cluster_queues, cohort_of, potential_available
 from renderer.model.capacity import pool_offers, usable_quotas
+from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Namespace, Platform, Team
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import MANAGED_BY, Values
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import LAYERS, load_platform
-from renderer.policy.check import DEFAULT_POD_SECURITY
 from tests.conftest import REPO, copy_inputs, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
@@ -59,7 +61,7 @@ def _rendered(root: Path) -> list[tuple[ClusterView, Values]]:
     out = []
     for name in sorted(platform.clusters):
         view = ClusterView.of(platform, platform.clusters[name])
-        out.extend((view, item) for item in wt.render(view))
+        out.extend((view, item) for item in workloads.render(view))
     return out
 
 
@@ -633,7 +635,7 @@ def test_a_pool_the_namespace_can_never_use_gets_no_template(tmp_path: Path) -> 
     team.write_text(text)
     platform = load_platform(root).platform
     view = ClusterView.of(platform, platform.clusters["lab"])
-    pools = {_pool_of(i) for i in wt.render(view) if i.body["kind"] in GPU_KINDS}
+    pools = {_pool_of(i) for i in workloads.render(view) if i.body["kind"] in GPU_KINDS}
     assert pools == {"serve"}
 
 

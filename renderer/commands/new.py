@@ -26,7 +26,7 @@ import jinja2
 from renderer.inputs.schema import KIND_FOLDERS, schema_for
 from renderer.model import catalog
 from renderer.output.text import environment
-from renderer.policy.check import REQUIRED_THRESHOLDS
+from renderer.policy.delivery import REQUIRED_THRESHOLDS
 
 KINDS: Mapping[str, str] = {kind.lower(): folder for folder, kind in KIND_FOLDERS.items()}
 """`team` -> `teams`, and so on: the kinds `gpuplane new` writes and their folders."""

@@ -1,5 +1,5 @@
 """Workflows: the acceptance and benchmark suites of one cluster, compiled from their Hera
-definitions (`workflows/suites.py`) into `rendered/<cluster>/workflows/`.
+definitions (`workflows/suites/`) into `rendered/<cluster>/workflows/`.
 
 - the namespace `gpuplane-acceptance`, where the Workflows run, with the ServiceAccount they run
   as and what Argo's executor needs there (its task results, the results ConfigMaps);
@@ -10,8 +10,9 @@ definitions (`workflows/suites.py`) into `rendered/<cluster>/workflows/`.
 - a PostSync hook Workflow and a CronWorkflow, running every pool's acceptance by `templateRef`;
 - when the cluster installs Argo Workflows itself (`addons.argoWorkflows`), the chart's values.
 
-Every Argo object is checked with `workflows.suites.check_references` before it is yielded: a
-dangling template, task or parameter reference is a gpuplane bug, so rendering stops with it.
+Every Argo object is checked with `workflows.suites.references.check_references` before it is
+yielded: a dangling template, task or parameter reference is a gpuplane bug, so rendering stops
+with it.
 See docs/acceptance-suites.md.
 """
 
@@ -25,7 +26,11 @@ from renderer.findings.diagnostics import Location
 from renderer.layers.gitops import argo_workflows
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, metadata
-from workflows import suites
+from workflows.suites import placement, references
+from workflows.suites.every_pool import cron_workflow, postsync_hook
+from workflows.suites.program import headless_service, needs_service
+from workflows.suites.settings import NAMESPACE, POOL_LABEL, SERVICE_ACCOUNT
+from workflows.suites.templates import acceptance_template, benchmark_template
 
 LAYER = "workflows"
 
@@ -64,8 +69,8 @@ class DanglingReference(RuntimeError):
 
 def render(view: ClusterView) -> Iterator[Output]:
     """The suites of one cluster; nothing when no pool has a team queue to run them through."""
-    yield from argo_workflows.values(view.cluster, LAYER, suites.NAMESPACE)
-    targets = suites.targets(view)
+    yield from argo_workflows.values(view.cluster, LAYER, NAMESPACE)
+    targets = placement.targets(view)
     if not targets:
         return
     cluster = view.cluster
@@ -74,19 +79,19 @@ def render(view: ClusterView) -> Iterator[Output]:
     templates: dict[str, dict[str, Any]] = {}
     outputs: list[Manifest] = []
     for target in targets:
-        for built in (suites.acceptance_template(target), suites.benchmark_template(target)):
-            body = suites.to_data(built)
+        for built in (acceptance_template(target), benchmark_template(target)):
+            body = references.to_data(built)
             templates[body["metadata"]["name"]] = body
             outputs.append(Manifest(LAYER, body, target.pool.origin.location))
     for built_run in (
-        suites.postsync_hook(cluster, targets),
-        suites.cron_workflow(cluster, targets),
+        postsync_hook(cluster, targets),
+        cron_workflow(cluster, targets),
     ):
-        outputs.append(Manifest(LAYER, suites.to_data(built_run), at))
+        outputs.append(Manifest(LAYER, references.to_data(built_run), at))
     problems = [
         message
         for manifest in outputs
-        for message in suites.check_references(manifest.body, templates)
+        for message in references.check_references(manifest.body, templates)
     ]
     if problems:
         raise DanglingReference(
@@ -101,7 +106,7 @@ def _suite_namespace(view: ClusterView) -> Iterator[Manifest]:
     cluster = view.cluster
     at = cluster.origin.location
     version = f"v{cluster.kubernetes_version}"
-    meta = metadata(suites.NAMESPACE, cluster=cluster.name, suite="acceptance")
+    meta = metadata(NAMESPACE, cluster=cluster.name, suite="acceptance")
     # baseline: Argo's executor containers are not all `restricted`; audited and warned
     meta["labels"].update(
         {
@@ -119,11 +124,11 @@ def _suite_namespace(view: ClusterView) -> Iterator[Manifest]:
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": metadata(suites.SERVICE_ACCOUNT, suites.NAMESPACE, cluster=cluster.name),
+            "metadata": metadata(SERVICE_ACCOUNT, NAMESPACE, cluster=cluster.name),
         },
         at,
     )
-    yield from _role_and_binding(suites.NAMESPACE, ARGO_EXECUTOR_RULES, cluster.name, at)
+    yield from _role_and_binding(NAMESPACE, ARGO_EXECUTOR_RULES, cluster.name, at)
 
 
 def _role_and_binding(
@@ -133,7 +138,7 @@ def _role_and_binding(
     at: Location,
     **labels: str,
 ) -> Iterator[Manifest]:
-    name = suites.SERVICE_ACCOUNT
+    name = SERVICE_ACCOUNT
     yield Manifest(
         LAYER,
         {
@@ -154,8 +159,8 @@ def _role_and_binding(
             "subjects": [
                 {
                     "kind": "ServiceAccount",
-                    "name": suites.SERVICE_ACCOUNT,
-                    "namespace": suites.NAMESPACE,
+                    "name": SERVICE_ACCOUNT,
+                    "namespace": NAMESPACE,
                 }
             ],
         },
@@ -163,7 +168,7 @@ def _role_and_binding(
     )
 
 
-def _team_access(view: ClusterView, targets: tuple[suites.Target, ...]) -> Iterator[Manifest]:
+def _team_access(view: ClusterView, targets: tuple[placement.Target, ...]) -> Iterator[Manifest]:
     """A Role and RoleBinding per team namespace the suites submit to, and the headless Service
     of each multi-node pool's Jobs there."""
     done: set[str] = set()
@@ -181,14 +186,14 @@ def _team_access(view: ClusterView, targets: tuple[suites.Target, ...]) -> Itera
                 cost_center=team.cost_center,
             )
     for target in targets:
-        if suites.needs_service(target):
+        if needs_service(target):
             yield Manifest(
                 LAYER,
                 {
                     "apiVersion": "v1",
                     "kind": "Service",
                     "metadata": metadata(
-                        suites.headless_service(target),
+                        headless_service(target),
                         target.namespace.name,
                         pool=target.name,
                         team=target.plan.team.name,
@@ -197,7 +202,7 @@ def _team_access(view: ClusterView, targets: tuple[suites.Target, ...]) -> Itera
                     "spec": {
                         "clusterIP": "None",
                         "publishNotReadyAddresses": True,
-                        "selector": {suites.POOL_LABEL: target.name},
+                        "selector": {POOL_LABEL: target.name},
                     },
                 },
                 target.pool.origin.location,

@@ -1,11 +1,11 @@
 """`python -m workflows.probes sample --dest DIR`: the dataset sample the suite image carries.
 
 Why it exists: a cluster without an object store stages step 2 from `DATASET_FALLBACK`
-(`file:///opt/gpuplane-acceptance`, workflows/suites.py), a folder inside the suite image. The
-image build runs this generator instead of downloading anything, so the build fetches no data
-set or weights, and the same bytes come out on a laptop, in the tests and in the image: every
-byte is a function of the seed and the sizes (SHAKE-256, not `random`, so no Python version or
-platform changes them). It writes, as step 2 copies it (`data/` and `model/`):
+(`file:///opt/gpuplane-acceptance`, workflows/suites/settings.py), a folder inside the suite image.
+The image build runs this generator instead of downloading anything, so the build fetches no data
+set or weights, and the same bytes come out on a laptop, in the tests and in the image: every byte
+is a function of the seed and the sizes (SHAKE-256, not `random`, so no Python version or platform
+changes them). It writes, as step 2 copies it (`data/` and `model/`):
 
 - `data/`: token shards (`train-NNNNN-of-NNNNN.bin`, little-endian uint16) of sequences that
   follow the rule the training probe's synthetic data follows (`next = (3 * token + 7) mod 256`,

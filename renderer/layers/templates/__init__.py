@@ -2,7 +2,8 @@
 
 Files only, never applied: `rendered/<cluster>/templates/<namespace>/<kind>-<pool>.yaml`, listed
 by no kustomization and synced by no Argo CD Application, since applying a template would start
-work. What each holds and why: `renderer.layers.templates.workloads` and docs/workload-templates.md.
+work. Which templates each namespace gets: `workloads`; the Job, JobSet and RayJob: `batch`; the
+vLLM Deployment: `serving`; what they all share: `pieces`. Why: docs/workload-templates.md.
 """
 
 from __future__ import annotations

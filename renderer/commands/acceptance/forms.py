@@ -1,0 +1,317 @@
+"""The three forms of an acceptance report: text for a terminal, Markdown for a pull-request
+comment or job summary, JSON for tools. They only render the judged data; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from renderer.commands.acceptance.judge import FORMULAS
+from renderer.commands.acceptance.readable import num, oneline
+from renderer.commands.acceptance.results import (
+    AcceptanceReport,
+    Check,
+    Cost,
+    NvlinkShare,
+    PoolAcceptance,
+    Verdict,
+)
+from renderer.findings.diagnostics import Severity, finding_lines
+
+VERSION: Final = 1
+"""The `version` of the JSON report; bumped when a key is renamed or its meaning changes."""
+
+
+# --- cell text --------------------------------------------------------------------------------
+
+
+def _money(value: float | None, currency: str) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{value:,.2f}" if value >= 1 else f"{value:.4g}"
+    return f"{text} {currency}"
+
+
+def _value(value: float | bool | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = num(value)
+    return f"{text} {unit}" if unit else text
+
+
+def _measured(check: Check) -> str:
+    if check.verdict is Verdict.MISSING:
+        return "no result"
+    if check.verdict is Verdict.NOT_REPORTED:
+        return "not reported"
+    if check.measured is None:
+        return "failed"
+    return _value(check.measured, check.unit)
+
+
+def _threshold(check: Check) -> str:
+    if check.comparison is None or check.threshold is None:
+        return "-"
+    if isinstance(check.threshold, bool):
+        return "yes" if check.threshold else "no"
+    symbol = {">=": "≥", "<=": "≤", "==": "="}[check.comparison]
+    return f"{symbol} {_value(check.threshold, check.unit)}"
+
+
+_TEXT_VERDICT: Final = {
+    Verdict.PASS: "pass",
+    Verdict.FAIL: "FAIL",
+    Verdict.MISSING: "MISSING",
+    Verdict.MEASURED: "measured only",
+    Verdict.NOT_REPORTED: "not reported",
+}
+_MD_VERDICT: Final = {
+    Verdict.PASS: "✅ pass",
+    Verdict.FAIL: "❌ **fail**",
+    Verdict.MISSING: "❌ **missing**",
+    Verdict.MEASURED: "📏 measured only",
+    Verdict.NOT_REPORTED: "⚪ not reported",
+}
+
+
+def _headline(report: AcceptanceReport) -> str:
+    failed = report.count(Verdict.FAIL)
+    missing = report.count(Verdict.MISSING)
+    passed = report.count(Verdict.PASS)
+    parts = [
+        f"{len(report.pools)} pool{'s' if len(report.pools) != 1 else ''}",
+        f"{passed} passed",
+        f"{failed} failed",
+        f"{missing} missing",
+        f"{report.count(Verdict.MEASURED)} measured only",
+    ]
+    errors = sum(d.severity is Severity.ERROR for d in report.findings)
+    if errors:
+        parts.append(f"{errors} result file{'s' if errors != 1 else ''} not counted")
+    return ", ".join(parts)
+
+
+def _pool_title(pool: PoolAcceptance) -> str:
+    return (
+        f"{pool.cluster} / {pool.pool} ({pool.accelerator}, "
+        f"{num(pool.gpu_hour)} {pool.currency} per GPU-hour)"
+    )
+
+
+def _nvlink_text(share: NvlinkShare, accelerator_key: str) -> str:
+    if share.nvlink_gbps is None or share.share is None:
+        return (
+            f"all-reduce {num(share.busbw_gbps)} GB/s; the catalog has no NVLink figure for "
+            f"{accelerator_key} (PCIe only)"
+        )
+    percent = f"{share.share:.0%}" if share.share >= 0.1 else f"{share.share:.2%}"
+    return (
+        f"all-reduce {num(share.busbw_gbps)} GB/s is {percent} of the catalog's "
+        f"NVLink figure for {accelerator_key} ({num(share.nvlink_gbps)} GB/s per GPU, total "
+        "bidirectional): indicative only"
+    )
+
+
+def _cost_text(cost: Cost) -> str:
+    return (
+        f"{cost.step}: {_money(cost.value, cost.currency)} {cost.unit} = {cost.formula} "
+        f"(GPUs {cost.gpus_source})"
+    )
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+def _columns(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row))).rstrip()
+        for row in rows
+    ]
+
+
+def report_text(report: AcceptanceReport) -> str:
+    """For people at a terminal: findings, then per pool a table, its references and costs."""
+    verdict = "PASSED" if report.passed else "FAILED"
+    lines = [*finding_lines(report.findings, lambda text: oneline(text, 400))]
+    if lines:
+        lines.append("")
+    lines += [f"acceptance {verdict}: {_headline(report)}", ""]
+    for pool in report.pools:
+        lines.append(f"{_pool_title(pool)}: {'passed' if pool.passed else 'FAILED'}")
+        rows = [["step", "check", "measured", "threshold", "verdict", "result"]]
+        rows += [
+            [
+                c.step,
+                c.label,
+                _measured(c),
+                _threshold(c),
+                _TEXT_VERDICT[c.verdict],
+                oneline(c.result or "-", 120),
+            ]
+            for c in pool.checks
+        ]
+        lines += _columns(rows)
+        notes = [c for c in pool.checks if c.note]
+        lines += [f"  ! {c.step} {c.label}: {c.note}" for c in notes]
+        lines += [f"  reference: {_nvlink_text(n, pool.accelerator)}" for n in pool.nvlink]
+        lines += [f"  cost: {_cost_text(c)}" for c in pool.costs]
+        lines.append("")
+    lines += [f"{term}: {text}" for term, text in FORMULAS]
+    return "\n".join(lines) + "\n"
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+
+
+def _cell(value: object) -> str:
+    """Text that cannot break out of its Markdown table cell or line."""
+    text = oneline(str(value), 400)
+    for char in "\\`*_[]|<>#~!":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _code(value: str) -> str:
+    """A file name as inline code that no backtick in it can close."""
+    text = oneline(value, 120).replace("`", "'")
+    return f"`{text}`"
+
+
+def report_markdown(report: AcceptanceReport) -> str:
+    """GitHub-flavoured Markdown for a pull-request comment or a job summary."""
+    mark = "✅" if report.passed else "❌"
+    lines = [
+        f"# {mark} Acceptance {'passed' if report.passed else 'failed'}",
+        "",
+        _cell(_headline(report)),
+        "",
+    ]
+    if report.findings:
+        lines += ["## Result files not counted", ""]
+        for d in report.findings:
+            hint = f" ({_cell(d.hint)})" if d.hint else ""
+            lines.append(f"- {_code(str(d.at))}: **{d.rule}** {_cell(d.message)}{hint}")
+        lines.append("")
+    for pool in report.pools:
+        lines += [
+            f"## {'✅' if pool.passed else '❌'} {_cell(_pool_title(pool))}",
+            "",
+            "| step | check | measured | threshold | verdict | result |",
+            "|---|---|---:|---:|---|---|",
+        ]
+        for c in pool.checks:
+            result = _code(c.result) if c.result else "-"
+            lines.append(
+                f"| {c.step} | {_cell(c.label)} | {_cell(_measured(c))} | "
+                f"{_cell(_threshold(c))} | {_MD_VERDICT[c.verdict]} | {result} |"
+            )
+        lines.append("")
+        lines += [
+            f"- **{c.step}** {_cell(c.label)}: {_cell(c.note)}" for c in pool.checks if c.note
+        ]
+        lines += [f"- reference: {_cell(_nvlink_text(n, pool.accelerator))}" for n in pool.nvlink]
+        lines += [f"- cost of useful work: {_cell(_cost_text(c))}" for c in pool.costs]
+        if lines[-1] != "":
+            lines.append("")
+    lines += ["<details><summary>Formulas</summary>", ""]
+    lines += [f"- **{term}**: {_cell(text)}" for term, text in FORMULAS]
+    lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+
+def _json_number(value: float | bool | None) -> float | bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    return float(f"{float(value):.6g}")  # six significant digits: enough, and stable
+
+
+def report_json(report: AcceptanceReport) -> str:
+    """For tools: stable camelCase keys in sorted order, numbers as numbers."""
+    pools = [
+        {
+            "cluster": p.cluster,
+            "pool": p.pool,
+            "accelerator": p.accelerator,
+            "gpuHour": p.gpu_hour,
+            "currency": p.currency,
+            "passed": p.passed,
+            "results": list(p.results),
+            "checks": [
+                {
+                    "step": c.step,
+                    "metric": c.metric,
+                    "label": c.label,
+                    "unit": c.unit,
+                    "measured": _json_number(c.measured),
+                    "comparison": c.comparison,
+                    "threshold": _json_number(c.threshold),
+                    "thresholdKey": c.threshold_key,
+                    "verdict": c.verdict.value,
+                    "result": c.result,
+                    "note": c.note,
+                }
+                for c in p.checks
+            ],
+            "nvlinkShare": [
+                {
+                    "result": n.result,
+                    "busbwGBps": _json_number(n.busbw_gbps),
+                    "catalogNvlinkGBps": n.nvlink_gbps,
+                    "share": None if n.share is None else round(n.share, 4),
+                }
+                for n in p.nvlink
+            ],
+            "costs": [
+                {
+                    "step": c.step,
+                    "unit": c.unit,
+                    "value": _json_number(c.value),
+                    "currency": c.currency,
+                    "gpus": _json_number(c.gpus),
+                    "gpusSource": c.gpus_source,
+                    "formula": c.formula,
+                    "result": c.result,
+                }
+                for c in p.costs
+            ],
+        }
+        for p in report.pools
+    ]
+    findings = [
+        {
+            "rule": d.rule,
+            "severity": d.severity.value,
+            "message": d.message,
+            "file": d.at.file,
+            "line": d.at.line,
+            "column": d.at.col,
+            "hint": d.hint,
+        }
+        for d in report.findings
+    ]
+    body = {
+        "version": VERSION,
+        "passed": report.passed,
+        "summary": {
+            "pools": len(report.pools),
+            "files": report.files,
+            **{_camel(v): report.count(v) for v in Verdict},
+            "findings": len(report.findings),
+        },
+        "pools": pools,
+        "findings": findings,
+        "formulas": dict(FORMULAS),
+    }
+    return json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _camel(verdict: Verdict) -> str:
+    head, *rest = verdict.value.split("-")
+    return head + "".join(part.title() for part in rest)

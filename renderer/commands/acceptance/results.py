@@ -1,0 +1,136 @@
+"""The data of `gpuplane acceptance report`: a probe result that passed the checks, and the
+verdicts judged from it. Loading makes them, judging fills them in, the forms read them; all
+immutable, so each stage can change without the others' code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from renderer.findings.diagnostics import Diagnostic, Severity
+
+QUEUE_WAIT_KEY: Final = "gpuplane.dev/queue-wait-seconds"
+"""The environment label the workflow adds: seconds the acceptance job waited in Kueue."""
+
+GPUS_KEY: Final = "gpuplane.dev/gpus"
+"""The environment label that states how many GPUs a result used (for its cost); optional."""
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    MISSING = "missing"
+    """The pool declares a threshold and no result measures it: fails."""
+    MEASURED = "measured-only"
+    """A figure without a threshold on this pool: shown, never judged."""
+    NOT_REPORTED = "not-reported"
+    """An optional figure (the queue wait) that no result carries: shown, never judged."""
+
+    @property
+    def failing(self) -> bool:
+        return self in (Verdict.FAIL, Verdict.MISSING)
+
+
+# --- the data ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One probe result that passed the envelope and metrics checks."""
+
+    file: str
+    probe: str
+    cluster: str | None
+    pool: str | None
+    started_at: str
+    duration_seconds: float
+    ok: bool
+    error: str | None
+    environment: Mapping[str, str]
+    metrics: Mapping[str, Any]
+    complete: bool
+    """Whether `metrics` holds every figure of the probe (always when ok; a failed probe may
+    leave them all, or none)."""
+
+    @property
+    def queue_wait_seconds(self) -> float | None:
+        value = self.environment.get(QUEUE_WAIT_KEY)
+        return None if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One figure of one pool: what was measured, against what, and the verdict."""
+
+    step: str
+    metric: str
+    label: str
+    unit: str
+    measured: float | bool | None
+    comparison: str | None
+    """`>=`, `<=`, `==` or None (measured only, not reported)."""
+    threshold: float | bool | None
+    threshold_key: str | None
+    """The pool's `spec.acceptance` key, or None for a requirement that always holds."""
+    verdict: Verdict
+    result: str | None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NvlinkShare:
+    """An all-reduce result's bus bandwidth against the catalog's NVLink figure: information."""
+
+    result: str
+    busbw_gbps: float
+    nvlink_gbps: float | None
+    share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """The cost of useful work of one training or inference result, with its formula filled in."""
+
+    step: str
+    unit: str
+    value: float | None
+    currency: str
+    gpus: float
+    gpus_source: str
+    formula: str
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolAcceptance:
+    cluster: str
+    pool: str
+    accelerator: str
+    gpu_hour: float
+    currency: str
+    checks: tuple[Check, ...]
+    nvlink: tuple[NvlinkShare, ...]
+    costs: tuple[Cost, ...]
+    results: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not any(c.verdict.failing for c in self.checks)
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceReport:
+    pools: tuple[PoolAcceptance, ...]
+    findings: tuple[Diagnostic, ...]
+    files: int
+
+    @property
+    def passed(self) -> bool:
+        errors = any(d.severity is Severity.ERROR for d in self.findings)
+        return bool(self.pools) and not errors and all(p.passed for p in self.pools)
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(c.verdict is verdict for p in self.pools for c in p.checks)

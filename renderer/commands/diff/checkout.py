@@ -1,0 +1,97 @@
+"""Reading the base revision with git: `gpuplane diff --base REF` renders what the inputs were at REF.
+
+Kept apart from the comparison because it is the only part that runs a program (git) and touches
+the repository; it reads blobs and writes them into a folder, without a checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path, PurePosixPath
+
+from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE
+
+
+class BaseRefError(Exception):
+    """The base revision cannot be read: not a git repository, an unknown or refused ref."""
+
+
+def _git(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    git = shutil.which("git")
+    if git is None:
+        raise BaseRefError("git is not installed: `gpuplane diff` reads the base revision with it")
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    return subprocess.run(
+        [git, "-C", str(repo), *args], input=stdin, capture_output=True, env=env, check=False
+    )
+
+
+def _resolve(repo_root: Path, ref: str) -> tuple[Path, str, str]:
+    """(the repository's top folder, the commit REF names, the path of repo_root inside it)."""
+    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n\r"):
+        raise BaseRefError(f"refusing base ref {ref!r}: a ref must not be empty or start with '-'")
+    top = _git(repo_root, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise BaseRefError(
+            f"{repo_root} is not in a git repository: --base needs the repository's history"
+        )
+    toplevel = Path(top.stdout.decode().strip())
+    prefix = _git(repo_root, "rev-parse", "--show-prefix").stdout.decode().strip()
+    found = _git(toplevel, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if found.returncode != 0:
+        raise BaseRefError(
+            f"unknown revision '{ref}': no branch, tag or commit of this repository has that name "
+            "(in CI, fetch the base branch first, e.g. `git fetch origin main` and "
+            "`--base origin/main`)"
+        )
+    return toplevel, found.stdout.decode().strip(), prefix.rstrip("/")
+
+
+def checkout_base(repo_root: Path, ref: str, into: Path) -> str:
+    """Write the input files (the kind folders and gpuplane.yaml) of `repo_root` as they are at
+    REF into the folder `into`, and return the commit REF resolved to.
+
+    Blobs are read with `git ls-tree` and `git cat-file --batch` (no shell, no checkout, no
+    change to the repository); a symbolic link is recreated as a link, which the loader reports
+    as it does in a working tree. Raises BaseRefError for a bad ref or a folder outside git.
+    """
+    toplevel, commit, prefix = _resolve(repo_root, ref)
+    tree = f"{commit}:{prefix}" if prefix else commit
+    wanted = (*KIND_FOLDERS, REPOSITORY_FILE)
+    listed = _git(toplevel, "ls-tree", "-r", "-z", "--full-name", tree, "--", *wanted)
+    if listed.returncode != 0:
+        if prefix:  # the folder did not exist at REF: an empty base, everything is new
+            return commit
+        raise BaseRefError(f"cannot list the files of '{ref}': {listed.stderr.decode().strip()}")
+    entries: list[tuple[str, str, PurePosixPath]] = []
+    for record in listed.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, kind, sha = meta.decode().split()
+        path = PurePosixPath(raw_path.decode("utf-8", "surrogateescape"))
+        if kind != "blob" or path.is_absolute() or ".." in path.parts:
+            continue  # submodules, and nothing git would ever store
+        entries.append((mode, sha, path))
+    if not entries:
+        return commit
+    batch = _git(
+        toplevel, "cat-file", "--batch", stdin="".join(f"{s}\n" for _, s, _ in entries).encode()
+    )
+    if batch.returncode != 0:
+        raise BaseRefError(f"cannot read the files of '{ref}': {batch.stderr.decode().strip()}")
+    data, offset = batch.stdout, 0
+    for mode, _, path in entries:
+        header_end = data.index(b"\n", offset)
+        size = int(data[offset:header_end].split()[2])
+        content = data[header_end + 1 : header_end + 1 + size]
+        offset = header_end + 1 + size + 1
+        target = into.joinpath(*path.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            os.symlink(os.fsdecode(content), target)
+        else:
+            target.write_bytes(content)
+    return commit

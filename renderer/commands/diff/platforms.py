@@ -1,0 +1,401 @@
+"""`gpuplane diff --base REF`: what a change means, not which lines moved.
+
+Both revisions are rendered (`renderer.commands.diff.revision`): their models are compared for
+meaning (GPU quota and the `plan` figures that follow from it, teams, namespaces, RBAC subjects,
+network egress, pools, queues, schedulers) and their rendered trees (`renderer.output.writer.build_tree`)
+for objects added, changed and deleted per cluster and layer. Every finding carries a risk (high,
+medium, low; see docs/diff.md for the rules and why). `diff_platforms` orchestrates and returns
+immutable data (`findings`), which `markdown`, `json_form` and `text` turn into a sticky
+pull-request comment, JSON for tools, or text. This module also compares what belongs to no team:
+repository settings, clusters, pools and queues. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from renderer.commands.diff.egress import egress
+from renderer.commands.diff.field_changes import camel, changed_fields, field_lines, other_fields
+from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding, Risk, Side
+from renderer.commands.diff.objects import objects
+from renderer.commands.diff.quotas import quotas
+from renderer.commands.diff.revision import render
+from renderer.commands.diff.teams import teams
+from renderer.inputs.schema import REPOSITORY_FILE
+from renderer.model.capacity import how_to_request, pool_offers
+from renderer.model.platform import Cluster, Platform, Pool, Queue
+from renderer.output.validation import OutputValidator
+
+HEAD_LABEL = "working tree"
+
+
+def diff_platforms(
+    base_root: Path,
+    head_root: Path,
+    validator: OutputValidator,
+    *,
+    base_ref: str = "base",
+    base_commit: str | None = None,
+    head_label: str = HEAD_LABEL,
+) -> DiffReport:
+    """Render both folders and report what the change from base to head means.
+
+    When the head does not validate, the report has no findings and carries the head's
+    diagnostics (`head_valid` is False). A base that does not validate is compared as far as its
+    valid files go, without `plan` figures and without rendered objects.
+    """
+    head = render(head_root, validator, head_label, None)
+    if not head.side.valid:
+        return DiffReport(
+            base=Side(base_ref, base_commit, True, 0, 0),
+            head=head.side,
+            clusters=(),
+            findings=(),
+            pools=(),
+            objects_compared=False,
+            head_diagnostics=head.diagnostics,
+            head_files=head.files,
+        )
+    base = render(base_root, validator, base_ref, base_commit)
+    findings: list[Finding] = []
+    findings += _repository(base.platform, head.platform)
+    findings += _clusters(base.platform, head.platform)
+    findings += _pools(base.platform, head.platform)
+    findings += _queues(base.platform, head.platform)
+    findings += teams(base, head)
+    quota_findings, totals = quotas(base, head)
+    findings += quota_findings
+    compared = base.side.valid or base.files == 0
+    if compared:
+        findings += objects(base.tree, head.tree)
+    names = sorted(set(base.platform.clusters) | set(head.platform.clusters))
+    headings = []
+    for name in names:
+        cluster = head.platform.clusters.get(name) or base.platform.clusters[name]
+        status = (
+            "added"
+            if name not in base.platform.clusters
+            else "removed"
+            if name not in head.platform.clusters
+            else "kept"
+        )
+        headings.append(ClusterHeading(name, cluster.environment, cluster.scheduler, status))
+    return DiffReport(
+        base=base.side,
+        head=head.side,
+        clusters=tuple(headings),
+        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        pools=totals,
+        objects_compared=compared,
+        head_diagnostics=head.diagnostics,
+        head_files=head.files,
+    )
+
+
+# --- platform-wide and cluster ----------------------------------------------------------------
+
+
+def _repository(base: Platform, head: Platform) -> list[Finding]:
+    before, after = base.repository, head.repository
+    if before is None or after is None:
+        if before is after:
+            return []
+        what = "added" if before is None else "removed"
+        return [
+            Finding(
+                Risk.MEDIUM,
+                "repository-changed",
+                None,
+                None,
+                REPOSITORY_FILE,
+                f"{REPOSITORY_FILE} {what}: the Argo CD source and CODEOWNERS change",
+            )
+        ]
+    changes = changed_fields(before, after, other_fields(type(after), ()))
+    if not changes:
+        return []
+    argo = {"repo_url", "target_revision", "argocd_namespace"}
+    risk = Risk.MEDIUM if any(name in argo for name, _, _ in changes) else Risk.LOW
+    return [
+        Finding(
+            risk,
+            "repository-changed",
+            None,
+            None,
+            REPOSITORY_FILE,
+            ", ".join(camel(n) for n, _, _ in changes) + " changed",
+            field_lines(changes),
+        )
+    ]
+
+
+def _clusters(base: Platform, head: Platform) -> Iterator[Finding]:
+    for name in sorted(set(base.clusters) | set(head.clusters)):
+        before, after = base.clusters.get(name), head.clusters.get(name)
+        if before is None and after is not None:
+            yield Finding(
+                Risk.MEDIUM,
+                "cluster-added",
+                name,
+                None,
+                name,
+                f"new {after.environment} cluster on {after.provider}, Kubernetes "
+                f"{after.kubernetes_version}, scheduler {after.scheduler}",
+            )
+            yield from egress(name, None, (), after.object_store_egress, "every team namespace")
+            continue
+        if after is None and before is not None:
+            yield Finding(
+                Risk.HIGH,
+                "cluster-removed",
+                name,
+                None,
+                name,
+                "every object gpuplane rendered for this cluster is deleted by Argo CD",
+            )
+            continue
+        assert before is not None and after is not None
+        yield from _cluster_changes(before, after)
+
+
+def _cluster_changes(before: Cluster, after: Cluster) -> Iterator[Finding]:
+    name = after.name
+    if before.scheduler != after.scheduler:
+        yield Finding(
+            Risk.HIGH,
+            "scheduler-changed",
+            name,
+            None,
+            name,
+            f"{before.scheduler} → {after.scheduler}: every queue object is replaced, and "
+            "workloads waiting in the old scheduler's queues are not carried over",
+        )
+    if before.group_prefix != after.group_prefix:
+        yield Finding(
+            Risk.HIGH,
+            "group-prefix-changed",
+            name,
+            None,
+            name,
+            f"'{before.group_prefix}' → '{after.group_prefix}': every RoleBinding subject is "
+            "renamed; groups the API server does not send with the new prefix lose access, "
+            "others may gain it",
+        )
+    added = sorted(set(after.platform_owners) - set(before.platform_owners))
+    removed = sorted(set(before.platform_owners) - set(after.platform_owners))
+    for group in added:
+        yield Finding(
+            Risk.HIGH,
+            "platform-owners-widened",
+            name,
+            None,
+            group,
+            f"group {after.group_prefix}{group} becomes a platform owner (the platform objects "
+            "and their Argo CD project)",
+        )
+    for group in removed:
+        yield Finding(
+            Risk.LOW,
+            "platform-owners-narrowed",
+            name,
+            None,
+            group,
+            f"group {before.group_prefix}{group} is no longer a platform owner",
+        )
+    yield from egress(
+        name,
+        None,
+        before.object_store_egress,
+        after.object_store_egress,
+        "every team namespace (object store)",
+    )
+    handled = ("scheduler", "group_prefix", "platform_owners", "object_store_egress")
+    changes = changed_fields(before, after, other_fields(Cluster, handled))
+    if changes:
+        only_text = all(n == "description" for n, _, _ in changes)
+        yield Finding(
+            Risk.LOW if only_text else Risk.MEDIUM,
+            "cluster-changed",
+            name,
+            None,
+            name,
+            ", ".join(camel(n) for n, _, _ in changes) + " changed",
+            field_lines(changes),
+        )
+
+
+# --- pools and queues ---------------------------------------------------------------------------
+
+
+def _by_cluster(objects: Mapping[str, Pool] | Mapping[str, Queue]) -> dict[tuple[str, str], Any]:
+    return {(o.cluster, o.name): o for o in objects.values()}
+
+
+def _capacity_lines(pool: Pool) -> dict[str, tuple[int, int]]:
+    return {o.resource: (o.guaranteed, o.maximum) for o in pool_offers(pool)}
+
+
+def _span(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}-{high}"
+
+
+_SHARING_FIELDS = (
+    "accelerator",
+    "sharing",
+    "mig_layout",
+    "replicas",
+    "rename_by_default",
+    "exposure",
+)
+
+
+def _pools(base: Platform, head: Platform) -> Iterator[Finding]:
+    before_all, after_all = _by_cluster(base.pools), _by_cluster(head.pools)
+    for key in sorted(set(before_all) | set(after_all)):
+        cluster, name = key
+        before: Pool | None = before_all.get(key)
+        after: Pool | None = after_all.get(key)
+        if before is None and after is not None:
+            offers = (
+                ", ".join(f"{o.guaranteed} {o.resource}" for o in pool_offers(after))
+                or "no known resources"
+            )
+            yield Finding(
+                Risk.LOW,
+                "pool-added",
+                cluster,
+                None,
+                name,
+                f"new {after.workload} pool of {_span(after.nodes.min, after.nodes.max)} x "
+                f"{after.gpus_per_node} {after.accelerator} ({after.sharing}): {offers}",
+            )
+            continue
+        if after is None and before is not None:
+            yield Finding(
+                Risk.HIGH,
+                "pool-removed",
+                cluster,
+                None,
+                name,
+                f"{_span(before.nodes.min, before.nodes.max)} x {before.gpus_per_node} "
+                f"{before.accelerator} leave the platform: its flavor, node labels and "
+                "configs are deleted; workloads on it are no longer admitted",
+            )
+            continue
+        assert before is not None and after is not None
+        yield from _pool_changes(cluster, before, after)
+
+
+def _pool_changes(cluster: str, before: Pool, after: Pool) -> Iterator[Finding]:
+    name = after.name
+    if before.nodes != after.nodes or before.gpus_per_node != after.gpus_per_node:
+        old, new = _capacity_lines(before), _capacity_lines(after)
+        shrinks = any(
+            new.get(r, (0, 0))[0] < old[r][0] or new.get(r, (0, 0))[1] < old[r][1] for r in old
+        )
+        lines = [
+            f"nodes {_span(before.nodes.min, before.nodes.max)} → "
+            f"{_span(after.nodes.min, after.nodes.max)}, "
+            f"{before.gpus_per_node} → {after.gpus_per_node} GPUs per node"
+            if before.gpus_per_node != after.gpus_per_node
+            else f"nodes {_span(before.nodes.min, before.nodes.max)} → "
+            f"{_span(after.nodes.min, after.nodes.max)}"
+        ]
+        for resource in sorted(set(old) | set(new)):
+            o, n = old.get(resource, (0, 0)), new.get(resource, (0, 0))
+            if o != n:
+                lines.append(f"{resource} {_span(*o)} → {_span(*n)}")
+        yield Finding(
+            Risk.MEDIUM if shrinks else Risk.LOW,
+            "pool-resized",
+            cluster,
+            None,
+            name,
+            "; ".join(lines),
+        )
+    sharing = changed_fields(before, after, _SHARING_FIELDS)
+    if sharing:
+        old_requests = sorted({how_to_request(o) for o in pool_offers(before)})
+        new_requests = sorted({how_to_request(o) for o in pool_offers(after)})
+        renamed = old_requests != new_requests
+        summary = "; ".join(field_lines(sharing))
+        if renamed:
+            summary += (
+                f"; teams now request {', '.join(new_requests) or 'nothing'} instead of "
+                f"{', '.join(old_requests) or 'nothing'}: existing workloads no longer fit"
+            )
+        yield Finding(
+            Risk.HIGH if renamed else Risk.MEDIUM,
+            "pool-sharing-changed",
+            cluster,
+            None,
+            name,
+            summary,
+        )
+    handled = ("cluster", "nodes", "gpus_per_node", *_SHARING_FIELDS)
+    changes = changed_fields(before, after, other_fields(Pool, handled))
+    if changes:
+        yield Finding(
+            Risk.LOW,
+            "pool-changed",
+            cluster,
+            None,
+            name,
+            ", ".join(camel(n) for n, _, _ in changes) + " changed",
+            field_lines(changes),
+        )
+
+
+def _queues(base: Platform, head: Platform) -> Iterator[Finding]:
+    before_all, after_all = _by_cluster(base.queues), _by_cluster(head.queues)
+    for key in sorted(set(before_all) | set(after_all)):
+        cluster, name = key
+        before: Queue | None = before_all.get(key)
+        after: Queue | None = after_all.get(key)
+        if before is None and after is not None:
+            yield Finding(
+                Risk.LOW,
+                "queue-added",
+                cluster,
+                None,
+                name,
+                f"new queue (cohort) over pools {', '.join(after.pools)}, priorities "
+                + ", ".join(f"{p.name}={p.value}" for p in after.priorities),
+            )
+            continue
+        if after is None and before is not None:
+            yield Finding(
+                Risk.MEDIUM,
+                "queue-removed",
+                cluster,
+                None,
+                name,
+                "its cohort and priority classes are deleted",
+            )
+            continue
+        assert before is not None and after is not None
+        policy = changed_fields(before, after, other_fields(Queue, ("cluster", "description")))
+        if policy:
+            yield Finding(
+                Risk.MEDIUM,
+                "queue-policy-changed",
+                cluster,
+                None,
+                name,
+                ", ".join(camel(n) for n, _, _ in policy)
+                + " changed: admission order and preemption of every team in the cohort",
+                field_lines(policy),
+            )
+        text = changed_fields(before, after, ("description",))
+        if text:
+            yield Finding(
+                Risk.LOW,
+                "queue-changed",
+                cluster,
+                None,
+                name,
+                "description changed",
+                field_lines(text),
+            )

@@ -1,0 +1,44 @@
+"""One side of the diff, rendered once: its model, its rendered tree and whether it validates.
+
+Every comparison reads the same two revisions, so rendering them is done here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from renderer.commands.diff.findings import Side
+from renderer.findings.diagnostics import Diagnostic, Severity
+from renderer.model.platform import Platform
+from renderer.output.validation import OutputValidator
+from renderer.output.writer import build_tree
+from renderer.pipeline import render_platform
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    platform: Platform
+    tree: dict[str, bytes]
+    model_ok: bool
+    """policy passed (or the revision is empty), so `plan` can be built from it."""
+    side: Side
+    diagnostics: tuple[Diagnostic, ...]
+    files: int
+
+
+def render(root: Path, validator: OutputValidator, label: str, commit: str | None) -> Revision:
+    rendered = render_platform(root, validator)
+    empty = rendered.files == 0
+    diagnostics = tuple(d for d in rendered.diagnostics if not (empty and d.rule == "no-inputs"))
+    errors = sum(d.severity is Severity.ERROR for d in diagnostics)
+    model_ok = empty or bool(rendered.manifests) or errors == 0
+    tree = build_tree(rendered.manifests, rendered.readmes, rendered.values)
+    return Revision(
+        platform=rendered.platform,
+        tree=tree,
+        model_ok=model_ok,
+        side=Side(label, commit, errors == 0, errors, len(diagnostics) - errors),
+        diagnostics=diagnostics,
+        files=rendered.files,
+    )

@@ -1,0 +1,41 @@
+"""The report as plain text for people at a terminal (`gpuplane diff --format text`).
+
+No escaping and no tables: one line per finding, so it changes apart from the Markdown.
+"""
+
+from __future__ import annotations
+
+from renderer.commands.diff.findings import RISKS, DiffReport, plural
+
+
+def diff_text(report: DiffReport) -> str:
+    """For people at a terminal: one line per finding, grouped by cluster and team."""
+    if not report.findings:
+        return f"no changes: the {report.head.label} renders the same platform as {report.base.label}\n"
+    high, medium, low = (report.count(r) for r in RISKS)
+    commit = f" ({report.base.commit[:12]})" if report.base.commit else ""
+    lines = [
+        f"{report.head.label} against {report.base.label}{commit}: "
+        f"{high} high, {medium} medium, {low} low"
+    ]
+    if not report.base.valid:
+        lines.append(
+            f"note: the base does not validate ({plural(report.base.errors, 'error')}); "
+            "rendered objects not compared"
+        )
+    current: tuple[str | None, str | None, bool] | None = None
+    for f in report.findings:
+        group = (f.cluster, f.team, f.code == "objects")
+        if group != current:
+            current = group
+            where = f.cluster or "platform-wide"
+            if f.team:
+                where += f" / team {f.team}"
+            elif f.code == "objects":
+                where += " / rendered objects"
+            lines += ["", where]
+        lines.append(f"  {f.risk.value.upper():<6} {f.title}: {' '.join(f.summary.split())}")
+        if f.objects is not None:
+            lines += [f"           deleted {p}" for p in f.objects.deleted]
+        lines += [f"           {' '.join(d.split())}" for d in f.details]
+    return "\n".join(lines) + "\n"

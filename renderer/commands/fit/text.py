@@ -1,0 +1,194 @@
+"""`gpuplane fit`'s answer written out: text for people, JSON for tools, both from one
+`FitResult`, so they never disagree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from renderer.commands.fit.result import (
+    ERROR,
+    HOST_RESOURCES,
+    NEVER,
+    FitResult,
+    amount,
+    resource_order,
+)
+
+ASSUMPTION = "assumes an empty cluster: no other workload holds quota (see docs/fit.md)"
+
+
+def _resources_text(values: Mapping[str, Decimal]) -> str:
+    ordered = sorted(values, key=resource_order)
+    return "{" + ", ".join(f"{r}: {amount(r, values[r])}" for r in ordered) + "}"
+
+
+def fit_text(result: FitResult) -> str:
+    """The answer for people; ends with a newline."""
+    lines = [f"{result.file}: {result.verdict}: {result.summary}"]
+    if result.kind:
+        where = f"{result.namespace}/" if result.namespace else ""
+        head = f"  {result.kind} {where}{result.name}"
+        if result.cluster:
+            head += f" on cluster {result.cluster}"
+        if result.team:
+            head += f" (team {result.team}, {result.purpose} namespace)"
+        lines.append(head)
+    if result.cluster_queue:
+        lines.append(
+            f"  LocalQueue {result.local_queue} -> ClusterQueue {result.cluster_queue} "
+            f"(cohort {result.cohort})"
+        )
+    if result.priority_source:
+        name = result.priority or "(none)"
+        lines.append(f"  priority {name} = {result.priority_value}, from {result.priority_source}")
+    if result.message:
+        lines.append(f"  Kueue: {result.message}")
+    if result.reasons:
+        lines.append("why:" if result.verdict in (NEVER, ERROR) else "reasons:")
+        lines.extend(f"  - {r}" for r in result.reasons)
+    if result.pod_sets:
+        lines.append("pod sets:")
+        width = max(len(ps.name) for ps in result.pod_sets)
+        for ps in result.pod_sets:
+            count = (
+                f"{ps.count}"
+                if ps.count == ps.requested_count
+                else f"{ps.count} of {ps.requested_count}"
+            )
+            target = (
+                f"-> {ps.flavor}" + (" (borrows)" if ps.borrows else "")
+                if ps.flavor
+                else "-> no flavor"
+            )
+            lines.append(f"  {ps.name:<{width}}  {count} x {_resources_text(ps.per_pod)} {target}")
+        if result.replicas > 1:
+            unit = result.replica_unit
+            if result.admitted_replicas == result.replicas:
+                fate = f"all {result.replicas} can be admitted at once"
+            elif result.admitted_replicas == 0:
+                fate = "none can be admitted"
+            else:
+                fate = f"only {result.admitted_replicas} can be admitted at once"
+            lines.append(
+                f"  each of the {result.replicas} {unit}s is a Workload of its own: {fate}"
+            )
+    if result.quotas:
+        lines.append(f"quota of ClusterQueue {result.cluster_queue}, in an empty cluster:")
+        rows = []
+        for q in result.quotas:
+            limit = (
+                "no borrowing limit"
+                if q.borrowing_limit is None
+                else f"borrowing limit {amount(q.resource, q.borrowing_limit)}"
+            )
+            row = [
+                q.flavor,
+                q.resource,
+                f"{amount(q.resource, q.requested)} of nominal {amount(q.resource, q.nominal)}",
+                f"{limit}, at most {amount(q.resource, q.maximum)}",
+            ]
+            if q.borrowed > 0:
+                row.append(f"borrows {amount(q.resource, q.borrowed)}")
+            rows.append(row)
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        for row in rows:
+            cells = [f"{row[i]:<{widths[i]}}" for i in range(3)] + list(row[3:])
+            lines.append("  " + "  ".join(cells).rstrip())
+    accelerators = [x for x in result.lenders if x.resource not in HOST_RESOURCES]
+    shown = accelerators or list(result.lenders)
+    if shown:
+        lines.append("lent by (the cohort's other ClusterQueues):")
+        for lender in shown:
+            lines.append(
+                f"  {lender.cluster_queue} (team {lender.team}) lends up to "
+                f"{amount(lender.resource, lender.lendable)} {lender.resource} on {lender.flavor}"
+            )
+    if result.preemption:
+        lines.append("preemption, once the cluster is busy:")
+        lines.extend(f"  - {p}" for p in result.preemption)
+    if result.notes:
+        lines.append("notes:")
+        lines.extend(f"  - {n}" for n in result.notes)
+    if result.pod_sets:
+        lines.append(ASSUMPTION)
+    return "\n".join(lines) + "\n"
+
+
+def _json_amount(resource: str, value: Decimal | None) -> str | int | None:
+    return None if value is None else amount(resource, value)
+
+
+def fit_json(result: FitResult) -> dict[str, Any]:
+    """The answer for tools: plain JSON types, quantities as Kubernetes writes them."""
+    return {
+        "file": result.file,
+        "verdict": result.verdict,
+        "admissible": result.admissible,
+        "summary": result.summary,
+        "assumption": "empty-cluster",
+        "workload": {"kind": result.kind, "name": result.name, "namespace": result.namespace}
+        if result.kind
+        else None,
+        "cluster": result.cluster,
+        "team": result.team,
+        "purpose": result.purpose,
+        "localQueue": result.local_queue,
+        "clusterQueue": result.cluster_queue,
+        "cohort": result.cohort,
+        "priority": {
+            "name": result.priority,
+            "value": result.priority_value,
+            "source": result.priority_source,
+        }
+        if result.priority_source
+        else None,
+        "podSets": [
+            {
+                "name": ps.name,
+                "count": ps.count,
+                "requestedCount": ps.requested_count,
+                "perPod": {r: amount(r, v) for r, v in ps.per_pod.items()},
+                "flavor": ps.flavor,
+                "borrows": ps.borrows,
+                "reasons": list(ps.reasons),
+            }
+            for ps in result.pod_sets
+        ],
+        "replicas": {
+            "requested": result.replicas,
+            "admitted": result.admitted_replicas,
+            "unit": result.replica_unit,
+        },
+        "quota": [
+            {
+                "flavor": q.flavor,
+                "resource": q.resource,
+                "requested": amount(q.resource, q.requested),
+                "nominal": amount(q.resource, q.nominal),
+                "borrowingLimit": _json_amount(q.resource, q.borrowing_limit),
+                "maximum": amount(q.resource, q.maximum),
+                "cohortLendable": amount(q.resource, q.cohort_lendable),
+                "borrowed": amount(q.resource, q.borrowed),
+            }
+            for q in result.quotas
+        ],
+        "lenders": [
+            {
+                "clusterQueue": lender.cluster_queue,
+                "team": lender.team,
+                "flavor": lender.flavor,
+                "resource": lender.resource,
+                "lendable": amount(lender.resource, lender.lendable),
+            }
+            for lender in result.lenders
+        ],
+        "message": result.message,
+        "reasons": list(result.reasons),
+        "preemption": list(result.preemption),
+        "notes": list(result.notes),
+    }
+
+
+__all__ = ["fit_json", "fit_text"]

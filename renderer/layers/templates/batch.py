@@ -1,0 +1,246 @@
+"""The batch and training templates: a queued Job, a JobSet gang for distributed training, and a
+RayJob. They change with the Job, JobSet and KubeRay APIs and with how training starts (torchrun,
+Ray), not with serving.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from renderer.layers.queueing.kueue import duration_seconds
+from renderer.layers.templates.pieces import (
+    CONTAINER_SECURITY,
+    JOBSET_NAME_MAX,
+    RAYJOB_NAME_MAX,
+    Target,
+    _container,
+    _defaults,
+    _env,
+    _gpu_resources,
+    _host,
+    _image,
+    _memory_of,
+    _metadata,
+    _pod_spec,
+    _pod_template,
+    _volumes,
+)
+from renderer.model.platform import Team
+
+MASTER_PORT = 29500
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def _ttl(team: Team) -> int | None:
+    finished = team.retention.get("finishedJobs")
+    return duration_seconds(finished) if finished else None
+
+
+def job(target: Target) -> dict[str, Any]:
+    """One pod with one GPU unit: the guide's clean Job."""
+    resources, claims = _gpu_resources(target, 1)
+    volumes, mounts = _volumes(target, _memory_of(resources))
+    container = _container(
+        "main",
+        _image(target.team, "train"),
+        resources,
+        mounts,
+        _env(target),
+        command=["python", "/app/train.py"],
+    )
+    spec: dict[str, Any] = {}
+    if target.kueue:
+        spec["suspend"] = True  # Kueue starts it on admission; an accidental apply only queues
+    spec.update(
+        {
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 3,
+            # preemption and node drains are not the job's fault: they do not use up retries
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "Ignore",
+                        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                    }
+                ]
+            },
+        }
+    )
+    ttl = _ttl(target.team)
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    spec["template"] = _pod_template(
+        target, "Job", "main", _pod_spec(target, [container], volumes, claims)
+    )
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(target, "Job", target.name("job")),
+        "spec": spec,
+    }
+
+
+DISTRIBUTED_COMMAND = (
+    'NODE_RANK="${NODE_RANK:-$((JOB_COMPLETION_INDEX + 1))}"; '
+    'exec torchrun --nnodes="$NNODES" --nproc-per-node="$GPUS_PER_POD" '
+    '--node-rank="$NODE_RANK" --master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT" '
+    "/app/train.py"
+)
+"""torchrun on every pod: the leader is rank 0, worker pod i of the indexed workers Job is
+rank i + 1, and all meet at the leader's stable JobSet host name."""
+
+
+def jobset(target: Target) -> dict[str, Any]:
+    """A leader and workers Job, a pod each per node share, admitted by Kueue as one Workload
+    (all pods or none) and restarted as a whole when a pod fails."""
+    pods = 2
+    units = target.units_per_pod(pods)
+    workers = pods - 1
+    image = _image(target.team, "train")
+
+    def replicated(role: str, count: int, rank: str | None) -> dict[str, Any]:
+        resources, claims = _gpu_resources(target, units, distributed=True)
+        volumes, mounts = _volumes(target, _memory_of(resources))
+        env = [
+            *_env(target),
+            {"name": "NNODES", "value": str(pods)},
+            {"name": "GPUS_PER_POD", "value": str(units)},
+            {
+                "name": "JOBSET_NAME",
+                "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{JOBSET_NAME_LABEL}']"}},
+            },
+            {"name": "MASTER_ADDR", "value": "$(JOBSET_NAME)-leader-0-0.$(JOBSET_NAME)"},
+            {"name": "MASTER_PORT", "value": str(MASTER_PORT)},
+        ]
+        if rank is not None:
+            env.append({"name": "NODE_RANK", "value": rank})
+        container = _container(
+            "trainer",
+            image,
+            resources,
+            mounts,
+            env,
+            command=["/bin/sh", "-c", DISTRIBUTED_COMMAND],
+            ports=[{"name": "rendezvous", "containerPort": MASTER_PORT}],
+        )
+        template = _pod_template(
+            target, "JobSet", "trainer", _pod_spec(target, [container], volumes, claims)
+        )
+        if target.pool.topology_levels:
+            # pack the gang into the pool's widest topology domain when it fits; never required
+            template["metadata"]["annotations"][PREFERRED_TOPOLOGY] = target.pool.topology_levels[0]
+        return {
+            "name": role,
+            "replicas": 1,
+            "template": {
+                "spec": {
+                    "parallelism": count,
+                    "completions": count,
+                    "completionMode": "Indexed",
+                    "backoffLimit": 0,  # a failed pod fails its Job; the JobSet restarts all
+                    "template": template,
+                }
+            },
+        }
+
+    spec: dict[str, Any] = {
+        "suspend": True,
+        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+        "failurePolicy": {"maxRestarts": 3, "restartStrategy": "Recreate"},
+        "replicatedJobs": [replicated("leader", 1, "0"), replicated("workers", workers, None)],
+    }
+    ttl = _ttl(target.team)
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": _metadata(target, "JobSet", target.name("dist", JOBSET_NAME_MAX)),
+        "spec": spec,
+    }
+
+
+RAY_PORTS = (("gcs-server", 6379), ("dashboard", 8265), ("client", 10001))
+SUBMITTER_CPU = Decimal("0.5")
+SUBMITTER_MEMORY = Decimal(2**30)
+
+
+def rayjob(target: Target) -> dict[str, Any]:
+    """A Ray cluster for one job: a head without GPUs, a worker group with the pool's GPUs, and a
+    submitter pod (K8sJobMode) that reaches the head inside the namespace; Kueue admits the
+    three as one Workload and KubeRay deletes the cluster when the job ends."""
+    image = _image(target.team, "ray")
+    pods = 2 if target.most >= 2 else 1
+    units = target.units_per_pod(pods)
+    cpu, memory = _defaults(target.team)
+
+    head_requests, head_limits = _host(cpu, memory)
+    head_resources = {"requests": head_requests, "limits": head_limits}
+    volumes, mounts = _volumes(target, memory)
+    head = _container(
+        "ray-head",
+        image,
+        head_resources,
+        mounts,
+        _env(target),
+        ports=[{"name": name, "containerPort": port} for name, port in RAY_PORTS],
+    )
+    resources, claims = _gpu_resources(target, units, distributed=pods > 1)
+    worker_volumes, worker_mounts = _volumes(target, _memory_of(resources))
+    worker = _container("ray-worker", image, resources, worker_mounts, _env(target))
+    submit_requests, submit_limits = _host(SUBMITTER_CPU, SUBMITTER_MEMORY)
+    submitter = {
+        "name": "ray-job-submitter",
+        "image": image,
+        # no command: KubeRay runs `ray job submit` with the entrypoint below
+        "resources": {"requests": submit_requests, "limits": submit_limits},
+        "securityContext": dict(CONTAINER_SECURITY),
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    spec: dict[str, Any] = {
+        "suspend": True,
+        "entrypoint": "python /app/main.py",
+        "submissionMode": "K8sJobMode",
+        "shutdownAfterJobFinishes": True,  # Kueue requires it: the cluster goes with the job
+    }
+    ttl = _ttl(target.team)
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    spec["rayClusterSpec"] = {
+        "headGroupSpec": {
+            "rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},
+            "template": _pod_template(
+                target, "RayJob", "ray-head", _pod_spec(target, [head], volumes, [], None)
+            ),
+        },
+        "workerGroupSpecs": [
+            {
+                "groupName": "gpu",
+                "replicas": pods,
+                "minReplicas": pods,
+                "maxReplicas": pods,
+                # stated, not detected: Ray only counts nvidia.com/gpu limits by itself
+                "rayStartParams": {"num-gpus": str(units)},
+                "template": _pod_template(
+                    target,
+                    "RayJob",
+                    "ray-worker",
+                    _pod_spec(target, [worker], worker_volumes, claims, None),
+                ),
+            }
+        ],
+    }
+    submitter_spec = _pod_spec(target, [submitter], [], [])
+    del submitter_spec["volumes"]
+    spec["submitterPodTemplate"] = _pod_template(
+        target, "RayJob", "ray-job-submitter", submitter_spec
+    )
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": _metadata(target, "RayJob", target.name("ray", RAYJOB_NAME_MAX)),
+        "spec": spec,
+    }

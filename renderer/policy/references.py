@@ -1,0 +1,144 @@
+"""Policy on names: every name an object refers to exists where it must, and is declared once.
+
+Kept apart because these rules change when the files gain a new kind of cross-reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from renderer.findings.diagnostics import Diagnostic, Location
+from renderer.model.platform import GpuQuota, Namespace, Platform, Team
+from renderer.policy.rule import did_you_mean, error, rule
+
+
+@rule("unknown-reference")
+def references_resolve(p: Platform) -> Iterator[Diagnostic]:
+    """Every name an object refers to must exist: clusters, pools, queues.
+
+    Teams name their queue, their namespaces' clusters and the pools they hold quota on; pools
+    and queues name their cluster; queues name their pools. A dangling name would render objects
+    that point at nothing (a LocalQueue with no ClusterQueue, a flavor with no nodes).
+    """
+
+    def check(
+        kind: str, name: str, known: Iterable[str], at: Location, what: str
+    ) -> Iterator[Diagnostic]:
+        known = list(known)
+        if name not in known and not p.is_broken(kind, name):
+            yield error(
+                "unknown-reference",
+                f"{what} '{name}' does not exist",
+                at,
+                did_you_mean(name, known) or f"add {kind.lower()}s/{name}.yaml",
+            )
+
+    for pool in p.pools.values():
+        yield from check(
+            "Cluster", pool.cluster, p.clusters, pool.origin.at("spec", "cluster"), "cluster"
+        )
+    for queue in p.queues.values():
+        yield from check(
+            "Cluster", queue.cluster, p.clusters, queue.origin.at("spec", "cluster"), "cluster"
+        )
+        for index, pool_name in enumerate(queue.pools):
+            yield from check(
+                "Pool", pool_name, p.pools, queue.origin.at("spec", "pools", index), "pool"
+            )
+    for team in p.teams.values():
+        yield from check("Queue", team.queue, p.queues, team.origin.at("spec", "queue"), "queue")
+        for ns in team.namespaces:
+            yield from check("Cluster", ns.cluster, p.clusters, ns.origin.at("cluster"), "cluster")
+        for quota in team.gpus:
+            yield from check("Pool", quota.pool, p.pools, quota.origin.at("pool"), "pool")
+
+
+@rule("queue-pool-elsewhere")
+def queue_pools_on_its_cluster(p: Platform) -> Iterator[Diagnostic]:
+    """A queue may only list pools of its own cluster.
+
+    A queue is one Kueue cohort on one cluster; a pool of another cluster has no nodes there, so
+    quota on it would admit workloads that can never be scheduled.
+    """
+    for queue in p.queues.values():
+        for index, name in enumerate(queue.pools):
+            pool = p.pools.get(name)
+            if pool is not None and pool.cluster != queue.cluster:
+                yield error(
+                    "queue-pool-elsewhere",
+                    f"queue '{queue.name}' is on cluster '{queue.cluster}' but pool '{name}' is on '{pool.cluster}'",
+                    queue.origin.at("spec", "pools", index),
+                    "remove the pool from this queue, or list it in a queue of its own cluster",
+                    (("the pool's cluster is set here", pool.origin.at("spec", "cluster")),),
+                )
+
+
+@rule("pool-not-in-queue")
+def team_pools_in_queue(p: Platform) -> Iterator[Diagnostic]:
+    """A team may hold quota only on pools that its queue lists.
+
+    The team's ClusterQueue joins its queue's cohort; quota on a pool outside it would be a flavor
+    no one else can lend to or borrow from, and escapes the queue's fair-sharing policy.
+    """
+    for team in p.teams.values():
+        queue = p.queues.get(team.queue)
+        if queue is None:
+            continue
+        for quota in team.gpus:
+            if quota.pool in p.pools and quota.pool not in queue.pools:
+                yield error(
+                    "pool-not-in-queue",
+                    f"team '{team.name}' holds quota on pool '{quota.pool}', which queue '{queue.name}' does not list",
+                    quota.origin.at("pool"),
+                    f"add '{quota.pool}' to {queue.origin.file} spec.pools, or use one of: {', '.join(queue.pools)}",
+                )
+
+
+@rule("duplicate-quota")
+def quota_entries_unique(p: Platform) -> Iterator[Diagnostic]:
+    """A team lists each pool (each MIG profile of a pool) at most once in `gpus`.
+
+    Two entries for the same pool would render two flavor quotas for one flavor, which Kueue
+    rejects; add the numbers together instead.
+    """
+    for team in p.teams.values():
+        seen: dict[tuple[str, str | None], GpuQuota] = {}
+        for quota in team.gpus:
+            key = (quota.pool, quota.profile)
+            if key in seen:
+                what = f"pool '{quota.pool}'" + (
+                    f" profile '{quota.profile}'" if quota.profile else ""
+                )
+                yield error(
+                    "duplicate-quota",
+                    f"team '{team.name}' lists {what} twice",
+                    quota.origin.location,
+                    "merge the two entries",
+                    (("first listed here", seen[key].origin.location),),
+                )
+            seen.setdefault(key, quota)
+
+
+@rule("namespace-conflict")
+def namespaces_unique(p: Platform) -> Iterator[Diagnostic]:
+    """A namespace name is used once per cluster, across all teams.
+
+    Two teams declaring the same namespace would overwrite each other's quota, RBAC and network
+    policy: the second one silently wins.
+    """
+    first: dict[tuple[str, str], tuple[Team, Namespace]] = {}
+    for team in p.teams.values():
+        for ns in team.namespaces:
+            key = (ns.cluster, ns.name)
+            if key in first:
+                owner, earlier = first[key]
+                whose = "its own list" if owner.name == team.name else f"team '{owner.name}'"
+                yield error(
+                    "namespace-conflict",
+                    f"namespace '{ns.name}' on cluster '{ns.cluster}' is already declared by {whose}",
+                    ns.origin.at("name"),
+                    "choose another name, e.g. prefix it with the team name",
+                    (("declared first here", earlier.origin.at("name")),),
+                )
+            else:
+                first[key] = (team, ns)

@@ -1,0 +1,60 @@
+"""What every policy topic shares: the `Rule` type, the `rule` decorator and the finding helpers.
+
+A rule is a function from the Platform to the Diagnostics it finds; its docstring is what
+`gpuplane explain RULE` prints. Topic modules import this one, never `check`, so no circle forms.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from renderer.findings.diagnostics import Diagnostic, Location, closest
+from renderer.findings.rules import document_rule
+from renderer.model.platform import Platform, Pool
+
+RuleFunction = Callable[[Platform], Iterable[Diagnostic]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    check: RuleFunction
+
+
+REGISTERED: list[Rule] = []
+
+
+def rule(rule_id: str) -> Callable[[RuleFunction], RuleFunction]:
+    """Register a policy rule; its docstring becomes its `explain` text."""
+
+    def register(function: RuleFunction) -> RuleFunction:
+        document_rule(rule_id, "policy", function.__doc__ or rule_id)
+        REGISTERED.append(Rule(rule_id, function))
+        return function
+
+    return register
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str | None:
+    close = closest(name, known)
+    return f"did you mean '{close}'?" if close else None
+
+
+def pools_by_cluster(p: Platform) -> dict[str, list[Pool]]:
+    """The pools of each cluster, in name order: rules that compare a cluster's pools."""
+    by_cluster: dict[str, list[Pool]] = defaultdict(list)
+    for pool in p.pools.values():
+        by_cluster[pool.cluster].append(pool)
+    return by_cluster
+
+
+def error(
+    rule_id: str,
+    message: str,
+    at: Location,
+    hint: str | None = None,
+    notes: tuple[tuple[str, Location], ...] = (),
+) -> Diagnostic:
+    return Diagnostic(rule_id, message, at, notes=notes, hint=hint)

@@ -1,0 +1,115 @@
+"""The Workflows that run every pool's acceptance at once through `templateRef`: the PostSync
+hook Argo CD runs after each sync, and the weekly CronWorkflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hera.workflows import DAG, CronWorkflow, Parameter, Task, Workflow
+from hera.workflows.models import TemplateRef
+
+from renderer.model.platform import Cluster
+from renderer.output.manifest import labels as common_labels
+from workflows.suites.placement import Target
+from workflows.suites.program import input
+from workflows.suites.settings import (
+    CRON_SCHEDULE,
+    DEADLINE_SECONDS,
+    HOOK_WINDOW_SECONDS,
+    NAMESPACE,
+    SERVICE_ACCOUNT,
+    WINDOW_SECONDS,
+)
+from workflows.suites.templates import acceptance_name, params, pod_security, suite_inputs
+
+HOOK_NAME = "acceptance-postsync"
+CRON_NAME = "acceptance-weekly"
+HOOK_ANNOTATIONS = {
+    "argocd.argoproj.io/hook": "PostSync",
+    "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+}
+
+
+def _run_parameters(targets: Sequence[Target], window: int) -> list[tuple[str, str]]:
+    """Every parameter any pool's template takes (their defaults agree on a cluster)."""
+    found: dict[str, str] = {}
+    for target in targets:
+        for name, value in target.parameters:
+            found.setdefault(name, value)
+    found["window-seconds"] = str(window)
+    return list(found.items())
+
+
+def _runs_every_pool(targets: Sequence[Target]) -> None:
+    """The templates of a Workflow that runs every pool's acceptance at once (the pools are
+    separate hardware and separate quotas), then cleans up after each, however it ended."""
+    names = [name for name, _ in _run_parameters(targets, 0)]
+    with DAG(name="acceptance", inputs=params(*names)):
+        for target in targets:
+            Task(
+                name=target.name,
+                template_ref=TemplateRef(name=acceptance_name(target.name), template="acceptance"),
+                arguments={n: input(n) for n in suite_inputs(target)},
+            )
+    with DAG(name="cleanup"):
+        for target in targets:
+            Task(
+                name=target.name,
+                template_ref=TemplateRef(name=acceptance_name(target.name), template="cleanup"),
+            )
+
+
+def _run_spec(targets: Sequence[Target], window: int) -> dict[str, Any]:
+    return {
+        "entrypoint": "acceptance",
+        "on_exit": "cleanup",
+        "service_account_name": SERVICE_ACCOUNT,
+        "security_context": pod_security(),
+        "active_deadline_seconds": DEADLINE_SECONDS,
+        "arguments": [Parameter(name=n, value=v) for n, v in _run_parameters(targets, window)],
+    }
+
+
+def postsync_hook(cluster: Cluster, targets: Sequence[Target]) -> Workflow:
+    """The Workflow Argo CD creates after every sync of the cluster's workflows Application,
+    deleting the previous run first (a fixed name: the writer names files after it)."""
+    with Workflow(
+        name=HOOK_NAME,
+        namespace=NAMESPACE,
+        labels=common_labels(cluster=cluster.name, suite="acceptance"),
+        annotations={
+            **HOOK_ANNOTATIONS,
+            "workflows.argoproj.io/description": (
+                f"Acceptance of every pool of cluster {cluster.name} after each sync, with a "
+                f"{HOOK_WINDOW_SECONDS}-second training window."
+            ),
+        },
+        **_run_spec(targets, HOOK_WINDOW_SECONDS),
+    ) as wf:
+        _runs_every_pool(targets)
+    return wf
+
+
+def cron_workflow(cluster: Cluster, targets: Sequence[Target]) -> CronWorkflow:
+    """The periodic run: every pool's acceptance with the full window, one run at a time."""
+    with CronWorkflow(
+        name=CRON_NAME,
+        namespace=NAMESPACE,
+        labels=common_labels(cluster=cluster.name, suite="acceptance"),
+        annotations={
+            "workflows.argoproj.io/description": (
+                f"Weekly acceptance of every pool of cluster {cluster.name}."
+            )
+        },
+        schedules=[CRON_SCHEDULE],
+        timezone="UTC",
+        concurrency_policy="Forbid",
+        starting_deadline_seconds=3600,
+        successful_jobs_history_limit=4,
+        failed_jobs_history_limit=4,
+        **_run_spec(targets, WINDOW_SECONDS),
+    ) as cron:
+        _runs_every_pool(targets)
+    return cron

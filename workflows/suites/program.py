@@ -1,0 +1,230 @@
+"""What each suite runs: its steps in order, the probes of each and on how many pods and GPUs.
+It changes when a guide step or a benchmark does, not when a manifest's shape does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workflows.suites.placement import Target
+from workflows.suites.settings import (
+    ALLREDUCE_MAX_BYTES,
+    INFERENCE_REQUESTS,
+    RESUME_STEPS,
+    SERVED_MODEL,
+    SERVER_PORT,
+    SERVER_START_SECONDS,
+    SMOKE_SECONDS,
+    WORKSPACE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    pods: int
+    per_pod: int
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One `python -m workflows.probes` run in a Job. `key` names its result; `distributed`
+    launches it with torchrun over every GPU of every pod of the Job; `writes` is False for
+    checkpoint's write phase, which writes no result."""
+
+    key: str
+    probe: str
+    options: tuple[str, ...] = ()
+    distributed: bool = False
+    writes: bool = True
+    judged: bool = True
+    """Whether the report judges it: not step 1's short run, whose success is its Job's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A Job of a suite: the probes it runs, on how many GPUs, whether it uses the run's
+    workspace, serves a model beside the probe (inference), or has its pod deleted halfway
+    (step 5: `after` runs in the replacement pod)."""
+
+    name: str
+    probes: tuple[Probe, ...]
+    shape: Shape
+    workspace: bool = False
+    after: tuple[Probe, ...] = ()
+    server: bool = False
+
+    @property
+    def results(self) -> tuple[Probe, ...]:
+        return tuple(p for p in (*self.probes, *self.after) if p.writes)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(p.key for p in self.results)
+
+    @property
+    def judged(self) -> tuple[str, ...]:
+        return tuple(p.key for p in self.results if p.judged)
+
+    @property
+    def gpus(self) -> int:
+        return self.shape.pods * self.shape.per_pod
+
+
+ONE = Shape(1, 1)
+
+
+def training_shape(target: Target) -> Shape:
+    """All the queue can be admitted, in whole-node pods up to the pool's size (one device per
+    pod on shared, MIG and single-device DRA pools)."""
+    unit = target.unit
+    if target.available >= unit:
+        return Shape(min(target.pool.nodes.max, target.available // unit), unit)
+    return Shape(1, 1 if target.dra else target.available)
+
+
+def multi_node_shape(target: Target) -> Shape:
+    """At least two pods, one per node: the communication benchmark must cross nodes."""
+    shape = training_shape(target)
+    if shape.pods >= 2:
+        return shape
+    return Shape(2, 1 if target.dra else max(1, target.available // 2))
+
+
+def ref(path: str) -> str:
+    """An Argo reference, `{{path}}`."""
+    return "{{" + path + "}}"
+
+
+def input(name: str) -> str:
+    return ref(f"inputs.parameters.{name}")
+
+
+def task_output(task: str, name: str) -> str:
+    return ref(f"tasks.{task}.outputs.parameters.{name}")
+
+
+ALLREDUCE = Probe("allreduce", "allreduce", ("--max-bytes", ALLREDUCE_MAX_BYTES), distributed=True)
+STORAGE = Probe("storage", "storage", ("--path", f"{WORKSPACE}/storage"))
+CHECKPOINT_DIR = f"{WORKSPACE}/checkpoint"
+
+
+def _inference_probe() -> Probe:
+    return Probe(
+        "inference",
+        "inference",
+        (
+            "--endpoint",
+            f"http://127.0.0.1:{SERVER_PORT}",
+            "--model",
+            SERVED_MODEL,
+            "--requests",
+            str(INFERENCE_REQUESTS),
+            "--wait-seconds",
+            str(SERVER_START_SECONDS),
+        ),
+    )
+
+
+def acceptance_steps(target: Target) -> tuple[Step, ...]:
+    """The Jobs of the acceptance DAG (steps 1 to 5), in order."""
+    training = training_shape(target)
+    steps = [
+        Step(
+            "submit",
+            (
+                Probe(
+                    "submit",
+                    "training",
+                    ("--seconds", str(SMOKE_SECONDS)),
+                    distributed=True,
+                    judged=False,
+                ),
+            ),
+            training,
+        ),
+        Step(
+            "stage",
+            (
+                Probe(
+                    "staging",
+                    "staging",
+                    ("--source", input("dataset"), "--dest", f"{WORKSPACE}/data"),
+                ),
+                STORAGE,
+            ),
+            ONE,
+            workspace=True,
+        ),
+    ]
+    if target.multi_node:
+        steps.append(Step("allreduce", (ALLREDUCE,), multi_node_shape(target)))
+    if target.inference:
+        steps.append(Step("train", (_inference_probe(),), ONE, workspace=True, server=True))
+    else:
+        window = ("--seconds", input("window-seconds"))
+        steps.append(Step("train", (Probe("training", "training", window, True),), training))
+    checkpoint = ("--path", CHECKPOINT_DIR, "--resume-steps", str(RESUME_STEPS))
+    steps.append(
+        Step(
+            "checkpoint",
+            (
+                Probe(
+                    "checkpoint-write",
+                    "checkpoint",
+                    (*checkpoint, "--phase", "write"),
+                    writes=False,
+                ),
+            ),
+            ONE,
+            workspace=True,
+            after=(Probe("checkpoint", "checkpoint", (*checkpoint, "--phase", "restore")),),
+        )
+    )
+    return tuple(steps)
+
+
+def benchmark_steps(target: Target) -> tuple[Step, ...]:
+    """The benchmark Jobs: all-reduce sweep, storage, checkpoint write, restore and resume, and for
+    inference pools the latency of a served model (its weights staged by the Job before)."""
+    shape = multi_node_shape(target) if target.multi_node else training_shape(target)
+    steps = [
+        Step("allreduce", (ALLREDUCE,), shape),
+        Step("storage", (STORAGE,), ONE, workspace=True),
+        Step(
+            "checkpoint",
+            (
+                Probe(
+                    "checkpoint",
+                    "checkpoint",
+                    ("--path", CHECKPOINT_DIR, "--resume-steps", str(RESUME_STEPS)),
+                ),
+            ),
+            ONE,
+            workspace=True,
+        ),
+    ]
+    if target.inference:
+        stage = Probe(
+            "staging",
+            "staging",
+            ("--source", input("dataset"), "--dest", f"{WORKSPACE}/data"),
+            judged=False,
+        )
+        # a Job of its own before the server's: the server is a native sidecar, which must be
+        # serving before the pod's main container (and so anything it would stage) starts
+        steps.append(Step("stage", (stage,), ONE, workspace=True))
+        steps.append(Step("inference", (_inference_probe(),), ONE, workspace=True, server=True))
+    return tuple(steps)
+
+
+def headless_service(target: Target) -> str:
+    """The headless Service whose name is the multi-pod Jobs' subdomain: rank 0's address."""
+    return dns_label(f"acceptance-{target.name}")
+
+
+def needs_service(target: Target) -> bool:
+    return any(s.shape.pods > 1 for s in (*acceptance_steps(target), *benchmark_steps(target)))
+
+
+def dns_label(text: str, limit: int = 63) -> str:
+    return text[:limit].rstrip("-")

@@ -1,0 +1,122 @@
+"""The two Python programs the suites run in their containers, the Job runner and step 6's
+exporter: constants, so nothing from an input file is ever pasted into a script.
+"""
+
+from __future__ import annotations
+
+import json
+
+from workflows.suites.settings import QUEUE_WAIT_LABEL, RESULT_PREFIX
+
+RUNNER = """\
+import json, os, subprocess, sys, time
+
+plan = json.loads(sys.argv[1])
+state = os.environ["STATE"]
+os.makedirs(state, exist_ok=True)
+
+
+def run(specs):
+    results, status = [], 0
+    for key, command, writes in specs:
+        out = os.path.join(state, key + ".json")
+        code = subprocess.call(command + (["--out", out] if writes else []))
+        status = status or code
+        if writes:
+            try:
+                with open(out) as f:
+                    results.append([key, json.load(f)])
+            except (OSError, ValueError):
+                pass  # not rank 0 of a distributed probe, or the probe died: the log says
+        elif code:
+            results.append([key, {"ok": False, "error": "%s exited with %d" % (key, code)}])
+    return results, status
+
+
+def report(results, status):
+    for key, result in results:
+        print(RESULT_PREFIX, key, json.dumps(result, sort_keys=True), flush=True)
+    sys.exit(status)
+
+
+marker = os.path.join(state, "interrupt-me.json")
+if "after" not in plan:
+    report(*run(plan["run"]))
+if not os.path.exists(marker):
+    results, status = run(plan["run"])
+    if status:
+        report(results, status)
+    with open(marker + ".tmp", "w") as f:
+        json.dump(results, f)
+    os.replace(marker + ".tmp", marker)
+    time.sleep(int(os.environ["INTERRUPT_WAIT_SECONDS"]))
+    sys.exit("the workflow did not delete this pod: nothing was restored")
+with open(marker) as f:
+    before = json.load(f)
+after, status = run(plan["after"])
+report(before + after, status)
+""".replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX))
+"""What every suite Job's container runs: `python -m workflows.probes …` for each probe in turn,
+then each result on one line of the log (`gpuplane-result <key> <json>`), where the Workflow reads
+it. With `after` (step 5), the first pod runs `run`, marks the workspace and turns Ready, and
+waits; the Workflow deletes it; the Job's replacement pod finds the mark and runs `after` (the
+restore of what the first pod wrote, and training resumed from it), then prints both pods'
+results."""
+
+EXPORT = """\
+import datetime, json, os
+
+out = os.environ["OUT"]
+os.makedirs(out, exist_ok=True)
+
+
+def when(text):
+    if not text:
+        return None
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def seconds(start, end):
+    return str(max(0, int((end - start).total_seconds()))) if start and end else None
+
+
+for step in json.loads(os.environ["STEPS"]):
+    prefix = step["step"].upper() + "_"
+    found = {}
+    for line in os.environ.get(prefix + "LOG", "").splitlines():
+        if line.startswith(RESULT_PREFIX + " "):
+            _, key, text = line.split(" ", 2)
+            found[key] = json.loads(text)
+    created, started, finished = (
+        when(os.environ.get(prefix + part, "")) for part in ("CREATED", "STARTED", "FINISHED")
+    )
+    for key, probe in step["results"]:
+        result = found.get(key) or {}
+        if "schemaVersion" not in result:
+            result = {
+                "schemaVersion": 1,
+                "probe": probe,
+                "cluster": os.environ["CLUSTER"],
+                "pool": os.environ["POOL"],
+                "startedAt": os.environ.get(prefix + "STARTED") or "1970-01-01T00:00:00Z",
+                "durationSeconds": 0,
+                "ok": False,
+                "error": result.get("error") or "the %s job printed no result" % step["step"],
+                "environment": {},
+                "metrics": {},
+            }
+        environment = result.setdefault("environment", {})
+        for name, value in (
+            (QUEUE_WAIT_LABEL, seconds(created, started)),
+            ("gpuplane.dev/job-seconds", seconds(started, finished)),
+        ):
+            if value is not None:
+                environment[name] = value
+        with open(os.path.join(out, key + ".json"), "w") as f:
+            json.dump(result, f, sort_keys=True)
+""".replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX)).replace(
+    "QUEUE_WAIT_LABEL", json.dumps(QUEUE_WAIT_LABEL)
+)
+"""Step 6's first half: each expected result from the Jobs' logs (a failed result in its place
+when a Job printed none), with its Job's queue wait (created to admitted: Kueue unsuspends the
+Job, which sets its start time) and run time added to its `environment`, one file each."""

@@ -1,0 +1,112 @@
+"""The names, images, labels and timings the suites share, in one place: the templates, the
+Jobs, the scripts and the scheduled runs all read them, so a default changes here only.
+"""
+
+from __future__ import annotations
+
+NAMESPACE = "gpuplane-acceptance"
+SERVICE_ACCOUNT = "gpuplane-acceptance"
+
+SUITE_IMAGE = "registry.example.com/base/gpuplane-acceptance:v0.1.0"
+"""The default of every template's `image` parameter: what images/acceptance/Containerfile
+builds (docs/acceptance-image.md): this repository installed from its wheel with the `probes` and
+`s3` extras (PyTorch's CUDA build, torchrun, boto3), bash, uid/gid 1000 and the dataset sample at
+DATASET_FALLBACK. .github/workflows/acceptance-image.yml pushes it from main as
+`gpuplane-acceptance:v<project version>` to the platform's registry; `registry.example.com/base/`
+stands for that registry, a prefix every example team admits. Never `latest`."""
+
+SERVER_IMAGE = "registry.example.com/base/vllm-openai:v0.8.5"
+"""The default `server-image` of inference pools: an OpenAI-compatible server (vLLM's image,
+mirrored) that step 4 runs beside the inference probe, serving the staged base weights."""
+
+KUBECTL_REPOSITORY = "registry.k8s.io/kubectl"
+"""The official kubectl image (it has no shell: every kubectl step is one kubectl command),
+pinned to the cluster's Kubernetes minor (`v<minor>.0`), the client matching its API server."""
+
+LOCAL_QUEUE = "default"
+"""The LocalQueue the queueing layer renders in every team namespace."""
+
+DATASET_PREFIX = "gpuplane-acceptance"
+"""Under the cluster's object store: `data/` (a dataset sample) and `model/` (base weights in
+Hugging Face layout), which step 2 stages. The `dataset` parameter overrides the location."""
+OBJECT_STORE_SECRET = "gpuplane-object-store"
+"""A Secret the platform may put in each team namespace (External Secrets, Vault, or by hand):
+its keys become the probe's environment, so `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
+`AWS_ENDPOINT_URL` (an on-prem S3 gateway) reach boto3 without anything secret being rendered.
+Optional: on EKS the pod's service account (IRSA) or the node's role serve instead."""
+DATASET_FALLBACK = "file:///opt/gpuplane-acceptance"
+"""The `dataset` default of a cluster without an object store: the sample the suite image's build
+writes with `python -m workflows.probes sample` (`data/`, synthetic token shards; `model/`, a tiny
+Llama with random weights). It exercises staging and the serving path; its figures say nothing
+about real data or weights (docs/acceptance-image.md)."""
+
+WINDOW_SECONDS = 600
+"""The fixed training window of step 4, in the templates and the CronWorkflow."""
+HOOK_WINDOW_SECONDS = 120
+"""The PostSync hook's window: Argo CD waits for the hook, so it runs the same steps, shorter."""
+SMOKE_SECONDS = 60
+"""Step 1's queued training job trains for this long."""
+INFERENCE_REQUESTS = 200
+ALLREDUCE_MAX_BYTES = "1G"
+"""The largest all-reduce of the sweep: bus bandwidth peaks only with large messages."""
+
+CRON_SCHEDULE = "0 3 * * 6"
+"""Saturdays at 03:00 UTC: weekly, outside working hours."""
+DEADLINE_SECONDS = 6 * 3600
+"""Workflows, and every Job they create, stop after this, whatever the queue does."""
+RESUME_STEPS = 3
+"""Training steps step 5 resumes from the restored checkpoint and compares with the writer's (both
+phases get it: the writer records that many). Above 0, or the report fails the step; from the
+third step on, a lost optimizer state is unmistakable. The benchmarks' checkpoint resumes as many."""
+STEP_DEADLINE_SECONDS = 50 * 60
+"""How long the Workflow waits on one Job (queue wait included), and on step 5's replacement:
+a Job Kueue never admits fails its step instead of spending the Workflow's whole deadline, so
+export and report still run. Five steps and a restore fit in DEADLINE_SECONDS with an hour to
+spare (a test checks it)."""
+INTERRUPT_WAIT_SECONDS = 3600
+"""How long step 5's first pod, its checkpoint written, waits for the Workflow to delete it."""
+JOB_TTL_SECONDS = 24 * 3600
+"""Finished Jobs the clean-up missed disappear after this."""
+SERVER_START_SECONDS = 1800
+"""How long the inference probe waits for its server to load the model (`--wait-seconds`) before
+it fails. The probe waits, not a startupProbe on the server: a sidecar's failing startupProbe
+only restarts it, and holds the pod un-Ready, so Kueue's waitForPodsReady would evict and requeue
+the Job again and again instead of the step failing once."""
+WORKSPACE_SIZE = "100Gi"
+MASTER_PORT = 29500
+SERVER_PORT = 8000
+SERVED_MODEL = "acceptance"
+
+WORKSPACE = "/workspace"
+RESULTS_DIR = "/tmp/gpuplane-results"
+EXPORT_DIR = "/tmp/results"
+PLATFORM_DIR = "/platform"
+RESULT_PREFIX = "gpuplane-result"
+LOG_TAIL = 50
+"""The lines of a pod's log a step keeps: the results come last, and Argo passes each log on to
+the export step as an environment variable, which the kernel caps at 128 KiB."""
+
+RUN_LABEL = "gpuplane.dev/acceptance-run"
+POOL_LABEL = "gpuplane.dev/acceptance"
+STEP_LABEL = "gpuplane.dev/acceptance-step"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+QUEUE_WAIT_LABEL = "gpuplane.dev/queue-wait-seconds"
+GPUS_LABEL = "gpuplane.dev/gpus"
+
+RUN = "{{workflow.uid}}"
+"""Every object a run creates carries it (with the pool), so the clean-up finds exactly them."""
+
+GUIDE_STEPS: tuple[tuple[str, str], ...] = (
+    ("submit", "submit a queued training job through the team's LocalQueue"),
+    ("stage", "pull the dataset sample and base weights, timed"),
+    ("allreduce", "run the multi-node communication benchmark"),
+    ("train", "train for a fixed window"),
+    (
+        "checkpoint",
+        "write a checkpoint, delete the pod, restore and resume training in its replacement",
+    ),
+    ("export", "export the GPU, network, storage, queue and cost labels with the results"),
+    ("report", "compare useful work with the rental or API baseline"),
+)
+"""The guide's seven steps, as the acceptance DAG's task names, in order."""

@@ -1,0 +1,538 @@
+"""The Hera WorkflowTemplates `acceptance-<pool>` and `benchmark-<pool>`: each step's Job
+template and DAG, the kubectl steps, export, report and clean-up, wired into the suite's DAG.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hera.workflows import (
+    DAG,
+    Container,
+    Env,
+    GitArtifact,
+    Parameter,
+    RawArtifact,
+    Resource,
+    Suspend,
+    Task,
+    WorkflowTemplate,
+)
+from hera.workflows.models import (
+    Capabilities,
+    IntOrString,
+    PodSecurityContext,
+    Quantity,
+    ResourceRequirements,
+    RetryStrategy,
+    SeccompProfile,
+    SecurityContext,
+    ValueFrom,
+)
+
+from renderer.output.canonical import dump
+from renderer.output.manifest import metadata
+from workflows.suites.jobs import job_manifest, result_labels, run_labels, workspace_manifest
+from workflows.suites.placement import Target
+from workflows.suites.program import (
+    Step,
+    acceptance_steps,
+    benchmark_steps,
+    dns_label,
+    input,
+    ref,
+    task_output,
+)
+from workflows.suites.scripts import EXPORT
+from workflows.suites.settings import (
+    DEADLINE_SECONDS,
+    EXPORT_DIR,
+    INDEX_LABEL,
+    JOB_NAME_LABEL,
+    LOCAL_QUEUE,
+    LOG_TAIL,
+    NAMESPACE,
+    PLATFORM_DIR,
+    POOL_LABEL,
+    RUN,
+    RUN_LABEL,
+    SERVICE_ACCOUNT,
+    STEP_DEADLINE_SECONDS,
+)
+
+STEP_PARTS = ("log", "created", "started", "finished")
+"""What each step's DAG outputs: its Job's log, and the Job's timestamps."""
+
+
+def params(*names: str) -> list[Parameter]:
+    return [Parameter(name=n) for n in names]
+
+
+def _tool_resources() -> ResourceRequirements:
+    return ResourceRequirements(
+        requests={"cpu": Quantity("100m"), "memory": Quantity("128Mi")},
+        limits={"memory": Quantity("512Mi")},
+    )
+
+
+def _container_security() -> SecurityContext:
+    return SecurityContext(
+        allow_privilege_escalation=False, capabilities=Capabilities(drop=["ALL"])
+    )
+
+
+def pod_security() -> PodSecurityContext:
+    return PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=65532,
+        run_as_group=65532,
+        seccomp_profile=SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def _kubectl(
+    target: Target,
+    name: str,
+    args: list[str],
+    inputs: Sequence[str] = (),
+    retried: bool = True,
+) -> Container:
+    """A step that is one kubectl command, retried (the API server may blink) unless running it
+    twice would do something else the second time."""
+    return Container(
+        name=name,
+        image=target.kubectl_image,
+        command=["kubectl"],
+        args=args,
+        inputs=params(*inputs),
+        resources=_tool_resources(),
+        security_context=_container_security(),
+        retry_strategy=RetryStrategy(limit=IntOrString(2)) if retried else None,
+    )
+
+
+JOB_OUTPUTS = (
+    ("job", "{.metadata.name}"),
+    ("created", "{.metadata.creationTimestamp}"),
+    ("started", "{.status.startTime}"),
+)
+
+
+def suite_inputs(target: Target, step: Step | None = None) -> list[str]:
+    names = [name for name, _ in target.parameters]
+    if step is not None and step.workspace:
+        names.append("workspace")
+    return names
+
+
+def _job_template(target: Target, step: Step) -> Resource:
+    """Create the step's Job; done when every pod succeeded (step 5: when its pod is Ready)."""
+    outputs = list(JOB_OUTPUTS)
+    if step.after:
+        success, failure = "status.ready > 0", "status.failed > 1"
+    else:
+        # completionTime is written after the last pod succeeded: read it only once it is there
+        success = f"status.succeeded > {step.shape.pods - 1},status.completionTime"
+        failure = "status.failed > 0"
+        outputs.append(("finished", "{.status.completionTime}"))
+    return Resource(
+        name=f"{step.name}-job",
+        action="create",
+        manifest=dump(job_manifest(target, step)),
+        success_condition=success,
+        failure_condition=failure,
+        active_deadline_seconds=STEP_DEADLINE_SECONDS,
+        inputs=params(*suite_inputs(target, step)),
+        outputs=[Parameter(name=n, value_from=ValueFrom(json_path=p)) for n, p in outputs],
+    )
+
+
+def staged_by(steps: Sequence[Step]) -> dict[str, str]:
+    """Each server step, and the staging step before it whose weights it serves."""
+    found: dict[str, str] = {}
+    staged: str | None = None
+    for step in steps:
+        if step.server and staged is not None:
+            found[step.name] = staged
+        if any(p.probe == "staging" for p in step.probes):
+            staged = step.name
+    return found
+
+
+def _ended(task: str) -> str:
+    """A `depends` term true once `task` has finished, however it finished."""
+    return f"{task}.Succeeded || {task}.Failed || {task}.Errored"
+
+
+def _step_templates(target: Target, step: Step, gated: bool = False) -> None:
+    """The Job template of a step, and the DAG that runs it (step 5: deletes its pod and waits
+    for the replacement) and reads its log; the DAG outputs STEP_PARTS.
+
+    A Job that fails does not stop the suite: the log is read whatever the Job did (a failed
+    probe prints its result before it exits), and the DAG's only leaf, `done`, runs once the log
+    task ended in any way, so the DAG succeeds with what it could read (an empty part where a
+    task had nothing) and the next steps, export and report run; the report names every step
+    that failed and fails the Workflow. Argo refuses `continueOn` in a DAG that uses `depends`,
+    so the results in the `depends` expressions say it all.
+
+    A `gated` step (a server step) takes the staging step's `finished` as input `staged` and
+    creates no Job when it is empty: a server without weights would never answer. The step's
+    task itself always runs (Argo v4.0.x waits forever on the outputs of a skipped task)."""
+    job = _job_template(target, step)
+    inputs = suite_inputs(target, step)
+    finished_from = "restore" if step.after else "job"
+
+    def part(name: str, value: str) -> Parameter:
+        return Parameter(name=name, value_from=ValueFrom(parameter=value, default=""))
+
+    with DAG(
+        name=step.name,
+        inputs=params(*inputs, *(["staged"] if gated else [])),
+        outputs=[
+            part("log", ref("tasks.logs.outputs.result")),
+            *(part(n, task_output("job", n)) for n in ("created", "started")),
+            part("finished", task_output(finished_from, "finished")),
+        ],
+    ):
+        Task(
+            name="job",
+            template=job.name,
+            arguments={n: input(n) for n in inputs},
+            when=f"'{input('staged')}' != ''" if gated else None,
+        )
+        read_after = _ended("job")
+        if step.after:
+            Task(
+                name="interrupt",
+                template="interrupt",
+                arguments={"job": task_output("job", "job")},
+                depends="job.Succeeded",
+            )
+            Task(
+                name="restore",
+                template="await-job",
+                arguments={"job": task_output("job", "job")},
+                depends="interrupt.Succeeded",
+            )
+            read_after = " || ".join(
+                (
+                    "job.Failed",
+                    "job.Errored",
+                    "interrupt.Failed",
+                    "interrupt.Errored",
+                    _ended("restore"),
+                )
+            )
+        # by labels known before the Job exists: a Job that failed records no outputs, not
+        # even its name
+        Task(name="logs", template="logs", arguments={"step": step.name}, depends=read_after)
+        # a Job that did not finish (failed, past its deadline, still queued) must not run on
+        # beside the next steps: deleted once its log is read
+        unfinished = ["job.Failed", "job.Errored"]
+        if step.after:
+            unfinished += ["interrupt.Failed", "interrupt.Errored"]
+            unfinished += ["restore.Failed", "restore.Errored"]
+        Task(
+            name="drop",
+            template="drop",
+            arguments={"step": step.name},
+            depends=f"({' || '.join(unfinished)}) && ({_ended('logs')})",
+        )
+        Task(
+            name="done",
+            template="done",
+            depends=f"({_ended('logs')} || logs.Omitted) && ({_ended('drop')} || drop.Omitted)",
+        )
+
+
+def _selector(labels: Mapping[str, str]) -> str:
+    """kubectl's `--selector` for objects carrying `labels` (built from `run_labels`, so it
+    matches what the Jobs and their pods are labelled with)."""
+    return "--selector=" + ",".join(f"{key}={value}" for key, value in labels.items())
+
+
+def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
+    """The workspace, the kubectl steps, export (label, then publish) and the clean-up."""
+    ns = target.namespace.name
+    Resource(
+        name="workspace",
+        action="create",
+        manifest=dump(workspace_manifest(target)),
+        outputs=[Parameter(name="name", value_from=ValueFrom(json_path="{.metadata.name}"))],
+    )
+    _kubectl(
+        target,
+        "logs",
+        [
+            "logs",
+            f"--namespace={ns}",
+            _selector({**run_labels(target, input("step")), INDEX_LABEL: "0"}),
+            "--container=probe",
+            f"--tail={LOG_TAIL}",
+        ],
+        ["step"],
+    )
+    Suspend(name="done", duration="0")  # no pod, no wait: the step's DAG has ended
+    if any(s.after for s in steps):
+        _kubectl(
+            target,
+            "interrupt",
+            [
+                "delete",
+                "pod",
+                f"--namespace={ns}",
+                f"--selector={JOB_NAME_LABEL}={input('job')}",
+                "--wait=true",
+            ],
+            ["job"],
+            # a second try would find the replacement pod and delete that one too
+            retried=False,
+        )
+        Resource(
+            name="await-job",
+            action="get",
+            manifest=dump(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {"name": input("job"), "namespace": ns},
+                }
+            ),
+            success_condition="status.succeeded > 0,status.completionTime",
+            failure_condition="status.failed > 1",
+            active_deadline_seconds=STEP_DEADLINE_SECONDS,
+            inputs=params("job"),
+            outputs=[
+                Parameter(
+                    name="finished", value_from=ValueFrom(json_path="{.status.completionTime}")
+                )
+            ],
+        )
+    keys = [k for s in steps for k in s.keys]
+    step_inputs = [f"{s.name}-{part}" for s in steps for part in STEP_PARTS]
+    Container(
+        name="label",
+        image=input("image"),
+        command=["python", "-c", EXPORT],
+        inputs=params("image", *step_inputs),
+        env=[
+            Env(name="OUT", value=EXPORT_DIR),
+            Env(name="CLUSTER", value=target.cluster.name),
+            Env(name="POOL", value=target.name),
+            Env(
+                name="STEPS",
+                value=json.dumps(
+                    [
+                        {"step": s.name, "results": [[p.key, p.probe] for p in s.results]}
+                        for s in steps
+                    ]
+                ),
+            ),
+            *(
+                Env(name=f"{s.name.upper()}_{part.upper()}", value=input(f"{s.name}-{part}"))
+                for s in steps
+                for part in STEP_PARTS
+            ),
+        ],
+        outputs=[
+            Parameter(name=k, value_from=ValueFrom(path=f"{EXPORT_DIR}/{k}.json")) for k in keys
+        ],
+        resources=_tool_resources(),
+        security_context=_container_security(),
+    )
+    Resource(
+        name="publish",
+        action="apply",
+        manifest=_results_configmap(target, kind, keys),
+        inputs=params(*keys),
+    )
+    with DAG(
+        name="export",
+        inputs=params("image", *step_inputs),
+        outputs=[
+            Parameter(name=k, value_from=ValueFrom(parameter=task_output("label", k))) for k in keys
+        ],
+    ):
+        Task(
+            name="label",
+            template="label",
+            arguments={n: input(n) for n in ("image", *step_inputs)},
+        )
+        Task(
+            name="publish",
+            template="publish",
+            arguments={k: task_output("label", k) for k in keys},
+            depends="label",
+        )
+    _kubectl(
+        target,
+        "drop",
+        [
+            "delete",
+            "job",
+            f"--namespace={ns}",
+            _selector(run_labels(target, input("step"))),
+            "--ignore-not-found",
+            "--wait=false",
+        ],
+        ["step"],
+    )
+    _kubectl(
+        target,
+        "cleanup",
+        [
+            "delete",
+            "job,persistentvolumeclaim",
+            f"--namespace={ns}",
+            _selector({RUN_LABEL: RUN, POOL_LABEL: target.name}),
+            "--ignore-not-found",
+            "--wait=false",
+        ],
+    )
+
+
+def results_configmap_name(kind: str, pool: str) -> str:
+    return dns_label(f"{kind}-{pool}", 253)
+
+
+def _results_configmap(target: Target, kind: str, keys: Sequence[str]) -> str:
+    """The ConfigMap `<kind>-<pool>` in the suite namespace: the latest run's results, one key
+    each (a JSON line, which Argo puts into the literal block), labelled like the results."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": results_configmap_name(kind, target.name),
+            "namespace": NAMESPACE,
+            "labels": result_labels(target),
+            "annotations": {"gpuplane.dev/workflow": ref("workflow.name")},
+        },
+        "data": {f"{k}.json": input(k) + "\n" for k in keys},
+    }
+    return dump(body)
+
+
+def _report(target: Target, keys: Sequence[str]) -> None:
+    """Step 7: `gpuplane acceptance report` on the judged results, against the pool's
+    thresholds in the repository at the revision Argo CD syncs (cloned by Argo's git artifact),
+    with the cost of useful work beside each figure."""
+    artifacts: list[Any] = [
+        RawArtifact(name=k, path=f"/results/{k}.json", data=input(k)) for k in keys
+    ]
+    repository = target.repository
+    if repository is not None:
+        artifacts.append(
+            GitArtifact(
+                name="platform",
+                path=PLATFORM_DIR,
+                repo=repository.repo_url,
+                revision=repository.target_revision,
+                depth=1,
+            )
+        )
+    Container(
+        name="report",
+        image=input("image"),
+        command=["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"],
+        args=["--pool", target.name, *(f"/results/{k}.json" for k in keys)],
+        inputs=[*params("image", *keys), *artifacts],
+        resources=_tool_resources(),
+        security_context=_container_security(),
+    )
+
+
+def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) -> None:
+    """The entrypoint: the workspace, each step's DAG after the one before, export, report."""
+    inputs = suite_inputs(target)
+    with DAG(name=name, inputs=params(*inputs)):
+        Task(name="workspace", template="workspace")
+        previous = "workspace"
+        gates = staged_by(steps)
+        for step in steps:
+            arguments = {n: input(n) for n in inputs}
+            if step.workspace:
+                arguments["workspace"] = task_output("workspace", "name")
+            if step.name in gates:
+                arguments["staged"] = task_output(gates[step.name], "finished")
+            Task(name=step.name, template=step.name, arguments=arguments, depends=previous)
+            previous = step.name
+        export_args = {"image": input("image")}
+        for step in steps:
+            for part in STEP_PARTS:
+                export_args[f"{step.name}-{part}"] = task_output(step.name, part)
+        Task(name="export", template="export", arguments=export_args, depends=previous)
+        if report:
+            keys = [k for s in steps for k in s.judged]
+            Task(
+                name="report",
+                template="report",
+                arguments={
+                    "image": input("image"),
+                    **{k: task_output("export", k) for k in keys},
+                },
+                depends="export",
+            )
+
+
+def _template(target: Target, name: str, suite: str, description: str) -> WorkflowTemplate:
+    team = target.plan.team
+    meta = metadata(
+        name, NAMESPACE, pool=target.name, team=team.name, cost_center=team.cost_center, suite=suite
+    )
+    return WorkflowTemplate(
+        name=name,
+        namespace=NAMESPACE,
+        labels=meta["labels"],
+        annotations={"workflows.argoproj.io/description": description},
+        entrypoint=suite,
+        on_exit="cleanup",
+        service_account_name=SERVICE_ACCOUNT,
+        security_context=pod_security(),
+        active_deadline_seconds=DEADLINE_SECONDS,
+        arguments=[Parameter(name=n, value=v) for n, v in target.parameters],
+    )
+
+
+def acceptance_template(target: Target) -> WorkflowTemplate:
+    """`acceptance-<pool>`: the guide's seven steps as a DAG, each waiting for the one before."""
+    steps = acceptance_steps(target)
+    description = (
+        f"Acceptance of pool {target.name}: the guide's seven steps, submitted through "
+        f"LocalQueue {LOCAL_QUEUE} of namespace {target.namespace.name} "
+        f"(ClusterQueue {target.plan.name})."
+    )
+    gates = staged_by(steps)
+    with _template(target, acceptance_name(target.name), "acceptance", description) as wt:
+        for step in steps:
+            _step_templates(target, step, gated=step.name in gates)
+        _common_templates(target, "acceptance", steps)
+        _report(target, [k for s in steps for k in s.judged])
+        _main_dag(target, "acceptance", steps, report=True)
+    return wt
+
+
+def benchmark_template(target: Target) -> WorkflowTemplate:
+    """`benchmark-<pool>`: the benchmarks one after the other (they would compete for the same
+    GPUs and file system otherwise), their results exported like acceptance's."""
+    steps = benchmark_steps(target)
+    description = (
+        f"Benchmarks of pool {target.name} ({', '.join(s.name for s in steps)}), submitted "
+        f"through LocalQueue {LOCAL_QUEUE} of namespace {target.namespace.name}."
+    )
+    gates = staged_by(steps)
+    with _template(target, benchmark_name(target.name), "benchmarks", description) as wt:
+        for step in steps:
+            _step_templates(target, step, gated=step.name in gates)
+        _common_templates(target, "benchmark", steps)
+        _main_dag(target, "benchmarks", steps, report=False)
+    return wt
+
+
+def acceptance_name(pool: str) -> str:
+    return f"acceptance-{pool}"
+
+
+def benchmark_name(pool: str) -> str:
+    return f"benchmark-{pool}"
