@@ -227,6 +227,29 @@ def test_package_files_define_no_rules_or_state() -> None:
         assert ast.get_docstring(ast.parse(text)), f"{module} says nothing about itself"
 
 
+def private_imports(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
+    """`module: name` for every `_private` name one module imports from another of ours."""
+    found = []
+    for module, path in modules(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level
+                or node.module in packages
+                or (node.module or "").startswith(tuple(f"{p}." for p in packages))
+            ):
+                found.extend(
+                    f"{module}: {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                )
+    return sorted(found)
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A helper two modules share is public, with a name that says what it does."""
+    assert private_imports(REPO) == []
+
+
 def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
     seen, todo = {start}, [start]
     while todo:
@@ -334,6 +357,11 @@ def test_checker_catches_printing(tmp_path: Path) -> None:
         "renderer.layers.tenancy:2 print",
         "renderer.layers.tenancy:3 exit",
     ]
+
+
+def test_checker_catches_a_private_import(tmp_path: Path) -> None:
+    files = {**BASE, "renderer/layers/tenancy.py": "from renderer.model.platform import _x\n"}
+    assert private_imports(_tree(tmp_path, files)) == ["renderer.layers.tenancy: _x"]
 
 
 def test_a_module_outside_every_stage_is_named() -> None:

@@ -13,7 +13,7 @@ from hera.workflows.models import TemplateRef
 from renderer.model.platform import Cluster
 from renderer.output.manifest import labels as common_labels
 from workflows.suites.placement import Target
-from workflows.suites.program import input
+from workflows.suites.program import input_ref
 from workflows.suites.settings import (
     CRON_SCHEDULE,
     DEADLINE_SECONDS,
@@ -51,7 +51,7 @@ def _runs_every_pool(targets: Sequence[Target]) -> None:
             Task(
                 name=target.name,
                 template_ref=TemplateRef(name=acceptance_name(target.name), template="acceptance"),
-                arguments={n: input(n) for n in suite_inputs(target)},
+                arguments={n: input_ref(n) for n in suite_inputs(target)},
             )
     with DAG(name="cleanup"):
         for target in targets:

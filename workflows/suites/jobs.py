@@ -16,7 +16,7 @@ from renderer.model.capacity import rdma_requests
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL, gpu_memory_utilization
 from renderer.model.nodes import node_labels, tolerations
 from workflows.suites.placement import Target
-from workflows.suites.program import Probe, Shape, Step, dns_label, headless_service, input
+from workflows.suites.program import Probe, Shape, Step, dns_label, headless_service, input_ref
 from workflows.suites.scripts import RUNNER
 from workflows.suites.settings import (
     DEADLINE_SECONDS,
@@ -118,7 +118,7 @@ def _probe_env(target: Target, step: Step) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "STATE", "value": f"{WORKSPACE}/{step.name}" if step.workspace else RESULTS_DIR},
         {"name": "GPUPLANE_LABELS", "value": ",".join(f"{k}={v}" for k, v in labels.items())},
-        {"name": "GPUPLANE_IMAGE", "value": input("image")},
+        {"name": "GPUPLANE_IMAGE", "value": input_ref("image")},
         {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {
@@ -190,7 +190,7 @@ def _server(
     memory, like the team's template."""
     return {
         "name": "server",
-        "image": input("server-image"),
+        "image": input_ref("server-image"),
         "restartPolicy": "Always",
         "args": [
             "--model",
@@ -251,7 +251,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     if step.workspace:
         mounts.append({"name": "workspace", "mountPath": WORKSPACE})
         volumes.append(
-            {"name": "workspace", "persistentVolumeClaim": {"claimName": input("workspace")}}
+            {"name": "workspace", "persistentVolumeClaim": {"claimName": input_ref("workspace")}}
         )
     if any(p.distributed for p in step.probes) and shape.pods * shape.per_pod > 1:
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -260,7 +260,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     pod_spec.update(claims)
     container: dict[str, Any] = {
         "name": "probe",
-        "image": input("image"),
+        "image": input_ref("image"),
         "command": ["python", "-c", RUNNER],
         "args": [json.dumps(plan)],
         "env": _probe_env(target, step),

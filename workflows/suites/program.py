@@ -95,7 +95,7 @@ def ref(path: str) -> str:
     return "{{" + path + "}}"
 
 
-def input(name: str) -> str:
+def input_ref(name: str) -> str:
     return ref(f"inputs.parameters.{name}")
 
 
@@ -148,7 +148,7 @@ def acceptance_steps(target: Target) -> tuple[Step, ...]:
                 Probe(
                     "staging",
                     "staging",
-                    ("--source", input("dataset"), "--dest", f"{WORKSPACE}/data"),
+                    ("--source", input_ref("dataset"), "--dest", f"{WORKSPACE}/data"),
                 ),
                 STORAGE,
             ),
@@ -161,7 +161,7 @@ def acceptance_steps(target: Target) -> tuple[Step, ...]:
     if target.inference:
         steps.append(Step("train", (_inference_probe(),), ONE, workspace=True, server=True))
     else:
-        window = ("--seconds", input("window-seconds"))
+        window = ("--seconds", input_ref("window-seconds"))
         steps.append(Step("train", (Probe("training", "training", window, True),), training))
     checkpoint = ("--path", CHECKPOINT_DIR, "--resume-steps", str(RESUME_STEPS))
     steps.append(
@@ -207,7 +207,7 @@ def benchmark_steps(target: Target) -> tuple[Step, ...]:
         stage = Probe(
             "staging",
             "staging",
-            ("--source", input("dataset"), "--dest", f"{WORKSPACE}/data"),
+            ("--source", input_ref("dataset"), "--dest", f"{WORKSPACE}/data"),
             judged=False,
         )
         # a Job of its own before the server's: the server is a native sidecar, which must be

@@ -41,7 +41,7 @@ from workflows.suites.program import (
     acceptance_steps,
     benchmark_steps,
     dns_label,
-    input,
+    input_ref,
     ref,
     task_output,
 )
@@ -199,8 +199,8 @@ def _step_templates(target: Target, step: Step, gated: bool = False) -> None:
         Task(
             name="job",
             template=job.name,
-            arguments={n: input(n) for n in inputs},
-            when=f"'{input('staged')}' != ''" if gated else None,
+            arguments={n: input_ref(n) for n in inputs},
+            when=f"'{input_ref('staged')}' != ''" if gated else None,
         )
         read_after = _ended("job")
         if step.after:
@@ -268,7 +268,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         [
             "logs",
             f"--namespace={ns}",
-            _selector({**run_labels(target, input("step")), INDEX_LABEL: "0"}),
+            _selector({**run_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
             "--container=probe",
             f"--tail={LOG_TAIL}",
         ],
@@ -283,7 +283,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
                 "delete",
                 "pod",
                 f"--namespace={ns}",
-                f"--selector={JOB_NAME_LABEL}={input('job')}",
+                f"--selector={JOB_NAME_LABEL}={input_ref('job')}",
                 "--wait=true",
             ],
             ["job"],
@@ -297,7 +297,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
                 {
                     "apiVersion": "batch/v1",
                     "kind": "Job",
-                    "metadata": {"name": input("job"), "namespace": ns},
+                    "metadata": {"name": input_ref("job"), "namespace": ns},
                 }
             ),
             success_condition="status.succeeded > 0,status.completionTime",
@@ -314,7 +314,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
     step_inputs = [f"{s.name}-{part}" for s in steps for part in STEP_PARTS]
     Container(
         name="label",
-        image=input("image"),
+        image=input_ref("image"),
         command=["python", "-c", EXPORT],
         inputs=params("image", *step_inputs),
         env=[
@@ -331,7 +331,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
                 ),
             ),
             *(
-                Env(name=f"{s.name.upper()}_{part.upper()}", value=input(f"{s.name}-{part}"))
+                Env(name=f"{s.name.upper()}_{part.upper()}", value=input_ref(f"{s.name}-{part}"))
                 for s in steps
                 for part in STEP_PARTS
             ),
@@ -358,7 +358,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         Task(
             name="label",
             template="label",
-            arguments={n: input(n) for n in ("image", *step_inputs)},
+            arguments={n: input_ref(n) for n in ("image", *step_inputs)},
         )
         Task(
             name="publish",
@@ -373,7 +373,7 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             "delete",
             "job",
             f"--namespace={ns}",
-            _selector(run_labels(target, input("step"))),
+            _selector(run_labels(target, input_ref("step"))),
             "--ignore-not-found",
             "--wait=false",
         ],
@@ -409,7 +409,7 @@ def _results_configmap(target: Target, kind: str, keys: Sequence[str]) -> str:
             "labels": result_labels(target),
             "annotations": {"gpuplane.dev/workflow": ref("workflow.name")},
         },
-        "data": {f"{k}.json": input(k) + "\n" for k in keys},
+        "data": {f"{k}.json": input_ref(k) + "\n" for k in keys},
     }
     return dump(body)
 
@@ -419,7 +419,7 @@ def _report(target: Target, keys: Sequence[str]) -> None:
     thresholds in the repository at the revision Argo CD syncs (cloned by Argo's git artifact),
     with the cost of useful work beside each figure."""
     artifacts: list[Any] = [
-        RawArtifact(name=k, path=f"/results/{k}.json", data=input(k)) for k in keys
+        RawArtifact(name=k, path=f"/results/{k}.json", data=input_ref(k)) for k in keys
     ]
     repository = target.repository
     if repository is not None:
@@ -434,7 +434,7 @@ def _report(target: Target, keys: Sequence[str]) -> None:
         )
     Container(
         name="report",
-        image=input("image"),
+        image=input_ref("image"),
         command=["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"],
         args=["--pool", target.name, *(f"/results/{k}.json" for k in keys)],
         inputs=[*params("image", *keys), *artifacts],
@@ -451,14 +451,14 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) ->
         previous = "workspace"
         gates = staged_by(steps)
         for step in steps:
-            arguments = {n: input(n) for n in inputs}
+            arguments = {n: input_ref(n) for n in inputs}
             if step.workspace:
                 arguments["workspace"] = task_output("workspace", "name")
             if step.name in gates:
                 arguments["staged"] = task_output(gates[step.name], "finished")
             Task(name=step.name, template=step.name, arguments=arguments, depends=previous)
             previous = step.name
-        export_args = {"image": input("image")}
+        export_args = {"image": input_ref("image")}
         for step in steps:
             for part in STEP_PARTS:
                 export_args[f"{step.name}-{part}"] = task_output(step.name, part)
@@ -469,7 +469,7 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) ->
                 name="report",
                 template="report",
                 arguments={
-                    "image": input("image"),
+                    "image": input_ref("image"),
                     **{k: task_output("export", k) for k in keys},
                 },
                 depends="export",

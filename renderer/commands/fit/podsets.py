@@ -1,5 +1,5 @@
 """A job as Kueue sees it: a neutral `Workload` of pod sets, whatever the job's kind, and the
-pod-spec reading every kind shares. `_Bad` says where a field is wrong; the readers turn it into
+pod-spec reading every kind shares. `BadField` says where a field is wrong; the readers turn it into
 an `Unreadable`, so nothing raises past them."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from renderer.model.platform import Taint
 FieldPath = tuple[str | int, ...]
 Resources = Mapping[str, Decimal]
 
-_EMPTY: Resources = MappingProxyType({})
+EMPTY_RESOURCES: Resources = MappingProxyType({})
 
 
 # --- the neutral shape -------------------------------------------------------------------------
@@ -99,8 +99,8 @@ class PodSet:
 
     def requests(
         self,
-        default_requests: Resources = _EMPTY,
-        default_limits: Resources = _EMPTY,
+        default_requests: Resources = EMPTY_RESOURCES,
+        default_limits: Resources = EMPTY_RESOURCES,
     ) -> dict[str, Decimal]:
         """One pod's requests as Kueue counts them.
 
@@ -193,21 +193,21 @@ class Unreadable:
 # --- reading -----------------------------------------------------------------------------------
 
 
-class _Bad(Exception):
+class BadField(Exception):
     def __init__(self, path: FieldPath, message: str) -> None:
         super().__init__(message)
         self.path = path
         self.message = message
 
 
-def _where(path: FieldPath) -> str:
+def path_text(path: FieldPath) -> str:
     text = ""
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
     return text
 
 
-def _get(
+def read_field(
     data: Any, path: FieldPath, kind: type | tuple[type, ...], *, required: bool = False
 ) -> Any:
     """The value at `path` below `data` (a path relative to the document), type-checked."""
@@ -221,12 +221,12 @@ def _get(
             break
     if node is None:
         if required:
-            raise _Bad(path, f"{_where(path)} is missing")
+            raise BadField(path, f"{path_text(path)} is missing")
         return None
     if isinstance(node, bool) and kind is not bool and bool not in _as_tuple(kind):
-        raise _Bad(path, f"{_where(path)} must be {_type_name(kind)}, not a boolean")
+        raise BadField(path, f"{path_text(path)} must be {_type_name(kind)}, not a boolean")
     if not isinstance(node, kind):
-        raise _Bad(path, f"{_where(path)} must be {_type_name(kind)}")
+        raise BadField(path, f"{path_text(path)} must be {_type_name(kind)}")
     return node
 
 
@@ -245,76 +245,78 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
 
 
-def _count(data: Any, path: FieldPath, default: int) -> int:
-    value = _get(data, path, int)
+def read_count(data: Any, path: FieldPath, default: int) -> int:
+    value = read_field(data, path, int)
     if value is None:
         return default
     if value < 0:
-        raise _Bad(path, f"{_where(path)} must not be negative")
+        raise BadField(path, f"{path_text(path)} must not be negative")
     return int(value)
 
 
-def _strings(data: Any, path: FieldPath) -> dict[str, str]:
-    mapping = _get(data, path, dict) or {}
+def read_strings(data: Any, path: FieldPath) -> dict[str, str]:
+    mapping = read_field(data, path, dict) or {}
     return {str(k): str(v) for k, v in mapping.items() if v is not None}
 
 
-def _resources(data: Any, path: FieldPath) -> dict[str, Decimal]:
-    mapping = _get(data, path, dict) or {}
+def read_resources(data: Any, path: FieldPath) -> dict[str, Decimal]:
+    mapping = read_field(data, path, dict) or {}
     result: dict[str, Decimal] = {}
     for name, value in mapping.items():
         if value is None or isinstance(value, bool | dict | list):
-            raise _Bad((*path, name), f"{_where((*path, name))} must be a quantity")
+            raise BadField((*path, name), f"{path_text((*path, name))} must be a quantity")
         try:
             result[str(name)] = quantity.parse(value)
         except ValueError as err:
-            raise _Bad((*path, name), f"{_where((*path, name))}: {err}") from None
+            raise BadField((*path, name), f"{path_text((*path, name))}: {err}") from None
     return result
 
 
 def _containers(data: Any, spec: FieldPath) -> tuple[Container, ...]:
     result: list[Container] = []
     for field, role in (("initContainers", "init"), ("containers", "container")):
-        items = _get(data, (*spec, field), list) or []
+        items = read_field(data, (*spec, field), list) or []
         for index, _ in enumerate(items):
             here = (*spec, field, index)
-            _get(data, here, dict, required=True)
-            name = _get(data, (*here, "name"), str) or f"{field}[{index}]"
-            restart = _get(data, (*here, "restartPolicy"), str)
+            read_field(data, here, dict, required=True)
+            name = read_field(data, (*here, "name"), str) or f"{field}[{index}]"
+            restart = read_field(data, (*here, "restartPolicy"), str)
             result.append(
                 Container(
                     name=name,
                     role="sidecar" if role == "init" and restart == "Always" else role,
-                    requests=MappingProxyType(_resources(data, (*here, "resources", "requests"))),
-                    limits=MappingProxyType(_resources(data, (*here, "resources", "limits"))),
+                    requests=MappingProxyType(
+                        read_resources(data, (*here, "resources", "requests"))
+                    ),
+                    limits=MappingProxyType(read_resources(data, (*here, "resources", "limits"))),
                 )
             )
     if not any(c.role == "container" for c in result):
-        raise _Bad(
-            (*spec, "containers"), f"{_where((*spec, 'containers'))}: the pod has no containers"
+        raise BadField(
+            (*spec, "containers"), f"{path_text((*spec, 'containers'))}: the pod has no containers"
         )
     return tuple(result)
 
 
-def _tolerations(data: Any, spec: FieldPath) -> tuple[Toleration, ...]:
-    items = _get(data, (*spec, "tolerations"), list) or []
+def read_tolerations(data: Any, spec: FieldPath) -> tuple[Toleration, ...]:
+    items = read_field(data, (*spec, "tolerations"), list) or []
     result = []
     for index, _ in enumerate(items):
         here = (*spec, "tolerations", index)
-        _get(data, here, dict, required=True)
-        operator = _get(data, (*here, "operator"), str) or "Equal"
+        read_field(data, here, dict, required=True)
+        operator = read_field(data, (*here, "operator"), str) or "Equal"
         result.append(
             Toleration(
-                key=_get(data, (*here, "key"), str) or "",
+                key=read_field(data, (*here, "key"), str) or "",
                 operator=operator,
-                value=str(_get(data, (*here, "value"), (str, int, float)) or ""),
-                effect=_get(data, (*here, "effect"), str) or "",
+                value=str(read_field(data, (*here, "value"), (str, int, float)) or ""),
+                effect=read_field(data, (*here, "effect"), str) or "",
             )
         )
     return tuple(result)
 
 
-def _affinity(data: Any, spec: FieldPath) -> tuple[tuple[Requirement, ...], ...]:
+def read_affinity(data: Any, spec: FieldPath) -> tuple[tuple[Requirement, ...], ...]:
     terms_path = (
         *spec,
         "affinity",
@@ -322,18 +324,18 @@ def _affinity(data: Any, spec: FieldPath) -> tuple[tuple[Requirement, ...], ...]
         "requiredDuringSchedulingIgnoredDuringExecution",
         "nodeSelectorTerms",
     )
-    terms = _get(data, terms_path, list) or []
+    terms = read_field(data, terms_path, list) or []
     result = []
     for t, _ in enumerate(terms):
-        expressions = _get(data, (*terms_path, t, "matchExpressions"), list) or []
+        expressions = read_field(data, (*terms_path, t, "matchExpressions"), list) or []
         term = []
         for e, _ in enumerate(expressions):
             here = (*terms_path, t, "matchExpressions", e)
-            values = _get(data, (*here, "values"), list) or []
+            values = read_field(data, (*here, "values"), list) or []
             term.append(
                 Requirement(
-                    key=_get(data, (*here, "key"), str, required=True),
-                    operator=_get(data, (*here, "operator"), str, required=True),
+                    key=read_field(data, (*here, "key"), str, required=True),
+                    operator=read_field(data, (*here, "operator"), str, required=True),
                     values=tuple(str(v) for v in values),
                 )
             )
@@ -341,7 +343,7 @@ def _affinity(data: Any, spec: FieldPath) -> tuple[tuple[Requirement, ...], ...]
     return tuple(result)
 
 
-def _pod_set(
+def read_pod_set(
     data: Any,
     template: FieldPath,
     name: str,
@@ -351,20 +353,20 @@ def _pod_set(
     extra: Iterable[Container] = (),
 ) -> PodSet:
     """A pod set from a PodTemplateSpec at `template` (its `spec` holds the pod)."""
-    _get(data, template, dict, required=True)
+    read_field(data, template, dict, required=True)
     spec = (*template, "spec")
-    _get(data, spec, dict, required=True)
-    claims = _get(data, (*spec, "resourceClaims"), list) or []
+    read_field(data, spec, dict, required=True)
+    claims = read_field(data, (*spec, "resourceClaims"), list) or []
     return PodSet(
         name=name,
         count=count,
         min_count=min_count,
         containers=(*_containers(data, spec), *extra),
-        overhead=MappingProxyType(_resources(data, (*spec, "overhead"))),
-        node_selector=MappingProxyType(_strings(data, (*spec, "nodeSelector"))),
-        affinity=_affinity(data, spec),
-        tolerations=_tolerations(data, spec),
-        priority_class_name=_get(data, (*spec, "priorityClassName"), str),
+        overhead=MappingProxyType(read_resources(data, (*spec, "overhead"))),
+        node_selector=MappingProxyType(read_strings(data, (*spec, "nodeSelector"))),
+        affinity=read_affinity(data, spec),
+        tolerations=read_tolerations(data, spec),
+        priority_class_name=read_field(data, (*spec, "priorityClassName"), str),
         resource_claims=tuple(
             str(c.get("name", "")) for c in claims if isinstance(c, dict) and c.get("name")
         ),
@@ -372,10 +374,10 @@ def _pod_set(
     )
 
 
-def _job_pods(data: Any, job_spec: FieldPath) -> int:
+def job_pod_count(data: Any, job_spec: FieldPath) -> int:
     """Kueue's `podsCount` of a Job spec: parallelism (default 1), at most completions."""
-    parallelism = _count(data, (*job_spec, "parallelism"), 1)
-    completions = _get(data, (*job_spec, "completions"), int)
+    parallelism = read_count(data, (*job_spec, "parallelism"), 1)
+    completions = read_field(data, (*job_spec, "completions"), int)
     return min(parallelism, completions) if completions is not None else parallelism
 
 

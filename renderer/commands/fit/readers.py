@@ -9,7 +9,8 @@ from types import MappingProxyType
 from typing import Any
 
 from renderer.commands.fit.podsets import (
-    _EMPTY,
+    EMPTY_RESOURCES,
+    BadField,
     Container,
     FieldPath,
     PodSet,
@@ -17,16 +18,15 @@ from renderer.commands.fit.podsets import (
     Toleration,
     Unreadable,
     Workload,
-    _affinity,
-    _Bad,
-    _count,
-    _get,
-    _job_pods,
-    _pod_set,
-    _resources,
-    _strings,
-    _tolerations,
-    _where,
+    job_pod_count,
+    path_text,
+    read_affinity,
+    read_count,
+    read_field,
+    read_pod_set,
+    read_resources,
+    read_strings,
+    read_tolerations,
 )
 from renderer.model import quantity
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
@@ -45,18 +45,18 @@ _Reader = Callable[[Any], tuple[list[PodSet], dict[str, Any]]]
 def _job(
     data: Any, spec: FieldPath = ("spec",), annotations: FieldPath = ("metadata", "annotations")
 ) -> tuple[list[PodSet], dict[str, Any]]:
-    _get(data, spec, dict, required=True)
-    count = _job_pods(data, spec)
-    minimum = _strings(data, annotations).get(MIN_PARALLELISM)
+    read_field(data, spec, dict, required=True)
+    count = job_pod_count(data, spec)
+    minimum = read_strings(data, annotations).get(MIN_PARALLELISM)
     min_count = None
     if minimum is not None:
         try:
             min_count = max(1, min(int(minimum), count))
         except ValueError:
-            raise _Bad(
+            raise BadField(
                 (*annotations, MIN_PARALLELISM), f"{MIN_PARALLELISM} must be an integer"
             ) from None
-    return [_pod_set(data, (*spec, "template"), "main", count, min_count=min_count)], {}
+    return [read_pod_set(data, (*spec, "template"), "main", count, min_count=min_count)], {}
 
 
 def _cronjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
@@ -64,30 +64,30 @@ def _cronjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
         data, ("spec", "jobTemplate", "spec"), ("spec", "jobTemplate", "metadata", "annotations")
     )
     return pod_sets, {
-        "labels": _strings(data, ("spec", "jobTemplate", "metadata", "labels")),
+        "labels": read_strings(data, ("spec", "jobTemplate", "metadata", "labels")),
         "notes": ("each run of the CronJob is a Job of its own; fit checks one run",),
     }
 
 
 def _pod(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     notes = []
-    group = _strings(data, ("metadata", "labels")).get(POD_GROUP_LABEL)
+    group = read_strings(data, ("metadata", "labels")).get(POD_GROUP_LABEL)
     if group:
-        total = _strings(data, ("metadata", "annotations")).get(POD_GROUP_COUNT, "?")
+        total = read_strings(data, ("metadata", "annotations")).get(POD_GROUP_COUNT, "?")
         notes.append(
             f"this pod belongs to pod group {group} ({total} pods in all); Kueue admits the group "
             "as one Workload, fit checks this pod only"
         )
-    return [_pod_set(data, (), "main", 1)], {"notes": tuple(notes)}
+    return [read_pod_set(data, (), "main", 1)], {"notes": tuple(notes)}
 
 
 def _pod_template(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    return [_pod_set(data, ("template",), "main", 1)], {}
+    return [read_pod_set(data, ("template",), "main", 1)], {}
 
 
 def _deployment(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    replicas = _count(data, ("spec", "replicas"), 1)
-    return [_pod_set(data, ("spec", "template"), "main", 1)], {
+    replicas = read_count(data, ("spec", "replicas"), 1)
+    return [read_pod_set(data, ("spec", "template"), "main", 1)], {
         "replicas": replicas,
         "replica_unit": "pod",
         "notes": ("Kueue admits each pod of a Deployment as a Workload of its own",),
@@ -95,25 +95,25 @@ def _deployment(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
 
 
 def _statefulset(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    replicas = _count(data, ("spec", "replicas"), 1)
-    return [_pod_set(data, ("spec", "template"), "main", replicas)], {
+    replicas = read_count(data, ("spec", "replicas"), 1)
+    return [read_pod_set(data, ("spec", "template"), "main", replicas)], {
         "notes": ("Kueue admits the pods of a StatefulSet together, as one pod group",),
     }
 
 
 def _jobset(data: Any, spec: FieldPath = ("spec",)) -> tuple[list[PodSet], dict[str, Any]]:
-    jobs = _get(data, (*spec, "replicatedJobs"), list, required=True)
+    jobs = read_field(data, (*spec, "replicatedJobs"), list, required=True)
     pod_sets = []
     for index, _ in enumerate(jobs):
         here = (*spec, "replicatedJobs", index)
-        name = _get(data, (*here, "name"), str, required=True)
-        replicas = _count(data, (*here, "replicas"), 1)
+        name = read_field(data, (*here, "name"), str, required=True)
+        replicas = read_count(data, (*here, "replicas"), 1)
         job_spec = (*here, "template", "spec")
-        _get(data, job_spec, dict, required=True)
-        count = replicas * _job_pods(data, job_spec)
-        pod_sets.append(_pod_set(data, (*job_spec, "template"), name, count))
+        read_field(data, job_spec, dict, required=True)
+        count = replicas * job_pod_count(data, job_spec)
+        pod_sets.append(read_pod_set(data, (*job_spec, "template"), name, count))
     if not pod_sets:
-        raise _Bad((*spec, "replicatedJobs"), "the JobSet has no replicatedJobs")
+        raise BadField((*spec, "replicatedJobs"), "the JobSet has no replicatedJobs")
     return pod_sets, {}
 
 
@@ -138,15 +138,15 @@ def _kubeflow(kind: str) -> _Reader:
     field, ordered = KUBEFLOW_REPLICAS[kind]
 
     def read(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-        specs = _get(data, ("spec", field), dict, required=True)
+        specs = read_field(data, ("spec", field), dict, required=True)
         pod_sets = []
         for replica_type in ordered:
             if replica_type not in specs:
                 continue
             here = ("spec", field, replica_type)
-            _get(data, here, dict, required=True)
-            count = _count(data, (*here, "replicas"), 1)
-            pod_sets.append(_pod_set(data, (*here, "template"), replica_type.lower(), count))
+            read_field(data, here, dict, required=True)
+            count = read_count(data, (*here, "replicas"), 1)
+            pod_sets.append(read_pod_set(data, (*here, "template"), replica_type.lower(), count))
         unknown = sorted(set(specs) - set(ordered))
         notes = []
         if unknown:
@@ -155,7 +155,7 @@ def _kubeflow(kind: str) -> _Reader:
                 "Kueue does not count them"
             )
         if not pod_sets:
-            raise _Bad(("spec", field), f"spec.{field} holds none of {', '.join(ordered)}")
+            raise BadField(("spec", field), f"spec.{field} holds none of {', '.join(ordered)}")
         return pod_sets, {"notes": tuple(notes)}
 
     return read
@@ -166,13 +166,13 @@ def _trainjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     resourcesPerNode each. The runtime itself (its initializer jobs, its defaults) lives in the
     cluster, so fit sees only what the TrainJob overrides."""
     trainer = ("spec", "trainer")
-    _get(data, trainer, dict)
+    read_field(data, trainer, dict)
     notes = []
-    count = _get(data, (*trainer, "numNodes"), int)
+    count = read_field(data, (*trainer, "numNodes"), int)
     if count is None:
         count = 1
         notes.append("spec.trainer.numNodes is not set: the runtime decides; fit assumes 1 node")
-    runtime = _get(data, ("spec", "runtimeRef", "name"), str)
+    runtime = read_field(data, ("spec", "runtimeRef", "name"), str)
     notes.append(
         f"pods come from runtime {runtime or '?'}: fit counts the trainer's `node` job only, not "
         "the runtime's initializer jobs"
@@ -180,22 +180,22 @@ def _trainjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     container = Container(
         name="node",
         role="container",
-        requests=MappingProxyType(_resources(data, (*trainer, "resourcesPerNode", "requests"))),
-        limits=MappingProxyType(_resources(data, (*trainer, "resourcesPerNode", "limits"))),
+        requests=MappingProxyType(read_resources(data, (*trainer, "resourcesPerNode", "requests"))),
+        limits=MappingProxyType(read_resources(data, (*trainer, "resourcesPerNode", "limits"))),
     )
     selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
     affinity: list[tuple[Requirement, ...]] = []
     for spec in _trainjob_node_specs(data):
-        selector.update(_strings(data, (*spec, "nodeSelector")))
-        tolerations.extend(_tolerations(data, spec))
-        affinity.extend(_affinity(data, spec))
+        selector.update(read_strings(data, (*spec, "nodeSelector")))
+        tolerations.extend(read_tolerations(data, spec))
+        affinity.extend(read_affinity(data, spec))
     pod_set = PodSet(
         name="node",
         count=count,
         min_count=None,
         containers=(container,),
-        overhead=_EMPTY,
+        overhead=EMPTY_RESOURCES,
         node_selector=MappingProxyType(selector),
         affinity=tuple(affinity),
         tolerations=tuple(tolerations),
@@ -210,7 +210,7 @@ def _trainjob_node_specs(data: Any) -> list[FieldPath]:
     """Pod spec patches aimed at the `node` job: `runtimePatches` (Trainer v2.1+) and the older
     `podSpecOverrides` / `podTemplateOverrides` lists with `targetJobs`."""
     found: list[FieldPath] = []
-    patches = _get(data, ("spec", "runtimePatches"), list) or []
+    patches = read_field(data, ("spec", "runtimePatches"), list) or []
     for p, _ in enumerate(patches):
         jobs_path = (
             "spec",
@@ -221,11 +221,11 @@ def _trainjob_node_specs(data: Any) -> list[FieldPath]:
             "spec",
             "replicatedJobs",
         )
-        for j, job in enumerate(_get(data, jobs_path, list) or []):
+        for j, job in enumerate(read_field(data, jobs_path, list) or []):
             if isinstance(job, dict) and job.get("name") == "node":
                 found.append((*jobs_path, j, "template", "spec", "template", "spec"))
     for field in ("podSpecOverrides", "podTemplateOverrides"):
-        for o, item in enumerate(_get(data, ("spec", field), list) or []):
+        for o, item in enumerate(read_field(data, ("spec", field), list) or []):
             if not isinstance(item, dict):
                 continue
             targets = item.get("targetJobs") or []
@@ -246,11 +246,11 @@ RAY_SUBMITTER_LIMITS = MappingProxyType({"cpu": Decimal(1), "memory": quantity.p
 
 
 def _ray_cluster(data: Any, spec: FieldPath) -> list[PodSet]:
-    _get(data, spec, dict, required=True)
+    read_field(data, spec, dict, required=True)
     extra: list[Container] = []
-    if _get(data, (*spec, "enableInTreeAutoscaling"), bool):
-        own = _resources(data, (*spec, "autoscalerOptions", "resources", "requests"))
-        limits = _resources(data, (*spec, "autoscalerOptions", "resources", "limits"))
+    if read_field(data, (*spec, "enableInTreeAutoscaling"), bool):
+        own = read_resources(data, (*spec, "autoscalerOptions", "resources", "requests"))
+        limits = read_resources(data, (*spec, "autoscalerOptions", "resources", "limits"))
         extra.append(
             Container(
                 "autoscaler",
@@ -259,14 +259,16 @@ def _ray_cluster(data: Any, spec: FieldPath) -> list[PodSet]:
                 MappingProxyType(limits or dict(RAY_AUTOSCALER)),
             )
         )
-    pod_sets = [_pod_set(data, (*spec, "headGroupSpec", "template"), "head", 1, extra=extra)]
-    groups = _get(data, (*spec, "workerGroupSpecs"), list) or []
+    pod_sets = [read_pod_set(data, (*spec, "headGroupSpec", "template"), "head", 1, extra=extra)]
+    groups = read_field(data, (*spec, "workerGroupSpecs"), list) or []
     for index, _ in enumerate(groups):
         here = (*spec, "workerGroupSpecs", index)
-        name = _get(data, (*here, "groupName"), str, required=True)
-        count = _count(data, (*here, "replicas"), 1)
-        hosts = _count(data, (*here, "numOfHosts"), 1)
-        pod_sets.append(_pod_set(data, (*here, "template"), name.lower(), count * max(hosts, 1)))
+        name = read_field(data, (*here, "groupName"), str, required=True)
+        count = read_count(data, (*here, "replicas"), 1)
+        hosts = read_count(data, (*here, "numOfHosts"), 1)
+        pod_sets.append(
+            read_pod_set(data, (*here, "template"), name.lower(), count * max(hosts, 1))
+        )
     return pod_sets
 
 
@@ -279,17 +281,17 @@ def _rayservice(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
 
 
 def _rayjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    if _get(data, ("spec", "clusterSelector"), dict):
+    if read_field(data, ("spec", "clusterSelector"), dict):
         raise _NotManaged(
             "the RayJob runs on an existing RayCluster (spec.clusterSelector); Kueue does not "
             "manage it, the RayCluster was admitted on its own"
         )
     pod_sets = _ray_cluster(data, ("spec", "rayClusterSpec"))
-    mode = _get(data, ("spec", "submissionMode"), str) or "K8sJobMode"
+    mode = read_field(data, ("spec", "submissionMode"), str) or "K8sJobMode"
     if mode == "K8sJobMode":
         template = ("spec", "submitterPodTemplate")
-        if _get(data, template, dict) is not None:
-            pod_sets.append(_pod_set(data, template, "submitter", 1))
+        if read_field(data, template, dict) is not None:
+            pod_sets.append(read_pod_set(data, template, "submitter", 1))
         else:
             submitter = Container(
                 "ray-job-submitter", "container", RAY_SUBMITTER_REQUESTS, RAY_SUBMITTER_LIMITS
@@ -300,7 +302,7 @@ def _rayjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
                     count=1,
                     min_count=None,
                     containers=(submitter,),
-                    overhead=_EMPTY,
+                    overhead=EMPTY_RESOURCES,
                     node_selector=MappingProxyType({}),
                     affinity=(),
                     tolerations=(),
@@ -313,14 +315,16 @@ def _rayjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
 
 
 def _leaderworkerset(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    replicas = _count(data, ("spec", "replicas"), 1)
+    replicas = read_count(data, ("spec", "replicas"), 1)
     lwt = ("spec", "leaderWorkerTemplate")
-    size = max(_count(data, (*lwt, "size"), 1), 1)
+    size = max(read_count(data, (*lwt, "size"), 1), 1)
     worker = (*lwt, "workerTemplate")
-    leader = (*lwt, "leaderTemplate") if _get(data, (*lwt, "leaderTemplate"), dict) else worker
-    pod_sets = [_pod_set(data, leader, "leader", 1)]
+    leader = (
+        (*lwt, "leaderTemplate") if read_field(data, (*lwt, "leaderTemplate"), dict) else worker
+    )
+    pod_sets = [read_pod_set(data, leader, "leader", 1)]
     if size > 1:
-        pod_sets.append(_pod_set(data, worker, "worker", size - 1))
+        pod_sets.append(read_pod_set(data, worker, "worker", size - 1))
     return pod_sets, {
         "replicas": replicas,
         "replica_unit": "group",
@@ -329,7 +333,7 @@ def _leaderworkerset(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
 
 
 def _sandbox(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    return [_pod_set(data, ("spec", "podTemplate"), "main", 1)], {}
+    return [read_pod_set(data, ("spec", "podTemplate"), "main", 1)], {}
 
 
 def _java_memory(text: Any, path: FieldPath) -> Decimal:
@@ -341,41 +345,43 @@ def _java_memory(text: Any, path: FieldPath) -> Decimal:
             return Decimal(raw[:-1]) * units[raw[-1]]
         return Decimal(raw)
     except ArithmeticError:
-        raise _Bad(path, f"{_where(path)}: not a JVM memory size: {text!r}") from None
+        raise BadField(path, f"{path_text(path)}: not a JVM memory size: {text!r}") from None
 
 
 def _spark(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     """SparkApplication: a driver and `executor.instances` executors, sized the way the Spark
     operator builds their pods (cores, memory plus overhead, an optional GPU)."""
-    factor_text = _get(data, ("spec", "memoryOverheadFactor"), (str, int, float))
-    language = _get(data, ("spec", "type"), str) or "Scala"
+    factor_text = read_field(data, ("spec", "memoryOverheadFactor"), (str, int, float))
+    language = read_field(data, ("spec", "type"), str) or "Scala"
     default_factor = Decimal("0.1") if language in ("Java", "Scala") else Decimal("0.4")
     factor = Decimal(str(factor_text)) if factor_text is not None else default_factor
     pod_sets = []
     for role in ("driver", "executor"):
         here = ("spec", role)
-        _get(data, here, dict, required=True)
-        cores = _get(data, (*here, "coreRequest"), (str, int, float))
+        read_field(data, here, dict, required=True)
+        cores = read_field(data, (*here, "coreRequest"), (str, int, float))
         if cores is None:
-            cores = _get(data, (*here, "cores"), (int, float)) or 1
+            cores = read_field(data, (*here, "cores"), (int, float)) or 1
         requests: dict[str, Decimal] = {"cpu": quantity.parse(cores)}
         limits: dict[str, Decimal] = {}
-        if (core_limit := _get(data, (*here, "coreLimit"), (str, int, float))) is not None:
+        if (core_limit := read_field(data, (*here, "coreLimit"), (str, int, float))) is not None:
             limits["cpu"] = quantity.parse(core_limit)
-        memory = _java_memory(_get(data, (*here, "memory"), (str, int)) or "1g", (*here, "memory"))
-        overhead_text = _get(data, (*here, "memoryOverhead"), (str, int))
+        memory = _java_memory(
+            read_field(data, (*here, "memory"), (str, int)) or "1g", (*here, "memory")
+        )
+        overhead_text = read_field(data, (*here, "memoryOverhead"), (str, int))
         if overhead_text is not None:
             overhead = _java_memory(overhead_text, (*here, "memoryOverhead"))
         else:
             overhead = max((memory * factor).to_integral_value(ROUND_CEILING), Decimal(384 * 2**20))
         requests["memory"] = memory + overhead
         limits["memory"] = memory + overhead
-        gpu = _get(data, (*here, "gpu"), dict)
+        gpu = read_field(data, (*here, "gpu"), dict)
         if gpu and gpu.get("name"):
             requests[str(gpu["name"])] = limits[str(gpu["name"])] = Decimal(
                 int(gpu.get("quantity", 1))
             )
-        count = 1 if role == "driver" else _count(data, (*here, "instances"), 1)
+        count = 1 if role == "driver" else read_count(data, (*here, "instances"), 1)
         container = Container(
             f"spark-{role}", "container", MappingProxyType(requests), MappingProxyType(limits)
         )
@@ -385,10 +391,10 @@ def _spark(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
                 count=count,
                 min_count=None,
                 containers=(container,),
-                overhead=_EMPTY,
-                node_selector=MappingProxyType(_strings(data, (*here, "nodeSelector"))),
-                affinity=_affinity(data, here),
-                tolerations=_tolerations(data, here),
+                overhead=EMPTY_RESOURCES,
+                node_selector=MappingProxyType(read_strings(data, (*here, "nodeSelector"))),
+                affinity=read_affinity(data, here),
+                tolerations=read_tolerations(data, here),
                 priority_class_name=None,
                 resource_claims=(),
                 path=here,
@@ -404,16 +410,16 @@ def _spark(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
 def _appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     """An AppWrapper admits all its components together: each component's pod sets, each
     repeated as often as that component creates Workloads."""
-    components = _get(data, ("spec", "components"), list, required=True)
+    components = read_field(data, ("spec", "components"), list, required=True)
     pod_sets: list[PodSet] = []
     notes: list[str] = []
     for index, _ in enumerate(components):
         here = ("spec", "components", index, "template")
-        template = _get(data, here, dict, required=True)
+        template = read_field(data, here, dict, required=True)
         inner = workload_from(template)
         if isinstance(inner, Unreadable):
             if inner.workload:
-                raise _Bad((*here, *inner.path), f"component {index}: {inner.reason}")
+                raise BadField((*here, *inner.path), f"component {index}: {inner.reason}")
             notes.append(f"component {index} ({inner.kind}) creates no pods; not counted")
             continue
         for ps in inner.pod_sets:
@@ -433,7 +439,7 @@ def _appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
                 )
             )
     if not pod_sets:
-        raise _Bad(("spec", "components"), "the AppWrapper has no component that creates pods")
+        raise BadField(("spec", "components"), "the AppWrapper has no component that creates pods")
     return pod_sets, {"notes": tuple(notes)}
 
 
@@ -513,10 +519,10 @@ def workload_from(document: Any) -> Workload | Unreadable:
     try:
         name = _metadata_name(document)
         pod_sets, extra = reader(document)
-        labels = _strings(document, ("metadata", "labels"))
-        annotations = _strings(document, ("metadata", "annotations"))
-        namespace = _get(document, ("metadata", "namespace"), str)
-    except _Bad as bad:
+        labels = read_strings(document, ("metadata", "labels"))
+        annotations = read_strings(document, ("metadata", "annotations"))
+        namespace = read_field(document, ("metadata", "namespace"), str)
+    except BadField as bad:
         return Unreadable(shown, bad.message, True, bad.path)
     except _NotManaged as skip:
         return Unreadable(shown, str(skip), False)
@@ -539,12 +545,12 @@ def workload_from(document: Any) -> Workload | Unreadable:
 
 
 def _metadata_name(document: Any) -> str:
-    metadata = _get(document, ("metadata",), dict) or {}
+    metadata = read_field(document, ("metadata",), dict) or {}
     name = metadata.get("name") or metadata.get("generateName")
     if name is None:
         return "(unnamed)"
     if not isinstance(name, str):
-        raise _Bad(("metadata", "name"), "metadata.name must be a string")
+        raise BadField(("metadata", "name"), "metadata.name must be a string")
     return name
 
 
@@ -552,7 +558,7 @@ def _template_labels(document: Any, pod_sets: list[PodSet]) -> dict[str, str]:
     """Labels of the first pod template: where Sandboxes and pod templates carry the queue."""
     for ps in pod_sets:
         if ps.path and ps.path[-1] in ("template", "podTemplate"):
-            return _strings(document, (*ps.path, "metadata", "labels"))
+            return read_strings(document, (*ps.path, "metadata", "labels"))
     return {}
 
 

@@ -14,17 +14,17 @@ from renderer.layers.templates.pieces import (
     JOBSET_NAME_MAX,
     RAYJOB_NAME_MAX,
     Target,
-    _container,
-    _defaults,
-    _env,
-    _gpu_resources,
-    _host,
-    _image,
-    _memory_of,
-    _metadata,
-    _pod_spec,
-    _pod_template,
-    _volumes,
+    container_env,
+    container_spec,
+    defaults,
+    gpu_resources,
+    host,
+    image_ref,
+    memory_of,
+    metadata,
+    pod_spec,
+    pod_template,
+    volumes_and_mounts,
 )
 from renderer.model.platform import Team
 
@@ -40,14 +40,14 @@ def _ttl(team: Team) -> int | None:
 
 def job(target: Target) -> dict[str, Any]:
     """One pod with one GPU unit: the guide's clean Job."""
-    resources, claims = _gpu_resources(target, 1)
-    volumes, mounts = _volumes(target, _memory_of(resources))
-    container = _container(
+    resources, claims = gpu_resources(target, 1)
+    volumes, mounts = volumes_and_mounts(target, memory_of(resources))
+    container = container_spec(
         "main",
-        _image(target.team, "train"),
+        image_ref(target.team, "train"),
         resources,
         mounts,
-        _env(target),
+        container_env(target),
         command=["python", "/app/train.py"],
     )
     spec: dict[str, Any] = {}
@@ -72,13 +72,13 @@ def job(target: Target) -> dict[str, Any]:
     ttl = _ttl(target.team)
     if ttl is not None:
         spec["ttlSecondsAfterFinished"] = ttl
-    spec["template"] = _pod_template(
-        target, "Job", "main", _pod_spec(target, [container], volumes, claims)
+    spec["template"] = pod_template(
+        target, "Job", "main", pod_spec(target, [container], volumes, claims)
     )
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(target, "Job", target.name("job")),
+        "metadata": metadata(target, "Job", target.name("job")),
         "spec": spec,
     }
 
@@ -99,13 +99,13 @@ def jobset(target: Target) -> dict[str, Any]:
     pods = 2
     units = target.units_per_pod(pods)
     workers = pods - 1
-    image = _image(target.team, "train")
+    image = image_ref(target.team, "train")
 
     def replicated(role: str, count: int, rank: str | None) -> dict[str, Any]:
-        resources, claims = _gpu_resources(target, units, distributed=True)
-        volumes, mounts = _volumes(target, _memory_of(resources))
+        resources, claims = gpu_resources(target, units, distributed=True)
+        volumes, mounts = volumes_and_mounts(target, memory_of(resources))
         env = [
-            *_env(target),
+            *container_env(target),
             {"name": "NNODES", "value": str(pods)},
             {"name": "GPUS_PER_POD", "value": str(units)},
             {
@@ -117,7 +117,7 @@ def jobset(target: Target) -> dict[str, Any]:
         ]
         if rank is not None:
             env.append({"name": "NODE_RANK", "value": rank})
-        container = _container(
+        container = container_spec(
             "trainer",
             image,
             resources,
@@ -126,8 +126,8 @@ def jobset(target: Target) -> dict[str, Any]:
             command=["/bin/sh", "-c", DISTRIBUTED_COMMAND],
             ports=[{"name": "rendezvous", "containerPort": MASTER_PORT}],
         )
-        template = _pod_template(
-            target, "JobSet", "trainer", _pod_spec(target, [container], volumes, claims)
+        template = pod_template(
+            target, "JobSet", "trainer", pod_spec(target, [container], volumes, claims)
         )
         if target.pool.topology_levels:
             # pack the gang into the pool's widest topology domain when it fits; never required
@@ -158,7 +158,7 @@ def jobset(target: Target) -> dict[str, Any]:
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": _metadata(target, "JobSet", target.name("dist", JOBSET_NAME_MAX)),
+        "metadata": metadata(target, "JobSet", target.name("dist", JOBSET_NAME_MAX)),
         "spec": spec,
     }
 
@@ -172,26 +172,26 @@ def rayjob(target: Target) -> dict[str, Any]:
     """A Ray cluster for one job: a head without GPUs, a worker group with the pool's GPUs, and a
     submitter pod (K8sJobMode) that reaches the head inside the namespace; Kueue admits the
     three as one Workload and KubeRay deletes the cluster when the job ends."""
-    image = _image(target.team, "ray")
+    image = image_ref(target.team, "ray")
     pods = 2 if target.most >= 2 else 1
     units = target.units_per_pod(pods)
-    cpu, memory = _defaults(target.team)
+    cpu, memory = defaults(target.team)
 
-    head_requests, head_limits = _host(cpu, memory)
+    head_requests, head_limits = host(cpu, memory)
     head_resources = {"requests": head_requests, "limits": head_limits}
-    volumes, mounts = _volumes(target, memory)
-    head = _container(
+    volumes, mounts = volumes_and_mounts(target, memory)
+    head = container_spec(
         "ray-head",
         image,
         head_resources,
         mounts,
-        _env(target),
+        container_env(target),
         ports=[{"name": name, "containerPort": port} for name, port in RAY_PORTS],
     )
-    resources, claims = _gpu_resources(target, units, distributed=pods > 1)
-    worker_volumes, worker_mounts = _volumes(target, _memory_of(resources))
-    worker = _container("ray-worker", image, resources, worker_mounts, _env(target))
-    submit_requests, submit_limits = _host(SUBMITTER_CPU, SUBMITTER_MEMORY)
+    resources, claims = gpu_resources(target, units, distributed=pods > 1)
+    worker_volumes, worker_mounts = volumes_and_mounts(target, memory_of(resources))
+    worker = container_spec("ray-worker", image, resources, worker_mounts, container_env(target))
+    submit_requests, submit_limits = host(SUBMITTER_CPU, SUBMITTER_MEMORY)
     submitter = {
         "name": "ray-job-submitter",
         "image": image,
@@ -212,8 +212,8 @@ def rayjob(target: Target) -> dict[str, Any]:
     spec["rayClusterSpec"] = {
         "headGroupSpec": {
             "rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},
-            "template": _pod_template(
-                target, "RayJob", "ray-head", _pod_spec(target, [head], volumes, [], None)
+            "template": pod_template(
+                target, "RayJob", "ray-head", pod_spec(target, [head], volumes, [], None)
             ),
         },
         "workerGroupSpecs": [
@@ -224,23 +224,23 @@ def rayjob(target: Target) -> dict[str, Any]:
                 "maxReplicas": pods,
                 # stated, not detected: Ray only counts nvidia.com/gpu limits by itself
                 "rayStartParams": {"num-gpus": str(units)},
-                "template": _pod_template(
+                "template": pod_template(
                     target,
                     "RayJob",
                     "ray-worker",
-                    _pod_spec(target, [worker], worker_volumes, claims, None),
+                    pod_spec(target, [worker], worker_volumes, claims, None),
                 ),
             }
         ],
     }
-    submitter_spec = _pod_spec(target, [submitter], [], [])
+    submitter_spec = pod_spec(target, [submitter], [], [])
     del submitter_spec["volumes"]
-    spec["submitterPodTemplate"] = _pod_template(
+    spec["submitterPodTemplate"] = pod_template(
         target, "RayJob", "ray-job-submitter", submitter_spec
     )
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
-        "metadata": _metadata(target, "RayJob", target.name("ray", RAYJOB_NAME_MAX)),
+        "metadata": metadata(target, "RayJob", target.name("ray", RAYJOB_NAME_MAX)),
         "spec": spec,
     }

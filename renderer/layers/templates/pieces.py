@@ -138,7 +138,7 @@ def short(text: str, limit: int) -> str:
 # --- shared pieces --------------------------------------------------------------------------------
 
 
-def _common_labels(target: Target) -> dict[str, str]:
+def common_labels(target: Target) -> dict[str, str]:
     """The team's labels, without gpuplane's managed-by: a team's copy is the team's object."""
     found = labels(
         team=target.team.name,
@@ -151,10 +151,10 @@ def _common_labels(target: Target) -> dict[str, str]:
 
 def _pod_labels(target: Target, kind: str) -> dict[str, str]:
     """What a log collector and the cost reports key on (docs/workload-templates.md)."""
-    return {**_common_labels(target), TEMPLATE_LABEL: short(target.chart(kind), LABEL_VALUE_MAX)}
+    return {**common_labels(target), TEMPLATE_LABEL: short(target.chart(kind), LABEL_VALUE_MAX)}
 
 
-def _queue_labels(target: Target) -> dict[str, str]:
+def queue_labels(target: Target) -> dict[str, str]:
     """Kueue's queue (the namespace's `default` LocalQueue) and the team's priority class."""
     if not target.kueue:
         return {}
@@ -173,11 +173,11 @@ def _priority(target: Target) -> str | None:
     return f"{queue.name}-{chosen.name}" if chosen is not None else None
 
 
-def _metadata(target: Target, kind: str, name: str) -> dict[str, Any]:
+def metadata(target: Target, kind: str, name: str) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name,
         "namespace": target.namespace.name,
-        "labels": {**_pod_labels(target, kind), **_queue_labels(target)},
+        "labels": {**_pod_labels(target, kind), **queue_labels(target)},
     }
     meta["annotations"] = {NOTE: _note(target, kind)}
     return meta
@@ -209,7 +209,7 @@ def _pod_annotations(container: str) -> dict[str, str]:
     return {LOG_EXPORT: "stdout", DEFAULT_CONTAINER_ANNOTATION: container}
 
 
-def _image(team: Team, name: str) -> str:
+def image_ref(team: Team, name: str) -> str:
     """The team's first allowed image prefix, a repository name, and the placeholder tag."""
     prefix = team.images[0] if team.images else f"{PLACEHOLDER_REGISTRY}{team.name}/"
     if not prefix.endswith("/"):
@@ -217,13 +217,13 @@ def _image(team: Team, name: str) -> str:
     return f"{prefix}{name}:{PLACEHOLDER_TAG}"
 
 
-def _defaults(team: Team) -> tuple[Decimal, Decimal]:
+def defaults(team: Team) -> tuple[Decimal, Decimal]:
     """The team's container defaults (the LimitRange's), as cores and bytes."""
     merged = {**DEFAULT_CONTAINER, **team.defaults}
     return quantity.parse(merged["cpu"]), quantity.parse(merged["memory"])
 
 
-def _host(cpu: Decimal, memory: Decimal) -> tuple[dict[str, Any], dict[str, Any]]:
+def host(cpu: Decimal, memory: Decimal) -> tuple[dict[str, Any], dict[str, Any]]:
     """Requests and limits for CPU and memory: memory limited to its request (no overcommit of
     the node's memory), CPU not limited (a limit only throttles data loading)."""
     return (
@@ -232,15 +232,15 @@ def _host(cpu: Decimal, memory: Decimal) -> tuple[dict[str, Any], dict[str, Any]
     )
 
 
-def _gpu_resources(
+def gpu_resources(
     target: Target, units: int, distributed: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A container's `resources` for `units` of the pool's offer and the pod's resourceClaims:
     the extended resource in requests and limits, or on a DRA pool a claim from the pool's
     ResourceClaimTemplate (`<pool>-node` for a whole node). A pod of a `distributed` (multi-pod)
     job also gets the pool's RDMA devices, its share of a node's rounded up (docs/rdma.md)."""
-    cpu, memory = _defaults(target.team)
-    requests, limits = _host(cpu * units, memory * units)
+    cpu, memory = defaults(target.team)
+    requests, limits = host(cpu * units, memory * units)
     rdma = (
         rdma_requests(target.pool, node_share(target.pool, target.offer, Decimal(units)))
         if distributed
@@ -262,11 +262,11 @@ def _gpu_resources(
     return resources, claims
 
 
-def _memory_of(resources: Mapping[str, Any]) -> Decimal:
+def memory_of(resources: Mapping[str, Any]) -> Decimal:
     return quantity.parse(resources["requests"]["memory"])
 
 
-def _volumes(
+def volumes_and_mounts(
     target: Target, shm: Decimal, read_only_data: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Scratch (a per-pod volume on the scratch class, or an emptyDir), the shared volume when
@@ -277,7 +277,7 @@ def _volumes(
             "name": "scratch",
             "ephemeral": {
                 "volumeClaimTemplate": {
-                    "metadata": {"labels": _common_labels(target)},
+                    "metadata": {"labels": common_labels(target)},
                     "spec": {
                         "accessModes": ["ReadWriteOnce"],
                         "storageClassName": cluster.scratch_class,
@@ -308,7 +308,7 @@ def _half(memory: Decimal) -> str:
     return quantity.memory(memory / 2)
 
 
-def _env(target: Target) -> list[dict[str, Any]]:
+def container_env(target: Target) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [{"name": "HOME", "value": SCRATCH_PATH}]
     if target.cluster.shared_class is not None:
         env.append({"name": "DATA_DIR", "value": SHARED_PATH})
@@ -317,7 +317,7 @@ def _env(target: Target) -> list[dict[str, Any]]:
     return env
 
 
-def _container(
+def container_spec(
     name: str,
     image: str,
     resources: dict[str, Any],
@@ -335,7 +335,7 @@ def _container(
     return container
 
 
-def _pod_spec(
+def pod_spec(
     target: Target,
     containers: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
@@ -367,7 +367,7 @@ def _pod_spec(
     return spec
 
 
-def _pod_template(
+def pod_template(
     target: Target, kind: str, container: str, spec: dict[str, Any], **labels: str
 ) -> dict[str, Any]:
     annotations = _pod_annotations(container)

@@ -11,16 +11,16 @@ from renderer.layers.templates.pieces import (
     SCRATCH_PATH,
     SHARED_PATH,
     Target,
-    _container,
-    _env,
-    _gpu_resources,
-    _image,
-    _memory_of,
-    _metadata,
-    _pod_spec,
-    _pod_template,
-    _queue_labels,
-    _volumes,
+    container_env,
+    container_spec,
+    gpu_resources,
+    image_ref,
+    memory_of,
+    metadata,
+    pod_spec,
+    pod_template,
+    queue_labels,
+    volumes_and_mounts,
 )
 from renderer.model.names import gpu_memory_utilization
 
@@ -31,17 +31,17 @@ def deployment(target: Target) -> dict[str, Any]:
     """An OpenAI-compatible vLLM server on one GPU unit of the inference pool, ready when its
     /health answers; each pod is admitted by Kueue (pod integration) like a one-pod job."""
     name = target.name("vllm")
-    resources, claims = _gpu_resources(target, 1)
-    volumes, mounts = _volumes(target, _memory_of(resources), read_only_data=True)
+    resources, claims = gpu_resources(target, 1)
+    volumes, mounts = volumes_and_mounts(target, memory_of(resources), read_only_data=True)
     shared = target.cluster.shared_class is not None
     model = f"{SHARED_PATH}/models/{PLACEHOLDER_TAG}" if shared else PLACEHOLDER_TAG
     probe = {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10}
-    container = _container(
+    container = container_spec(
         "vllm",
-        _image(target.team, "vllm-openai"),
+        image_ref(target.team, "vllm-openai"),
         resources,
         mounts,
-        [*_env(target), {"name": "HF_HOME", "value": f"{SCRATCH_PATH}/huggingface"}],
+        [*container_env(target), {"name": "HF_HOME", "value": f"{SCRATCH_PATH}/huggingface"}],
         command=["vllm", "serve"],
         args=[
             model,
@@ -58,17 +58,17 @@ def deployment(target: Target) -> dict[str, Any]:
         livenessProbe={**probe, "failureThreshold": 6},
     )
     selector = {"app.kubernetes.io/name": name}
-    template = _pod_template(
+    template = pod_template(
         target,
         "Deployment",
         "vllm",
-        _pod_spec(target, [container], volumes, claims, None),
+        pod_spec(target, [container], volumes, claims, None),
         **selector,
-        **_queue_labels(target),
+        **queue_labels(target),
     )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(target, "Deployment", name),
+        "metadata": metadata(target, "Deployment", name),
         "spec": {"replicas": 1, "selector": {"matchLabels": selector}, "template": template},
     }

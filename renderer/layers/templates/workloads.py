@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from renderer.layers.templates.batch import job, jobset, rayjob
-from renderer.layers.templates.pieces import NOTE, SHARED_CLAIM, SHARED_PATH, Target, _common_labels
+from renderer.layers.templates.pieces import NOTE, SHARED_CLAIM, SHARED_PATH, Target, common_labels
 from renderer.layers.templates.serving import deployment
 from renderer.model import quantity
 from renderer.model.admission import (
@@ -152,7 +152,7 @@ def _shared_claim(target: Target) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": SHARED_CLAIM,
         "namespace": target.namespace.name,
-        "labels": _common_labels(target),
+        "labels": common_labels(target),
     }
     del meta["labels"][f"{PREFIX}pool"]
     meta["annotations"] = {
