@@ -250,6 +250,46 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert private_imports(REPO) == []
 
 
+IO_LIBRARIES = frozenset(
+    {
+        "ruamel",
+        "yaml",
+        "json",
+        "jinja2",
+        "click",
+        "rich",
+        "pathlib",
+        "os",
+        "io",
+        "shutil",
+        "subprocess",
+    }
+)
+"""What reads, writes or formats files: the model, policy and findings use none of it."""
+
+
+def io_imports(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
+    """`module: library` for every file or YAML library the model, policy or findings import."""
+    found = []
+    for module, path in modules(root, packages).items():
+        if stage_of(module) not in ("findings", "model", "policy"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            found.extend(f"{module}: {n}" for n in names if n.partition(".")[0] in IO_LIBRARIES)
+    return sorted(found)
+
+
+def test_the_model_and_policy_see_no_yaml_and_no_files() -> None:
+    """They compute from the typed platform only; reading and writing is the inputs' and the
+    output's job, so a rule can be tested on a Platform built in memory."""
+    assert io_imports(REPO) == []
+
+
 def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
     seen, todo = {start}, [start]
     while todo:
@@ -362,6 +402,14 @@ def test_checker_catches_printing(tmp_path: Path) -> None:
 def test_checker_catches_a_private_import(tmp_path: Path) -> None:
     files = {**BASE, "renderer/layers/tenancy.py": "from renderer.model.platform import _x\n"}
     assert private_imports(_tree(tmp_path, files)) == ["renderer.layers.tenancy: _x"]
+
+
+def test_checker_catches_io_in_the_model(tmp_path: Path) -> None:
+    files = {**BASE, "renderer/model/platform.py": "from ruamel.yaml import YAML\nimport os.path\n"}
+    assert io_imports(_tree(tmp_path, files)) == [
+        "renderer.model.platform: os.path",
+        "renderer.model.platform: ruamel.yaml",
+    ]
 
 
 def test_a_module_outside_every_stage_is_named() -> None:

@@ -9,7 +9,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from renderer.findings.diagnostics import Diagnostic, Severity
-from renderer.model.names import ARGO_WORKFLOWS_ADDON, SCHEDULER_ADDON
+from renderer.model.names import (
+    ARGO_WORKFLOWS_ADDON,
+    DCGM_EXPORTER_ADDON,
+    GPU_OPERATOR_ADDON,
+    SCHEDULER_ADDON,
+)
 from renderer.model.platform import Cluster, Platform
 from renderer.policy.quotas import quota_offers
 from renderer.policy.rule import error, pools_by_cluster, rule
@@ -47,7 +52,7 @@ def pools_have_thresholds(p: Platform) -> Iterator[Diagnostic]:
 
 
 def _required_addons(cluster: Cluster) -> list[str]:
-    return ["gpuOperator", SCHEDULER_ADDON[cluster.scheduler], "dcgmExporter"]
+    return [GPU_OPERATOR_ADDON, SCHEDULER_ADDON[cluster.scheduler], DCGM_EXPORTER_ADDON]
 
 
 def _runs_suites(p: Platform) -> set[str]:
@@ -142,7 +147,7 @@ def unmanaged_drivers_declared(p: Platform) -> Iterator[Diagnostic]:
     """
     for pool in p.pools.values():
         cluster = p.clusters.get(pool.cluster)
-        operator = cluster.addons.get("gpuOperator") if cluster is not None else None
+        operator = cluster.addons.get(GPU_OPERATOR_ADDON) if cluster is not None else None
         if operator is None or operator.settings.get("driverManaged", True):
             continue
         if not pool.image.get("driver"):
@@ -167,7 +172,7 @@ def managed_driver_agrees(p: Platform) -> Iterator[Diagnostic]:
     by_cluster = pools_by_cluster(p)
     for name, pools in by_cluster.items():
         cluster = p.clusters.get(name)
-        operator = cluster.addons.get("gpuOperator") if cluster is not None else None
+        operator = cluster.addons.get(GPU_OPERATOR_ADDON) if cluster is not None else None
         if operator is None or not operator.settings.get("driverManaged", True):
             continue
         declared = [pool for pool in pools if pool.image.get("driver")]

@@ -26,6 +26,7 @@ from typing import Any
 from renderer.layers.gitops import argo_workflows
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.model import nvidia
+from renderer.model.names import KUEUE_ADDON, PROMETHEUS_ADDON, VOLCANO_ADDON
 from renderer.model.platform import Cluster, Repository
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, Output, Values, metadata
@@ -135,7 +136,7 @@ GPU_OPERATOR = Chart(
     privileged=True,  # driver and toolkit containers, device plugin: host access
 )
 KUEUE = Chart(
-    addon="kueue",
+    addon=KUEUE_ADDON,
     chart="kueue",
     repository="registry.k8s.io/kueue/charts",
     namespace="kueue-system",
@@ -146,7 +147,7 @@ KUEUE = Chart(
     ignore_differences=(*WEBHOOK_CA, CONVERSION_CA),
 )
 VOLCANO = Chart(
-    addon="volcano",
+    addon=VOLCANO_ADDON,
     chart="volcano",
     repository="https://volcano-sh.github.io/helm-charts",
     namespace="volcano-system",
@@ -164,7 +165,7 @@ ARGO_WORKFLOWS = Chart(
     privileged=False,
 )
 PROMETHEUS_STACK = Chart(
-    addon="prometheusStack",
+    addon=PROMETHEUS_ADDON,
     chart="kube-prometheus-stack",
     repository="https://prometheus-community.github.io/helm-charts",
     namespace="monitoring",

@@ -30,6 +30,7 @@ from renderer.model.admission import (
     cluster_queues,
 )
 from renderer.model.capacity import is_dra_resource, pool_offers
+from renderer.model.names import VOLCANO_ADDON
 from renderer.model.platform import Namespace, Pool, Queue
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, Values, metadata
@@ -81,7 +82,7 @@ Amounts = dict[str, Decimal]
 def render(view: ClusterView) -> Iterator[Output]:
     """Every Volcano object of one cluster: scheduler values, parent and child Queues, then the
     gang defaults of each team namespace."""
-    addon = view.cluster.addons.get("volcano")
+    addon = view.cluster.addons.get(VOLCANO_ADDON)
     yield Values(
         LAYER,
         "volcano",
