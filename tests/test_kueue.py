@@ -606,7 +606,7 @@ def test_too_many_node_labels_for_a_flavor_is_reported_not_truncated(tmp_path: P
     )
     assert problem.at.file == "pools/train.yaml"
     # without the policy, the output validator catches it on the ResourceFlavor itself
-    from renderer.policy import check as policy
+    from renderer.policy import rule as policy
 
     rule = next(r for r in policy.POLICY if r.id == "pool-labels-limit")
     policy.POLICY.remove(rule)

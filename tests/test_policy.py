@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from renderer.findings.rules import all_rules
-from renderer.policy.check import POLICY
+from renderer.policy.rule import POLICY
 
 # (rule, file, text to replace, replacement): one realistic mistake each.
 CASES = [

@@ -23,7 +23,8 @@ class Rule:
     check: RuleFunction
 
 
-REGISTERED: list[Rule] = []
+POLICY: list[Rule] = []
+"""Every registered rule; `check.check_policy` runs them, and a test may take one out."""
 
 
 def rule(rule_id: str) -> Callable[[RuleFunction], RuleFunction]:
@@ -31,7 +32,7 @@ def rule(rule_id: str) -> Callable[[RuleFunction], RuleFunction]:
 
     def register(function: RuleFunction) -> RuleFunction:
         document_rule(rule_id, "policy", function.__doc__ or rule_id)
-        REGISTERED.append(Rule(rule_id, function))
+        POLICY.append(Rule(rule_id, function))
         return function
 
     return register
