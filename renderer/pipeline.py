@@ -22,10 +22,12 @@ from renderer.findings.diagnostics import (
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import load_file
-from renderer.layers import gitops, gpu, queueing, templates, tenancy, workflows
+from renderer.layers import gpu, queueing, templates, tenancy, workflows
+from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
 from renderer.model import platform as model
+from renderer.model.names import GPU_OPERATOR_ADDON
 from renderer.model.view import ClusterView
 from renderer.output.crds import CrdLoadError
 from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
@@ -44,7 +46,7 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
 )
 """The layers that render from the cluster's view alone, in the order Argo CD applies them."""
 
-APPLY_ORDER = ("tenancy", "queueing", "gpu", gitops.LAYER, "templates", "workflows")
+APPLY_ORDER = ("tenancy", "queueing", "gpu", argocd.LAYER, "templates", "workflows")
 """Every layer in apply order: gitops syncs after the GPU layer and points Argo CD at the folders
 the others wrote, so it is rendered after them."""
 
@@ -57,7 +59,7 @@ def render_cluster(view: ClusterView) -> list[Output]:
         for output in outputs:
             if isinstance(output, Manifest) and output.layer not in folders:
                 folders.append(output.layer)
-    by_layer[gitops.LAYER] = list(gitops.render(view, folders))
+    by_layer[argocd.LAYER] = list(argocd.render(view, folders))
     return [output for name in APPLY_ORDER for output in by_layer[name]]
 
 
@@ -247,7 +249,7 @@ def _check_implied_cluster_policy(
     implied = gpu_operator.implied_cluster_policy(view)
     if implied is None:
         return []
-    at = view.cluster.addons[gpu_operator.ADDON].origin.location
+    at = view.cluster.addons[GPU_OPERATOR_ADDON].origin.location
     try:
         found = validator.validate(implied, view.cluster.kubernetes_version)
     except (CrdLoadError, UnsupportedKubernetesVersion):

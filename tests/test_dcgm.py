@@ -16,6 +16,7 @@ import pytest
 
 from renderer.layers.gpu import dcgm
 from renderer.model import nvidia
+from renderer.model.names import DCGM_EXPORTER_ADDON
 from renderer.model.nodes import node_labels
 from renderer.model.platform import Addon, Platform
 from renderer.model.view import ClusterView
@@ -71,11 +72,13 @@ def view_of(
         return view
     addons = dict(view.cluster.addons)
     if remove:
-        addons.pop(dcgm.ADDON)
+        addons.pop(DCGM_EXPORTER_ADDON)
     else:
         assert settings is not None
-        old = addons[dcgm.ADDON]
-        addons[dcgm.ADDON] = Addon(old.name, old.version, MappingProxyType(settings), old.origin)
+        old = addons[DCGM_EXPORTER_ADDON]
+        addons[DCGM_EXPORTER_ADDON] = Addon(
+            old.name, old.version, MappingProxyType(settings), old.origin
+        )
     changed = dataclasses.replace(view.cluster, addons=MappingProxyType(addons))
     return dataclasses.replace(view, cluster=changed)
 

@@ -17,7 +17,6 @@ from renderer.model.names import ARGO_WORKFLOWS_ADDON, PROMETHEUS_ADDON
 from renderer.model.platform import Cluster
 from renderer.output.manifest import Output, Values
 
-ADDON = ARGO_WORKFLOWS_ADDON
 CHART = "argo-workflows"
 CHART_REPOSITORY = "https://argoproj.github.io/argo-helm"
 NAMESPACE = "argo"
@@ -26,7 +25,7 @@ RELEASE = "argo-workflows"
 
 def enabled(cluster: Cluster) -> bool:
     """Whether gpuplane installs the chart on the cluster (declared, and not `enabled: false`)."""
-    addon = cluster.addons.get(ADDON)
+    addon = cluster.addons.get(ARGO_WORKFLOWS_ADDON)
     return addon is not None and addon.settings.get("enabled", True) is not False
 
 
@@ -34,7 +33,7 @@ def values(cluster: Cluster, layer: str, suite_namespace: str) -> Iterator[Outpu
     """The chart's values for the cluster; nothing unless the chart is installed."""
     if not enabled(cluster):
         return
-    addon = cluster.addons[ADDON]
+    addon = cluster.addons[ARGO_WORKFLOWS_ADDON]
     yield Values(layer, CHART, helm_values(cluster, suite_namespace), addon.origin.location)
 
 

@@ -26,7 +26,13 @@ from typing import Any
 from renderer.layers.gitops import argo_workflows
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.model import nvidia
-from renderer.model.names import KUEUE_ADDON, PROMETHEUS_ADDON, VOLCANO_ADDON
+from renderer.model.names import (
+    ARGO_WORKFLOWS_ADDON,
+    GPU_OPERATOR_ADDON,
+    KUEUE_ADDON,
+    PROMETHEUS_ADDON,
+    VOLCANO_ADDON,
+)
 from renderer.model.platform import Cluster, Repository
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, Output, Values, metadata
@@ -127,7 +133,7 @@ class Chart:
 
 
 GPU_OPERATOR = Chart(
-    addon=gpu_operator.ADDON,
+    addon=GPU_OPERATOR_ADDON,
     chart=gpu_operator.CHART,
     repository=gpu_operator.CHART_REPOSITORY,
     namespace=nvidia.NAMESPACE,
@@ -156,7 +162,7 @@ VOLCANO = Chart(
     privileged=False,
 )
 ARGO_WORKFLOWS = Chart(
-    addon=argo_workflows.ADDON,
+    addon=ARGO_WORKFLOWS_ADDON,
     chart=argo_workflows.CHART,
     repository=argo_workflows.CHART_REPOSITORY,
     namespace=argo_workflows.NAMESPACE,

@@ -23,7 +23,6 @@ from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, metadata
 
 LAYER = "gpu"
-ADDON = DCGM_EXPORTER_ADDON
 
 METRICS_KEY = "dcgm-metrics.csv"
 """The key the GPU Operator mounts from the metrics ConfigMap (its `MetricsConfigFileName`); the
@@ -212,7 +211,7 @@ METRICS: tuple[Metric, ...] = tuple(m for _, group in METRIC_GROUPS for m in gro
 
 def render(view: ClusterView) -> Iterator[Output]:
     """The metrics ConfigMap, and the ServiceMonitor when the cluster asks for one."""
-    addon = view.cluster.addons.get(ADDON)
+    addon = view.cluster.addons.get(DCGM_EXPORTER_ADDON)
     if addon is None:
         return
     yield Manifest(

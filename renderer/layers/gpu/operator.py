@@ -24,7 +24,6 @@ from renderer.model.view import ClusterView
 from renderer.output.manifest import Output, Values
 
 LAYER = "gpu"
-ADDON = GPU_OPERATOR_ADDON
 
 CHART = "gpu-operator"
 CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
@@ -74,7 +73,7 @@ _OS_SUFFIX = re.compile(r"-[a-z]")
 
 def render(view: ClusterView) -> Iterator[Output]:
     """The chart values of the cluster's GPU Operator, when the cluster declares one."""
-    addon = view.cluster.addons.get(ADDON)
+    addon = view.cluster.addons.get(GPU_OPERATOR_ADDON)
     if addon is None:
         return
     yield Values(layer=LAYER, chart=CHART, body=helm_values(view), source=addon.origin.location)
@@ -131,7 +130,7 @@ def helm_values(view: ClusterView) -> dict[str, Any]:
     `mig.strategy` (one for the whole cluster: `mixed` when a pool uses MIG, else `single`).
     """
     cluster = view.cluster
-    addon = cluster.addons[ADDON]
+    addon = cluster.addons[GPU_OPERATOR_ADDON]
     exporter = cluster.addons.get(DCGM_EXPORTER_ADDON)
     pools = view.pools
     sharing = gpu_sharing.helm_values(view)
@@ -218,7 +217,7 @@ def _without_empty(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def implied_cluster_policy(view: ClusterView) -> dict[str, Any] | None:
     """The whole ClusterPolicy object, for validation against the CRD; None without an operator."""
-    if ADDON not in view.cluster.addons:
+    if GPU_OPERATOR_ADDON not in view.cluster.addons:
         return None
     return {
         "apiVersion": API_VERSION,
@@ -243,7 +242,7 @@ def application_source(view: ClusterView, values_ref: str = "values") -> dict[st
     repository itself, declared with `ref: <values_ref>`. An unpinned operator follows the
     chart repository's latest release (`*`), which the policy allows outside production.
     """
-    addon = view.cluster.addons.get(ADDON)
+    addon = view.cluster.addons.get(GPU_OPERATOR_ADDON)
     if addon is None:
         return None
     return {
