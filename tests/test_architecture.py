@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,15 @@ def modules(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
     return found
 
 
+@cache
+def syntax_trees(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, ast.Module]:
+    """Every module's syntax tree, parsed once per tree for all the checks below."""
+    return {
+        module: ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for module, path in modules(root, packages).items()
+    }
+
+
 def stage_of(module: str) -> str:
     if module in FACE:
         return "face"
@@ -92,9 +102,8 @@ def stage_of(module: str) -> str:
     raise AssertionError(f"{module} belongs to no stage: add it to a stage's folder")
 
 
-def _imported(module: str, path: Path, known: Mapping[str, Path]) -> set[str]:
+def _imported(module: str, path: Path, tree: ast.Module, known: Mapping[str, Path]) -> set[str]:
     """The known modules one file imports (the longest known prefix of each dotted name)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: list[str] = []
     for node in ast.walk(tree):
@@ -115,9 +124,10 @@ def _imported(module: str, path: Path, known: Mapping[str, Path]) -> set[str]:
     return found
 
 
-def import_graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
+def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
     known = modules(root, packages)
-    return {module: _imported(module, path, known) for module, path in known.items()}
+    trees = syntax_trees(root, packages)
+    return {module: _imported(module, path, trees[module], known) for module, path in known.items()}
 
 
 def upward_imports(graph: Mapping[str, set[str]]) -> list[str]:
@@ -167,19 +177,81 @@ def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def printing_calls(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
+def printing_calls(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
     """`module:line name` for every print or exit outside the face and the probes."""
     found = []
-    for module, path in modules(root, packages).items():
+    for module, tree in syntax_trees(root, packages).items():
         if stage_of(module) in ("face", "probes"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if name in PRINTING:
                     found.append(f"{module}:{node.lineno} {name}")
     return found
+
+
+def private_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """`module: name` for every `_private` name one module imports from another of ours."""
+    found = []
+    for module, tree in syntax_trees(root, packages).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level
+                or node.module in packages
+                or (node.module or "").startswith(tuple(f"{p}." for p in packages))
+            ):
+                found.extend(
+                    f"{module}: {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                )
+    return sorted(found)
+
+
+IO_LIBRARIES = frozenset(
+    {
+        "ruamel",
+        "yaml",
+        "json",
+        "jinja2",
+        "click",
+        "rich",
+        "pathlib",
+        "os",
+        "io",
+        "shutil",
+        "subprocess",
+    }
+)
+"""What reads, writes or formats files: the model, policy and findings use none of it."""
+
+
+def io_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """`module: library` for every file or YAML library the model, policy or findings import."""
+    found = []
+    for module, tree in syntax_trees(root, packages).items():
+        if stage_of(module) not in ("findings", "model", "policy"):
+            continue
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            found.extend(f"{module}: {n}" for n in names if n.partition(".")[0] in IO_LIBRARIES)
+    return sorted(found)
+
+
+def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
 
 
 # --- the real tree ------------------------------------------------------------------------------
@@ -222,27 +294,8 @@ def test_package_files_define_no_rules_or_state() -> None:
     for module, path in modules(REPO).items():
         if path.name != "__init__.py":
             continue
-        text = path.read_text(encoding="utf-8")
-        assert "document_rule(" not in text, module
-        assert ast.get_docstring(ast.parse(text)), f"{module} says nothing about itself"
-
-
-def private_imports(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
-    """`module: name` for every `_private` name one module imports from another of ours."""
-    found = []
-    for module, path in modules(root, packages).items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (
-                node.level
-                or node.module in packages
-                or (node.module or "").startswith(tuple(f"{p}." for p in packages))
-            ):
-                found.extend(
-                    f"{module}: {alias.name}"
-                    for alias in node.names
-                    if alias.name.startswith("_") and not alias.name.startswith("__")
-                )
-    return sorted(found)
+        assert "document_rule(" not in path.read_text(encoding="utf-8"), module
+        assert ast.get_docstring(syntax_trees(REPO)[module]), f"{module} says nothing about itself"
 
 
 def test_no_module_imports_another_modules_private_names() -> None:
@@ -250,54 +303,10 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert private_imports(REPO) == []
 
 
-IO_LIBRARIES = frozenset(
-    {
-        "ruamel",
-        "yaml",
-        "json",
-        "jinja2",
-        "click",
-        "rich",
-        "pathlib",
-        "os",
-        "io",
-        "shutil",
-        "subprocess",
-    }
-)
-"""What reads, writes or formats files: the model, policy and findings use none of it."""
-
-
-def io_imports(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
-    """`module: library` for every file or YAML library the model, policy or findings import."""
-    found = []
-    for module, path in modules(root, packages).items():
-        if stage_of(module) not in ("findings", "model", "policy"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names = [node.module]
-            found.extend(f"{module}: {n}" for n in names if n.partition(".")[0] in IO_LIBRARIES)
-    return sorted(found)
-
-
 def test_the_model_and_policy_see_no_yaml_and_no_files() -> None:
     """They compute from the typed platform only; reading and writing is the inputs' and the
     output's job, so a rule can be tested on a Platform built in memory."""
     assert io_imports(REPO) == []
-
-
-def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
-    seen, todo = {start}, [start]
-    while todo:
-        for target in graph.get(todo.pop(), ()):
-            if target not in seen:
-                seen.add(target)
-                todo.append(target)
-    return seen
 
 
 def test_the_cli_imports_every_module_that_documents_rules() -> None:
