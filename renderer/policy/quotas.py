@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from renderer.findings.diagnostics import Diagnostic
 from renderer.model.capacity import WORKLOAD_PURPOSES, Offer, quota_offer, serves
@@ -30,33 +31,70 @@ def _what(offer: Offer) -> str:
     return f"{offer.unit}s" if not offer.profile else f"{offer.profile} MIG instances"
 
 
+@dataclass(frozen=True, slots=True)
+class _Wording:
+    """What one over-commitment rule says. The hints are templates of {index} (the quota's
+    position in `gpus`), {file}, {amount} (that quota's part), {over}, {pool} and {unit}."""
+
+    what: str
+    capacity_note: str
+    anyone: str
+    """no change information: any team could give way"""
+    alone: str
+    """the changed team's file can give way by itself"""
+    shared: str
+    """the changed team cannot give way alone: other teams must give the rest"""
+    resized: str
+    """only the pool's file changed: it was made too small for what teams are promised"""
+
+
 def _overcommit(
+    p: Platform,
     rule_id: str,
     pool: Pool,
+    offer: Offer,
     entries: list[tuple[Team, GpuQuota, int]],
     capacity: int,
-    what: str,
-    hint: str,
-    capacity_note: str,
+    wording: _Wording,
 ) -> Diagnostic:
-    """One finding per over-committed pool, on the largest request, noting every other one.
+    """One finding per over-committed pool, on the request to lower, noting every other one.
 
-    Any of the requests could be lowered, so all are named; the finding sits on the largest,
-    which is where a reviewer usually looks first.
+    Any of the requests could be lowered, so all are named. The finding sits on the file the
+    change being checked adds or edits, so its author is told on their own line: the largest
+    request of a changed team file; else the pool's nodes when only the pool file changed;
+    without change information, on the largest request, where a reviewer usually looks first.
     """
     total = sum(amount for _, _, amount in entries)
-    ranked = sorted(entries, key=lambda e: -e[2])
-    team, quota, amount = ranked[0]
+    over = total - capacity
+    ranked = [e for e in sorted(entries, key=lambda e: -e[2]) if e[2] > 0]
+    changed = [e for e in ranked if p.is_changed(e[1].origin)]
+    blamed = changed[0] if changed else ranked[0]
+    nodes = pool.origin.at("spec", "nodes")
+    promised = f"pool '{pool.name}' is promised {total} {wording.what} and holds {capacity}"
+    fields = {"pool": pool.name, "over": over, "unit": _what(offer)}
+    if not changed and p.is_changed(pool.origin):
+        return error(
+            rule_id,
+            f"{promised}: it {wording.capacity_note}",
+            nodes,
+            wording.resized.format(file=pool.origin.file, **fields),
+            tuple((f"team '{t.name}' asks for {a}", q.origin.at("nominal")) for t, q, a in ranked),
+        )
+    team, quota, amount = blamed
+    hint = wording.anyone
+    if changed:
+        hint = wording.alone if amount >= over else wording.shared
     notes = tuple(
-        (f"team '{t.name}' asks for {a}", q.origin.at("nominal")) for t, q, a in ranked[1:] if a
+        (f"team '{t.name}' asks for {a}", q.origin.at("nominal"))
+        for t, q, a in ranked
+        if q is not quota
     )
     return error(
         rule_id,
-        f"pool '{pool.name}' is promised {total} {what} and holds {capacity}: "
-        f"team '{team.name}' asks for {amount} of them",
+        f"{promised}: team '{team.name}' asks for {amount} of them",
         quota.origin.at("nominal"),
-        hint.format(index=quota.origin.path[-1], pool=pool.name, over=total - capacity),
-        (*notes, (capacity_note, pool.origin.at("spec", "nodes"))),
+        hint.format(index=quota.origin.path[-1], file=quota.origin.file, amount=amount, **fields),
+        (*notes, (wording.capacity_note, nodes)),
     )
 
 
@@ -67,6 +105,16 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     Nominal quota is what a team is promised. If the promises add up to more than the pool holds
     (at its minimum size), some team's guaranteed work waits for capacity that does not exist.
     A queue may allow a deliberate ratio with `oversubscription`; the default is 1.0.
+
+    The error is on the quota of the team file the change adds or edits (on the pool's `nodes`
+    when only the pool file changed, on the largest quota when gpuplane cannot tell what changed);
+    every other team's quota is a note.
+
+    To satisfy it: lower `nominal` of the `spec.gpus` entries on that pool in the team files
+    until they add up to what it holds at `nodes` (min) x `gpusPerNode`, counted in the pool's
+    unit (GPUs, instances of the quota's MIG profile, or replicas); or add nodes to the pool's
+    `spec.nodes`; or let the queue promise more on purpose with `spec.oversubscription` (up to
+    10, e.g. `1.5`).
     """
     for (pool_name, _), entries in sorted(quota_offers(p).items()):
         pool = p.pools[pool_name]
@@ -82,13 +130,23 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
                 f", and queue '{queue.name if queue else ''}' allows {ratio:g}x oversubscription"
             )
         yield _overcommit(
+            p,
             "quota-exceeds-pool",
             pool,
+            offer,
             [(t, q, q.nominal) for t, q, _ in entries],
             allowed,
-            _what(offer),
-            "lower gpus[{index}].nominal (or another team's) by {over} in total, or add nodes to '{pool}'",
-            note,
+            _Wording(
+                what=_what(offer),
+                capacity_note=note,
+                anyone="lower gpus[{index}].nominal (or another team's) by {over} in total, "
+                "or add nodes to '{pool}'",
+                alone="lower gpus[{index}].nominal in {file} by {over}, or add nodes to '{pool}'",
+                shared="lower gpus[{index}].nominal in {file} (it asks for {amount}) and other "
+                "teams' by {over} in total, or add nodes to '{pool}'",
+                resized="raise spec.nodes in {file} so '{pool}' holds {over} more {unit}, "
+                "or lower the teams' nominal quotas by {over} in total",
+            ),
         )
 
 
@@ -98,6 +156,14 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
 
     Oversubscription is a bet that not every team uses its nominal quota at once; the part a team
     never lends is not a bet, so the sum of those parts must fit the real hardware.
+
+    The error is on the quota of the team file the change adds or edits (on the pool's `nodes`
+    when only the pool file changed, on the largest kept part when gpuplane cannot tell what
+    changed); every other team's quota is a note.
+
+    To satisfy it: in the team files' `spec.gpus` entries on that pool, raise `lendingLimit`
+    (at most `nominal`; this rule counts a missing one as 0) or lower `nominal`, until the
+    parts never lent, `nominal - lendingLimit`, fit the pool at `nodes` (min); or add nodes.
     """
     for (pool_name, _), entries in sorted(quota_offers(p).items()):
         pool = p.pools[pool_name]
@@ -106,13 +172,25 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
         if sum(k for _, _, k in kept) <= offer.guaranteed:
             continue
         yield _overcommit(
+            p,
             "guaranteed-exceeds-capacity",
             pool,
+            offer,
             kept,
             offer.guaranteed,
-            f"{_what(offer)} that are never lent",
-            "set or raise lendingLimit on gpus[{index}] (or another team's) so {over} can be lent, or add nodes to '{pool}'",
-            f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}",
+            _Wording(
+                what=f"{_what(offer)} that are never lent",
+                capacity_note=f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}",
+                anyone="set or raise lendingLimit on gpus[{index}] (or another team's) so {over} "
+                "can be lent, or add nodes to '{pool}'",
+                alone="set or raise lendingLimit on gpus[{index}] in {file} so {over} can be "
+                "lent, or add nodes to '{pool}'",
+                shared="set or raise lendingLimit on gpus[{index}] in {file} (it keeps {amount}) "
+                "and on other teams' quotas so {over} can be lent in total, or add nodes to "
+                "'{pool}'",
+                resized="raise spec.nodes in {file} so '{pool}' holds {over} more {unit}, "
+                "or raise the teams' lendingLimit so {over} more can be lent",
+            ),
         )
 
 
@@ -122,6 +200,9 @@ def lending_within_nominal(p: Platform) -> Iterator[Diagnostic]:
 
     `lendingLimit` is how much of the team's own nominal quota others may borrow; Kueue requires
     it to be at most nominal.
+
+    To satisfy it: set `lendingLimit` of that `spec.gpus` entry to at most its `nominal`, e.g.
+    `{pool: l4-serve, nominal: 4, lendingLimit: 2}`; 0 lends nothing.
     """
     for team in p.teams.values():
         for quota in team.gpus:
@@ -140,6 +221,11 @@ def borrowing_within_pool(p: Platform) -> Iterator[Diagnostic]:
 
     A borrowing limit past the pool's maximum size promises GPUs that no node provides, and the
     namespace's ResourceQuota (which backs the queue up) would be set above the hardware.
+
+    To satisfy it: lower `borrowingLimit` of that `spec.gpus` entry to at most the pool's
+    maximum (`nodes` max x `gpusPerNode`, in the pool's unit) minus `nominal`, the number the
+    hint gives; or raise the pool's `spec.nodes.max`. An entry without `borrowingLimit` is not
+    checked.
     """
     for team in p.teams.values():
         for quota in team.gpus:
@@ -163,6 +249,10 @@ def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
 
     Quota is admitted through a LocalQueue in a team namespace; without a namespace on the pool's
     cluster the quota can never be used, and usually means the namespace was forgotten.
+
+    To satisfy it: add a namespace on the pool's cluster to the team's `spec.namespaces`, with a
+    purpose the pool serves, e.g. `- {name: vision-train, cluster: prod-east, purpose:
+    training}`; or move the quota to a pool on a cluster where the team has a namespace.
     """
     for team in p.teams.values():
         for quota in team.gpus:
@@ -187,6 +277,11 @@ def purposes_match_pools(p: Platform) -> Iterator[Diagnostic]:
     online-inference pools serve inference; batch-inference pools serve batch and inference;
     notebook pools serve notebooks and training. A queue may allow mixing explicitly with
     `mixing: {inferencePriority: NAME}`, naming its highest priority so inference always wins.
+
+    To satisfy it: give the team a namespace on the pool's cluster whose `purpose` the pool
+    serves (`purpose: inference` for an online-inference pool, for example), or move the quota
+    to a pool whose `spec.workload` fits the team's namespaces, or set `spec.mixing` on the
+    queue as above.
     """
     for team in p.teams.values():
         queue = p.queues.get(team.queue)

@@ -5,6 +5,7 @@ Kept apart because these rules change when the files gain a new kind of cross-re
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 from renderer.findings.diagnostics import Diagnostic, Location
@@ -19,6 +20,11 @@ def references_resolve(p: Platform) -> Iterator[Diagnostic]:
     Teams name their queue, their namespaces' clusters and the pools they hold quota on; pools
     and queues name their cluster; queues name their pools. A dangling name would render objects
     that point at nothing (a LocalQueue with no ClusterQueue, a flavor with no nodes).
+
+    To satisfy it: correct the name to an existing object's `metadata.name` (the hint names the
+    closest), or add the object's file, e.g. `clusters/<name>.yaml` (`gpuplane new cluster NAME`
+    writes one). Checked: `spec.cluster` of pools and queues, `spec.pools` of queues, and a
+    team's `spec.queue`, each namespace's `cluster` and each `gpus` entry's `pool`.
     """
 
     def check(
@@ -59,6 +65,10 @@ def queue_pools_on_its_cluster(p: Platform) -> Iterator[Diagnostic]:
 
     A queue is one Kueue cohort on one cluster; a pool of another cluster has no nodes there, so
     quota on it would admit workloads that can never be scheduled.
+
+    To satisfy it: remove the pool from the queue's `spec.pools` and list it in a queue whose
+    `spec.cluster` is the pool's cluster, or correct the pool's `spec.cluster` (the note points
+    at it) if that is what is wrong.
     """
     for queue in p.queues.values():
         for index, name in enumerate(queue.pools):
@@ -79,6 +89,10 @@ def team_pools_in_queue(p: Platform) -> Iterator[Diagnostic]:
 
     The team's ClusterQueue joins its queue's cohort; quota on a pool outside it would be a flavor
     no one else can lend to or borrow from, and escapes the queue's fair-sharing policy.
+
+    To satisfy it: add the pool to `spec.pools` of the team's queue file, move the quota to a
+    pool the queue lists (the hint lists them), or set the team's `spec.queue` to the queue
+    that lists the pool.
     """
     for team in p.teams.values():
         queue = p.queues.get(team.queue)
@@ -99,7 +113,12 @@ def quota_entries_unique(p: Platform) -> Iterator[Diagnostic]:
     """A team lists each pool (each MIG profile of a pool) at most once in `gpus`.
 
     Two entries for the same pool would render two flavor quotas for one flavor, which Kueue
-    rejects; add the numbers together instead.
+    rejects.
+
+    To satisfy it: merge the two entries of the team's `spec.gpus` into one, adding up their
+    `nominal`, `borrowingLimit` and `lendingLimit`: `{pool: h200-tune, nominal: 4}` and
+    `{pool: h200-tune, nominal: 2}` become `{pool: h200-tune, nominal: 6}`. On a MIG pool, one
+    entry per `profile` is allowed.
     """
     for team in p.teams.values():
         seen: dict[tuple[str, str | None], GpuQuota] = {}
@@ -124,21 +143,36 @@ def namespaces_unique(p: Platform) -> Iterator[Diagnostic]:
     """A namespace name is used once per cluster, across all teams.
 
     Two teams declaring the same namespace would overwrite each other's quota, RBAC and network
-    policy: the second one silently wins.
+    policy: the second one silently wins. The team that had the name keeps it: the error is on
+    each declaration in a file the change adds or edits (without change information, on every
+    declaration after the first, in file order), noting where the name was declared first.
+
+    To satisfy it: give the namespace entry the finding points at another `name`, unique on
+    that cluster across all teams, e.g. prefixed with the team: `vision-serve`. Within one
+    team's file, remove the repeated entry.
     """
-    first: dict[tuple[str, str], tuple[Team, Namespace]] = {}
+    declared: dict[tuple[str, str], list[tuple[Team, Namespace]]] = defaultdict(list)
     for team in p.teams.values():
         for ns in team.namespaces:
-            key = (ns.cluster, ns.name)
-            if key in first:
-                owner, earlier = first[key]
-                whose = "its own list" if owner.name == team.name else f"team '{owner.name}'"
-                yield error(
-                    "namespace-conflict",
-                    f"namespace '{ns.name}' on cluster '{ns.cluster}' is already declared by {whose}",
-                    ns.origin.at("name"),
-                    "choose another name, e.g. prefix it with the team name",
-                    (("declared first here", earlier.origin.at("name")),),
-                )
-            else:
-                first[key] = (team, ns)
+            declared[(ns.cluster, ns.name)].append((team, ns))
+    for claims in declared.values():
+        if len(claims) < 2:
+            continue
+        kept = next((c for c in claims if not p.is_changed(c[1].origin)), claims[0])
+        owner, earlier = kept
+        for team, ns in claims:
+            if ns is earlier:
+                continue
+            whose = "its own list" if owner.name == team.name else f"team '{owner.name}'"
+            where = (
+                f" for namespaces[{ns.origin.path[-1]}] in {ns.origin.file}"
+                if p.is_changed(ns.origin)
+                else ""
+            )
+            yield error(
+                "namespace-conflict",
+                f"namespace '{ns.name}' on cluster '{ns.cluster}' is already declared by {whose}",
+                ns.origin.at("name"),
+                f"choose another name{where}, e.g. prefix it with the team name",
+                (("declared first here", earlier.origin.at("name")),),
+            )

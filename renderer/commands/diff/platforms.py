@@ -12,7 +12,7 @@ repository settings, clusters, pools and queues. Nothing here prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +39,26 @@ def diff_platforms(
     base_ref: str = "base",
     base_commit: str | None = None,
     head_label: str = HEAD_LABEL,
+    head_changed: frozenset[str] | None = None,
+    on_cluster: Callable[[str, str], None] | None = None,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
 
     When the head does not validate, the report has no findings and carries the head's
     diagnostics (`head_valid` is False). A base that does not validate is compared as far as its
-    valid files go, without `plan` figures and without rendered objects.
+    valid files go, without `plan` figures and without rendered objects. `head_changed`: the
+    input files the change adds or edits (None when unknown), so the head's findings that
+    several files share land on a changed one. `on_cluster` is told the side's label and each
+    cluster's name before it is rendered (the CLI's progress display).
     """
-    head = render(head_root, validator, head_label, None)
+    head = render(
+        head_root,
+        validator,
+        head_label,
+        None,
+        changed=head_changed,
+        on_cluster=_told(on_cluster, head_label),
+    )
     if not head.side.valid:
         return DiffReport(
             base=Side(base_ref, base_commit, True, 0, 0),
@@ -58,7 +70,9 @@ def diff_platforms(
             head_diagnostics=head.diagnostics,
             head_files=head.files,
         )
-    base = render(base_root, validator, base_ref, base_commit)
+    base = render(
+        base_root, validator, base_ref, base_commit, on_cluster=_told(on_cluster, base_ref)
+    )
     findings: list[Finding] = []
     findings += _repository(base.platform, head.platform)
     findings += _clusters(base.platform, head.platform)
@@ -92,6 +106,13 @@ def diff_platforms(
         head_diagnostics=head.diagnostics,
         head_files=head.files,
     )
+
+
+def _told(on_cluster: Callable[[str, str], None] | None, side: str) -> Callable[[str], None] | None:
+    """`on_cluster` for one side: told that side's label with each cluster's name."""
+    if on_cluster is None:
+        return None
+    return lambda name: on_cluster(side, name)
 
 
 # --- platform-wide and cluster ----------------------------------------------------------------

@@ -5,6 +5,7 @@ Every comparison reads the same two revisions, so rendering them is done here an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +28,18 @@ class Revision:
     files: int
 
 
-def render(root: Path, validator: OutputValidator, label: str, commit: str | None) -> Revision:
-    rendered = render_platform(root, validator)
+def render(
+    root: Path,
+    validator: OutputValidator,
+    label: str,
+    commit: str | None,
+    *,
+    changed: frozenset[str] | None = None,
+    on_cluster: Callable[[str], None] | None = None,
+) -> Revision:
+    """Render one side; `changed` is what the change touches, for where its findings land;
+    `on_cluster` is told each cluster before it is rendered (the CLI's progress display)."""
+    rendered = render_platform(root, validator, changed=changed, on_cluster=on_cluster)
     empty = rendered.files == 0
     diagnostics = tuple(d for d in rendered.diagnostics if not (empty and d.rule == "no-inputs"))
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
