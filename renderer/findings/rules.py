@@ -1,32 +1,66 @@
-"""The registry of rule ids: every finding names one, and `gpuplane explain RULE` prints its text."""
+"""The registry of rule ids: every finding names one, and `gpuplane explain RULE` prints its text.
+
+A rule's text has three parts, so that `explain` answers both "why does this exist?" and "what
+do I change?": the first paragraph is its one-line summary, the paragraphs after it say why the
+rule exists, and the section that starts with `To satisfy it:` says which field of which file to
+change and what it accepts. The section may also be passed on its own (`document_rule(fix=...)`).
+"""
 
 from __future__ import annotations
 
 import inspect
+import re
+import textwrap
 from dataclasses import dataclass
+
+FIX_MARK = "To satisfy it:"
+"""The words that open a rule's how-to-satisfy section, in a docstring and in `explain`."""
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True, slots=True)
 class RuleDoc:
-    """A rule's stable id, the pipeline stage that checks it, and why it exists."""
+    """A rule's stable id, the pipeline stage that checks it, why it exists and how to satisfy it.
+
+    `text` is the whole explanation as written; `summary`, `why` and `fix` are its parts."""
 
     id: str
     stage: str
     text: str
-
-    @property
-    def summary(self) -> str:
-        return self.text.strip().splitlines()[0]
+    summary: str
+    why: str
+    fix: str
 
 
 RULES: dict[str, RuleDoc] = {}
 
 
-def document_rule(rule_id: str, stage: str, text: str) -> None:
-    """Register a rule's explanation; ids are unique across the whole engine."""
+def parse_rule_text(rule_id: str, stage: str, text: str) -> RuleDoc:
+    """Split a rule's text into summary (first paragraph, on one line), why (the paragraphs up
+    to the `To satisfy it:` section) and fix (that section, without the words that open it)."""
+    cleaned = inspect.cleandoc(text)
+    paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(cleaned) if p.strip()]
+    if not paragraphs:
+        paragraphs = [rule_id]
+    summary = " ".join(paragraphs[0].split())
+    body = paragraphs[1:]
+    at = next((i for i, p in enumerate(body) if p.startswith(FIX_MARK)), len(body))
+    why = "\n\n".join(body[:at])
+    fix = "\n\n".join(body[at:]).removeprefix(FIX_MARK).strip()
+    return RuleDoc(rule_id, stage, cleaned, summary, why, fix)
+
+
+def document_rule(rule_id: str, stage: str, text: str, fix: str | None = None) -> None:
+    """Register a rule's explanation; ids are unique across the whole engine.
+
+    `fix`, when given, is the how-to-satisfy section; otherwise `text` carries it after
+    `To satisfy it:`."""
     if rule_id in RULES:
         raise ValueError(f"rule id {rule_id!r} registered twice")
-    RULES[rule_id] = RuleDoc(rule_id, stage, inspect.cleandoc(text))
+    if fix is not None:
+        text = f"{inspect.cleandoc(text)}\n\n{FIX_MARK} {inspect.cleandoc(fix)}"
+    RULES[rule_id] = parse_rule_text(rule_id, stage, text)
 
 
 def explain(rule_id: str) -> RuleDoc | None:
@@ -37,3 +71,33 @@ def explain(rule_id: str) -> RuleDoc | None:
 
 def all_rules() -> list[RuleDoc]:
     return sorted(RULES.values(), key=lambda r: (r.stage, r.id))
+
+
+def listing(width: int = 100) -> list[str]:
+    """`explain --list`: a header, then one rule a line as `id  stage  summary`, the summary
+    wrapped (never cut) under its own column so that every line fits `width`."""
+    rules = all_rules()
+    header = ("rule", "stage", "what it checks")
+    id_width = max([len(header[0]), *(len(r.id) for r in rules)])
+    stage_width = max([len(header[1]), *(len(r.stage) for r in rules)])
+    indent = id_width + stage_width + 4
+    room = max(width - indent, 20)
+    lines = [f"{header[0]:<{id_width}}  {header[1]:<{stage_width}}  {header[2]}"]
+    for doc in rules:
+        wrapped = textwrap.wrap(
+            doc.summary, room, break_long_words=False, break_on_hyphens=False
+        ) or [""]
+        lines.append(f"{doc.id:<{id_width}}  {doc.stage:<{stage_width}}  {wrapped[0]}")
+        lines.extend(" " * indent + more for more in wrapped[1:])
+    return lines
+
+
+def explanation(doc: RuleDoc) -> str:
+    """`explain RULE`: id and stage, the summary, why the rule exists, and how to satisfy it."""
+    summary = textwrap.fill(doc.summary, 100, break_long_words=False, break_on_hyphens=False)
+    parts = [f"{doc.id} ({doc.stage})", summary]
+    if doc.why:
+        parts.append(f"Why:\n{doc.why}")
+    if doc.fix:
+        parts.append(f"{FIX_MARK} {doc.fix}")  # the section as written, so its wrapping holds
+    return "\n\n".join(parts)

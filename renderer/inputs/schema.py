@@ -46,25 +46,55 @@ for _rule, _doc in {
     "schema-unknown-field": """A field that the object's schema does not define.
 
 The schemas are strict so that a typo (`borowingLimit`) is an error instead of a setting that
-silently does nothing. The hint names the closest known field.""",
+silently does nothing.
+
+To satisfy it: correct the spelling to the field the hint names (or remove the field);
+without a close match the hint lists the fields allowed there. `schemas/<kind>.schema.json`
+describes every field, and an editor that reads the file's `yaml-language-server` modeline
+completes them.""",
     "schema-missing-field": """A required field is missing.
 
 The message names the field and the object it belongs in; the schema's description (shown by
-editors through the file's `yaml-language-server` modeline) says what it means.""",
+editors through the file's `yaml-language-server` modeline) says what it means.
+
+To satisfy it: add the field at the place the message names; the hint quotes its description.
+`gpuplane new KIND NAME` writes a complete object of each kind to copy from.""",
     "schema-wrong-type": """A value of the wrong type: a string where a number belongs, or the reverse.
 
 A frequent cause is a version such as `1.30` written without quotes: YAML reads it as the number
-1.3. Quote strings that look like numbers.""",
-    "schema-invalid-value": """A value outside what the field allows: not one of its choices, out of range, or
-not in the required format (a DNS-1123 name, a Kubernetes quantity, a duration, a CIDR).""",
-    "wrong-kind": """The object's kind does not match its folder, or its apiVersion is not gpuplane's.
+1.3.
 
-Clusters live in `clusters/`, pools in `pools/`, teams in `teams/`, queues in `queues/`; each
-object has `apiVersion: gpuplane.dev/v1alpha1`.""",
+To satisfy it: write the value in the type the message names. Quote strings that look like
+numbers (`kubernetesVersion: "1.33"`, `driver: "570.124.06"`, `kernel: "5.15"`); write numbers
+and booleans without quotes (`nominal: 4`, `fairSharing: true`); for a list or mapping, check
+the indentation of the lines under the key.""",
+    "schema-invalid-value": """A value outside what the field allows: not one of its choices, out of range, or
+not in the required format (a DNS-1123 name, a Kubernetes quantity, a duration, a CIDR).
+
+The schemas refuse what the cluster or the operators would refuse later, or misread, so a
+mistake shows at its own line in the pull request instead of in a failed sync.
+
+To satisfy it: use one of the values the message lists (the hint names the closest), keep
+numbers inside the range it gives, and match the format: a DNS-1123 name is lower-case letters,
+digits and `-` (`llm-eval`), a quantity looks like `2Ti` or `500m`, a duration like `15m` or
+`72h`, a CIDR like `10.30.4.0/24`. A block that belongs to another mode (`mig` beside
+`sharing: full-gpu`) is refused too: remove it, or change the mode.""",
+    "wrong-kind": """The object's kind belongs to another folder: a Pool in `teams/`, for example.
+
+Clusters live in `clusters/`, pools in `pools/`, teams in `teams/`, queues in `queues/`; a file
+elsewhere would be checked against the wrong schema and its object never rendered.
+
+To satisfy it: move the file to the folder the hint names, or correct `kind:` if the file is in
+the right place. (A wrong `apiVersion`, anything but `gpuplane.dev/v1alpha1`, is reported as
+`schema-invalid-value`.)""",
     "name-mismatch": """`metadata.name` must equal the file name (without `.yaml`).
 
 One object per file, named after it, so that a reviewer (and CODEOWNERS) can tell from the path
-alone which team, pool, queue or cluster a change touches.""",
+alone which team, pool, queue or cluster a change touches.
+
+To satisfy it: rename the file to `<folder>/<metadata.name>.yaml`, or set `metadata.name` to the
+file's name, as the hint says. Other files refer to an object by its name (a team's `queue`, a
+queue's `pools`), so a new name must be changed there too; `gpuplane validate` reports each.""",
 }.items():
     document_rule(_rule, "schema", _doc)
 

@@ -11,21 +11,41 @@ MIG profiles and their per-GPU maxima equal the NVIDIA GPU Operator v26.7.0 defa
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from types import MappingProxyType
 from typing import Final
 
 from renderer.findings.diagnostics import closest
 
 __all__ = [
+    "BALANCED_LAYOUT",
     "CATALOG",
+    "MIG_OFF_LAYOUTS",
     "Accelerator",
     "MigProfile",
     "accelerator",
+    "elsewhere",
+    "layout_name",
+    "resolve_mig_layout",
     "suggest",
 ]
+
+BALANCED_LAYOUT: Final = "all-balanced"
+"""mig-parted's name for the mixed layout of its default config: two of the smallest 1g instance,
+one 2g and one 3g on a GPU of 7 compute slices (``1g.10gb`` x 2, ``2g.20gb``, ``3g.40gb`` on an
+A100 80GB)."""
+
+MIG_OFF_LAYOUTS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "all-disabled": "turns MIG off, so the pool would offer no MIG device",
+        "all-enabled": "enables MIG with no instances, so the pool would offer no MIG device",
+    }
+)
+"""mig-parted's default entries that are no layout a pool can use, and why."""
 
 # A mig-parted profile name: "<compute slices>g.<memory GB>gb", "+me" when it holds the media
 # engines. Other attributes (+gfx, -me, +me.all) exist upstream, but only on GPUs not listed here.
@@ -196,6 +216,85 @@ class Accelerator:
             )
         return problems
 
+    def balanced_mig_layout(self) -> dict[str, int]:
+        """mig-parted's ``all-balanced`` layout for this GPU: two of its smallest 1g instance, one
+        2g and one 3g (the smallest of each, without media extensions), as the GPU Operator's
+        default config gives every GPU of 7 compute slices; empty on other GPUs."""
+        if self.compute_slices != 7:
+            return {}
+        layout: dict[str, int] = {}
+        for compute, count in ((1, 2), (2, 1), (3, 1)):
+            sizes = [
+                p
+                for p in self.mig_profiles.values()
+                if p.compute_slices == compute and not p.media_extensions
+            ]
+            if not sizes:
+                return {}
+            layout[min(sizes, key=lambda p: (p.memory_slices, p.memory_gb)).name] = count
+        return layout
+
+    def named_mig_layouts(self) -> dict[str, dict[str, int]]:
+        """The layouts mig-parted's default config names for this accelerator, by name:
+        ``all-balanced``, then ``all-<profile>`` for each profile (``+`` written ``.``), which
+        fills every GPU with that one profile at its per-GPU maximum. All of them are valid."""
+        named: dict[str, dict[str, int]] = {}
+        balanced = self.balanced_mig_layout()
+        if balanced:
+            named[BALANCED_LAYOUT] = balanced
+        for profile in self.mig_profiles.values():
+            named[layout_name(profile.name)] = {profile.name: profile.max_per_gpu}
+        return named
+
+    def equivalent_profile(self, profile: MigProfile) -> MigProfile | None:
+        """This accelerator's profile of the same shape as ``profile`` of another one (compute
+        slices, memory slices, media extensions): ``3g.40gb`` of an A100 80GB is ``3g.71gb`` of
+        an H200. None when it has no such profile."""
+        return next(
+            (
+                own
+                for own in self.mig_profiles.values()
+                if (own.compute_slices, own.memory_slices, own.media_extensions)
+                == (profile.compute_slices, profile.memory_slices, profile.media_extensions)
+            ),
+            None,
+        )
+
+    def valid_mig_layouts(self) -> tuple[Mapping[str, int], ...]:
+        """Every valid layout of this accelerator (each profile from 0 to its maximum, at least
+        one instance in all); computed once per accelerator."""
+        return _valid_layouts(self)
+
+    def nearest_mig_layout(self, layout: Mapping[str, object]) -> dict[str, int] | None:
+        """The valid layout closest to ``layout``: fewest instances added or removed, then the
+        most compute and memory slices used. A profile of another accelerator counts as this
+        one's profile of the same shape; anything else it does not know is left out. None when
+        the accelerator has no MIG."""
+        wanted: dict[str, int] = {}
+        for name, count in layout.items():
+            profile = self.mig_profiles.get(name)
+            if profile is None:
+                shapes = {self.equivalent_profile(a.mig_profiles[name]) for a in elsewhere(name)}
+                profile = next(iter(shapes)) if len(shapes) == 1 else None
+            if profile is None:
+                continue
+            number = count if isinstance(count, int) and not isinstance(count, bool) else 1
+            wanted[profile.name] = wanted.get(profile.name, 0) + max(number, 0)
+
+        def distance(candidate: Mapping[str, int]) -> tuple[int, int, int, str]:
+            names = set(candidate) | set(wanted)
+            moved = sum(abs(candidate.get(n, 0) - wanted.get(n, 0)) for n in names)
+            used = [(self.mig_profiles[n], c) for n, c in candidate.items()]
+            compute = sum(p.compute_slices * c for p, c in used)
+            memory = sum(p.memory_slices * c for p, c in used)
+            return (moved, -compute, -memory, repr(sorted(candidate.items())))
+
+        valid = self.valid_mig_layouts()
+        if not valid:
+            return None
+        best: Mapping[str, int] = min(valid, key=distance)
+        return dict(best)
+
     def mig_placement(self, layout: Mapping[str, int]) -> tuple[tuple[str, int], ...] | None:
         """One non-overlapping placement of the layout's instances as ``(profile, start memory
         slice)`` pairs ordered by start, or None when there is none. Counts and per-GPU maxima
@@ -237,6 +336,26 @@ class Accelerator:
                 raise ValueError(f"'{name}': the count must be a whole number >= 1")
             counted.append((profile, count))
         return counted
+
+
+def layout_name(profile: str) -> str:
+    """mig-parted's name for the layout of one profile on every slot: ``all-1g.10gb``; a ``+``
+    in the profile is written ``.``, as the GPU Operator's default config does
+    (``all-1g.10gb.me`` for ``1g.10gb+me``)."""
+    return "all-" + profile.replace("+", ".")
+
+
+@cache
+def _valid_layouts(gpu: Accelerator) -> tuple[Mapping[str, int], ...]:
+    if not gpu.supports_mig:
+        return ()
+    profiles = list(gpu.mig_profiles.values())
+    found: list[Mapping[str, int]] = []
+    for counts in itertools.product(*(range(p.max_per_gpu + 1) for p in profiles)):
+        layout = {p.name: n for p, n in zip(profiles, counts, strict=True) if n}
+        if layout and not gpu.mig_layout_problems(layout):
+            found.append(MappingProxyType(layout))
+    return tuple(found)
 
 
 def _instances(counted: Iterable[tuple[MigProfile, int]]) -> list[MigProfile]:
@@ -465,3 +584,20 @@ def accelerator(key: str) -> Accelerator | None:
 def suggest(key: str) -> str | None:
     """The known key closest to ``key``, for "did you mean" hints; None when nothing is close."""
     return closest(key, CATALOG)
+
+
+def elsewhere(profile: str) -> list[Accelerator]:
+    """The accelerators of the catalog that have a MIG profile of this name, in catalog order:
+    where a profile unknown to one accelerator comes from."""
+    return [a for a in CATALOG.values() if profile in a.mig_profiles]
+
+
+def resolve_mig_layout(key: str, layout: str | Mapping[str, int]) -> Mapping[str, int]:
+    """A pool's `mig.layout` as instances per profile: a mapping as written, a named layout
+    (``all-balanced``, ``all-1g.10gb``) as the accelerator's entry of that name; empty for a
+    name the accelerator does not have (the policy rule `mig-layout-invalid` says so)."""
+    if isinstance(layout, str):
+        gpu = accelerator(key)
+        named = gpu.named_mig_layouts().get(layout) if gpu is not None else None
+        return named or {}
+    return layout

@@ -36,6 +36,12 @@ def pools_have_thresholds(p: Platform) -> Iterator[Diagnostic]:
     not production infrastructure yet. Distributed training needs all-reduce bus bandwidth,
     checkpoint write throughput and restore time; fine-tuning the checkpoint figures; inference
     pools a p95 latency. The acceptance suite fails a pool that misses them.
+
+    To satisfy it: add the keys the finding lists under `spec.acceptance` of the pool file, in
+    the units their names carry: `allReduceBusBandwidthGBps` (distributed-training pools of more
+    than one node), `checkpointWriteGBps` and `restoreSeconds` (distributed-training and
+    fine-tuning), `inferenceP95Ms` (online- and batch-inference). Notebook pools need none.
+    Example: `acceptance: {checkpointWriteGBps: 4, restoreSeconds: 300}`.
     """
     for pool in p.pools.values():
         wanted = REQUIRED_THRESHOLDS[pool.workload]
@@ -72,6 +78,12 @@ def production_pins_addons(p: Platform) -> Iterator[Diagnostic]:
 
     An unpinned chart upgrades whenever its repository moves, which is how a driver or Kueue API
     change reaches production without review. Staging may float; production may not.
+
+    To satisfy it: in the cluster file, give each add-on the finding names a `version` under
+    `spec.addons`: `gpuOperator` (the chart, e.g. v26.7.0), `kueue` (e.g. v0.19.2) or `volcano`
+    (e.g. v1.13.0) for the cluster's scheduler, `dcgmExporter` (e.g. 4.5.2-4.8.1), and
+    `argoWorkflows` (the argo-helm chart, e.g. 2.0.4) where the suites run: on a cluster with
+    a pool some team holds quota on. An add-on set to `enabled: false` needs no version.
     """
     suites = _runs_suites(p)
     for cluster in p.clusters.values():
@@ -105,6 +117,11 @@ def scheduler_installed(p: Platform) -> Iterator[Diagnostic]:
 
     The queue layer renders that scheduler's objects; without the add-on their CRDs never arrive
     and every sync fails.
+
+    To satisfy it: add the add-on to `spec.addons` of the cluster file: `kueue: {version:
+    v0.19.2}` for `scheduler: kueue`, `volcano: {version: v1.13.0}` for `scheduler: volcano`; or
+    set `spec.scheduler` to the scheduler the cluster does install. (On production clusters
+    `addon-version-unpinned` reports it, with the version.)
     """
     for cluster in p.clusters.values():
         wanted = SCHEDULER_ADDON[cluster.scheduler]
@@ -123,7 +140,12 @@ def argo_workflows_installed(p: Platform) -> Iterator[Diagnostic]:
 
     The workflows layer renders WorkflowTemplates, a CronWorkflow and Argo CD's PostSync hook
     Workflow; without the controller and its CRDs the sync of that layer fails and no change is
-    ever tested. Declare it with `enabled: false` when the cluster already runs Argo Workflows v4.
+    ever tested. A cluster runs the suites as soon as a team holds nominal quota above 0 on one
+    of its pools.
+
+    To satisfy it: add `spec.addons.argoWorkflows.version` to the cluster file (the argo-helm
+    chart version, e.g. `2.0.4`, which installs Argo Workflows v4.1), or `argoWorkflows:
+    {enabled: false}` when the cluster already runs an Argo Workflows v4 controller.
     """
     for name in sorted(_runs_suites(p)):
         cluster = p.clusters.get(name)
@@ -144,6 +166,10 @@ def unmanaged_drivers_declared(p: Platform) -> Iterator[Diagnostic]:
     With `driverManaged: false` (EKS and GKE images, for example, ship their own driver) the
     cluster's driver version is whatever each node image carries; gpuplane records it as a node
     fact and compares it in acceptance results, so it must be written down.
+
+    To satisfy it: add `spec.image.driver` to the pool file, quoted: the version the node image
+    ships, as `nvidia-smi` prints it on a node, e.g. `driver: "570.124.06"`. Or let the operator
+    install the driver: `driverManaged: true` under `spec.addons.gpuOperator` of the cluster.
     """
     for pool in p.pools.values():
         cluster = p.clusters.get(pool.cluster)
@@ -168,6 +194,10 @@ def managed_driver_agrees(p: Platform) -> Iterator[Diagnostic]:
 
     The operator installs one driver version on every GPU node of the cluster (its chart's
     `driver.version`); pools that declare different versions describe nodes that will not exist.
+
+    To satisfy it: write the same `spec.image.driver` (quoted, e.g. `"570.124.06"`) in every
+    pool file of the cluster: the version the GPU Operator installs. The finding's note points
+    at the version it was compared with (the cluster's first pool, by name, that declares one).
     """
     by_cluster = pools_by_cluster(p)
     for name, pools in by_cluster.items():
@@ -201,6 +231,10 @@ def acceptance_on_the_production_image(p: Platform) -> Iterator[Diagnostic]:
 
     The guide's mistake: benchmarking on a clean image and running production on another. When
     `acceptance.nodeImage` records the image the thresholds came from, it should match `image`.
+
+    To satisfy it: run the acceptance suite again on the image the pool runs, then make
+    `spec.acceptance.nodeImage` of the pool file equal `spec.image`: the same keys (os, kernel,
+    driver, cuda, runtime) with the same values. The warning lists each key that differs.
     """
     for pool in p.pools.values():
         if not pool.acceptance_image:
@@ -237,6 +271,11 @@ def argocd_projects_distinct(p: Platform) -> Iterator[Diagnostic]:
     https://kubernetes.default.svc) is managed by another cluster's Argo CD, so two clusters naming
     the same project would render two different objects under one name, and the two root
     Applications would overwrite each other's.
+
+    To satisfy it: set `spec.argocd.project` of the cluster file to a project of its own, e.g.
+    `platform-<cluster>`. Clusters whose Argo CD runs in the cluster itself (destination
+    `https://kubernetes.default.svc`) may share a name; as soon as one of them is managed
+    remotely, each needs its own.
     """
     for cluster in p.clusters.values():
         if cluster.argocd_project == "default":

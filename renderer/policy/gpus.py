@@ -5,12 +5,13 @@ These rules change when the GPU catalog or the GPU Operator's sharing modes do.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from renderer.findings.diagnostics import Diagnostic
+from renderer.findings.diagnostics import Diagnostic, closest
 from renderer.model import catalog
-from renderer.model.platform import Platform
-from renderer.policy.rule import did_you_mean, error, pools_by_cluster, rule
+from renderer.model.catalog import Accelerator
+from renderer.model.platform import Platform, Pool
+from renderer.policy.rule import error, pools_by_cluster, rule
 
 
 @rule("unknown-accelerator")
@@ -19,7 +20,11 @@ def accelerators_known(p: Platform) -> Iterator[Diagnostic]:
 
     The catalog knows each accelerator's memory, MIG profiles, resource name and reference
     bandwidths; without it the pool's capacity and resource names are unknown.
-    `gpuplane explain unknown-accelerator` cannot list them all; see docs/gpu-catalog.md.
+
+    To satisfy it: set `spec.accelerator` of the pool file to a key of the catalog: a100-40gb,
+    a100-80gb, h100-80gb, h100-94gb, h200-141gb, b200, l40s, l4 or mi300x (the hint names the
+    closest). docs/gpu-catalog.md says which GPUs each key covers; a GPU it does not list needs
+    an entry in `renderer/model/catalog.py` first.
     """
     for pool in p.pools.values():
         if catalog.accelerator(pool.accelerator) is None:
@@ -39,21 +44,163 @@ def mig_layouts_valid(p: Platform) -> Iterator[Diagnostic]:
     """A MIG layout must be one the accelerator can hold.
 
     Each profile must exist on the accelerator, each count must be within the profile's per-GPU
-    maximum (as the GPU Operator's MIG manager knows them), and the instances must fit the GPU's
-    7 compute slices and 8 memory slices in a valid placement. The MIG manager would otherwise
-    leave the node unconfigured and its GPUs unadvertised.
+    maximum (as the GPU Operator's MIG manager knows them), at most one instance may hold the
+    media engines (`+me`), and the instances must fit the GPU's 7 compute slices and 8 memory
+    slices in a valid placement. A named layout must be one the GPU Operator's default MIG
+    config defines for the accelerator. The MIG manager would otherwise leave the node
+    unconfigured and its GPUs unadvertised.
+
+    To satisfy it: write `spec.mig.layout` of the pool file as instances per GPU of the
+    accelerator's own profiles, e.g. `layout: {1g.10gb: 2, 2g.20gb: 1, 3g.40gb: 1}` on
+    a100-80gb or h100-80gb (the hint gives the valid layout nearest to yours), or by name:
+    `layout: all-balanced` (two of the smallest 1g profile, one 2g, one 3g) or
+    `layout: all-<profile>`, that profile only, as many as a GPU holds (`all-1g.10gb` is
+    7 x 1g.10gb on h100-80gb; `+me` is written `.me`: `all-1g.10gb.me`). Profile names carry
+    the GPU's memory, so `3g.40gb` of an 80GB GPU is `3g.71gb` on h200-141gb: the hint names
+    the profile of the same shape. docs/gpu-catalog.md lists every profile and its maximum.
+    A GPU without MIG (l40s, l4) takes `sharing: full-gpu`, `time-slicing` or `mps` instead.
     """
     for pool in p.pools.values():
-        accelerator = catalog.accelerator(pool.accelerator)
-        if accelerator is None or pool.sharing != "mig":
-            continue
-        for problem in accelerator.mig_layout_problems(pool.mig_layout):
+        gpu = catalog.accelerator(pool.accelerator)
+        if gpu is None or pool.sharing != "mig" or gpu.vendor != "nvidia":
+            continue  # unknown-accelerator and sharing-needs-nvidia say what is wrong there
+        if not gpu.supports_mig:
+            capable = [a.key for a in catalog.CATALOG.values() if a.supports_mig]
             yield error(
                 "mig-layout-invalid",
-                f"pool '{pool.name}': {problem}",
-                pool.origin.at("spec", "mig", "layout"),
-                "use a layout from the GPU Operator's MIG configs, e.g. all-balanced",
+                f"pool '{pool.name}': {gpu.key} ({gpu.product}) has no MIG",
+                pool.origin.at("spec", "sharing"),
+                "use sharing: full-gpu, time-slicing or mps on it, or a MIG-capable "
+                f"accelerator: {', '.join(capable)}",
             )
+        elif pool.mig_layout_name is not None:
+            yield from _named_layout_findings(pool, gpu)
+        else:
+            yield from _layout_findings(pool, gpu)
+
+
+def _named_layout_findings(pool: Pool, gpu: Accelerator) -> Iterator[Diagnostic]:
+    """A layout given by name: one the accelerator has, or a finding that lists those it has."""
+    name = pool.mig_layout_name or ""
+    named = gpu.named_mig_layouts()
+    if name in named:
+        return
+    at = pool.origin.at("spec", "mig", "layout")
+    listing = f"named layouts of {gpu.key}: {', '.join(named)}"
+    if name in catalog.MIG_OFF_LAYOUTS:
+        yield error(
+            "mig-layout-invalid",
+            f"pool '{pool.name}': layout '{name}' {catalog.MIG_OFF_LAYOUTS[name]}",
+            at,
+            f"use sharing: full-gpu for whole GPUs, or a layout with instances; {listing}",
+        )
+        return
+    profile = _plus(name.removeprefix("all-")) if name.startswith("all-") else ""
+    owners = [a.key for a in catalog.elsewhere(profile)] if profile not in gpu.mig_profiles else []
+    guess = _named_guess(gpu, name, named)
+    yield error(
+        "mig-layout-invalid",
+        f"pool '{pool.name}': '{name}' is not a named MIG layout of {gpu.key}"
+        + (f" but of {', '.join(owners)}" if owners else ""),
+        at,
+        (f"did you mean '{guess}'? " if guess else "") + listing,
+    )
+
+
+def _named_guess(gpu: Accelerator, name: str, named: Mapping[str, object]) -> str | None:
+    """The named layout meant: `all-1g.10gb+me` written with `+`, the same shape's layout for
+    another accelerator's `all-<profile>`, else the closest name."""
+    profile = name.removeprefix("all-")
+    if profile in gpu.mig_profiles and catalog.layout_name(profile) in named:
+        return catalog.layout_name(profile)
+    shapes = _same_shape(gpu, profile) or _same_shape(gpu, _plus(profile))
+    if len(shapes) == 1:
+        return catalog.layout_name(shapes[0])
+    return closest(name, named)
+
+
+def _plus(profile: str) -> str:
+    """A layout name's profile part with its media-extension suffix as a profile writes it."""
+    return profile[: -len(".me")] + "+me" if profile.endswith(".me") else profile
+
+
+def _same_shape(gpu: Accelerator, profile: str) -> list[str]:
+    """This accelerator's profiles of the shape another accelerator's `profile` has."""
+    found: list[str] = []
+    for other in catalog.elsewhere(profile):
+        same = gpu.equivalent_profile(other.mig_profiles[profile])
+        if same is not None and same.name not in found:
+            found.append(same.name)
+    return found
+
+
+def _unknown_profile(pool: Pool, gpu: Accelerator, name: str) -> Diagnostic:
+    """A profile the accelerator does not have: where it comes from, which of the accelerator's
+    own profiles was meant (the same shape, else the closest name), and all of them."""
+    owners = [a.key for a in catalog.elsewhere(name)]
+    same = _same_shape(gpu, name)
+    guesses = same or [g for g in (closest(name, gpu.mig_profiles),) if g]
+    hint = f"{gpu.key} has {', '.join(gpu.mig_profiles)}"
+    if guesses:
+        what = "the same slice" if same else "the closest name"
+        quoted = " or ".join(f"'{g}'" for g in guesses)
+        hint = f"did you mean {quoted} ({what} on {gpu.key})? " + hint
+    return error(
+        "mig-layout-invalid",
+        f"pool '{pool.name}': '{name}' is not a MIG profile of {gpu.key}"
+        + (f" but of {', '.join(owners)}" if owners else ""),
+        pool.origin.key("spec", "mig", "layout", name),
+        hint,
+    )
+
+
+def _layout_findings(pool: Pool, gpu: Accelerator) -> Iterator[Diagnostic]:
+    """A layout of instances per profile: each unknown profile at its key, then what is wrong
+    with the rest, with the valid layout nearest to the whole and the standard ones."""
+    layout = pool.mig_layout
+    unknown = [name for name in layout if name not in gpu.mig_profiles]
+    for name in unknown:
+        yield _unknown_profile(pool, gpu, name)
+    known = {name: count for name, count in layout.items() if name not in unknown}
+    problems = gpu.mig_layout_problems(known) if known or not unknown else []
+    if not problems:
+        return
+    hint = _valid_layouts_hint(gpu, gpu.nearest_mig_layout(layout))
+    for problem in problems:
+        yield error(
+            "mig-layout-invalid",
+            f"pool '{pool.name}': {problem}",
+            pool.origin.at("spec", "mig", "layout"),
+            hint,
+        )
+
+
+def _valid_layouts_hint(gpu: Accelerator, nearest: Mapping[str, int] | None) -> str:
+    """`layout: {...}` nearest to what was written, and the accelerator's standard layouts by
+    name: all-balanced, and the one of the most instances (`all-1g.10gb`, 7 x 1g.10gb)."""
+    named = gpu.named_mig_layouts()
+    most = max(gpu.mig_profiles.values(), key=lambda p: p.max_per_gpu)
+    standard = [n for n in (catalog.BALANCED_LAYOUT, catalog.layout_name(most.name)) if n in named]
+    parts: list[str] = []
+    if nearest:
+        same = next((n for n, layout in named.items() if dict(layout) == dict(nearest)), None)
+        parts.append(
+            f"nearest valid layout: {{{_flow(nearest)}}}" + (f" (= layout: {same})" if same else "")
+        )
+        standard = [name for name in standard if name != same]
+    if standard:
+        parts.append(
+            "standard ones: " + ", ".join(f"layout: {n} ({_sum(named[n])})" for n in standard)
+        )
+    return "; ".join(parts)
+
+
+def _flow(layout: Mapping[str, int]) -> str:
+    return ", ".join(f"{name}: {count}" for name, count in layout.items())
+
+
+def _sum(layout: Mapping[str, int]) -> str:
+    return " + ".join(f"{count} x {name}" for name, count in layout.items())
 
 
 @rule("quota-profile")
@@ -61,7 +208,13 @@ def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
     """Quota on a MIG pool names one of its layout's profiles; quota on other pools names none.
 
     A MIG pool advertises one resource per profile (`nvidia.com/mig-3g.40gb`), so the quota must
-    say which one it counts; on a whole-GPU or time-shared pool a profile means nothing.
+    say which one it counts; on a whole-GPU or time-shared pool a profile means nothing, nor on
+    a MIG pool exposed through DRA, whose MIG devices are counted together.
+
+    To satisfy it: on a MIG pool, give each `spec.gpus` entry of the team file a `profile` from
+    the pool's `mig.layout`, one entry per profile, e.g. `{pool: a100-mig, profile: 3g.40gb,
+    nominal: 4}` (the hint names the one meant, or lists them); on any other pool, and on a DRA
+    MIG pool, remove `profile`.
     """
     for team in p.teams.values():
         for quota in team.gpus:
@@ -70,6 +223,8 @@ def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
                 continue
             if pool.sharing == "mig" and pool.exposure != "dra":
                 layout = sorted(pool.mig_layout)
+                if not _layout_valid(pool):
+                    continue  # mig-layout-invalid says what to fix first
                 if quota.profile is None:
                     yield error(
                         "quota-profile",
@@ -82,15 +237,37 @@ def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
                         "quota-profile",
                         f"profile '{quota.profile}' is not in the MIG layout of pool '{pool.name}' ({', '.join(layout)})",
                         quota.origin.at("profile"),
-                        did_you_mean(quota.profile, layout),
+                        _layout_profile_hint(pool, quota.profile, layout),
                     )
             elif quota.profile is not None:
+                how = (
+                    "hands out its MIG devices through DRA, counted together"
+                    if pool.sharing == "mig"
+                    else "does not use MIG"
+                )
                 yield error(
                     "quota-profile",
-                    f"pool '{pool.name}' does not use MIG; profile '{quota.profile}' has no meaning there",
+                    f"pool '{pool.name}' {how}; profile '{quota.profile}' has no meaning there",
                     quota.origin.at("profile"),
                     "remove profile",
                 )
+
+
+def _layout_valid(pool: Pool) -> bool:
+    gpu = catalog.accelerator(pool.accelerator)
+    return gpu is not None and gpu.supports_mig and not gpu.mig_layout_problems(pool.mig_layout)
+
+
+def _layout_profile_hint(pool: Pool, profile: str, layout: list[str]) -> str:
+    """For a quota's profile that is not in the pool's layout: add it to the layout when the
+    accelerator has it; else the layout's profile meant (the same shape as another accelerator's
+    profile of that name, or the closest name); else the list."""
+    gpu = catalog.accelerator(pool.accelerator)
+    if gpu is not None and profile in gpu.mig_profiles:
+        return f"use one of {', '.join(layout)}, or add {profile} to the pool's mig.layout"
+    same = [s for s in _same_shape(gpu, profile) if s in layout] if gpu is not None else []
+    guess = same[0] if len(same) == 1 else closest(profile, layout)
+    return f"did you mean '{guess}'?" if guess else f"use one of: {', '.join(layout)}"
 
 
 @rule("sharing-breaks-training")
@@ -99,6 +276,10 @@ def no_sharing_on_training(p: Platform) -> Iterator[Diagnostic]:
 
     Multi-node training assumes every rank owns its GPU: all-reduce runs in lockstep, so one
     time-shared rank slows every rank, and memory is not isolated between replicas.
+
+    To satisfy it: set the pool's `spec.sharing` to `full-gpu` (and remove its `timeSlicing`
+    or `mps` block), or to `mig` for isolated slices; or, if the pool does not run multi-node
+    training, set `spec.workload` to what it runs, e.g. `fine-tuning`.
     """
     for pool in p.pools.values():
         if pool.workload == "distributed-training" and pool.sharing in ("time-slicing", "mps"):
@@ -116,6 +297,9 @@ def dra_needs_new_clusters(p: Platform) -> Iterator[Diagnostic]:
 
     Dynamic Resource Allocation reached GA (v1) in 1.34; earlier versions serve only beta APIs
     that gpuplane does not render.
+
+    To satisfy it: set the pool's `spec.exposure: device-plugin`, or, once the cluster runs
+    1.34 or later, raise `spec.kubernetesVersion` of its cluster file to match (quoted, "1.34").
     """
     for pool in p.pools.values():
         cluster = p.clusters.get(pool.cluster)
@@ -134,8 +318,11 @@ def one_mig_strategy(p: Platform) -> Iterator[Diagnostic]:
     """One MIG strategy per cluster: MIG pools (strategy `mixed`) and MPS pools cannot share one.
 
     The GPU Operator sets the device plugin's MIG strategy for the whole cluster, `mixed` as soon
-    as any pool uses MIG, and the device plugin refuses to start with MPS under `mixed`. Put the
-    MPS pool on another cluster, or use time-slicing there.
+    as any pool uses MIG, and the device plugin refuses to start with MPS under `mixed`.
+
+    To satisfy it: give the MPS pool `sharing: time-slicing` (its `mps: {replicas: N}` block
+    becomes `timeSlicing: {replicas: N}`), or move it, or the MIG pool, to another cluster
+    (`spec.cluster` of the pool file).
     """
     by_cluster = pools_by_cluster(p)
     for pools in by_cluster.values():
@@ -159,6 +346,9 @@ def sharing_is_nvidia_only(p: Platform) -> Iterator[Diagnostic]:
 
     gpuplane renders them through the NVIDIA GPU Operator (MIG manager, device plugin sharing);
     on an AMD pool they would be promised in quotas and never configured on the nodes.
+
+    To satisfy it: set the pool's `spec.sharing: full-gpu` and remove its `mig`, `timeSlicing`
+    or `mps` block; pods then request whole GPUs (`amd.com/gpu` on AMD).
     """
     for pool in p.pools.values():
         accelerator = catalog.accelerator(pool.accelerator)
@@ -182,6 +372,10 @@ def dra_is_nvidia_whole_or_mig(p: Platform) -> Iterator[Diagnostic]:
     gpuplane renders DeviceClasses for the NVIDIA DRA driver only, and a DRA claim is one pod's
     own device: time-slicing or MPS replicas do not exist there, so quotas counted in replicas
     would promise devices no claim can get.
+
+    To satisfy it: on a pool of another vendor's GPUs set `spec.exposure: device-plugin`; on an
+    NVIDIA DRA pool use `sharing: full-gpu` or `mig`, or keep time-slicing or MPS and set
+    `exposure: device-plugin`.
     """
     for pool in p.pools.values():
         if pool.exposure != "dra":

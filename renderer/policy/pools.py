@@ -19,6 +19,9 @@ def one_currency_per_cluster(p: Platform) -> Iterator[Diagnostic]:
 
     Effective cost per team adds GPU-hours across pools; amounts in different currencies cannot
     be added without an exchange rate the engine does not have.
+
+    To satisfy it: write one `spec.cost.currency` (an ISO code; USD when left out) in every pool
+    file of the cluster, converting `spec.cost.gpuHour` of the pool you change.
     """
     by_cluster = pools_by_cluster(p)
     for pools in by_cluster.values():
@@ -40,6 +43,10 @@ def pools_declare_host(p: Platform) -> Iterator[Diagnostic]:
     Every pod requests CPU and memory, and Kueue refuses a workload whose ClusterQueue does not
     cover a requested resource; gpuplane gives each team CPU and memory in proportion to the share
     of a node its GPUs represent, which needs the node's allocatable CPUs and memory.
+
+    To satisfy it: add both to the pool file: `spec.host.cpus` (the logical CPUs one node can
+    allocate to pods, a whole number) and `spec.host.memory` (a quantity), e.g. `host: {cpus:
+    256, memory: 2Ti}`. `kubectl describe node` shows a node's allocatable figures.
     """
     for pool in p.pools.values():
         missing = [
@@ -62,7 +69,10 @@ def rdma_needs_an_rdma_fabric(p: Platform) -> Iterator[Diagnostic]:
 
     The block names the RDMA devices a device plugin hands to pods; an `ethernet` or `none`
     fabric has none, so every multi-node job rendered for the pool would request a resource no
-    node advertises and stay Pending. Remove the block, or correct `fabric.type`.
+    node advertises and stay Pending.
+
+    To satisfy it: remove `spec.fabric.rdma` from the pool file, or, if the nodes do have an
+    RDMA fabric, set `spec.fabric.type` to `infiniband`, `roce` or `efa`.
     """
     for pool in p.pools.values():
         if pool.rdma is not None and pool.fabric not in RDMA_FABRICS:
@@ -84,6 +94,12 @@ def multi_node_pools_declare_rdma(p: Platform) -> Iterator[Diagnostic]:
     all-reduce and the teams' distributed templates request none, NCCL silently falls back to
     TCP sockets, and the pool fails its bus-bandwidth threshold for a rendering gap, not a
     hardware fault. See docs/rdma.md.
+
+    To satisfy it: add `spec.fabric.rdma` to the pool file: `resource`, the extended resource
+    the RDMA device plugin advertises, and `perNode`, how many a pod that takes a whole node
+    requests. Examples: `rdma: {resource: rdma/rdma_shared_device_a, perNode: 1}` (NVIDIA
+    Network Operator), `rdma: {resource: vpc.amazonaws.com/efa, perNode: 32}` (p5.48xlarge).
+    A pool that never spans nodes says so with `nodes: 1` (or `max: 1`).
     """
     for pool in p.pools.values():
         if pool.rdma is None and pool.fabric in RDMA_FABRICS and pool.nodes.max > 1:
@@ -110,6 +126,10 @@ def topology_levels_valid(p: Platform) -> Iterator[Diagnostic]:
     Kueue's Topology requires `kubernetes.io/hostname`, when present, to be the last level (a
     node is the narrowest domain) and allows at most 16 levels; otherwise the Topology and every
     flavor that names it are rejected.
+
+    To satisfy it: list `spec.topology.levels` of the pool file from the widest domain to the
+    narrowest, `kubernetes.io/hostname` last when present, 16 at most, e.g. `levels:
+    [topology.gpuplane.dev/block, topology.gpuplane.dev/rack, kubernetes.io/hostname]`.
     """
     for pool in p.pools.values():
         levels = pool.topology_levels
@@ -135,7 +155,12 @@ def pool_labels_fit_a_flavor(p: Platform) -> Iterator[Diagnostic]:
     """A pool's node labels (gpuplane's own plus `labels`) must fit a Kueue ResourceFlavor.
 
     The flavor selects the pool's nodes by all of its labels, and Kueue accepts at most 8; gpuplane
-    sets 5 or 6 itself (pool, accelerator, topology, fabric, workload, sharing).
+    sets 5 or 6 itself (pool, accelerator, topology, fabric, workload, sharing). Checked on Kueue
+    clusters only.
+
+    To satisfy it: remove entries from `spec.labels` of the pool file until gpuplane's labels
+    and yours are 8 at most (the message gives the count). A label the scheduler need not
+    select by can still be set on the nodes by your own node bootstrap.
     """
     from renderer.model.nodes import (
         node_labels,  # nodes imports the model only; kept local for clarity
@@ -165,6 +190,11 @@ def pool_labels_settable(p: Platform) -> Iterator[Diagnostic]:
     The kubelet registers a node with the labels of its bootstrap, and the NodeRestriction
     admission plugin refuses labels in those domains (bar a short allowlist Kubernetes sets
     itself), so the node would never carry them and the pool's ResourceFlavor would match no node.
+
+    To satisfy it: rename the key in `spec.labels` of the pool file to a domain of your own,
+    e.g. `example.com/rack-type` or `gpuplane.dev/...`; subdomains such as
+    `node-role.kubernetes.io` are refused too. Labels Kubernetes puts on nodes itself
+    (`kubernetes.io/hostname`, `topology.kubernetes.io/zone`) may still be topology levels.
     """
     for pool in p.pools.values():
         for key in pool.node_labels:

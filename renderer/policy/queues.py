@@ -17,7 +17,11 @@ from renderer.policy.rule import did_you_mean, error, rule
 def pools_in_a_queue(p: Platform) -> Iterator[Diagnostic]:
     """A pool that no queue lists cannot be used by any team (a warning).
 
-    Its GPUs would sit idle and unaccounted for; add it to its cluster's queue.
+    Teams get quota only on the pools of their queue, so its GPUs would sit idle and
+    unaccounted for.
+
+    To satisfy it: add the pool's name to `spec.pools` of a queue file on the pool's cluster,
+    e.g. `pools: [h100-train, a100-mig]`, or delete the pool file if its nodes are gone.
     """
     used = {name for q in p.queues.values() for name in q.pools}
     for pool in p.pools.values():
@@ -36,6 +40,11 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
     """A queue's priorities have unique names and values, and exactly one is the default.
 
     They become PriorityClasses and WorkloadPriorityClasses; jobs that name none get the default.
+    Two priorities with one value would leave the preemption order between them to chance.
+
+    To satisfy it: in the queue's `spec.priorities`, give each entry its own `name` and its own
+    `value` (higher wins admission and preemption), and put `default: true` on exactly one, e.g.
+    `- {name: standard, value: 100, default: true}`.
     """
     for queue in p.queues.values():
         names: set[str] = set()
@@ -68,7 +77,16 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
 
 @rule("unknown-priority")
 def team_priority_known(p: Platform) -> Iterator[Diagnostic]:
-    """A team's priority must be one of its queue's priorities."""
+    """A team's priority must be one of its queue's priorities.
+
+    `spec.priority` is the priority the team's workloads get when they ask for none; gpuplane
+    renders it into the team's templates as one of the queue's priority classes, so a name the
+    queue does not declare would select no class at all.
+
+    To satisfy it: set the team's `spec.priority` to a `name` from its queue's
+    `spec.priorities` (the hint names the closest, or lists them), remove it to use the queue's
+    default, or add the priority to the queue file.
+    """
     for team in p.teams.values():
         queue = p.queues.get(team.queue)
         if (
@@ -92,6 +110,11 @@ def mixing_protects_inference(p: Platform) -> Iterator[Diagnostic]:
     `mixing.inferencePriority` names the priority inference workloads run at; it must be a
     priority of the queue and strictly higher than every other, so training can never preempt or
     starve production inference on a shared pool.
+
+    To satisfy it: set the queue's `spec.mixing.inferencePriority` to the name of its highest
+    priority, or raise that priority's `value` above every other one. Example: priorities
+    `serving` (1000) and `standard` (100) with `mixing: {inferencePriority: serving}`. Remove
+    `mixing` to keep training and inference on pools of their own.
     """
     for queue in p.queues.values():
         if queue.mixing_priority is None:
@@ -121,6 +144,9 @@ def preemption_coherent(p: Platform) -> Iterator[Diagnostic]:
     Kueue refuses a ClusterQueue whose borrowWithinCohort policy preempts while
     reclaimWithinCohort is Never: a queue that may evict others to borrow must also let them
     reclaim their own quota.
+
+    To satisfy it: in the queue file set `spec.preemption.reclaimWithinCohort` to
+    `LowerPriority` or `Any`, or set `borrowWithinCohort: Never` (the default when left out).
     """
     for queue in p.queues.values():
         borrow = queue.preemption.get("borrowWithinCohort", "Never")
@@ -140,6 +166,9 @@ def pool_in_one_queue(p: Platform) -> Iterator[Diagnostic]:
     A queue is one Kueue cohort with one oversubscription policy; a pool shared by two cohorts
     would have its capacity promised twice, and the capacity rules could not tell which queue's
     limit applies.
+
+    To satisfy it: remove the pool from `spec.pools` of one of the two queue files (the note
+    shows where it is listed first), or split its nodes into two pools, one for each queue.
     """
     first: dict[str, Queue] = {}
     for queue in p.queues.values():
@@ -166,6 +195,9 @@ def queue_names_not_reserved(p: Platform) -> Iterator[Diagnostic]:
 
     Volcano creates those two queues itself; a gpuplane Queue (rendered as a Volcano parent
     queue) with either name would overwrite them, and `root` would become its own parent.
+
+    To satisfy it: rename the queue, its `metadata.name` and its file together (e.g.
+    `queues/prod.yaml` with `name: prod`), and update `spec.queue` of the teams that name it.
     """
     for queue in p.queues.values():
         cluster = p.clusters.get(queue.cluster)
@@ -190,6 +222,10 @@ def cluster_wide_queue_settings(p: Platform) -> Iterator[Diagnostic]:
     of a ClusterQueue: gpuplane applies the strictest timeout and enables fair sharing when any
     queue asks, so a queue that says otherwise does not get what it declares. With fair sharing,
     Kueue also ignores `borrowWithinCohort`.
+
+    To satisfy it: give every queue of the cluster that sets `gang.waitForPodsReady` the same
+    `spec.gang.timeout` (e.g. `10m`); and when any of them sets `fairSharing: true`, remove
+    `spec.preemption.borrowWithinCohort` from all of them, or turn fair sharing off everywhere.
     """
     by_cluster: dict[str, list[Queue]] = defaultdict(list)
     for queue in p.queues.values():

@@ -21,6 +21,10 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
 
     Quotas, network policies and RoleBindings rendered into them would break the cluster's system
     components or hand a team control over them.
+
+    To satisfy it: rename the namespace entry in the team's `spec.namespaces` to a name of the
+    team's own, e.g. `<team>-<purpose>` (`vision-training`). `default`, `kube-system`,
+    `kube-public`, `kube-node-lease` and every other `kube-*` name are refused.
     """
     for team in p.teams.values():
         for ns in team.namespaces:
@@ -40,6 +44,11 @@ def groups_not_system(p: Platform) -> Iterator[Diagnostic]:
     Binding `system:authenticated` or `system:masters` would hand a namespace to every user of the
     cluster, or name a group that is already cluster-admin. Teams can only widen access to their
     own namespaces through their own IdP groups.
+
+    To satisfy it: replace the group in the team's `spec.owners`, `spec.members` or
+    `spec.viewers` (or the cluster's `spec.platformOwners`) with a group of your identity
+    provider, e.g. `ml-platform-support`, written without the cluster's `identity.groupPrefix`:
+    gpuplane adds it. No group that starts with `system:` is accepted.
     """
     for team in p.teams.values():
         for field_name, groups in (
@@ -73,6 +82,11 @@ def pod_security_only_stricter(p: Platform) -> Iterator[Diagnostic]:
     Inference and batch namespaces enforce `restricted`; training and notebook namespaces enforce
     `baseline` (and audit and warn at `restricted`). Lowering inference to baseline would let
     serving pods run with extra privileges next to production traffic.
+
+    To satisfy it: remove `podSecurity` from the namespace entry in the team file, or set it to
+    its purpose's level or a stricter one: `restricted` for inference and batch namespaces,
+    `baseline` or `restricted` for training and notebooks. Pods that need baseline privileges
+    belong in a training or notebook namespace.
     """
     rank = {"baseline": 0, "restricted": 1}
     for team in p.teams.values():

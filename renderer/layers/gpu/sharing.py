@@ -8,8 +8,11 @@ which the node bootstrap puts on the nodes):
   own `all-disabled` (the MIG manager's default, which the operator puts on every MIG-capable
   node that has no label) and `all-enabled`, then one entry per MIG pool (device plugin or DRA:
   the MIG manager partitions the GPUs either way): its layout on every GPU (`devices: all`),
-  limited by `device-filter` to the accelerator's PCI device ids. The layout was checked by the
-  policy rule `mig-layout-invalid`; nothing is checked again here.
+  limited by `device-filter` to the accelerator's PCI device ids. A layout given by name
+  (`layout: all-balanced`, `all-1g.10gb`) arrives here already resolved by the model into the
+  `mig-devices` the GPU Operator's default config has under that name for the accelerator
+  (`catalog.resolve_mig_layout`), so the entry reads the same either way. The layout was
+  checked by the policy rule `mig-layout-invalid`; nothing is checked again here.
 - `nvidia.DEVICE_PLUGIN_CONFIG`: one key per device-plugin MIG, time-slicing or MPS pool, each
   the device plugin's own `version: v1` config with the cluster's MIG strategy (`mixed` when
   any pool uses MIG, so each profile is its own resource, `nvidia.com/mig-1g.10gb`; else
@@ -128,6 +131,7 @@ def nvidia_node_labels(pool: Pool) -> dict[str, str]:
 
 
 def _mig_entry(pool: Pool) -> list[dict[str, Any]]:
+    """The pool's mig-parted entry: its layout (a named one resolved) on every GPU it filters."""
     accelerator = catalog.accelerator(pool.accelerator)
     entry: dict[str, Any] = {}
     if accelerator is not None and accelerator.pci_device_ids:
