@@ -737,7 +737,12 @@ def test_results_of_the_real_probes_are_judged(gpuplane: Run, tmp_path: Path) ->
     assert read["threshold"] == _thresholds("h100-train")["storageReadGBps"]
     assert read["verdict"] in ("pass", "fail") and read["measured"] > 0
     throughput = _check(body, "h100-train", "samplesPerSecond")
-    assert throughput["verdict"] == "fail"  # one CPU is no 32-GPU pool
+    # one CPU is no 32-GPU pool: its figure is neither a pass nor a failure of the pool
+    assert throughput["verdict"] == "not-comparable"
+    assert throughput["threshold"] == _thresholds("h100-train")["trainingSamplesPerSecond"]
+    assert "measured on the CPU" in throughput["note"]
+    (device,) = body["pools"][0]["devices"]
+    assert (device["probe"], device["device"], device["comparable"]) == ("training", "cpu", False)
     (cost,) = body["pools"][0]["costs"]
     assert cost["gpus"] == 1 and "worldSize" in cost["gpusSource"]
     assert "measured on the CPU" in cost["gpusSource"]
@@ -751,8 +756,11 @@ def test_a_real_checkpoint_is_judged_on_its_resume(gpuplane: Run, tmp_path: Path
     _probe(tmp_path, "checkpoint", *common)
     code, body = _report(gpuplane, str(tmp_path / "results"))
     assert body["findings"] == [], body["findings"]
+    # a restore that verifies and resumes holds on any device; its speed is the CPU's
     assert _check(body, "h100-train", "verified")["verdict"] == "pass"
     assert _check(body, "h100-train", "resumed")["verdict"] == "pass"
+    assert _check(body, "h100-train", "writeGBps")["verdict"] == "not-comparable"
+    assert _check(body, "h100-train", "restoreSeconds")["verdict"] == "not-comparable"
 
     _probe(tmp_path, "checkpoint", *common, "--resume-steps", "0")
     code, body = _report(gpuplane, str(tmp_path / "results"))
@@ -760,3 +768,194 @@ def test_a_real_checkpoint_is_judged_on_its_resume(gpuplane: Run, tmp_path: Path
     resumed = _check(body, "h100-train", "resumed")
     assert resumed["verdict"] == "fail" and "--resume-steps 0" in resumed["note"]
     assert not any(c["metric"] == "ok" for c in _checks(body, "h100-train"))  # the probe was ok
+
+
+# --- results measured on the CPU or on another accelerator ------------------------------------
+
+TORCH_PROBES = ("allreduce", "checkpoint", "training")
+"""The probes that record the device they ran on (workflows/probes/runtime.py torch_labels)."""
+
+
+def _cpu_labels() -> dict[str, str]:
+    """The labels the probes add on the CPU, from the probes' own code."""
+    torch = pytest.importorskip("torch")
+    from workflows.probes.runtime import torch_labels
+
+    labels: dict[str, str] = torch_labels(torch.device("cpu"))
+    assert labels["device"] == "cpu" and "gpu" not in labels
+    return labels
+
+
+def _gpu_labels(name: str) -> dict[str, str]:
+    """The labels torch_labels writes on a CUDA device (no GPU here to run it on): the device,
+    torch's name for the GPU, the CUDA version and the GPUs visible."""
+    return {"device": "cuda:0", "gpu": name, "cuda": "12.8", "gpusVisible": "8", "nccl": "2.27.3"}
+
+
+def _relabelled(tmp_path: Path, case: str, labels: dict[str, str]) -> Path:
+    """A copy of a case set whose torch probes' results carry `labels`, as if run there."""
+    target = tmp_path / case
+    shutil.copytree(CASES / case, target)
+    for probe in TORCH_PROBES:
+        for path in target.rglob(f"{probe}.json"):
+            data = json.loads(path.read_text())
+            data["environment"].update(labels)
+            if probe == "training" and data["ok"]:
+                data["metrics"]["device"] = labels["device"].split(":")[0]
+            path.write_text(json.dumps(data, indent=2))
+    return target
+
+
+def _product(pool: str) -> str:
+    return CATALOG[_pool(pool)["accelerator"]].product
+
+
+def test_a_set_measured_on_the_cpu_is_not_comparable_neither_pass_nor_fail(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    """The passing set, with its all-reduce, training and checkpoint run on the CPU: the
+    figures that would pass are not counted as passes, and nothing is called a failure."""
+    folder = _relabelled(tmp_path, "passing", _cpu_labels())
+    code, body = _report(gpuplane, str(folder))
+    assert code == 3, body
+    assert (body["passed"], body["status"]) == (False, "not-comparable")
+    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
+    assert (train["passed"], train["status"]) == (False, "not-comparable")
+    # every threshold of the pool that these probes measure: allReduceBusBandwidthGBps,
+    # trainingSamplesPerSecond, checkpointWriteGBps and restoreSeconds (pools/h100-train.yaml)
+    elsewhere = {c["thresholdKey"] for c in train["checks"] if c["verdict"] == "not-comparable"}
+    assert elsewhere == {
+        k
+        for k in _thresholds("h100-train")
+        if k
+        in (
+            "allReduceBusBandwidthGBps",
+            "trainingSamplesPerSecond",
+            "checkpointWriteGBps",
+            "restoreSeconds",
+        )
+    }
+    assert body["summary"]["notComparable"] == 4
+    # what holds on any device is still judged: the restore verified and resumed training
+    assert _check(body, "h100-train", "verified")["verdict"] == "pass"
+    assert _check(body, "h100-train", "resumed")["verdict"] == "pass"
+    # storage, staging and the queue wait do not depend on the device
+    assert _check(body, "h100-train", "readGBps")["verdict"] == "pass"
+    assert _check(body, "h100-train", "queueWaitMinutes")["verdict"] == "pass"
+    assert next(p for p in body["pools"] if p["pool"] == "l40s-infer")["status"] == "passed"
+    assert {d["probe"]: (d["device"], d["comparable"]) for d in train["devices"]} == {
+        probe: ("cpu", False) for probe in TORCH_PROBES
+    }
+    # a CPU all-reduce over gloo says nothing of NVLink: no share is computed from it
+    assert train["nvlinkShare"] == []
+    (cost,) = train["costs"]
+    assert "measured on the CPU, not on the pool's accelerators" in cost["gpusSource"]
+
+
+def test_the_cpu_is_said_plainly_in_text_and_markdown(gpuplane: Run, tmp_path: Path) -> None:
+    folder = _relabelled(tmp_path, "passing", _cpu_labels())
+    result = gpuplane("-C", str(REPO), "acceptance", "report", str(folder))
+    assert result.exit_code == 3
+    text = result.output
+    assert text.startswith("acceptance NOT COMPARABLE: 2 pools")
+    assert "neither a pass nor a hardware failure" in text
+    line = (
+        f"measured on the CPU, not on the pool's {_product('h100-train')} "
+        f"({_pool('h100-train')['accelerator']}): figures are not comparable to its thresholds"
+    )
+    (said,) = [x for x in text.splitlines() if line in x]  # once, naming the three files
+    assert all(f"h100-train/{probe}.json" in said for probe in TORCH_PROBES)
+    assert "prod-east / h100-train (h100-80gb" in text and ": NOT COMPARABLE" in text
+    row = next(x for x in text.splitlines() if "all-reduce bus bandwidth" in x)
+    assert "NOT COMPARABLE" in row and "FAIL" not in row and " pass " not in row
+
+    markdown = gpuplane(
+        "-C", str(REPO), "acceptance", "report", "--format", "markdown", str(folder)
+    ).output
+    assert markdown.startswith("# ⚠️ Acceptance not comparable\n")
+    assert f"- ⚠️ {line}" in markdown.replace("\\", "")
+    assert "⚠️ **not comparable**" in markdown and "❌" not in markdown
+
+
+def test_a_cpu_figure_below_its_threshold_is_not_called_a_failure(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    """The failing set's all-reduce is under the pool's bandwidth (checked by the premises):
+    measured on the CPU, it is not comparable instead of a failed fabric; the set still fails
+    on what does not depend on the device (its inference latency, its unverified restore)."""
+    folder = _relabelled(tmp_path, "failing", _cpu_labels())
+    code, body = _report(gpuplane, str(folder))
+    allreduce = _check(body, "h100-train", "peakBusbwGBps")
+    assert allreduce["verdict"] == "not-comparable"
+    assert allreduce["measured"] < _thresholds("h100-train")["allReduceBusBandwidthGBps"]
+    assert _check(body, "h100-train", "verified")["verdict"] == "fail"
+    assert _check(body, "l40s-infer", "p95Ms")["verdict"] == "fail"
+    # failing wins: exit 1, as for any failure
+    assert (code, body["status"]) == (1, "failed")
+
+
+def test_another_accelerator_is_not_comparable(gpuplane: Run, tmp_path: Path) -> None:
+    folder = _relabelled(tmp_path, "passing", _gpu_labels("NVIDIA L4"))
+    code, body = _report(gpuplane, str(folder))
+    assert (code, body["status"]) == (3, "not-comparable")
+    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
+    messages = {d["message"] for d in train["devices"]}
+    assert messages == {
+        f"measured on 'NVIDIA L4', not on the pool's {_product('h100-train')} "
+        f"({_pool('h100-train')['accelerator']}): figures are not comparable to its thresholds"
+    }
+    assert {d["name"] for d in train["devices"]} == {"NVIDIA L4"}
+    assert _check(body, "h100-train", "samplesPerSecond")["verdict"] == "not-comparable"
+
+
+def test_the_pools_own_accelerator_is_judged_as_measured(gpuplane: Run, tmp_path: Path) -> None:
+    # torch's name for an H100 SXM5 80GB is "NVIDIA H100 80GB HBM3"
+    folder = _relabelled(tmp_path, "passing", _gpu_labels("NVIDIA H100 80GB HBM3"))
+    code, body = _report(gpuplane, str(folder))
+    assert (code, body["status"]) == (0, "passed"), body
+    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
+    assert {d["comparable"] for d in train["devices"]} == {True}
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(folder)).output
+    assert "not comparable" not in text.lower()
+
+
+def test_a_gpu_the_catalog_cannot_place_is_judged_and_said(gpuplane: Run, tmp_path: Path) -> None:
+    folder = _relabelled(tmp_path, "passing", _gpu_labels("Contoso Tensor Unit 9"))
+    code, body = _report(gpuplane, str(folder))
+    assert code == 0  # nothing says it is another accelerator: the figures are judged
+    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
+    assert {d["comparable"] for d in train["devices"]} == {None}
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(folder)).output
+    assert "'Contoso Tensor Unit 9', a GPU the catalog cannot place" in text
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "same"),
+    [
+        ("h100-80gb", "NVIDIA H100 80GB HBM3", True),
+        ("h100-80gb", "NVIDIA H100 PCIe", True),  # no memory stated: the model decides
+        ("h200-141gb", "NVIDIA H200", True),
+        ("a100-80gb", "NVIDIA A100-SXM4-80GB", True),
+        ("a100-80gb", "NVIDIA A100-SXM4-40GB", False),  # the memory says otherwise
+        ("a100-80gb", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", True),  # a slice of the right GPU
+        ("l4", "NVIDIA L4", True),
+        ("l4", "NVIDIA L40S", False),
+        ("l40s", "NVIDIA L4", False),
+        ("h100-80gb", "NVIDIA A100-SXM4-80GB", False),
+        ("mi300x", "AMD Instinct MI300X", True),
+        ("h100-80gb", "Contoso Tensor Unit 9", None),
+    ],
+)
+def test_gpu_names_are_placed_in_the_catalog(key: str, name: str, same: bool | None) -> None:
+    from renderer.commands.acceptance.device import same_accelerator
+
+    assert key in CATALOG
+    assert same_accelerator(key, name) is same
+
+
+def test_a_hostile_device_label_stays_on_one_line(gpuplane: Run, tmp_path: Path) -> None:
+    folder = _relabelled(tmp_path, "passing", _gpu_labels("NVIDIA L4\n::error::owned\x1b[2J"))
+    result = gpuplane("-C", str(REPO), "acceptance", "report", str(folder))
+    assert result.exit_code == 3
+    assert "\x1b" not in result.output
+    assert not any(line.startswith("::error") for line in result.output.splitlines())

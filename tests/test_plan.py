@@ -1,7 +1,8 @@
 """`gpuplane plan`: capacity, quotas and ceilings per pool and per team, in three formats.
 
 Every expected number is derived here from the input files (nodes x GPUs per node, the teams'
-quota entries read from teams/*.yaml), never pasted from the plan's own output.
+quota entries read from teams/*.yaml), never pasted from the plan's own output; where a test
+writes a number down, the comment beside it computes it from the files by hand.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from renderer.commands.plan import (
     TeamRow,
     build_plan,
     plan_json,
-    plan_markdown,
-    plan_tables,
 )
+from renderer.commands.plan_forms import plan_markdown, plan_tables
 from renderer.findings.diagnostics import has_errors
 from renderer.pipeline import load_platform
 from tests.conftest import REPO
@@ -349,7 +349,8 @@ def test_json_through_the_cli(gpuplane) -> None:
     body = json.loads(result.output)
     assert body["version"] == VERSION == 1
     assert result.output.strip() == json.dumps(body, indent=2, sort_keys=True)
-    assert set(body) == {"version", "clusters", "legend"}
+    assert set(body) == {"version", "focus", "clusters", "legend"}
+    assert body["focus"] == {"teams": [], "pools": []}
     assert {"guaranteed", "lendable", "free"} <= set(body["legend"])
     spec = _spec(REPO, "pools", "h100-train")
     nodes, _ = _nodes(spec)
@@ -391,7 +392,8 @@ def test_markdown_through_the_cli(gpuplane) -> None:
         assert f"\n## {cluster} (" in text
     # every table row has as many cells as its header
     tables = re.findall(r"((?:^\|.*\|\n)+)", text, re.MULTILINE)
-    assert len(tables) == 2 * len(list((REPO / "clusters").glob("*.yaml")))
+    # pools, teams and ClusterQueues per cluster
+    assert len(tables) == 3 * len(list((REPO / "clusters").glob("*.yaml")))
     for table in tables:
         lines = table.splitlines()
         assert re.fullmatch(r"\|(-{3}:?\|)+", lines[1])
@@ -440,9 +442,8 @@ def test_markdown_escapes_pipes_in_free_text() -> None:
 def test_text_through_the_cli(gpuplane) -> None:
     result = gpuplane("-C", str(REPO), "plan")
     assert result.exit_code == 0
-    assert (
-        max(len(line) for line in result.output.splitlines()) <= 200
-    )  # the CLI prints at 200 columns
+    # not a terminal: the CLI lays the tables out for 100 columns
+    assert max(len(line) for line in result.output.splitlines()) <= 100
     for pool in (p.stem for p in (REPO / "pools").glob("*.yaml")):
         assert f" {pool} " in result.output
     assert "guaranteed = nominal - lendingLimit" in result.output
@@ -460,7 +461,8 @@ def test_tables_are_rich_renderables() -> None:
 
     out = plan_tables(_plan(REPO))
     assert all(isinstance(r, Table | Text) for r in out)
-    assert sum(isinstance(r, Table) for r in out) == 2 * len(_plan(REPO).clusters)
+    # at no width limit: pools, teams and ClusterQueues, one table each per cluster
+    assert sum(isinstance(r, Table) for r in out) == 3 * len(_plan(REPO).clusters)
 
 
 def test_invalid_platform_exits_1_with_findings(platform: Path, gpuplane) -> None:
@@ -478,6 +480,7 @@ def test_unknown_cluster_is_a_usage_error(gpuplane) -> None:
     result = gpuplane("-C", str(REPO), "plan", "--cluster", "nowhere")
     assert result.exit_code == 2
     assert "unknown cluster(s): nowhere" in result.output
+    assert "prod-east" in result.output  # nothing is close: the known clusters are listed
 
 
 def test_reachable_is_capped_by_what_the_cohort_lends() -> None:
@@ -499,3 +502,260 @@ def test_reachable_is_capped_by_what_the_cohort_lends() -> None:
         _team(report, t, "h100-train").reachable < _team(report, t, "h100-train").maximum
         for t in entries
     )
+
+
+# --- plan --team / --pool: "how many GPUs can team X get, and where" -------------------------
+
+
+def _json(gpuplane, *args: str) -> dict[str, Any]:
+    result = gpuplane("-C", str(REPO), "plan", "--format", "json", *args)
+    assert result.exit_code == 0, result.output
+    body: dict[str, Any] = json.loads(result.output)
+    return body
+
+
+def _figures(row: dict[str, Any]) -> tuple[int, int, int | None, int, int, int]:
+    return (
+        row["guaranteed"],
+        row["nominal"],
+        row["borrowingLimit"],
+        row["borrowable"],
+        row["reachable"],
+        row["maximum"],
+    )
+
+
+def test_a_team_sees_what_it_can_get_on_each_pool_and_where_it_submits(gpuplane) -> None:
+    body = _json(gpuplane, "--team", "llm")
+    assert body["focus"] == {"teams": ["llm"], "pools": []}
+    # teams/llm.yaml: every namespace is on prod-east, so staging-west is left out
+    (prod,) = body["clusters"]
+    assert prod["name"] == "prod-east"
+    assert {t["team"] for t in prod["teams"]} == {"llm"}
+    rows = {(t["pool"], t["resource"]): t for t in prod["teams"]}
+    # (guaranteed, nominal, borrowingLimit, borrowable, reachable, maximum), by hand:
+    # h100-train: {nominal 16, borrowingLimit 16, lendingLimit 8}: guaranteed 16 - 8 = 8. The
+    #   cohort's other teams lend recsys 2 + speech 2 + vision 4 = 8 (their lendingLimits), under
+    #   the borrowing limit 16: borrowable 8, reachable 16 + 8 = 24. maximum: 16 + 16 = 32, and
+    #   the pool has 4 nodes x 8 = 32.
+    assert _figures(rows["h100-train", "nvidia.com/gpu"]) == (8, 16, 16, 8, 24, 32)
+    # l40s-infer: {32, 32, 16}: guaranteed 16; others lend recsys 12 + speech 8 + vision 8 = 28
+    #   < 32: borrowable 28, reachable 60; maximum 32 + 32 = 64 of 6 x 4 x 4 replicas = 96.
+    assert _figures(rows["l40s-infer", "nvidia.com/gpu"]) == (16, 32, 32, 28, 60, 64)
+    # a100-mig 2g.20gb: {nominal 8, lendingLimit 4}, no borrowingLimit: guaranteed 4; recsys
+    #   lends 4: borrowable 4, reachable 12; unlimited: maximum = the profile's whole pool,
+    #   1 per GPU x 8 GPUs x 2 nodes = 16.
+    assert _figures(rows["a100-mig", "nvidia.com/mig-2g.20gb"]) == (4, 8, None, 4, 12, 16)
+    # 3g.40gb: {8, lendingLimit 4}: guaranteed 4; only vision lends, 2: reachable 10; max 16.
+    assert _figures(rows["a100-mig", "nvidia.com/mig-3g.40gb"]) == (4, 8, None, 2, 10, 16)
+    assert set(rows) == {
+        ("h100-train", "nvidia.com/gpu"),
+        ("l40s-infer", "nvidia.com/gpu"),
+        ("a100-mig", "nvidia.com/mig-2g.20gb"),
+        ("a100-mig", "nvidia.com/mig-3g.40gb"),
+    }
+    # the pools it uses are shown for context (their totals), and no other pool
+    assert {(p["pool"], p["resource"]) for p in prod["pools"]} == set(rows)
+    # where: each namespace's `default` LocalQueue feeds the ClusterQueue of its purpose; the
+    # notebook pool is held by the notebooks queue and borrowed on by the training one
+    queues = {q["clusterQueue"]: q for q in prod["clusterQueues"]}
+    assert {n: (q["namespaces"], q["holds"], q["borrows"]) for n, q in queues.items()} == {
+        "llm-training": (["llm-train"], ["h100-train"], ["a100-mig"]),
+        "llm-inference": (["llm-serve"], ["l40s-infer"], []),
+        "llm-notebooks": (["llm-notebooks"], ["a100-mig"], []),
+    }
+    assert {q["localQueue"] for q in queues.values()} == {"default"}
+    assert {q["cohort"] for q in queues.values()} == {"prod"}
+    for row in prod["teams"]:
+        assert row["borrowable"] == row["reachable"] - row["nominal"]
+
+
+def test_a_pool_shows_who_holds_quota_and_what_is_free_and_lendable(gpuplane) -> None:
+    body = _json(gpuplane, "--pool", "h200-tune")
+    (staging,) = body["clusters"]
+    (pool,) = staging["pools"]
+    # pools/h200-tune.yaml: 8 GPUs per node, 1 to 4 nodes; queue staging, oversubscription 1.5
+    assert pool["capacity"] == {"atMinNodes": 8, "atMaxNodes": 32}
+    # teams: llm-eval {nominal 4, lendingLimit 2}, search {nominal 8, lendingLimit 4}
+    assert (pool["nominal"], pool["guaranteed"], pool["lendable"]) == (12, 6, 6)
+    # free = 8 - 12; headroom = int(8 x 1.5) - 12
+    assert (pool["free"], pool["headroom"]) == (-4, 0)
+    assert pool["teams"] == ["llm-eval", "search"]
+    held = {t["team"]: (t["nominal"], t["guaranteed"], t["lendable"]) for t in staging["teams"]}
+    assert held == {"llm-eval": (4, 2, 2), "search": (8, 4, 4)}
+    # who can submit there: the training ClusterQueues of both teams (h200-tune is a fine-tuning
+    # pool), not their inference ones
+    assert sorted(q["clusterQueue"] for q in staging["clusterQueues"]) == [
+        "llm-eval-training",
+        "search-training",
+    ]
+
+
+def test_team_and_pool_together_narrow_to_that_team_on_that_pool(gpuplane) -> None:
+    body = _json(gpuplane, "--team", "vision", "--pool", "a100-mig")
+    (prod,) = body["clusters"]
+    # teams/vision.yaml on a100-mig: 1g.10gb {12, borrowingLimit 8, lendingLimit 6} and
+    # 3g.40gb {4, lendingLimit 2}
+    rows = {t["resource"]: (t["nominal"], t["guaranteed"], t["maximum"]) for t in prod["teams"]}
+    # maximum of 1g.10gb: 12 + 8 = 20 (the profile has 2 x 8 x 2 = 32); 3g.40gb: unlimited, so
+    # the profile's 1 x 8 x 2 = 16
+    assert rows == {"nvidia.com/mig-1g.10gb": (12, 6, 20), "nvidia.com/mig-3g.40gb": (4, 2, 16)}
+    # every profile of the pool asked about is shown, with its totals
+    assert sorted(p["resource"] for p in prod["pools"]) == [
+        "nvidia.com/mig-1g.10gb",
+        "nvidia.com/mig-2g.20gb",
+        "nvidia.com/mig-3g.40gb",
+    ]
+    assert sorted(q["clusterQueue"] for q in prod["clusterQueues"]) == [
+        "vision-notebooks",  # holds the quota
+        "vision-training",  # may borrow there
+    ]
+
+
+def test_repeated_names_show_each_of_them(gpuplane) -> None:
+    body = _json(gpuplane, "--team", "search", "--team", "llm")
+    assert body["focus"]["teams"] == ["llm", "search"]
+    teams = {c["name"]: {t["team"] for t in c["teams"]} for c in body["clusters"]}
+    assert teams == {"prod-east": {"llm"}, "staging-west": {"search"}}
+    body = _json(gpuplane, "--pool", "l4-serve", "--pool", "h100-train")
+    pools = {c["name"]: {p["pool"] for p in c["pools"]} for c in body["clusters"]}
+    assert pools == {"prod-east": {"h100-train"}, "staging-west": {"l4-serve"}}
+
+
+def test_a_team_without_anything_on_the_clusters_asked_is_told_so(gpuplane) -> None:
+    result = gpuplane("-C", str(REPO), "plan", "--team", "llm", "--cluster", "staging-west")
+    assert result.exit_code == 0
+    assert "plan for team llm" in result.output
+    assert "nothing: no quota or namespace of team llm" in result.output
+    assert _json(gpuplane, "--team", "llm", "--cluster", "staging-west")["clusters"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--team", "visoin"], "unknown team(s): visoin. Did you mean 'vision'?"),
+        (["--team", "llm", "--team", "speach"], "unknown team(s): speach. Did you mean 'speech'?"),
+        (["--pool", "h100"], "unknown pool(s): h100. Did you mean 'h100-train'?"),
+        (["--pool", "zzz"], "unknown pool(s): zzz. Known: a100-mig, h100-train,"),
+    ],
+)
+def test_an_unknown_team_or_pool_is_a_usage_error_with_a_hint(
+    gpuplane, args: list[str], message: str
+) -> None:
+    for fmt in ("text", "json", "markdown"):
+        result = gpuplane("-C", str(REPO), "plan", "--format", fmt, *args)
+        assert result.exit_code == 2
+        assert message in result.output
+
+
+def test_build_plan_refuses_unknown_names() -> None:
+    platform = load_platform(REPO).platform
+    with pytest.raises(ValueError, match="unknown team"):
+        build_plan(platform, teams=["nobody"])
+    with pytest.raises(ValueError, match="unknown pool"):
+        build_plan(platform, pools=["nowhere"])
+
+
+def test_the_focused_text_answers_the_question(gpuplane) -> None:
+    result = gpuplane("-C", str(REPO), "plan", "--team", "llm")
+    assert result.exit_code == 0
+    text = result.output
+    assert text.startswith("plan for team llm\n")
+    assert "cluster prod-east" in text and "staging-west" not in text
+    # one team: no team column; its namespaces, each with the ClusterQueue it feeds
+    for namespace, queue in (
+        ("llm-train", "llm-training"),
+        ("llm-serve", "llm-inference"),
+        ("llm-notebooks", "llm-notebooks"),
+    ):
+        assert re.search(rf"^{namespace} +{queue} ", text, re.MULTILINE), namespace
+    assert "vision" not in text and "recsys" not in text
+    # h100-train: guaranteed 8, nominal 16, lendable 8, borrowing limit 16, borrowable 8,
+    # reachable 24, maximum 32 (computed in the JSON test above)
+    assert re.search(r"^h100-train +nvidia\.com/gpu +8 +16 +8 +16 +8 +24 +32$", text, re.M)
+    pool = gpuplane("-C", str(REPO), "plan", "--pool", "h100-train").output
+    assert pool.startswith("plan for pool h100-train\n")
+    # the four teams holding quota on it, each with its nominal (llm 16, recsys 4, speech 4,
+    # vision 8), and their training queues
+    for team, nominal in (("llm", 16), ("recsys", 4), ("speech", 4), ("vision", 8)):
+        assert re.search(rf"^{team} +nvidia\.com/gpu +\d+ +{nominal} ", pool, re.M), team
+        assert f"{team}-training" in pool
+    assert "l40s-infer " not in pool.replace("may borrow on", "")
+
+
+def test_the_focused_markdown_says_what_it_is_about(gpuplane) -> None:
+    result = gpuplane("-C", str(REPO), "plan", "--format", "markdown", "--team", "search")
+    assert result.exit_code == 0
+    text = result.output
+    assert text.startswith("# GPU capacity plan for team search\n")
+    assert "## staging-west" in text and "## prod-east" not in text
+    assert re.search(r"^\| search \| search-train \| `default` \| search-training \|", text, re.M)
+    assert "llm-eval" not in text
+
+
+# --- fitting a terminal -----------------------------------------------------------------------
+
+
+def _rendered(report: PlanReport, width: int | None, console_width: int) -> list[str]:
+    from rich.console import Console
+
+    console = Console(width=console_width, soft_wrap=width is None, color_system=None)
+    with console.capture() as captured:
+        for renderable in plan_tables(report, width):
+            console.print(renderable)
+    return captured.get().splitlines()
+
+
+@pytest.mark.parametrize(
+    "focus",
+    [{}, {"teams": ["llm"]}, {"pools": ["a100-mig"]}, {"teams": ["vision"], "pools": ["a100-mig"]}],
+)
+def test_every_line_fits_100_columns_and_nothing_is_cut(focus: dict[str, list[str]]) -> None:
+    report = build_plan(load_platform(REPO).platform, **focus)
+    lines = _rendered(report, 100, 100)
+    assert max(len(line) for line in lines) <= 100
+    text = "\n".join(lines)
+    assert "…" not in text  # rich's ellipsis: a cut cell
+    # every figure of every row is there, unbroken (each row's numbers in order on one line)
+    for cluster in report.clusters:
+        for team in cluster.teams:
+            figures = [
+                team.guaranteed,
+                team.nominal,
+                team.lendable,
+                "unlimited" if team.borrowing_limit is None else team.borrowing_limit,
+                team.borrowable,
+                team.reachable,
+                team.maximum,
+            ]
+            pattern = r"^\S.* " + r" +".join(str(f) for f in figures) + r"( +!)?$"
+            assert re.search(pattern, text, re.M), (team.team, team.pool, team.resource)
+        for queue in cluster.queues:
+            for namespace in queue.namespaces:
+                assert re.search(rf"\b{namespace} +{queue.name} ", text), namespace
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_narrower_terminals_split_tables_without_cutting(width: int) -> None:
+    report = _plan(REPO)
+    lines = _rendered(report, width, width)
+    assert max(len(line) for line in lines) <= width
+    text = "\n".join(lines)
+    assert "…" not in text
+    assert "(continued)" in text  # columns went to a second block, the row names repeated
+    for name in (p.stem for p in (REPO / "pools").glob("*.yaml")):
+        assert name in text
+
+
+def test_wide_prints_each_row_on_one_line(gpuplane) -> None:
+    narrow = gpuplane("-C", str(REPO), "plan").output.splitlines()
+    wide = gpuplane("-C", str(REPO), "plan", "--wide").output.splitlines()
+    assert max(len(line) for line in wide) > 100 >= max(len(line) for line in narrow)
+    # at 100 columns a MIG resource name is broken after its `/`; --wide keeps it whole, with
+    # the row's figures on the same line (recsys on 1g.10gb: guaranteed 8 - 4 = 4, nominal 8)
+    assert not any("nvidia.com/mig-1g.10gb" in line for line in narrow)
+    assert re.search(r"^recsys +a100-mig +nvidia\.com/mig-1g\.10gb +4 +8 ", "\n".join(wide), re.M)
+    # full headers and every warning code in its row
+    assert any("reachable" in line and "maximum" in line for line in wide)
+    assert re.search(r"^h200-tune .* oversubscribed$", "\n".join(wide), re.M)
+    assert not any("(continued)" in line for line in wide)

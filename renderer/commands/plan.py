@@ -3,13 +3,16 @@
 Per cluster, one row per pool and resource name (a MIG pool has one per profile): capacity at
 the pool's minimum and maximum size, the queue's oversubscription ceiling, and the sums of the
 teams' nominal, guaranteed and lendable quota on it. Then one row per team quota entry: its
-guaranteed, nominal and lendable part, the most the team can ever hold there, and the
-ClusterQueue (`renderer.model.admission`) that holds it.
+guaranteed, nominal and lendable part, what it can borrow, the most the team can ever hold there,
+and the ClusterQueue (`renderer.model.admission`) that holds it; and one row per ClusterQueue:
+the namespaces that submit to it and the pools it reaches. `build_plan(..., teams=, pools=)`
+keeps only what concerns those teams or pools ("how many GPUs can team X get, and where").
 
-Every count comes from `renderer.model.capacity` (never recomputed here), and "guaranteed" is the very
-figure the policy rule `guaranteed-exceeds-capacity` checks, so the plan and the policy cannot
-disagree. `build_plan` returns immutable data; the three renderers turn it into rich tables,
-GitHub-flavoured Markdown or JSON. Nothing here prints.
+Every count comes from `renderer.model.capacity` and `renderer.model.admission` (never
+recomputed here), and "guaranteed" is the very figure the policy rule
+`guaranteed-exceeds-capacity` checks, so the plan and the policy cannot disagree. `build_plan`
+returns immutable data and `plan_json` its JSON; `plan_forms` renders tables and Markdown.
+Nothing here prints.
 """
 
 from __future__ import annotations
@@ -18,17 +21,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rich import box
-from rich.console import RenderableType
-from rich.table import Table
-from rich.text import Text
-
+from renderer.findings.diagnostics import closest
+from renderer.layers.queueing.kueue import DEFAULT_LOCAL_QUEUE
 from renderer.model.admission import cluster_queues, cohort_of, potential_available
 from renderer.model.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.model.platform import GpuQuota, Platform, Pool, Queue, Team
 from renderer.model.view import ClusterView
 from renderer.output.canonical import sorted_keys
-from renderer.output.text import markdown_cell
 
 VERSION = 1
 """The `version` of the JSON document; bumped when a key is renamed or its meaning changes."""
@@ -72,6 +71,17 @@ LEGEND: tuple[tuple[str, str], ...] = (
         "the most Kueue can admit for the team on an empty cluster (its PotentialAvailable): "
         "what it never lends plus all the cohort may lend, capped by the maximum; lower than the "
         "maximum when the other teams lend less",
+    ),
+    (
+        "borrowable",
+        "reachable - nominal: what the team can borrow on top of its nominal quota, the smaller "
+        "of its borrowingLimit and what the other teams of the cohort lend",
+    ),
+    (
+        "ClusterQueue",
+        "the Kueue ClusterQueue (on Volcano: the queue) of one team and namespace purpose; each "
+        "namespace's `default` LocalQueue points at it, and it holds the team's quota on the "
+        "pools of its purpose and may borrow on the others it lists",
     ),
 )
 """What each figure means; shown under the tables, in the Markdown and in the JSON."""
@@ -144,6 +154,28 @@ class TeamRow:
     reachable: int
     warnings: tuple[PlanWarning, ...]
 
+    @property
+    def borrowable(self) -> int:
+        """What the cohort can lend the team beyond its nominal quota on an empty cluster."""
+        return self.reachable - self.nominal
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """One ClusterQueue (a leaf queue on Volcano): who submits to it and which pools it reaches."""
+
+    team: str
+    name: str
+    purpose: str
+    cohort: str
+    namespaces: tuple[str, ...]
+    local_queue: str | None
+    """The LocalQueue in each namespace that points at it; None on Volcano, which has none."""
+    holds: tuple[str, ...]
+    """Pools where it holds the team's quota."""
+    borrows: tuple[str, ...]
+    """Pools it lists with no quota of its own: it may only borrow there."""
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterPlan:
@@ -152,12 +184,17 @@ class ClusterPlan:
     scheduler: str
     pools: tuple[PoolRow, ...]
     teams: tuple[TeamRow, ...]
+    queues: tuple[QueueRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class PlanReport:
     clusters: tuple[ClusterPlan, ...]
     legend: tuple[tuple[str, str], ...] = LEGEND
+    teams: tuple[str, ...] = ()
+    """The teams asked about (`plan --team`); empty: every team."""
+    pools: tuple[str, ...] = ()
+    """The pools asked about (`plan --pool`); empty: every pool."""
 
 
 # --- building ---------------------------------------------------------------------------------
@@ -325,6 +362,24 @@ def _team_row(
     )
 
 
+def _queue_rows(view: ClusterView) -> list[QueueRow]:
+    """Every ClusterQueue of the cluster: its namespaces and the pools it holds or borrows on."""
+    local = DEFAULT_LOCAL_QUEUE if view.cluster.scheduler == "kueue" else None
+    return [
+        QueueRow(
+            team=plan.team.name,
+            name=plan.name,
+            purpose=plan.purpose,
+            cohort=plan.queue.name,
+            namespaces=tuple(ns.name for ns in plan.namespaces),
+            local_queue=local,
+            holds=tuple(f.pool.name for f in plan.flavors if not f.borrow_only),
+            borrows=tuple(f.pool.name for f in plan.flavors if f.borrow_only),
+        )
+        for plan in cluster_queues(view)
+    ]
+
+
 def _cluster_plan(platform: Platform, name: str) -> ClusterPlan:
     cluster = platform.clusters[name]
     view = ClusterView.of(platform, cluster)
@@ -354,16 +409,73 @@ def _cluster_plan(platform: Platform, name: str) -> ClusterPlan:
         scheduler=cluster.scheduler,
         pools=tuple(pool_rows),
         teams=tuple(sorted(team_rows, key=lambda r: (r.team, r.pool, r.resource))),
+        queues=tuple(sorted(_queue_rows(view), key=lambda q: (q.team, q.name))),
     )
 
 
-def build_plan(platform: Platform, clusters: Iterable[str] | None = None) -> PlanReport:
-    """The plan of every cluster (or of those named), in name order."""
+def _focused(cluster: ClusterPlan, teams: set[str], pools: set[str]) -> ClusterPlan | None:
+    """The part of a cluster's plan about these teams and pools (empty set: all of them), or
+    None when nothing is left. Team rows must match both; pool rows are the pools asked about,
+    or else the pools the teams' rows are on; ClusterQueues are the teams', on those pools."""
+    team_rows = tuple(
+        r
+        for r in cluster.teams
+        if (not teams or r.team in teams) and (not pools or r.pool in pools)
+    )
+    used = {(r.pool, r.resource) for r in team_rows}
+    pool_rows = tuple(
+        r for r in cluster.pools if (r.pool in pools if pools else (r.pool, r.resource) in used)
+    )
+    queue_rows = tuple(
+        q
+        for q in cluster.queues
+        if (not teams or q.team in teams) and (not pools or pools & {*q.holds, *q.borrows})
+    )
+    if not (team_rows or pool_rows or queue_rows):
+        return None
+    return ClusterPlan(
+        cluster.name, cluster.environment, cluster.scheduler, pool_rows, team_rows, queue_rows
+    )
+
+
+def unknown_names(
+    platform: Platform,
+    clusters: Iterable[str] = (),
+    teams: Iterable[str] = (),
+    pools: Iterable[str] = (),
+) -> str | None:
+    """Why the names asked for cannot be planned (with the closest known name), or None."""
+    for what, asked, known in (
+        ("cluster", clusters, platform.clusters),
+        ("team", teams, platform.teams),
+        ("pool", pools, platform.pools),
+    ):
+        unknown = sorted(set(asked) - set(known))
+        if unknown:
+            near = closest(unknown[0], known)
+            hint = f" Did you mean '{near}'?" if near else f" Known: {', '.join(sorted(known))}."
+            return f"unknown {what}(s): {', '.join(unknown)}.{hint}"
+    return None
+
+
+def build_plan(
+    platform: Platform,
+    clusters: Iterable[str] | None = None,
+    teams: Iterable[str] = (),
+    pools: Iterable[str] = (),
+) -> PlanReport:
+    """The plan of every cluster (or of those named), in name order; with `teams` or `pools`,
+    only what concerns them. ValueError for a name the platform does not declare."""
     names = sorted(platform.clusters) if clusters is None else sorted(set(clusters))
-    unknown = [n for n in names if n not in platform.clusters]
-    if unknown:
-        raise ValueError(f"unknown cluster(s): {', '.join(unknown)}")
-    return PlanReport(tuple(_cluster_plan(platform, n) for n in names))
+    wanted_teams, wanted_pools = sorted(set(teams)), sorted(set(pools))
+    problem = unknown_names(platform, names, wanted_teams, wanted_pools)
+    if problem is not None:
+        raise ValueError(problem)
+    plans = [_cluster_plan(platform, n) for n in names]
+    if wanted_teams or wanted_pools:
+        found = (_focused(c, set(wanted_teams), set(wanted_pools)) for c in plans)
+        plans = [c for c in found if c is not None]
+    return PlanReport(tuple(plans), teams=tuple(wanted_teams), pools=tuple(wanted_pools))
 
 
 # --- JSON -------------------------------------------------------------------------------------
@@ -413,9 +525,23 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "borrowingLimit": r.borrowing_limit,
                 "maximum": r.maximum,
                 "reachable": r.reachable,
+                "borrowable": r.borrowable,
                 "warnings": [{"code": w.code, "message": w.message} for w in r.warnings],
             }
             for r in cluster.teams
+        ]
+        queues = [
+            {
+                "team": q.team,
+                "clusterQueue": q.name,
+                "purpose": q.purpose,
+                "cohort": q.cohort,
+                "namespaces": list(q.namespaces),
+                "localQueue": q.local_queue,
+                "holds": list(q.holds),
+                "borrows": list(q.borrows),
+            }
+            for q in cluster.queues
         ]
         clusters.append(
             {
@@ -424,278 +550,14 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "scheduler": cluster.scheduler,
                 "pools": pools,
                 "teams": teams,
+                "clusterQueues": queues,
             }
         )
-    body = {"version": VERSION, "clusters": clusters, "legend": dict(report.legend)}
+    body = {
+        "version": VERSION,
+        "focus": {"teams": list(report.teams), "pools": list(report.pools)},
+        "clusters": clusters,
+        "legend": dict(report.legend),
+    }
     result: dict[str, Any] = sorted_keys(body)
     return result
-
-
-# --- shared cell text -------------------------------------------------------------------------
-
-
-def _nodes(row: PoolRow) -> str:
-    if row.nodes_min == row.nodes_max:
-        return str(row.nodes_min)
-    return f"{row.nodes_min}-{row.nodes_max}"
-
-
-def _capacity(row: PoolRow) -> str:
-    if row.capacity == row.capacity_max:
-        return str(row.capacity)
-    return f"{row.capacity} / {row.capacity_max}"
-
-
-def _queue(row: PoolRow) -> str:
-    return "-" if row.queue is None else f"{row.queue} ({row.limit:g}x)"
-
-
-def _used(row: PoolRow) -> str:
-    return "-" if row.used is None else f"{row.used:.2f}"
-
-
-def _limit(value: int | None) -> str:
-    return "unlimited" if value is None else str(value)
-
-
-def _short_unit(row: PoolRow) -> str:
-    """The unit in a few letters, for the text table (the resource column names the profile)."""
-    if row.profile is not None:
-        return "MIG instance"
-    return {"time-slicing replica": "time-slice", "mps replica": "MPS share"}.get(
-        row.unit, row.unit
-    )
-
-
-def _pool_counts(row: PoolRow) -> list[str]:
-    """The figures a pool row shows in every format, nominal to used."""
-    return [
-        str(row.nominal),
-        str(row.guaranteed),
-        str(row.lendable),
-        str(row.free),
-        str(row.headroom),
-        _used(row),
-    ]
-
-
-def _team_counts(row: TeamRow) -> list[str]:
-    """The figures a team row shows in every format, guaranteed to reachable."""
-    return [
-        str(row.guaranteed),
-        str(row.nominal),
-        str(row.lendable),
-        _limit(row.borrowing_limit),
-        str(row.maximum),
-        str(row.reachable),
-    ]
-
-
-def _title(cluster: ClusterPlan) -> str:
-    return f"{cluster.name} ({cluster.environment}, {cluster.scheduler})"
-
-
-def _what(row: PoolRow | TeamRow) -> str:
-    if isinstance(row, TeamRow):
-        return f"{row.team} on {row.pool} {row.resource}"
-    return f"{row.pool} {row.resource}"
-
-
-POOL_LEGEND = (
-    "capacity at min/max nodes; guaranteed = nominal - lendingLimit, lendable = lendingLimit "
-    "(both all of nominal if unset), summed; free = capacity - nominal"
-)
-TEAM_LEGEND = (
-    "guaranteed = nominal - lendingLimit (all of nominal if unset); maximum = nominal + "
-    "borrowingLimit up to the pool's max (the max if borrowing is unlimited)"
-)
-
-
-# --- rich tables ------------------------------------------------------------------------------
-
-
-def _table(title: str, columns: tuple[tuple[str, bool], ...]) -> Table:
-    table = Table(
-        title=Text(title, style="bold"), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False
-    )
-    for header, numeric in columns:
-        if numeric:
-            table.add_column(header, justify="right", no_wrap=True)
-        else:
-            table.add_column(header, no_wrap=header != "notes", overflow="fold")
-    return table
-
-
-def _row(table: Table, *cells: str | Text) -> None:
-    """Add a row whose plain strings are shown as written, never read as rich markup."""
-    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
-
-
-def _notes(warnings: tuple[PlanWarning, ...]) -> Text:
-    return Text(", ".join(w.code for w in warnings), style="yellow")
-
-
-def _explained(rows: tuple[PoolRow, ...] | tuple[TeamRow, ...]) -> list[RenderableType]:
-    return [
-        Text(f"  ! {_what(row)}: {w.code}: {w.message}", style="yellow")
-        for row in rows
-        for w in row.warnings
-    ]
-
-
-def plan_tables(report: PlanReport) -> list[RenderableType]:
-    """For people: per cluster a pool table and a team table, each with a one-line legend;
-    a warning's code sits in its row, its sentence right under the table."""
-    out: list[RenderableType] = []
-    for cluster in report.clusters:
-        out.append(Text(f"cluster {_title(cluster)}", style="bold underline"))
-        pools = _table(
-            "pools: counts in each row's unit",
-            (
-                ("pool", False),
-                ("resource", False),
-                ("unit", False),
-                ("nodes", True),
-                ("capacity\nmin/max", True),
-                ("queue\n(limit)", False),
-                ("nominal", True),
-                ("guaranteed", True),
-                ("lendable", True),
-                ("free", True),
-                ("headroom\nto limit", True),
-                ("used\nx cap.", True),
-                ("notes", False),
-            ),
-        )
-        for r in cluster.pools:
-            _row(
-                pools,
-                r.pool,
-                r.resource,
-                _short_unit(r),
-                _nodes(r),
-                _capacity(r),
-                _queue(r),
-                *_pool_counts(r),
-                _notes(r.warnings),
-            )
-        out += [pools, *_explained(cluster.pools), Text(POOL_LEGEND, style="dim"), Text("")]
-        teams = _table(
-            "teams: counts in the unit of the pool's row",
-            (
-                ("team", False),
-                ("pool", False),
-                ("resource", False),
-                ("ClusterQueue", False),
-                ("borrowed via", False),
-                ("guaranteed", True),
-                ("nominal", True),
-                ("lendable", True),
-                ("borrowing\nlimit", True),
-                ("maximum\nwith borrowing", True),
-                ("reachable\n(cohort lends)", True),
-                ("notes", False),
-            ),
-        )
-        for t in cluster.teams:
-            _row(
-                teams,
-                t.team,
-                t.pool,
-                t.resource,
-                t.cluster_queue or "-",
-                ", ".join(t.borrowing_queues) or "-",
-                *_team_counts(t),
-                _notes(t.warnings),
-            )
-        out += [teams, *_explained(cluster.teams), Text(TEAM_LEGEND, style="dim"), Text("")]
-    return out
-
-
-# --- Markdown ---------------------------------------------------------------------------------
-
-
-def _md_warnings(warnings: tuple[PlanWarning, ...]) -> str:
-    return "<br>".join(
-        f"⚠️ **{markdown_cell(w.code)}**: {markdown_cell(w.message)}" for w in warnings
-    )
-
-
-def _md_table(columns: tuple[tuple[str, bool], ...], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header for header, _ in columns) + " |"]
-    lines.append("|" + "|".join("---:" if numeric else "---" for _, numeric in columns) + "|")
-    lines.extend("| " + " | ".join(row) + " |" for row in rows)
-    return lines
-
-
-def plan_markdown(report: PlanReport) -> str:
-    """The plan as GitHub-flavoured Markdown, for a pull-request comment."""
-    lines = ["# GPU capacity plan", ""]
-    for cluster in report.clusters:
-        lines += [f"## {markdown_cell(_title(cluster))}", "", "### Pools", ""]
-        lines += _md_table(
-            (
-                ("pool", False),
-                ("resource", False),
-                ("unit", False),
-                ("nodes", True),
-                ("capacity (min / max nodes)", True),
-                ("queue (limit)", False),
-                ("nominal", True),
-                ("guaranteed", True),
-                ("lendable", True),
-                ("free", True),
-                ("headroom to limit", True),
-                ("used (x capacity)", True),
-                ("warnings", False),
-            ),
-            [
-                [
-                    markdown_cell(r.pool),
-                    f"`{markdown_cell(r.resource)}`",
-                    markdown_cell(r.unit),
-                    _nodes(r),
-                    _capacity(r),
-                    markdown_cell(_queue(r)),
-                    *_pool_counts(r),
-                    _md_warnings(r.warnings),
-                ]
-                for r in cluster.pools
-            ],
-        )
-        lines += ["", "### Teams", ""]
-        lines += _md_table(
-            (
-                ("team", False),
-                ("pool", False),
-                ("resource", False),
-                ("ClusterQueue", False),
-                ("borrowed via", False),
-                ("guaranteed", True),
-                ("nominal", True),
-                ("lendable", True),
-                ("borrowing limit", True),
-                ("maximum with borrowing", True),
-                ("reachable (cohort lends)", True),
-                ("warnings", False),
-            ),
-            [
-                [
-                    markdown_cell(t.team),
-                    markdown_cell(t.pool),
-                    f"`{markdown_cell(t.resource)}`",
-                    markdown_cell(t.cluster_queue or "-"),
-                    markdown_cell(", ".join(t.borrowing_queues) or "-"),
-                    *_team_counts(t),
-                    _md_warnings(t.warnings),
-                ]
-                for t in cluster.teams
-            ],
-        )
-        lines.append("")
-    lines += [
-        "Counts are in each pool row's unit: GPUs, MIG instances or time-slicing replicas.",
-        "",
-    ]
-    lines += [f"- **{markdown_cell(term)}**: {markdown_cell(text)}" for term, text in report.legend]
-    return "\n".join(lines) + "\n"

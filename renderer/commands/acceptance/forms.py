@@ -15,6 +15,7 @@ from renderer.commands.acceptance.results import (
     Cost,
     NvlinkShare,
     PoolAcceptance,
+    Status,
     Verdict,
 )
 from renderer.findings.diagnostics import Severity, finding_lines
@@ -67,6 +68,7 @@ _TEXT_VERDICT: Final = {
     Verdict.MISSING: "MISSING",
     Verdict.MEASURED: "measured only",
     Verdict.NOT_REPORTED: "not reported",
+    Verdict.NOT_COMPARABLE: "NOT COMPARABLE",
 }
 _MD_VERDICT: Final = {
     Verdict.PASS: "✅ pass",
@@ -74,7 +76,23 @@ _MD_VERDICT: Final = {
     Verdict.MISSING: "❌ **missing**",
     Verdict.MEASURED: "📏 measured only",
     Verdict.NOT_REPORTED: "⚪ not reported",
+    Verdict.NOT_COMPARABLE: "⚠️ **not comparable**",
 }
+_TEXT_STATUS: Final = {
+    Status.PASSED: "passed",
+    Status.FAILED: "FAILED",
+    Status.NOT_COMPARABLE: "NOT COMPARABLE",
+}
+_MD_STATUS: Final = {
+    Status.PASSED: ("✅", "passed"),
+    Status.FAILED: ("❌", "failed"),
+    Status.NOT_COMPARABLE: ("⚠️", "not comparable"),
+}
+NOT_COMPARABLE: Final = (
+    "not accepted: figures measured on the CPU or on another accelerator than the pool's are not "
+    "comparable to its thresholds (neither a pass nor a hardware failure); run the probes on the "
+    "pool's nodes, as the rendered acceptance workflow does"
+)
 
 
 def _headline(report: AcceptanceReport) -> str:
@@ -88,6 +106,9 @@ def _headline(report: AcceptanceReport) -> str:
         f"{missing} missing",
         f"{report.count(Verdict.MEASURED)} measured only",
     ]
+    elsewhere = report.count(Verdict.NOT_COMPARABLE)
+    if elsewhere:
+        parts.append(f"{elsewhere} not comparable")
     errors = sum(d.severity is Severity.ERROR for d in report.findings)
     if errors:
         parts.append(f"{errors} result file{'s' if errors != 1 else ''} not counted")
@@ -115,6 +136,22 @@ def _nvlink_text(share: NvlinkShare, accelerator_key: str) -> str:
     )
 
 
+def _elsewhere(pool: PoolAcceptance) -> list[tuple[str, list[str]]]:
+    """Each sentence about a device that is not the pool's (or that cannot be placed), with
+    the result files it is true of."""
+    found: dict[str, list[str]] = {}
+    for device in pool.devices:
+        if device.comparable is not True:
+            found.setdefault(device.message, []).append(device.result)
+    return list(found.items())
+
+
+def _noted(check: Check) -> bool:
+    """Whether a check's note is shown under the table: a not comparable figure's is the
+    device line above it, said once."""
+    return bool(check.note) and check.verdict is not Verdict.NOT_COMPARABLE
+
+
 def _cost_text(cost: Cost) -> str:
     return (
         f"{cost.step}: {_money(cost.value, cost.currency)} {cost.unit} = {cost.formula} "
@@ -135,13 +172,20 @@ def _columns(rows: list[list[str]], indent: str = "  ") -> list[str]:
 
 def report_text(report: AcceptanceReport) -> str:
     """For people at a terminal: findings, then per pool a table, its references and costs."""
-    verdict = "PASSED" if report.passed else "FAILED"
+    verdict = _TEXT_STATUS[report.status].upper()
     lines = [*finding_lines(report.findings, lambda text: oneline(text, 400))]
     if lines:
         lines.append("")
-    lines += [f"acceptance {verdict}: {_headline(report)}", ""]
+    lines += [f"acceptance {verdict}: {_headline(report)}"]
+    if report.count(Verdict.NOT_COMPARABLE):
+        lines.append(NOT_COMPARABLE)
+    lines.append("")
     for pool in report.pools:
-        lines.append(f"{_pool_title(pool)}: {'passed' if pool.passed else 'FAILED'}")
+        lines.append(f"{_pool_title(pool)}: {_TEXT_STATUS[pool.status]}")
+        lines += [
+            f"  ! {message} ({', '.join(oneline(f, 120) for f in files)})"
+            for message, files in _elsewhere(pool)
+        ]
         rows = [["step", "check", "measured", "threshold", "verdict", "result"]]
         rows += [
             [
@@ -155,8 +199,7 @@ def report_text(report: AcceptanceReport) -> str:
             for c in pool.checks
         ]
         lines += _columns(rows)
-        notes = [c for c in pool.checks if c.note]
-        lines += [f"  ! {c.step} {c.label}: {c.note}" for c in notes]
+        lines += [f"  ! {c.step} {c.label}: {c.note}" for c in pool.checks if _noted(c)]
         lines += [f"  reference: {_nvlink_text(n, pool.accelerator)}" for n in pool.nvlink]
         lines += [f"  cost: {_cost_text(c)}" for c in pool.costs]
         lines.append("")
@@ -183,13 +226,10 @@ def _code(value: str) -> str:
 
 def report_markdown(report: AcceptanceReport) -> str:
     """GitHub-flavoured Markdown for a pull-request comment or a job summary."""
-    mark = "✅" if report.passed else "❌"
-    lines = [
-        f"# {mark} Acceptance {'passed' if report.passed else 'failed'}",
-        "",
-        _cell(_headline(report)),
-        "",
-    ]
+    mark, status = _MD_STATUS[report.status]
+    lines = [f"# {mark} Acceptance {status}", "", _cell(_headline(report)), ""]
+    if report.count(Verdict.NOT_COMPARABLE):
+        lines += [_cell(NOT_COMPARABLE[:1].upper() + NOT_COMPARABLE[1:]) + ".", ""]
     if report.findings:
         lines += ["## Result files not counted", ""]
         for d in report.findings:
@@ -197,9 +237,13 @@ def report_markdown(report: AcceptanceReport) -> str:
             lines.append(f"- {_code(str(d.at))}: **{d.rule}** {_cell(d.message)}{hint}")
         lines.append("")
     for pool in report.pools:
+        lines += [f"## {_MD_STATUS[pool.status][0]} {_cell(_pool_title(pool))}", ""]
+        devices = [
+            f"- ⚠️ {_cell(message)} ({', '.join(_code(f) for f in files)})"
+            for message, files in _elsewhere(pool)
+        ]
+        lines += [*devices, ""] if devices else []
         lines += [
-            f"## {'✅' if pool.passed else '❌'} {_cell(_pool_title(pool))}",
-            "",
             "| step | check | measured | threshold | verdict | result |",
             "|---|---|---:|---:|---|---|",
         ]
@@ -211,7 +255,7 @@ def report_markdown(report: AcceptanceReport) -> str:
             )
         lines.append("")
         lines += [
-            f"- **{c.step}** {_cell(c.label)}: {_cell(c.note)}" for c in pool.checks if c.note
+            f"- **{c.step}** {_cell(c.label)}: {_cell(c.note)}" for c in pool.checks if _noted(c)
         ]
         lines += [f"- reference: {_cell(_nvlink_text(n, pool.accelerator))}" for n in pool.nvlink]
         lines += [f"- cost of useful work: {_cell(_cost_text(c))}" for c in pool.costs]
@@ -242,7 +286,20 @@ def report_json(report: AcceptanceReport) -> str:
             "gpuHour": p.gpu_hour,
             "currency": p.currency,
             "passed": p.passed,
+            "status": p.status.value,
             "results": list(p.results),
+            "devices": [
+                {
+                    "result": d.result,
+                    "probe": d.probe,
+                    "device": d.device,
+                    "name": d.name,
+                    "accelerator": d.accelerator,
+                    "comparable": d.comparable,
+                    "message": d.message,
+                }
+                for d in p.devices
+            ],
             "checks": [
                 {
                     "step": c.step,
@@ -299,6 +356,7 @@ def report_json(report: AcceptanceReport) -> str:
     body = {
         "version": VERSION,
         "passed": report.passed,
+        "status": report.status.value,
         "summary": {
             "pools": len(report.pools),
             "files": report.files,

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from renderer.commands.acceptance.device import device_of, where
 from renderer.commands.acceptance.readable import num, oneline, quote
 from renderer.commands.acceptance.results import (
     GPUS_KEY,
@@ -16,6 +17,7 @@ from renderer.commands.acceptance.results import (
     AcceptanceReport,
     Check,
     Cost,
+    Device,
     NvlinkShare,
     PoolAcceptance,
     Result,
@@ -60,13 +62,19 @@ for _rule, _doc in {
     "result-unknown-pool": """An acceptance result names no pool, or a pool this repository does not declare.
 
 Results are judged against the thresholds of the pool they ran on, so each result must name a
-pool of `pools/`. Run the probe with `--pool NAME`, or check for a typo or a pool renamed since
-the run; the hint names the closest known pool.""",
+pool of `pools/`.
+
+To satisfy it: run the probe with `--pool NAME`, NAME a pool's `metadata.name` (the acceptance
+workflow passes it), or, for a typo or a pool renamed since the run, use the pool the hint
+names. A result that names no pool can never be counted.""",
     "result-wrong-cluster": """An acceptance result names a cluster its pool does not belong to.
 
 Every pool belongs to one cluster (`spec.cluster`). A result for pool A on cluster B was taken
 elsewhere than the pool file describes (a copied results folder, a wrong `--cluster`), so it
-proves nothing about the pool and is not counted.""",
+proves nothing about the pool and is not counted.
+
+To satisfy it: pass only the results of one cluster's run, and run the probe with `--cluster`
+set to the pool's `spec.cluster` (the note points at it).""",
 }.items():
     document_rule(_rule, "acceptance", _doc)
 
@@ -267,7 +275,7 @@ def _gpus(result: Result) -> tuple[float, str]:
     return 1.0, "assumed: 1, as the result states no GPU count"
 
 
-def _cost(pool: Pool, result: Result) -> Cost | None:
+def _cost(pool: Pool, result: Result, device: Device | None) -> Cost | None:
     if not result.ok or result.probe not in ("training", "inference"):
         return None
     gpus, source = _gpus(result)
@@ -290,9 +298,8 @@ def _cost(pool: Pool, result: Result) -> Cost | None:
         unit = "per thousand requests"
     if value is None:
         formula += " (no throughput measured: no cost)"
-    device = result.metrics.get("device")
-    if isinstance(device, str) and device.lower().startswith("cpu"):
-        source += "; measured on the CPU, not on the pool's accelerators"
+    if device is not None and device.comparable is False:
+        source += f"; measured on {where(device)}, not on the pool's accelerators"
     return Cost(
         step=result.probe,
         unit=unit,
@@ -305,8 +312,12 @@ def _cost(pool: Pool, result: Result) -> Cost | None:
     )
 
 
-def _nvlink(pool: Pool, result: Result) -> NvlinkShare | None:
+def _nvlink(pool: Pool, result: Result, device: Device | None) -> NvlinkShare | None:
+    """The share of an all-reduce's bus bandwidth in the NVLink figure; none for one measured
+    elsewhere than on the pool's accelerator (a CPU all-reduce over gloo says nothing of it)."""
     if not result.ok or result.probe != "allreduce":
+        return None
+    if device is not None and device.comparable is False:
         return None
     busbw = float(result.metrics["peakBusbwGBps"])
     entry = accelerator(pool.accelerator)
@@ -323,18 +334,31 @@ def _order(check: Check) -> tuple[int, int, str]:
     return step, figure, check.result or ""
 
 
+def _elsewhere(check: Check, device: Device | None) -> Check:
+    """A figure measured on another device than the pool's, against one of the pool's
+    thresholds: not comparable, neither a pass nor a failure. Fixed requirements (a verified
+    restore, no failed request) and a failed run hold on any device and are judged as they are."""
+    if device is None or device.comparable is not False or check.threshold_key is None:
+        return check
+    if check.measured is None or check.verdict not in (Verdict.PASS, Verdict.FAIL):
+        return check
+    note = f"measured on {where(device)}, not on the pool's {device.accelerator}: not judged"
+    return replace(check, verdict=Verdict.NOT_COMPARABLE, note=note)
+
+
 def _pool_acceptance(pool: Pool, results: Sequence[Result]) -> PoolAcceptance:
     checks = _queue_checks(pool, results)
+    devices = {r.file: device_of(pool.accelerator, r) for r in results}
     for result in results:
         for figure in FIGURES:
             if figure.probe == result.probe:
                 check = _judge(figure, pool, result)
                 if check is not None:
-                    checks.append(check)
+                    checks.append(_elsewhere(check, devices[result.file]))
     checks += [_failed_run(r) for r in results if not r.ok]
     checks += _missing(pool, results)
-    found_nvlink = [n for r in results if (n := _nvlink(pool, r)) is not None]
-    found_costs = [c for r in results if (c := _cost(pool, r)) is not None]
+    found_nvlink = [n for r in results if (n := _nvlink(pool, r, devices[r.file])) is not None]
+    found_costs = [c for r in results if (c := _cost(pool, r, devices[r.file])) is not None]
     return PoolAcceptance(
         cluster=pool.cluster,
         pool=pool.name,
@@ -345,6 +369,7 @@ def _pool_acceptance(pool: Pool, results: Sequence[Result]) -> PoolAcceptance:
         nvlink=tuple(sorted(found_nvlink, key=lambda n: n.result)),
         costs=tuple(sorted(found_costs, key=lambda c: c.result)),
         results=tuple(sorted(r.file for r in results)),
+        devices=tuple(sorted((d for d in devices.values() if d), key=lambda d: d.result)),
     )
 
 

@@ -45,18 +45,27 @@ for _rule, _doc in {
 
 It is not a regular file, cannot be opened, is larger than {MAX_RESULT_BYTES // 1024} KiB, or is
 not UTF-8 text. A probe writes a few kilobytes of UTF-8 JSON; anything else is a truncated
-upload, the wrong file, or a hostile one. Run the probe again, or pass the right file.""",
+upload, the wrong file, or a hostile one.
+
+To satisfy it: pass the JSON files the probes wrote (`gpuplane acceptance report results/`
+reads every `*.json` below a folder), or run the probe again if its file was cut short.""",
     "result-syntax": f"""An acceptance result file is not valid JSON.
 
 The file must hold exactly one JSON object, without duplicate keys, NaN or Infinity, nested no
-deeper than {MAX_DEPTH} levels. A probe killed while writing leaves a truncated file; run it
-again. The finding names the line and column where the parser stopped.""",
+deeper than {MAX_DEPTH} levels. A probe killed while writing leaves a truncated file.
+
+To satisfy it: run the probe again for a complete file. In a file edited by hand, fix the JSON
+at the line and column where the parser stopped (a trailing comma, a missing quote or brace);
+`python -m json.tool FILE` shows the same place.""",
     "result-invalid": """An acceptance result does not match the result schema.
 
 Every result carries the envelope of `schemas/results/result.schema.json` (schemaVersion 1,
 probe, cluster, pool, startedAt, durationSeconds, ok, error, environment, metrics), and a
 successful one the metrics its probe's schema describes. A result from another version of the
-probes, or edited by hand, cannot be judged: the finding names the field and what is wrong.""",
+probes, or edited by hand, cannot be judged.
+
+To satisfy it: run the probe of this gpuplane version again rather than editing the result;
+the finding names the field and what is wrong with it. The schemas are in `schemas/results/`.""",
 }.items():
     document_rule(_rule, "acceptance", _doc)
 

@@ -28,10 +28,24 @@ class Verdict(StrEnum):
     """A figure without a threshold on this pool: shown, never judged."""
     NOT_REPORTED = "not-reported"
     """An optional figure (the queue wait) that no result carries: shown, never judged."""
+    NOT_COMPARABLE = "not-comparable"
+    """A figure measured on the CPU or on another accelerator than the pool's: shown, not
+    judged against the pool's threshold, and the pool is not accepted on it."""
 
     @property
     def failing(self) -> bool:
         return self in (Verdict.FAIL, Verdict.MISSING)
+
+
+class Status(StrEnum):
+    """Where a pool, or the whole report, stands. Failing wins over not comparable."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    """A figure failed its threshold, a threshold has no result, or a file was not counted."""
+    NOT_COMPARABLE = "not-comparable"
+    """Nothing failed, but some figure was measured on another device than the pool's, so the
+    pool is not accepted either: run the probes on the pool."""
 
 
 # --- the data ---------------------------------------------------------------------------------
@@ -81,6 +95,24 @@ class Check:
 
 
 @dataclass(frozen=True, slots=True)
+class Device:
+    """The device a result was measured on, against the pool's accelerator."""
+
+    result: str
+    probe: str
+    device: str
+    """The torch device the probe used: `cpu`, `cuda:0`."""
+    name: str | None
+    """The GPU's name as torch reports it (`NVIDIA H100 80GB HBM3`); None on the CPU."""
+    accelerator: str
+    """The pool's `accelerator` (a catalog key)."""
+    comparable: bool | None
+    """False: the CPU or another accelerator; None: a GPU the catalog cannot place."""
+    message: str
+    """The sentence that says so, for people."""
+
+
+@dataclass(frozen=True, slots=True)
 class NvlinkShare:
     """An all-reduce result's bus bandwidth against the catalog's NVLink figure: information."""
 
@@ -115,10 +147,20 @@ class PoolAcceptance:
     nvlink: tuple[NvlinkShare, ...]
     costs: tuple[Cost, ...]
     results: tuple[str, ...]
+    devices: tuple[Device, ...] = ()
+    """The devices of results that record one (the torch probes)."""
+
+    @property
+    def status(self) -> Status:
+        if any(c.verdict.failing for c in self.checks):
+            return Status.FAILED
+        if any(c.verdict is Verdict.NOT_COMPARABLE for c in self.checks):
+            return Status.NOT_COMPARABLE
+        return Status.PASSED
 
     @property
     def passed(self) -> bool:
-        return not any(c.verdict.failing for c in self.checks)
+        return self.status is Status.PASSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +170,16 @@ class AcceptanceReport:
     files: int
 
     @property
-    def passed(self) -> bool:
+    def status(self) -> Status:
         errors = any(d.severity is Severity.ERROR for d in self.findings)
-        return bool(self.pools) and not errors and all(p.passed for p in self.pools)
+        statuses = {p.status for p in self.pools}
+        if errors or not self.pools or Status.FAILED in statuses:
+            return Status.FAILED
+        return Status.NOT_COMPARABLE if Status.NOT_COMPARABLE in statuses else Status.PASSED
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
 
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict is verdict for p in self.pools for c in p.checks)
