@@ -1,18 +1,24 @@
 """Reporters: findings as text for people, JSON for tools, annotations for GitHub Actions,
 SARIF for code scanning and JUnit XML for CI systems that show test reports.
 
-Reporters return strings; the CLI prints them. Chosen from a registry by `--format`.
+Reporters return strings; the CLI prints them. Chosen from a registry by `--format`. Only the
+text reporter colours, and only when the CLI asks it to (`wants_color`): the formats for tools
+never carry escape codes. `progress` is the one thing here that writes: a spinner on a terminal.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import quote
 from xml.etree import ElementTree
+
+import click
 
 from renderer.findings.diagnostics import Diagnostic, Location, Severity, finding_lines
 from renderer.findings.rules import all_rules
@@ -30,12 +36,63 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     )
 
 
-def text(diagnostics: Sequence[Diagnostic], files: int) -> str:
-    """The findings (`finding_lines`), then a one-line summary."""
-    lines = finding_lines(diagnostics)
+def wants_color(flag: bool | None, environ: Mapping[str, str], is_terminal: bool) -> bool:
+    """Whether text findings are coloured: `--color`/`--no-color` first, then `NO_COLOR` (any
+    non-empty value turns colour off, as no-color.org asks), then whether stdout is a terminal,
+    so a pipe, a file or a CI log never gets escape codes unless `--color` asks for them."""
+    if flag is not None:
+        return flag
+    if environ.get("NO_COLOR"):
+        return False
+    return is_terminal
+
+
+@contextmanager
+def progress(status: str, stream: TextIO | None = None) -> Iterator[Callable[[str], None]]:
+    """A spinner and one status line on stderr while a step that takes seconds runs; yields the
+    function that changes the line. Shown only when stderr is a terminal: in a pipe, a CI log or
+    a test nothing is written, and stdout (what tools read) is never touched."""
+    stream = stream if stream is not None else sys.stderr
+    if not stream.isatty():
+        yield lambda _status: None
+        return
+    from rich.console import Console
+
+    with Console(file=stream, stderr=True).status(status) as shown:
+        yield shown.update
+
+
+SEVERITY_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+
+
+def text(diagnostics: Sequence[Diagnostic], files: int, *, color: bool = False) -> str:
+    """The findings (`finding_lines`), then a one-line summary; with `color`, the same lines
+    styled for a terminal (`coloured_lines`)."""
+    lines = coloured_lines(diagnostics) if color else finding_lines(diagnostics)
     if diagnostics:
-        lines.append(summary(diagnostics, files))
+        line = summary(diagnostics, files)
+        if color:
+            errors = any(d.severity is Severity.ERROR for d in diagnostics)
+            line = click.style(line, fg="red" if errors else "yellow", bold=True)
+        lines.append(line)
     return "\n".join(lines)
+
+
+def coloured_lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """`finding_lines` with ANSI styles, so the eye finds each finding in a long list: the place
+    bold, `error[rule]` red and `warning[rule]` yellow, notes dim and the hint's label cyan.
+    Without its escape codes each line is exactly the plain one (tests/test_cli_face.py)."""
+    lines = []
+    for d in diagnostics:
+        place = click.style(str(d.at), bold=True)
+        kind = click.style(
+            f"{d.severity.value}[{d.rule}]", fg=SEVERITY_COLOURS[d.severity], bold=True
+        )
+        lines.append(f"{place}: {kind} {d.message}")
+        lines.extend(click.style(f"  note: {where}: {note}", dim=True) for note, where in d.notes)
+        if d.hint:
+            lines.append(f"  {click.style('hint:', fg='cyan')} {d.hint}")
+    return lines
 
 
 def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
