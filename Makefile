@@ -5,42 +5,53 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# CRD schemas for custom kinds; ../shared/crds beside the checkout when present.
+# CRD schemas for custom kinds. This example repository commits no schema store
+# (.gpuplane/schemas, docs/schema-store.md): it checks against ../shared/crds beside the checkout when
+# that is there, strictly, and otherwise warns once per kind it could not check.
 CRDS ?= $(wildcard ../shared/crds)
 export GPUPLANE_CRDS ?= $(CRDS)
+STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
-.PHONY: help setup render render-check test lint types check bench clean
+.PHONY: help setup setup-dev render render-check test lint types check bench clean
 
 help: ## Show the targets and what they do
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# `make render` installs what rendering needs; `make test` (and lint, types) add the dev tools
+# and PyTorch for the probes' tests. The stamps are redone when pyproject.toml changes.
 $(BIN)/gpuplane: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.dev: $(BIN)/gpuplane
 	$(BIN)/python -m pip install --quiet -e '.[dev,probes]'
 	@touch $@
 
-setup: $(BIN)/gpuplane ## Create .venv (if needed) with gpuplane and its pinned dependencies
+setup: $(BIN)/gpuplane ## Create .venv (if needed) with gpuplane and what rendering needs
+
+setup-dev: $(VENV)/.dev ## ... and what the tests, lint and types need (PyTorch for the probes)
 
 render: setup ## Validate and render the platform in this folder into rendered/
-	$(BIN)/gpuplane render
+	$(BIN)/gpuplane render $(STRICT_SCHEMAS)
 
 render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes nothing)
-	$(BIN)/gpuplane render --check
+	$(BIN)/gpuplane render --check $(STRICT_SCHEMAS)
 
-test: setup ## Run the test suite
+test: setup-dev ## Run the test suite
 	$(BIN)/python -m pytest -q
 
-lint: setup ## ruff lint and format check
+lint: setup-dev ## ruff lint and format check
 	$(BIN)/ruff check renderer tests bench workflows
 	$(BIN)/ruff format --check renderer tests bench workflows
 
-types: setup ## mypy --strict on renderer/
+types: setup-dev ## mypy --strict on renderer/
 	$(BIN)/mypy
 
 check: lint types test render-check ## Everything CI cares about: lint, types, tests, render --check
 
-bench: setup ## Render and validate a large synthetic platform; prints objects/s per stage
+bench: setup-dev ## Render and validate a large synthetic platform; prints objects/s per stage
 	$(BIN)/python -m bench.run
 
 clean: ## Remove the virtualenv and caches

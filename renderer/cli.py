@@ -10,29 +10,20 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-# every module that documents rules is imported here, so `explain` and SARIF know them all
-import renderer.commands.acceptance.judge
-import renderer.commands.acceptance.load  # noqa: F401
+# Only what every command needs is imported here: each command imports the rest of the engine
+# itself, so `--help`, `new`, `explain` and `validate` start without the layers, Hera, rich or
+# the output schemas (tests/test_cli_face.py). `load_every_rule` reaches every rule's module.
 from renderer import report
-from renderer.commands.new import KINDS, MARK, ScaffoldError, scaffold, write_scaffold
 from renderer.findings.diagnostics import Diagnostic, Location, closest, has_errors
 from renderer.findings.rules import all_rules, document_rule, explain
-from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
-from renderer.output.crds import CrdLoadError
-from renderer.output.validation import OutputValidator
-from renderer.output.writer import (
-    OUTPUT_DIR,
-    build_tree,
-    compare,
-    write_file_atomically,
-    write_tree,
-)
-from renderer.pipeline import load_platform, render_platform
+
+if TYPE_CHECKING:
+    from renderer.output.validation import OutputValidator
+    from renderer.pipeline import Loaded
 
 FORMAT = click.option(
     "--format",
@@ -50,13 +41,30 @@ CRDS = click.option(
     multiple=True,
     type=click.Path(exists=True, path_type=Path),
     help="CRD schemas for custom kinds: a folder, or a file as `kubectl get crd -o yaml` prints "
-    "(repeatable; default $GPUPLANE_CRDS, separated by ':').",
+    "(repeatable; looked up before $GPUPLANE_CRDS, separated by ':', gpuplane.yaml's "
+    "`schemas:` and the schema store).",
+)
+
+STRICT_SCHEMAS = click.option(
+    "--strict-schemas",
+    is_flag=True,
+    help="Make a custom kind with no schema to check it an error, not a warning (for CI).",
 )
 
 
 def _root(ctx: click.Context) -> Path:
     root: Path = ctx.obj["root"]
     return root
+
+
+def _load(ctx: click.Context) -> Loaded:
+    """The platform, knowing from git which input files the change being checked touches, so a
+    finding several files share lands on the changed one."""
+    from renderer.inputs.changes import changed_files
+    from renderer.pipeline import load_platform
+
+    root = _root(ctx)
+    return load_platform(root, changed=changed_files(root))
 
 
 def _emit(
@@ -67,9 +75,32 @@ def _emit(
         body.update(extra or {})
         click.echo(json.dumps(body, indent=2))
         return
-    output = report.REPORTERS[fmt](diagnostics, files)
+    if fmt == "sarif":
+        load_every_rule()  # the log's driver lists every rule, not only the imported ones
+    colour = fmt == "text" and _colour()
+    output = (
+        report.text(diagnostics, files, color=True)
+        if colour
+        else report.REPORTERS[fmt](diagnostics, files)
+    )
     if output:
-        click.echo(output)
+        click.echo(output, color=colour)
+
+
+def load_every_rule() -> None:
+    """Import every module that documents rules. The registry imports none of them, and each
+    command imports only what it uses, so `explain` and the SARIF log call this to know them all
+    (tests/test_architecture.py and tests/test_cli_face.py check that it reaches every one)."""
+    import renderer.commands.acceptance.judge
+    import renderer.commands.acceptance.load
+    import renderer.pipeline  # noqa: F401
+
+
+def _colour() -> bool:
+    """What `main` decided about colour (`report.wants_color`), for the command running now."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return bool(obj and obj.get("color"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,11 +111,21 @@ def _emit(
     default=Path("."),
     help="Run as if started in this repository folder (like git -C).",
 )
+@click.option(
+    "--color/--no-color",
+    "color",
+    default=None,
+    help="Colour the findings of text output. Default: only when stdout is a terminal and "
+    "NO_COLOR is unset; --color or --no-color wins over both.",
+)
 @click.version_option(package_name="gpuplane")
 @click.pass_context
-def main(ctx: click.Context, directory: Path) -> None:
+def main(ctx: click.Context, directory: Path, color: bool | None) -> None:
     """gpuplane: validate and render a shared Kubernetes GPU platform from its YAML files."""
-    ctx.obj = {"root": directory.resolve()}
+    ctx.obj = {
+        "root": directory.resolve(),
+        "color": report.wants_color(color, os.environ, sys.stdout.isatty()),
+    }
 
 
 @main.command()
@@ -92,33 +133,60 @@ def main(ctx: click.Context, directory: Path) -> None:
 @click.pass_context
 def validate(ctx: click.Context, fmt: str) -> None:
     """Load, schema-check and policy-check every input file; write nothing."""
-    loaded = load_platform(_root(ctx))
+    loaded = _load(ctx)
     _emit(loaded.diagnostics, loaded.files, fmt)
     if fmt == "text" and not loaded.diagnostics:
         click.echo(f"ok: {loaded.files} input files, no findings")
     ctx.exit(1 if has_errors(loaded.diagnostics) else 0)
 
 
-def _crd_sources(crds: tuple[Path, ...]) -> list[Path]:
-    if crds:
-        return list(crds)
+def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputValidator:
+    """The output validator for --crds, then $GPUPLANE_CRDS; a CRD source that cannot be read
+    is a usage error."""
+    from renderer.output.crds import CrdLoadError
+    from renderer.output.validation import OutputValidator
+
     env = os.environ.get("GPUPLANE_CRDS", "")
-    return [Path(p) for p in env.split(os.pathsep) if p]
+    try:
+        return OutputValidator(
+            list(crds),
+            fallback_sources=[Path(p) for p in env.split(os.pathsep) if p],
+            strict_schemas=strict_schemas,
+        )
+    except CrdLoadError as err:
+        raise click.UsageError(str(err)) from err
 
 
 @main.command()
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 listing files that are stale.")
 @CRDS
+@STRICT_SCHEMAS
 @FORMAT
 @click.pass_context
-def render(ctx: click.Context, check: bool, crds: tuple[Path, ...], fmt: str) -> None:
+def render(
+    ctx: click.Context, check: bool, crds: tuple[Path, ...], strict_schemas: bool, fmt: str
+) -> None:
     """Validate, render every cluster, validate the output, and write rendered/."""
+    from renderer.inputs.changes import changed_files
+    from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
+    from renderer.output.writer import (
+        OUTPUT_DIR,
+        build_tree,
+        compare,
+        write_file_atomically,
+        write_tree,
+    )
+    from renderer.pipeline import render_platform
+
     root = _root(ctx)
-    try:
-        validator = OutputValidator(_crd_sources(crds))
-    except CrdLoadError as err:
-        raise click.UsageError(str(err)) from err
-    result = render_platform(root, validator)
+    validator = _output_validator(crds, strict_schemas)
+    with report.progress("loading the inputs") as step:
+        result = render_platform(
+            root,
+            validator,
+            changed=changed_files(root),
+            on_cluster=lambda name: step(f"rendering and checking cluster {name}"),
+        )
     if has_errors(result.diagnostics):
         _emit(result.diagnostics, result.files, fmt)
         ctx.exit(1)
@@ -187,13 +255,19 @@ document_rule(
 `rendered/` and `.github/CODEOWNERS` are committed output, and `gpuplane render --check` (what CI
 runs) renders the inputs again and compares: a file is missing, extra or changed when an input
 was edited without rendering, the output was edited by hand, or another gpuplane version rendered
-it. Run `gpuplane render` (or `make render`) and commit the result.""",
+it.
+
+To satisfy it: run `gpuplane render` (or `make render`) with the gpuplane version CI uses, and
+commit `rendered/` and `.github/CODEOWNERS` together with the input change. Change the inputs,
+never the rendered files: a hand edit is undone by the next render.""",
 )
 
 
 def _stale_codeowners(root: Path, owners: str | None) -> list[dict[str, str]]:
     """`.github/CODEOWNERS` as `render --check` lists it: missing or changed, like a rendered
     file. Without repository settings gpuplane generates none and leaves any there alone."""
+    from renderer.layers.gitops.codeowners import CODEOWNERS_PATH
+
     if owners is None:
         return []
     path = root / CODEOWNERS_PATH
@@ -214,26 +288,69 @@ def _stale_codeowners(root: Path, owners: str | None) -> list[dict[str, str]]:
     help="A table for people, Markdown for a pull-request comment, or JSON for tools.",
 )
 @click.option("--cluster", "clusters", multiple=True, help="Only these clusters (repeatable).")
+@click.option(
+    "--team",
+    "teams",
+    multiple=True,
+    metavar="NAME",
+    help="Only what this team can get, and where: its quota per pool, what it can borrow, and "
+    "the namespaces and ClusterQueues it submits through (repeatable).",
+)
+@click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    metavar="NAME",
+    help="Only this pool: who holds quota on it, and what is free and lendable (repeatable; "
+    "with --team, that team on that pool).",
+)
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every table at its full width, one line per row, whatever the terminal's width.",
+)
 @click.pass_context
-def plan(ctx: click.Context, fmt: str, clusters: tuple[str, ...]) -> None:
-    """Capacity and quota per pool and per team: guaranteed, nominal, lendable, maximum."""
-    from renderer.commands.plan import build_plan, plan_json, plan_markdown, plan_tables
+def plan(
+    ctx: click.Context,
+    fmt: str,
+    clusters: tuple[str, ...],
+    teams: tuple[str, ...],
+    pools: tuple[str, ...],
+    wide: bool,
+) -> None:
+    """Capacity and quota per pool and per team: guaranteed, nominal, lendable, what can be
+    borrowed, the maximum, and the ClusterQueues teams submit to. Text tables fit the terminal
+    (100 columns when stdout is not one) unless --wide."""
+    import shutil
 
-    loaded = load_platform(_root(ctx))
+    from rich.console import Console
+
+    from renderer.commands.plan import build_plan, plan_json, unknown_names
+    from renderer.commands.plan_forms import plan_markdown, plan_tables
+
+    loaded = _load(ctx)
     if has_errors(loaded.diagnostics):
         _emit(loaded.diagnostics, loaded.files, "text" if fmt == "markdown" else fmt)
         ctx.exit(1)
-    unknown = sorted(set(clusters) - set(loaded.platform.clusters))
-    if unknown:
-        raise click.UsageError(f"unknown cluster(s): {', '.join(unknown)}")
-    report = build_plan(loaded.platform, clusters or None)
+    problem = unknown_names(loaded.platform, clusters, teams, pools)
+    if problem is not None:
+        raise click.UsageError(problem)
+    report = build_plan(loaded.platform, clusters or None, teams, pools)
     if fmt == "json":
         click.echo(json.dumps(plan_json(report), indent=2))
     elif fmt == "markdown":
         click.echo(plan_markdown(report), nl=False)
     else:
-        console = Console(width=200, soft_wrap=False)
-        for renderable in plan_tables(report):
+        colour = _colour()
+        # a terminal's own width (or $COLUMNS); a pipe, a file or a CI log gets 100 columns
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+        console = Console(
+            width=10**6 if wide else width,
+            soft_wrap=wide,
+            force_terminal=colour or None,
+            color_system="auto" if colour else None,
+        )
+        for renderable in plan_tables(report, None if wide else width):
             console.print(renderable)
 
 
@@ -259,7 +376,7 @@ def fit(
     from renderer.commands.fit.load import check_fit
     from renderer.commands.fit.text import fit_json, fit_text
 
-    loaded = load_platform(_root(ctx))
+    loaded = _load(ctx)
     if has_errors(loaded.diagnostics):
         _emit(loaded.diagnostics, loaded.files, fmt)
         ctx.exit(1)
@@ -288,6 +405,7 @@ def fit(
     help="Markdown for a sticky pull-request comment, JSON for tools, or text for people.",
 )
 @CRDS
+@STRICT_SCHEMAS
 @click.option(
     "--max-chars",
     type=click.IntRange(min=1000),
@@ -297,7 +415,12 @@ def fit(
 )
 @click.pass_context
 def diff(
-    ctx: click.Context, base_ref: str, fmt: str, crds: tuple[Path, ...], max_chars: int
+    ctx: click.Context,
+    base_ref: str,
+    fmt: str,
+    crds: tuple[Path, ...],
+    strict_schemas: bool,
+    max_chars: int,
 ) -> None:
     """What the change from REF to the working tree means, by cluster and team, marked by risk.
 
@@ -311,18 +434,25 @@ def diff(
     from renderer.commands.diff.markdown import diff_markdown
     from renderer.commands.diff.platforms import diff_platforms
     from renderer.commands.diff.text import diff_text
+    from renderer.inputs.changes import changed_files
 
     root = _root(ctx)
-    try:
-        validator = OutputValidator(_crd_sources(crds))
-    except CrdLoadError as err:
-        raise click.UsageError(str(err)) from err
+    validator = _output_validator(crds, strict_schemas)
     with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
         try:
             commit = checkout_base(root, base_ref, Path(tmp))
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err
-        result = diff_platforms(Path(tmp), root, validator, base_ref=base_ref, base_commit=commit)
+        with report.progress("loading the working tree") as step:
+            result = diff_platforms(
+                Path(tmp),
+                root,
+                validator,
+                base_ref=base_ref,
+                base_commit=commit,
+                head_changed=changed_files(root, base=base_ref),
+                on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
+            )
     if not result.head_valid:
         _emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")
         ctx.exit(1)
@@ -362,12 +492,15 @@ def acceptance_report(
     ctx: click.Context, results: tuple[Path, ...], fmt: str, pools: tuple[str, ...]
 ) -> None:
     """Pass or fail of RESULTS (probe JSON files, or folders of them) against each pool's
-    thresholds. Exit 0 when all pass, 1 on a failure, a missing result or an unreadable file."""
+    thresholds. Exit 0 when all pass, 1 on a failure, a missing result or an unreadable file,
+    3 when nothing failed but figures were measured on the CPU or another accelerator than the
+    pool's (not comparable: the pool is not accepted, and no hardware failed)."""
     from renderer.commands.acceptance.forms import report_json, report_markdown, report_text
     from renderer.commands.acceptance.judge import build_report
     from renderer.commands.acceptance.load import load_results
+    from renderer.commands.acceptance.results import Status
 
-    loaded = load_platform(_root(ctx))
+    loaded = _load(ctx)
     if has_errors(loaded.diagnostics):
         _emit(loaded.diagnostics, loaded.files, "json" if fmt == "json" else "text")
         ctx.exit(1)
@@ -382,16 +515,161 @@ def acceptance_report(
     accepted = build_report(loaded.platform, found, findings, pools)
     render = {"json": report_json, "markdown": report_markdown, "text": report_text}[fmt]
     click.echo(render(accepted), nl=False)
-    ctx.exit(0 if accepted.passed else 1)
+    ctx.exit({Status.PASSED: 0, Status.FAILED: 1, Status.NOT_COMPARABLE: 3}[accepted.status])
+
+
+NEW_KINDS = ("cluster", "pool", "queue", "team")
+"""What `gpuplane new` writes: `renderer.commands.new.KINDS`, spelt out so that `--help` need not
+import the scaffolder (tests/test_cli_face.py checks that the two agree)."""
+
+
+@main.group()
+def schemas() -> None:
+    """The operators' CRDs that custom kinds are checked against: import, pull, list.
+
+    They are kept per operator release in .gpuplane/schemas/ (commit it, so that CI checks the
+    same schemas); each cluster's objects are checked against the release its file pins.
+    """
+
+
+def _pins_for_import(
+    ctx: click.Context, release: str | None, cluster: str | None
+) -> dict[str, str | None]:
+    """The releases the clusters pin, for CRDs imported without --release."""
+    from renderer.commands.schemas import pinned_releases
+    from renderer.pipeline import load_platform
+
+    loaded = load_platform(_root(ctx))
+    if cluster is not None and cluster not in loaded.platform.clusters:
+        known = sorted(loaded.platform.clusters)
+        close = closest(cluster, known)
+        hint = f" Did you mean '{close}'?" if close else f" Clusters: {', '.join(known) or 'none'}."
+        raise click.UsageError(f"unknown cluster '{cluster}'.{hint}")
+    if release is None and has_errors(loaded.diagnostics):
+        raise click.UsageError(
+            "the input files have errors, so the releases the clusters pin are unknown: fix them "
+            "(`gpuplane validate`) or pass --release VERSION"
+        )
+    return pinned_releases(loaded.platform, cluster)
+
+
+@schemas.command(name="import")
+@click.argument("sources", nargs=-1, required=True, metavar="FILE|DIR|-...")
+@click.option(
+    "--release", help="The release they are, as cluster files pin it (default: the pinned one)."
+)
+@click.option(
+    "--operator", help="File them under this operator (default: from each CRD's API group)."
+)
+@click.option("--cluster", help="Take the releases from this cluster's pins.")
+@click.pass_context
+def schemas_import(
+    ctx: click.Context,
+    sources: tuple[str, ...],
+    release: str | None,
+    operator: str | None,
+    cluster: str | None,
+) -> None:
+    """Import CRDs (release files, or `kubectl get crd -o yaml` output; - reads stdin)."""
+    from renderer.commands.schemas import (
+        Input,
+        SchemaImportError,
+        import_crds,
+        import_text,
+        read_inputs,
+    )
+
+    pins = _pins_for_import(ctx, release, cluster)
+    try:
+        inputs: list[Input] = []
+        for source in sources:
+            if source == "-":
+                inputs.append(Input("stdin", sys.stdin.buffer.read()))
+            else:
+                inputs.extend(read_inputs([Path(source)]))
+        imported = import_crds(_root(ctx), inputs, pins, release=release, operator=operator)
+    except SchemaImportError as err:
+        raise click.UsageError(str(err)) from err
+    click.echo(import_text(imported), nl=False)
+
+
+@schemas.command(name="pull")
+@click.option("--context", "kube_context", help="The kubectl context of the cluster to read.")
+@click.option("--cluster", help="The cluster file it is, whose pins name the releases.")
+@click.option("--release", help="The release they are (default: the pinned one).")
+@click.option(
+    "--all", "everything", is_flag=True, help="Also CRDs of operators gpuplane renders nothing for."
+)
+@click.pass_context
+def schemas_pull(
+    ctx: click.Context,
+    kube_context: str | None,
+    cluster: str | None,
+    release: str | None,
+    everything: bool,
+) -> None:
+    """Import the CRDs of a running cluster, through `kubectl get crd -o yaml`."""
+    from renderer.commands.schemas import (
+        SchemaImportError,
+        import_crds,
+        import_text,
+        kubectl_crds,
+    )
+
+    pins = _pins_for_import(ctx, release, cluster)
+    try:
+        pulled = kubectl_crds(kube_context)
+        imported = import_crds(
+            _root(ctx), [pulled], pins, release=release, known_only=not everything
+        )
+    except SchemaImportError as err:
+        raise click.UsageError(str(err)) from err
+    click.echo(import_text(imported), nl=False)
+
+
+@schemas.command(name="list")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="A list for people, or JSON for tools.",
+)
+@click.pass_context
+def schemas_list(ctx: click.Context, fmt: str) -> None:
+    """What the schema store holds, per operator release, and which pinned releases it lacks."""
+    from renderer.commands.schemas import (
+        SchemaImportError,
+        list_json,
+        list_text,
+        missing_pins,
+        store_rows,
+    )
+    from renderer.pipeline import load_platform
+
+    root = _root(ctx)
+    loaded = load_platform(root)
+    try:
+        rows = store_rows(root, loaded.platform)
+    except SchemaImportError as err:
+        raise click.UsageError(str(err)) from err
+    missing = missing_pins(root, loaded.platform)
+    if fmt == "json":
+        click.echo(json.dumps(list_json(rows, missing), indent=2))
+    else:
+        click.echo(list_text(rows, missing), nl=False)
 
 
 @main.command(name="new")
-@click.argument("kind", type=click.Choice(sorted(KINDS)))
+@click.argument("kind", type=click.Choice(NEW_KINDS))
 @click.argument("name")
 @click.pass_context
 def new_file(ctx: click.Context, kind: str, name: str) -> None:
     """Write a commented starting file for a new team, pool, queue or cluster, and say what to
     fill in. An existing file is never overwritten."""
+    from renderer.commands.new import MARK, ScaffoldError, scaffold, write_scaffold
+
     root = _root(ctx)
     try:
         made = scaffold(kind, name, root)
@@ -412,11 +690,11 @@ def new_file(ctx: click.Context, kind: str, name: str) -> None:
 @click.pass_context
 def explain_rule(ctx: click.Context, rule_id: str | None, list_all: bool) -> None:
     """Print why a rule exists and how to satisfy it."""
+    from renderer.findings.rules import explanation, listing
+
+    load_every_rule()
     if list_all or rule_id is None:
-        table = Table("rule", "stage", "what it checks", box=None, pad_edge=False)
-        for doc in all_rules():
-            table.add_row(doc.id, doc.stage, doc.summary)
-        Console(width=120, soft_wrap=True).print(table)
+        click.echo("\n".join(listing(width=100)))  # whole summaries, wrapped to 100 columns
         ctx.exit(0)
     found = explain(rule_id)
     if found is None:
@@ -424,7 +702,30 @@ def explain_rule(ctx: click.Context, rule_id: str | None, list_all: bool) -> Non
         close = closest(rule_id, known)
         hint = f" Did you mean '{close}'?" if close else " Run `gpuplane explain --list`."
         raise click.UsageError(f"unknown rule '{rule_id}'.{hint}")
-    click.echo(f"{found.id} ({found.stage})\n\n{found.text}")
+    click.echo(explanation(found))
+
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+@main.command(short_help="Print the Tab-completion script for bash, zsh or fish.")
+@click.argument("shell", type=click.Choice(SHELLS))
+def completion(shell: str) -> None:
+    """Print the Tab-completion script for SHELL (commands, options and their choices).
+
+    \b
+    Load it in every new shell:
+      bash  add  eval "$(gpuplane completion bash)"  to ~/.bashrc
+      zsh   add  eval "$(gpuplane completion zsh)"  to ~/.zshrc, after compinit
+      fish  gpuplane completion fish > ~/.config/fish/completions/gpuplane.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    script = get_completion_class(shell)
+    if script is None:  # pragma: no cover - click knows every shell in SHELLS
+        raise click.UsageError(f"click has no completion for {shell}")
+    # the variable click's own main() reads when the shell asks `gpuplane` for completions
+    click.echo(script(main, {}, "gpuplane", "_GPUPLANE_COMPLETE").source().rstrip("\n"))
 
 
 def run() -> None:  # pragma: no cover - console entry for `python -m renderer`

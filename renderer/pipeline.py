@@ -22,27 +22,37 @@ from renderer.findings.diagnostics import (
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import load_file
-from renderer.layers import gpu, queueing, templates, tenancy, workflows
+from renderer.layers import gpu, queueing, templates, tenancy
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
 from renderer.model import platform as model
-from renderer.model.names import GPU_OPERATOR_ADDON
+from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
 from renderer.model.view import ClusterView
+from renderer.output.coverage import UncheckedObject, coverage_findings
 from renderer.output.crds import CrdLoadError
 from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
 from renderer.output.manifest import Manifest, Output, Values
-from renderer.output.validation import OutputValidator
+from renderer.output.validation import OutputValidator, Pin
 from renderer.policy.check import check_policy
 
 Layer = Callable[[ClusterView], Iterator[Output]]
+
+
+def render_workflows(view: ClusterView) -> Iterator[Output]:
+    """The workflows layer, imported on first use: it builds on Hera, whose models take about a
+    second to import, and `validate`, `plan` and `fit` never render."""
+    from renderer.layers import workflows
+
+    yield from workflows.render(view)
+
 
 LAYERS: tuple[tuple[str, Layer], ...] = (
     ("tenancy", tenancy.render),
     ("queueing", queueing.render),
     ("gpu", gpu.render),
     ("templates", templates.render),
-    ("workflows", workflows.render),
+    ("workflows", render_workflows),
 )
 """The layers that render from the cluster's view alone, in the order Argo CD applies them."""
 
@@ -69,8 +79,11 @@ document_rule(
     """Input folders hold only `<name>.yaml` files.
 
 A `.yml` file, a symbolic link or any other file in `clusters/`, `pools/`, `teams/` or `queues/`
-would be ignored silently, so a change a reviewer approved would never take effect. Rename it to
-`.yaml`, move it out, or (for a link) copy the file in.""",
+would be ignored silently, so a change a reviewer approved would never take effect.
+
+To satisfy it: rename a `.yml` (or otherwise named) file to `<name>.yaml`, move folders and
+files that are not inputs out of the four folders, and replace a symbolic link by a copy of
+the file it points at. `README.md` and `.gitkeep` may stay.""",
 )
 document_rule(
     "output-schema",
@@ -80,7 +93,13 @@ document_rule(
 Built-in kinds are checked in strict mode against the Kubernetes OpenAPI schemas of the cluster's
 `kubernetesVersion` (kubernetes-validate's); custom kinds against the CRDs of the pinned operators
 (`--crds`). An object that the API server or the operator would reject is a bug in the input or
-in gpuplane: the message names the object, the field and the problem.""",
+in gpuplane: the message names the object, the field and the problem.
+
+To satisfy it: change the input the finding points at, in the field the message names (a
+rendered field takes its value from the input field of the same meaning, e.g. a quota's
+`nominal`). If the input is right and the object still fails, it is a gpuplane bug: report it
+with the message. Custom kinds are checked against their operator's CRDs for the release the
+cluster pins (`gpuplane schemas list` shows those gpuplane has).""",
 )
 document_rule(
     "output-conflict",
@@ -88,7 +107,11 @@ document_rule(
     """Two rendered objects would be written to the same file.
 
 This happens when names built from two inputs collide, e.g. PriorityClass `<queue>-<priority>`
-for queue `a` with priority `b-c` and queue `a-b` with priority `c`. Rename one of them.""",
+for queue `a` with priority `b-c` and queue `a-b` with priority `c`.
+
+To satisfy it: rename one of the two inputs the finding and its note point at (a queue, a
+priority, a team, a pool) so that the names built from them differ, e.g. priority `b-c` to
+`bc`.""",
 )
 document_rule(
     "kubernetes-version-unsupported",
@@ -96,7 +119,11 @@ document_rule(
     """The cluster's kubernetesVersion has no bundled Kubernetes schemas to validate against.
 
 gpuplane validates every built-in object against the OpenAPI schemas of the cluster's version,
-from kubernetes-validate; the message names the versions it has.""",
+from kubernetes-validate; the message names the versions it has.
+
+To satisfy it: set `spec.kubernetesVersion` of the cluster file to the cluster's minor version,
+quoted and within the range the message names, e.g. `kubernetesVersion: "1.33"`. For a cluster
+newer than the range, upgrade gpuplane (and with it kubernetes-validate).""",
 )
 
 document_rule(
@@ -105,7 +132,11 @@ document_rule(
     """A CRD file given with `--crds` (or $GPUPLANE_CRDS) cannot be read.
 
 gpuplane reads CustomResourceDefinitions from folders, multi-document files and `kind: List`
-files (what `kubectl get crd -o yaml` prints); the message names the file and what is wrong.""",
+files (what `kubectl get crd -o yaml` prints); the message names the file and what is wrong.
+
+To satisfy it: fix or remove the file the message names, or pass another: a folder or file of
+YAML documents of `kind: CustomResourceDefinition`, e.g. `kubectl get crd -o yaml > crds.yaml`
+then `--crds crds.yaml` (several paths in $GPUPLANE_CRDS are separated by `:`).""",
 )
 
 document_rule(
@@ -113,8 +144,12 @@ document_rule(
     "load",
     """There is nothing to validate: no clusters, pools, teams or queues.
 
-Usually gpuplane was started in the wrong folder (use `-C DIR`), and a CI job that validated
-nothing would otherwise pass.""",
+Usually gpuplane was started in the wrong folder, and a CI job that validated nothing would
+otherwise pass.
+
+To satisfy it: run gpuplane at the root of a gpuplane repository (the folder that holds
+`clusters/`, `pools/`, `teams/` and `queues/`), or point at it: `gpuplane -C DIR validate`. A new
+repository starts with `gpuplane new cluster NAME`.""",
 )
 
 IGNORED_FILES = frozenset({"README.md", ".gitkeep"})
@@ -139,8 +174,13 @@ class Rendered:
     diagnostics: list[Diagnostic]
 
 
-def load_platform(root: Path) -> Loaded:
-    """Load, schema-check and model every input file, then run the policy rules."""
+def load_platform(root: Path, *, changed: frozenset[str] | None = None) -> Loaded:
+    """Load, schema-check and model every input file, then run the policy rules.
+
+    `changed`: the input files (relative to `root`) the change being checked adds or edits, as
+    `renderer.inputs.changes.changed_files` finds them; None when unknown. The policy places a
+    finding several files share on a changed one. Nothing here runs git: the caller decides.
+    """
     diagnostics: list[Diagnostic] = []
     objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
     broken: set[tuple[str, str]] = set()
@@ -199,6 +239,7 @@ def load_platform(root: Path) -> Loaded:
         queues=objects["Queue"],
         broken=frozenset(broken),
         repository=repository,
+        changed=changed or frozenset(),
     )
     diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics))
@@ -217,32 +258,96 @@ def _stray(entry: Path, display: str) -> Diagnostic:
     return Diagnostic("stray-file", message, Location(display), hint=hint)
 
 
-def render_platform(root: Path, validator: OutputValidator) -> Rendered:
-    """Validate, render every layer of every cluster, and validate each object produced."""
-    loaded = load_platform(root)
+def render_platform(
+    root: Path,
+    validator: OutputValidator,
+    *,
+    changed: frozenset[str] | None = None,
+    on_cluster: Callable[[str], None] | None = None,
+) -> Rendered:
+    """Validate, render every layer of every cluster, and validate each object produced.
+
+    `on_cluster` is told each cluster's name before it is rendered (the CLI's progress display).
+    """
+    loaded = load_platform(root, changed=changed)
     if has_errors(loaded.diagnostics):
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
+    sources, missing = _repository_schemas(root, loaded.platform.repository)
+    try:
+        validator = validator.for_repository(root, sources)
+    except CrdLoadError as err:
+        missing.append(Diagnostic("crd-load", str(err), Location(str(err).split(":")[0])))
+    if missing:
+        return Rendered(loaded.platform, {}, {}, {}, loaded.files, [*diagnostics, *missing])
     rendered: dict[str, tuple[Manifest, ...]] = {}
     values: dict[str, tuple[Values, ...]] = {}
     readmes: dict[str, str] = {}
+    unchecked: list[UncheckedObject] = []
     for name in sorted(loaded.platform.clusters):
+        if on_cluster is not None:
+            on_cluster(name)
         cluster = loaded.platform.clusters[name]
         view = ClusterView.of(loaded.platform, cluster)
         outputs = render_cluster(view)
         manifests = tuple(o for o in outputs if isinstance(o, Manifest))
         values[name] = tuple(o for o in outputs if isinstance(o, Values))
-        diagnostics.extend(_check_output(cluster, manifests, validator))
-        diagnostics.extend(_check_implied_cluster_policy(view, validator))
+        diagnostics.extend(_check_output(cluster, manifests, validator, unchecked))
+        diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
+    diagnostics.extend(coverage_findings(unchecked, validator.strict_schemas))
     return Rendered(
         loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
     )
 
 
+def _repository_schemas(
+    root: Path, repository: model.Repository | None
+) -> tuple[list[Path], list[Diagnostic]]:
+    """The CRD folders and files gpuplane.yaml lists, each inside the repository."""
+    if repository is None:
+        return [], []
+    paths: list[Path] = []
+    problems: list[Diagnostic] = []
+    for index, entry in enumerate(repository.schemas):
+        path = root / entry
+        where = repository.origin.at("spec", "schemas", index)
+        try:
+            inside = path.resolve().is_relative_to(root.resolve())
+        except OSError:
+            inside = False
+        if not inside or not path.exists():
+            problems.append(
+                Diagnostic(
+                    "crd-load",
+                    f"schemas[{index}] {entry!r} is not a file or folder inside the repository",
+                    where,
+                    hint="list CRD folders or files relative to the repository, or import them "
+                    "into the store with `gpuplane schemas import`",
+                )
+            )
+        else:
+            paths.append(path)
+    return paths, problems
+
+
+def schema_pins(cluster: model.Cluster) -> Callable[[str, str], Pin]:
+    """Which operator release the cluster runs for a custom kind, and the line pinning it."""
+
+    def pin_of(group: str, kind: str) -> Pin:
+        operator = schema_operator(group, kind)
+        addon = cluster.addons.get(operator)
+        title = OPERATOR_TITLES.get(operator, operator)
+        if addon is None or not addon.version:
+            return Pin(operator, title)
+        return Pin(operator, title, addon.version, addon.origin.at("version"))
+
+    return pin_of
+
+
 def _check_implied_cluster_policy(
-    view: ClusterView, validator: OutputValidator
+    view: ClusterView, validator: OutputValidator, unchecked: list[UncheckedObject]
 ) -> list[Diagnostic]:
     """The GPU Operator turns its chart values into a ClusterPolicy on the cluster; gpuplane
     writes only the values, so it checks the ClusterPolicy they imply against the CRD too."""
@@ -251,9 +356,14 @@ def _check_implied_cluster_policy(
         return []
     at = view.cluster.addons[GPU_OPERATOR_ADDON].origin.location
     try:
-        found = validator.validate(implied, view.cluster.kubernetes_version)
+        checked = validator.check(
+            implied, view.cluster.kubernetes_version, schema_pins(view.cluster)
+        )
     except (CrdLoadError, UnsupportedKubernetesVersion):
         return []  # reported for the cluster's manifests already
+    if checked.unchecked is not None:
+        unchecked.append(UncheckedObject(view.cluster.name, checked.unchecked, at))
+    found = checked.problems
     return [
         Diagnostic(
             "output-schema",
@@ -267,9 +377,13 @@ def _check_implied_cluster_policy(
 
 
 def _check_output(
-    cluster: model.Cluster, manifests: tuple[Manifest, ...], validator: OutputValidator
+    cluster: model.Cluster,
+    manifests: tuple[Manifest, ...],
+    validator: OutputValidator,
+    unchecked: list[UncheckedObject],
 ) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
+    pin_of = schema_pins(cluster)
     seen: dict[str, Manifest] = {}
     for manifest in manifests:
         earlier = seen.setdefault(manifest.path, manifest)
@@ -284,7 +398,7 @@ def _check_output(
                 )
             )
         try:
-            found = validator.validate(manifest.body, cluster.kubernetes_version)
+            checked = validator.check(manifest.body, cluster.kubernetes_version, pin_of)
         except CrdLoadError as err:
             return [Diagnostic("crd-load", str(err), Location(str(err).split(":")[0]))]
         except UnsupportedKubernetesVersion as err:
@@ -296,7 +410,9 @@ def _check_output(
                     severity=Severity.ERROR,
                 )
             ]
-        for problem in found:
+        if checked.unchecked is not None:
+            unchecked.append(UncheckedObject(cluster.name, checked.unchecked, manifest.source))
+        for problem in checked.problems:
             where = f" at {problem.path}" if problem.path else ""
             problems.append(
                 Diagnostic(

@@ -78,7 +78,7 @@ def test_the_three_checks_run_with_the_formats_ci_needs(steps: list[dict[str, An
         in step_running(steps, "validate --format github")["run"]
     )
     render = step_running(steps, "render --check")
-    assert "--format github" in render["run"] and "--crds" in render["run"]
+    assert "--format github" in render["run"] and "--strict-schemas" in render["run"]
     diff = step_running(steps, "gpuplane diff")
     assert (
         '--base "origin/$BASE_REF" --format markdown' in diff["run"] and "> diff.md" in diff["run"]
@@ -130,17 +130,23 @@ def _bash(script: str, env: dict[str, str], tmp_path: Path) -> subprocess.Comple
     )
 
 
-def test_render_check_passes_crds_only_when_set(
+def test_render_check_is_strict_once_the_repository_gives_schemas(
     steps: list[dict[str, Any]], tmp_path: Path
 ) -> None:
+    """As committed (no store, no variable) the check passes with warnings; once schemas are
+    given, through any of the three ways the workflow's comment names, it is strict."""
     script = step_running(steps, "render --check")["run"]
     unset = _bash(script, {}, tmp_path)
     assert unset.returncode == 0, unset.stderr
     assert unset.stdout.strip() == "args:render --check --format github"
-    several = _bash(script, {"GPUPLANE_CRDS": "crds:more crds"}, tmp_path)
-    assert (
-        several.stdout.strip() == "args:render --check --format github --crds crds --crds more crds"
-    )
+    strict = "args:render --check --format github --strict-schemas"
+    # the engine reads $GPUPLANE_CRDS itself, so the step passes no --crds
+    assert _bash(script, {"GPUPLANE_CRDS": "crds:more crds"}, tmp_path).stdout.strip() == strict
+    (tmp_path / "gpuplane.yaml").write_text("spec:\n  schemas: [crds]\n")
+    assert _bash(script, {}, tmp_path).stdout.strip() == strict
+    (tmp_path / "gpuplane.yaml").unlink()
+    (tmp_path / ".gpuplane" / "schemas").mkdir(parents=True)
+    assert _bash(script, {}, tmp_path).stdout.strip() == strict
 
 
 def test_diff_step_writes_the_summary_only_when_diff_succeeds(
@@ -151,7 +157,7 @@ def test_diff_step_writes_the_summary_only_when_diff_succeeds(
     env = {"BASE_REF": "main", "GITHUB_STEP_SUMMARY": str(summary), "GPUPLANE_CRDS": "crds"}
     ok = _bash(script, env, tmp_path)
     assert ok.returncode == 0, ok.stderr
-    expected = "args:diff --base origin/main --format markdown --crds crds\n"
+    expected = "args:diff --base origin/main --format markdown\n"
     assert (tmp_path / "diff.md").read_text() == summary.read_text() == expected
     summary.unlink()
     failed = _bash(script, {**env, "STUB_EXIT": "1"}, tmp_path)

@@ -22,6 +22,43 @@ PROMETHEUS_ADDON = "prometheusStack"
 SCHEDULER_ADDON = {"kueue": KUEUE_ADDON, "volcano": VOLCANO_ADDON}
 """The add-on that installs each `scheduler:` a cluster can declare."""
 
+# --- which operator's CRDs check a custom kind (the schema store's folders) ---------------------
+
+ARGO_CD_OPERATOR = "argocd"
+"""Argo CD's CRDs: no cluster file pins Argo CD (it runs before gpuplane's Applications do)."""
+
+SCHEMA_OPERATORS = {
+    "kueue.x-k8s.io": KUEUE_ADDON,
+    "nvidia.com": GPU_OPERATOR_ADDON,
+    "scheduling.volcano.sh": VOLCANO_ADDON,
+    "batch.volcano.sh": VOLCANO_ADDON,
+    "bus.volcano.sh": VOLCANO_ADDON,
+    "flow.volcano.sh": VOLCANO_ADDON,
+    "topology.volcano.sh": VOLCANO_ADDON,
+    "monitoring.coreos.com": PROMETHEUS_ADDON,
+    "argoproj.io": ARGO_WORKFLOWS_ADDON,
+}
+"""The add-on whose release pins the CRDs of each API group."""
+ARGO_CD_KINDS = frozenset({"Application", "ApplicationSet", "AppProject"})
+
+OPERATOR_TITLES = {
+    KUEUE_ADDON: "Kueue",
+    GPU_OPERATOR_ADDON: "GPU Operator",
+    VOLCANO_ADDON: "Volcano",
+    PROMETHEUS_ADDON: "kube-prometheus-stack",
+    ARGO_WORKFLOWS_ADDON: "Argo Workflows chart",
+    ARGO_CD_OPERATOR: "Argo CD",
+}
+
+
+def schema_operator(group: str, kind: str) -> str:
+    """The schema store's operator for a custom kind: the add-on that installs its CRDs, Argo CD,
+    or, for any other operator, its API group."""
+    if group == "argoproj.io" and kind in ARGO_CD_KINDS:
+        return ARGO_CD_OPERATOR
+    return SCHEMA_OPERATORS.get(group, group)
+
+
 # --- tenancy ------------------------------------------------------------------------------------
 
 DEFAULT_POD_SECURITY = {

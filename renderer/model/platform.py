@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from renderer.findings.diagnostics import Location, PathKey, SourceMap
+from renderer.model import catalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,7 @@ class Pool:
     workload: str
     sharing: str
     mig_layout: Mapping[str, int]
+    mig_layout_name: str | None  # `mig.layout: all-balanced`: resolved into mig_layout above
     replicas: int
     rename_by_default: bool
     exposure: str
@@ -231,6 +233,8 @@ class Repository:
     argocd_namespace: str
     codeowners: tuple[str, ...]
     origin: Origin
+    schemas: tuple[str, ...] = ()
+    """CRD folders or files, relative to the repository, for checking custom kinds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +242,9 @@ class Platform:
     """Every valid object, by name, plus the names of objects whose files failed to load.
 
     `broken` lets reference rules stay quiet about a name whose file already has a finding, so a
-    single typo does not cascade into a dozen reports.
+    single typo does not cascade into a dozen reports. `changed` holds the input files (as
+    `Origin.file` names them) that the change being checked adds or edits, empty when unknown: a
+    finding several files share is placed on the changed one (`is_changed`).
     """
 
     clusters: Mapping[str, Cluster]
@@ -247,9 +253,13 @@ class Platform:
     queues: Mapping[str, Queue]
     broken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     repository: Repository | None = None
+    changed: frozenset[str] = field(default_factory=frozenset)
 
     def is_broken(self, kind: str, name: str) -> bool:
         return (kind, name) in self.broken
+
+    def is_changed(self, origin: Origin) -> bool:
+        return origin.file in self.changed
 
 
 # --- construction from schema-valid data ------------------------------------------------------
@@ -325,6 +335,7 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
     fabric = spec.get("fabric", {})
     origin = Origin(source)
     rdma = fabric.get("rdma")
+    mig_layout = spec.get("mig", {}).get("layout", {})
     return Pool(
         name=data["metadata"]["name"],
         cluster=spec["cluster"],
@@ -340,7 +351,8 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         else Rdma(rdma["resource"], rdma["perNode"], origin.child("spec", "fabric", "rdma")),
         workload=spec["workload"],
         sharing=sharing,
-        mig_layout=_frozen(spec.get("mig", {}).get("layout", {})),
+        mig_layout=_frozen(catalog.resolve_mig_layout(spec["accelerator"], mig_layout)),
+        mig_layout_name=mig_layout if isinstance(mig_layout, str) else None,
         replicas=sharing_block.get("replicas", 1) if sharing in ("time-slicing", "mps") else 1,
         rename_by_default=bool(sharing_block.get("renameByDefault", False)),
         exposure=spec.get("exposure", "device-plugin"),
@@ -442,6 +454,7 @@ def repository_from(data: Mapping[str, Any], source: SourceMap) -> Repository:
         argocd_namespace=spec.get("argocdNamespace", "argocd"),
         codeowners=tuple(spec["codeowners"]),
         origin=Origin(source),
+        schemas=tuple(spec.get("schemas", ())),
     )
 
 

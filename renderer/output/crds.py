@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,6 +275,7 @@ class Crd:
     schemas: dict[str, Mapping[str, Any]]  # version -> openAPIV3Schema
     served: tuple[str, ...]
     raw: Mapping[str, Any] = field(repr=False)
+    labels: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def source_files(source: Path) -> list[Path]:
@@ -296,6 +297,31 @@ def read_bytes(path: Path) -> bytes:
         raise CrdLoadError(f"{path}: cannot read: {exc}") from exc
 
 
+MAX_NODES = 1_000_000
+"""Values one CRD file may hold once YAML aliases are followed: the largest real CRD (Argo
+Workflows', 2.8 MB) holds about 35,000. Past it the file is an alias bomb, refused before anything
+(the disk cache, the schema conversion, an import) walks it."""
+
+
+def bounded(path: Path, documents: list[Any]) -> list[Any]:
+    """The documents, if they hold at most MAX_NODES values counted through every alias."""
+    left = MAX_NODES
+    stack: list[Any] = [documents]
+    while stack:
+        item = stack.pop()
+        left -= 1
+        if left < 0:
+            raise CrdLoadError(
+                f"{path}: more than {MAX_NODES:,} values once YAML aliases are followed: "
+                "not a CRD file (an alias bomb?)"
+            )
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return documents
+
+
 def _read_documents(path: Path, raw: bytes) -> list[Any]:
     try:
         text = raw.decode("utf-8")
@@ -304,7 +330,9 @@ def _read_documents(path: Path, raw: bytes) -> list[Any]:
     try:
         if path.suffix.lower() == ".json":
             return [json.loads(text)]
-        return crd_cache.documents(raw, lambda: list(yaml.load_all(text, Loader=_YamlLoader)))
+        return crd_cache.documents(
+            raw, lambda: bounded(path, list(yaml.load_all(text, Loader=_YamlLoader)))
+        )
     except (yaml.YAMLError, ValueError) as exc:
         raise CrdLoadError(f"{path}: not valid YAML/JSON: {one_line(str(exc))}") from exc
 
@@ -344,6 +372,7 @@ def _crds_in(document: Any, path: Path) -> Iterator[Crd]:
         return
     meta = document.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
     label = f"{path}: CustomResourceDefinition {name or '(unnamed)'}"
     if api_version != "apiextensions.k8s.io/v1":
         raise CrdLoadError(f"{label}: {api_version} is not supported, only apiextensions.k8s.io/v1")
@@ -384,4 +413,52 @@ def _crds_in(document: Any, path: Path) -> Iterator[Crd]:
         schemas=schemas,
         served=tuple(served),
         raw=spec,
+        labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {},
     )
+
+
+class CrdSet:
+    """The CRDs of some files, parsed on demand: parsing every CRD an operator ships (22 MB,
+    mostly Argo Workflows) takes seconds, and a render needs a handful. A file is read now but
+    parsed only when its bytes mention both the group and the kind looked up, a cheap superset
+    test. Two different definitions of one kind in one set are an error."""
+
+    def __init__(self, sources: Sequence[Path] = ()) -> None:
+        self.crds: dict[tuple[str, str], Crd] = {}
+        self._unparsed: dict[Path, bytes] = {}
+        self._searched: set[tuple[str, str]] = set()
+        for source in sources:
+            for path in source_files(Path(source)):
+                self._unparsed.setdefault(path, read_bytes(path))
+
+    def __bool__(self) -> bool:
+        return bool(self._unparsed or self.crds)
+
+    def find(self, group: str, kind: str) -> Crd | None:
+        """The CRD of a kind, parsing the files that may define it."""
+        if (group, kind) not in self._searched:
+            self._searched.add((group, kind))
+            needles = (group.encode(), kind.encode())
+            for path in sorted(self._unparsed):
+                raw = self._unparsed[path]
+                if all(needle in raw for needle in needles):
+                    self._parse(path)
+        return self.crds.get((group, kind))
+
+    def load_all(self) -> None:
+        """Parse every file now; raises CrdLoadError for the first broken one."""
+        for path in sorted(self._unparsed):
+            self._parse(path)
+
+    def _parse(self, path: Path) -> None:
+        raw = self._unparsed.pop(path)
+        for crd in parsed_crds(path, raw):
+            key = (crd.group, crd.kind)
+            existing = self.crds.get(key)
+            if existing is not None and existing.raw != crd.raw:
+                raise CrdLoadError(
+                    f"{crd.source}: CustomResourceDefinition {crd.name} is also defined, "
+                    f"differently, in {existing.source}"
+                )
+            if existing is None:
+                self.crds[key] = crd

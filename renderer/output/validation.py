@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,15 +27,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from renderer.output.crds import (
-    Crd,
-    CrdLoadError,
-    CrdValidatorClass,
-    convert_crd_root,
-    parsed_crds,
-    read_bytes,
-    source_files,
-)
+from renderer.findings.diagnostics import Location
+from renderer.output.crds import Crd, CrdSet, CrdValidatorClass, convert_crd_root
 from renderer.output.kubernetes_schemas import (
     DEFINITIONS_URI,
     KNOWN_BUILTIN_GROUPS,
@@ -45,10 +38,14 @@ from renderer.output.kubernetes_schemas import (
     schema_root,
 )
 from renderer.output.schema_messages import Found, format_path, messages, path_sort_key, show
+from renderer.output.schema_store import SchemaStore
 
 __all__ = [
+    "Checked",
     "OutputValidator",
+    "Pin",
     "SchemaProblem",
+    "Unchecked",
 ]
 
 
@@ -153,81 +150,162 @@ def _split_api_version(api_version: str) -> tuple[str, str] | None:
     return group, version
 
 
-class OutputValidator:
-    """Validates rendered objects; compile once, call many times."""
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """The operator release a cluster runs for some kinds, and the line that pins it.
 
-    def __init__(self, crd_sources: Sequence[Path] = ()) -> None:
-        self._crds: dict[tuple[str, str], Crd] = {}
+    `operator` names the store's folder (the add-on key, or a name of its own for an operator
+    no cluster pins); `release` is None when the cluster pins no version of it.
+    """
+
+    operator: str
+    title: str
+    release: str | None = None
+    where: Location | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unchecked:
+    """An object no schema was found for: which kind, for which release, and what the store
+    holds of that operator instead."""
+
+    api_version: str
+    kind: str
+    pin: Pin
+    available: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What checking one object found: its problems, or that no schema could check it."""
+
+    problems: list[SchemaProblem]
+    unchecked: Unchecked | None = None
+
+
+class OutputValidator:
+    """Validates rendered objects; compile once, call many times.
+
+    Custom kinds are looked up, in order, in the CRD files given to the constructor (`--crds`,
+    then the fallback $GPUPLANE_CRDS), in the repository's own `schemas:` list, and in its schema
+    store for the release the object's cluster pins (`for_repository`). The first that defines a
+    kind wins; a repository's own sources never replace what the command line gave.
+    """
+
+    def __init__(
+        self,
+        crd_sources: Sequence[Path] = (),
+        *,
+        fallback_sources: Sequence[Path] = (),
+        strict_schemas: bool = False,
+    ) -> None:
+        self.strict_schemas = strict_schemas
+        self._explicit: list[CrdSet] = [CrdSet(crd_sources)]
+        if fallback_sources:
+            self._explicit.append(CrdSet(fallback_sources))
+        self._store: SchemaStore | None = None
+        self._store_releases: dict[str, tuple[str, ...]] | None = None
+        self._store_sets: dict[tuple[str, str], CrdSet] = {}
         self._registries: dict[str, Registry[Any]] = {}
         self._builtin: dict[tuple[str, str], _Compiled | None] = {}
         self._custom: dict[tuple[str, str, str], _Validator] = {}
-        # CRD files are read now but parsed on demand: parsing every shipped CRD (22 MB, mostly
-        # Argo Workflows) takes seconds, and a render needs a handful. A file is parsed when its
-        # bytes mention both the group and the kind looked up, a cheap superset test.
-        self._unparsed: dict[Path, bytes] = {}
-        self._searched: set[tuple[str, str]] = set()
-        for source in crd_sources:
-            for path in source_files(Path(source)):
-                self._unparsed.setdefault(path, read_bytes(path))
 
-    def _parse(self, path: Path) -> None:
-        raw = self._unparsed.pop(path)
-        for crd in parsed_crds(path, raw):
-            self._add_crd(crd)
+    def for_repository(self, root: Path, sources: Sequence[Path] = ()) -> OutputValidator:
+        """This validator with a repository's `schemas:` files and its schema store added after
+        the explicit sources; compiled schemas are shared. Raises CrdLoadError for a source that
+        cannot be read."""
+        other = OutputValidator.__new__(OutputValidator)
+        other.strict_schemas = self.strict_schemas
+        other._explicit = [*self._explicit, CrdSet(sources)] if sources else self._explicit
+        other._store = SchemaStore(root)
+        other._store_releases = None
+        other._store_sets = {}
+        other._registries = self._registries
+        other._builtin = self._builtin
+        other._custom = self._custom
+        return other
 
-    def _load_matching(self, group: str, kind: str) -> None:
-        if (group, kind) in self._searched:
-            return
-        self._searched.add((group, kind))
-        needles = (group.encode(), kind.encode())
-        for path in sorted(self._unparsed):
-            raw = self._unparsed[path]
-            if all(needle in raw for needle in needles):
-                self._parse(path)
+    def _find_explicit(self, group: str, kind: str) -> Crd | None:
+        for crd_set in self._explicit:
+            crd = crd_set.find(group, kind)
+            if crd is not None:
+                return crd
+        return None
+
+    def store_releases(self) -> dict[str, tuple[str, ...]]:
+        """operator -> the releases the repository's schema store holds, oldest first."""
+        if self._store_releases is None:
+            self._store_releases = self._store.releases() if self._store else {}
+        return self._store_releases
+
+    def _find_stored(self, group: str, kind: str, pin: Pin) -> Crd | Unchecked:
+        api_version = f"{group}/?"
+        available = self.store_releases().get(pin.operator, ())
+        release = pin.release
+        if release is None and available:
+            release = available[-1]  # unpinned: the newest release the store holds
+        if release is None or release not in available or self._store is None:
+            return Unchecked(api_version, kind, pin, available)
+        crd_set = self._store_sets.get((pin.operator, release))
+        if crd_set is None:
+            crd_set = CrdSet(self._store.files(pin.operator, release))
+            self._store_sets[(pin.operator, release)] = crd_set
+        return crd_set.find(group, kind) or Unchecked(api_version, kind, pin, available)
 
     def load_all(self) -> None:
-        """Parse every CRD source now; raises CrdLoadError for the first broken one."""
-        for path in sorted(self._unparsed):
-            self._parse(path)
-
-    def _add_crd(self, crd: Crd) -> None:
-        key = (crd.group, crd.kind)
-        existing = self._crds.get(key)
-        if existing is not None and existing.raw != crd.raw:
-            raise CrdLoadError(
-                f"{crd.source}: CustomResourceDefinition {crd.name} is also defined, "
-                f"differently, in {existing.source}"
-            )
-        if existing is None:
-            self._crds[key] = crd
+        """Parse every explicit CRD source now; raises CrdLoadError for the first broken one."""
+        for crd_set in self._explicit:
+            crd_set.load_all()
 
     # -- public API ---------------------------------------------------------------------------
 
     def known_kinds(self) -> set[tuple[str, str]]:
-        """(apiVersion, kind) for every served version of the loaded CRDs."""
+        """(apiVersion, kind) for every served version of the explicitly given CRDs."""
         self.load_all()
         return {
             (f"{crd.group}/{version}", crd.kind)
-            for crd in self._crds.values()
+            for crd_set in self._explicit
+            for crd in crd_set.crds.values()
             for version in crd.served
         }
 
     def is_namespaced(self, api_version: str, kind: str) -> bool | None:
-        """Whether a loaded CRD's kind is namespaced; None if unknown or built-in."""
+        """Whether an explicitly given CRD's kind is namespaced; None if unknown or built-in."""
         parts = _split_api_version(api_version)
-        if parts:
-            self._load_matching(parts[0], kind)
-        crd = self._crds.get((parts[0], kind)) if parts else None
+        crd = self._find_explicit(parts[0], kind) if parts else None
         return None if crd is None else crd.scope == "Namespaced"
 
     def validate(self, obj: Mapping[str, Any], kubernetes_version: str) -> list[SchemaProblem]:
-        """Every schema problem of one rendered object, sorted by path then message.
+        """Every schema problem of one rendered object, sorted by path then message; a custom
+        kind without a schema is a problem here.
+
+        Raises UnsupportedKubernetesVersion when no bundled schemas cover the cluster version.
+        """
+        checked = self.check(obj, kubernetes_version)
+        if checked.unchecked is not None:
+            u = checked.unchecked
+            return [
+                SchemaProblem(
+                    "",
+                    f"no schema for {u.api_version} {u.kind}: pass the operator's CRDs with --crds",
+                )
+            ]
+        return checked.problems
+
+    def check(
+        self,
+        obj: Mapping[str, Any],
+        kubernetes_version: str,
+        pin_of: Callable[[str, str], Pin] | None = None,
+    ) -> Checked:
+        """Check one rendered object against the schema its cluster would use: `pin_of(group,
+        kind)` says which operator release the cluster runs for a custom kind, for the store.
 
         Raises UnsupportedKubernetesVersion when no bundled schemas cover the cluster version.
         """
         schema_dir, minor = schema_dir_for(kubernetes_version)
         if not isinstance(obj, Mapping):
-            return [SchemaProblem("", f"{show(obj)} is not an object")]
+            return Checked([SchemaProblem("", f"{show(obj)} is not an object")])
         api_version = obj.get("apiVersion")
         kind = obj.get("kind")
         head: list[SchemaProblem] = []
@@ -237,54 +315,55 @@ class OutputValidator:
             elif not isinstance(value, str) or not value:
                 head.append(SchemaProblem(key, f"{show(value)} is not a non-empty string"))
         if head:
-            return head
+            return Checked(head)
         assert isinstance(api_version, str) and isinstance(kind, str)
         parts = _split_api_version(api_version)
         if parts is None:
-            return [
-                SchemaProblem(
-                    "apiVersion", f"{show(api_version)} is not 'group/version' or 'version'"
-                )
-            ]
+            return Checked(
+                [
+                    SchemaProblem(
+                        "apiVersion", f"{show(api_version)} is not 'group/version' or 'version'"
+                    )
+                ]
+            )
         group, version = parts
 
-        if self._unparsed and group and group not in KNOWN_BUILTIN_GROUPS:
-            # no CRD can define a kind in a built-in group, so built-ins never trigger parsing
-            self._load_matching(group, kind)
-        crd = self._crds.get((group, kind))
+        # no CRD can define a kind in a built-in group, so built-ins never trigger parsing
+        crd = None if group in KNOWN_BUILTIN_GROUPS else self._find_explicit(group, kind)
+        if crd is None and not is_builtin_group(group):
+            pin = pin_of(group, kind) if pin_of else Pin(group, group)
+            stored = self._find_stored(group, kind, pin)
+            if isinstance(stored, Unchecked):
+                return Checked([], Unchecked(api_version, kind, pin, stored.available))
+            crd = stored
         compiled: _Validator
         if crd is not None:
             if version not in crd.served:
                 served = ", ".join(crd.served) or "none"
-                return [
-                    SchemaProblem(
-                        "apiVersion",
-                        f"{api_version} {kind} is not served by CRD {crd.name} "
-                        f"(from {crd.source}); served versions: {served}",
-                    )
-                ]
+                return Checked(
+                    [
+                        SchemaProblem(
+                            "apiVersion",
+                            f"{api_version} {kind} is not served by CRD {crd.name} "
+                            f"(from {crd.source}); served versions: {served}",
+                        )
+                    ]
+                )
             compiled = self._custom_validator(crd, version)
-        elif is_builtin_group(group):
+        else:
             builtin = self._builtin_validator(schema_dir, group, version, kind)
             if builtin is None:
                 message = f"no schema for {api_version} {kind} in Kubernetes {minor}"
                 if group not in KNOWN_BUILTIN_GROUPS:
                     message += " (if it is a custom resource, pass its CRDs with --crds)"
-                return [SchemaProblem("", message)]
+                return Checked([SchemaProblem("", message)])
             compiled = builtin.validator
-        else:
-            return [
-                SchemaProblem(
-                    "",
-                    f"no schema for {api_version} {kind}: pass the operator's CRDs with --crds",
-                )
-            ]
 
         found: set[Found] = set(_metadata_problems(obj))
         for error in compiled.iter_errors(obj):
             found.update(messages(error))
         ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
-        return [SchemaProblem(format_path(path), message) for path, message in ordered]
+        return Checked([SchemaProblem(format_path(path), message) for path, message in ordered])
 
     # -- compilation --------------------------------------------------------------------------
 
@@ -326,7 +405,7 @@ class OutputValidator:
         return compiled
 
     def _custom_validator(self, crd: Crd, version: str) -> _Validator:
-        key = (crd.group, crd.kind, version)
+        key = (str(crd.source), crd.name, version)
         validator = self._custom.get(key)
         if validator is None:
             schema = convert_crd_root(crd.schemas[version])
