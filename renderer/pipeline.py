@@ -91,8 +91,8 @@ document_rule(
     """A rendered object does not validate against its schema.
 
 Built-in kinds are checked in strict mode against the Kubernetes OpenAPI schemas of the cluster's
-`kubernetesVersion` (kubernetes-validate's); custom kinds against the CRDs of the pinned operators
-(`--crds`). An object that the API server or the operator would reject is a bug in the input or
+`kubernetesVersion` (kubernetes-validate's); custom kinds against the CRDs of the release of the
+operator the cluster pins (docs/schema-store.md). An object that the API server or the operator would reject is a bug in the input or
 in gpuplane: the message names the object, the field and the problem.
 
 To satisfy it: change the input the finding points at, in the field the message names (a
@@ -129,14 +129,17 @@ newer than the range, upgrade gpuplane (and with it kubernetes-validate).""",
 document_rule(
     "crd-load",
     "output",
-    """A CRD file given with `--crds` (or $GPUPLANE_CRDS) cannot be read.
+    """A CRD source cannot be read: a file given with `--crds` or $GPUPLANE_CRDS, or an entry of
+`schemas:` in gpuplane.yaml that is missing or outside the repository.
 
 gpuplane reads CustomResourceDefinitions from folders, multi-document files and `kind: List`
 files (what `kubectl get crd -o yaml` prints); the message names the file and what is wrong.
 
 To satisfy it: fix or remove the file the message names, or pass another: a folder or file of
 YAML documents of `kind: CustomResourceDefinition`, e.g. `kubectl get crd -o yaml > crds.yaml`
-then `--crds crds.yaml` (several paths in $GPUPLANE_CRDS are separated by `:`).""",
+then `--crds crds.yaml` (several paths in $GPUPLANE_CRDS are separated by `:`). In gpuplane.yaml,
+list paths relative to the repository that exist, or import the CRDs into the schema store with
+`gpuplane schemas import` and drop the entry.""",
 )
 
 document_rule(
