@@ -92,8 +92,9 @@ document_rule(
 
 Built-in kinds are checked in strict mode against the Kubernetes OpenAPI schemas of the cluster's
 `kubernetesVersion` (kubernetes-validate's); custom kinds against the CRDs of the release of the
-operator the cluster pins (docs/schema-store.md). An object that the API server or the operator would reject is a bug in the input or
-in gpuplane: the message names the object, the field and the problem.
+operator the cluster pins (docs/schema-store.md). An object that the API server or the operator
+would reject is a bug in the input or in gpuplane: the message names the object, the field and
+the problem.
 
 To satisfy it: change the input the finding points at, in the field the message names (a
 rendered field takes its value from the input field of the same meaning, e.g. a quota's
