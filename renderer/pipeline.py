@@ -7,6 +7,7 @@ CLI decides whether to call it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,7 +282,7 @@ def render_platform(
     try:
         validator = validator.for_repository(root, sources)
     except CrdLoadError as err:
-        missing.append(Diagnostic("crd-load", str(err), Location(str(err).split(":")[0])))
+        missing.append(_crd_load(err))
     if missing:
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, [*diagnostics, *missing])
     rendered: dict[str, tuple[Manifest, ...]] = {}
@@ -301,9 +302,21 @@ def render_platform(
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
     diagnostics.extend(coverage_findings(unchecked, validator.strict_schemas))
+    diagnostics = list(dict.fromkeys(diagnostics))  # one broken CRD file: one finding
     return Rendered(
         loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
     )
+
+
+def _crd_load(err: CrdLoadError) -> Diagnostic:
+    """A CRD source that cannot be read, reported on the file the message begins with (relative
+    to the working folder where it is below it, so that annotations find it)."""
+    message = str(err)
+    path, sep, rest = message.partition(": ")
+    shown = path
+    with contextlib.suppress(OSError, ValueError):
+        shown = str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    return Diagnostic("crd-load", rest if sep else message, Location(shown))
 
 
 def _repository_schemas(
@@ -318,14 +331,18 @@ def _repository_schemas(
         path = root / entry
         where = repository.origin.at("spec", "schemas", index)
         try:
-            inside = path.resolve().is_relative_to(root.resolve())
+            top = root.resolve()
+            inside = path.resolve().is_relative_to(top) and (
+                not path.is_dir() or all(f.resolve().is_relative_to(top) for f in path.rglob("*"))
+            )
         except OSError:
             inside = False
         if not inside or not path.exists():
             problems.append(
                 Diagnostic(
                     "crd-load",
-                    f"schemas[{index}] {entry!r} is not a file or folder inside the repository",
+                    f"schemas[{index}] {entry!r} is not a file or folder inside the repository "
+                    "(or links out of it)",
                     where,
                     hint="list CRD folders or files relative to the repository, or import them "
                     "into the store with `gpuplane schemas import`",
@@ -363,7 +380,9 @@ def _check_implied_cluster_policy(
         checked = validator.check(
             implied, view.cluster.kubernetes_version, schema_pins(view.cluster)
         )
-    except (CrdLoadError, UnsupportedKubernetesVersion):
+    except CrdLoadError as err:
+        return [_crd_load(err)]  # the same finding as for a manifest is reported once
+    except UnsupportedKubernetesVersion:
         return []  # reported for the cluster's manifests already
     if checked.unchecked is not None:
         unchecked.append(UncheckedObject(view.cluster.name, checked.unchecked, at))
@@ -404,7 +423,7 @@ def _check_output(
         try:
             checked = validator.check(manifest.body, cluster.kubernetes_version, pin_of)
         except CrdLoadError as err:
-            return [Diagnostic("crd-load", str(err), Location(str(err).split(":")[0]))]
+            return [_crd_load(err)]
         except UnsupportedKubernetesVersion as err:
             return [
                 Diagnostic(

@@ -474,3 +474,194 @@ def test_an_operator_no_cluster_pins_goes_under_unpinned(repo: Path, tmp_path: P
     assert SchemaStore(repo).releases() == {"example.com": ("unpinned",)}
     (document,) = stored(repo).values()
     assert "description" not in json.dumps(document["spec"])
+
+
+# -- what an adversarial review found ---------------------------------------------------------
+
+
+def git(root: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+@needs_crds
+@pytest.mark.parametrize("how", ["store", "schemas-list"])
+def test_diff_renders_the_base_with_the_schemas_the_base_commits(repo: Path, how: str) -> None:
+    if how == "store":
+        assert run(repo, "schemas", "import", str(SHARED_CRDS)).exit_code == 0
+    else:
+        for path in SHARED_CRDS.rglob("*.yaml"):
+            target = repo / "crds" / path.relative_to(SHARED_CRDS)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+        settings = repo / "gpuplane.yaml"
+        settings.write_text(settings.read_text() + "  schemas: [crds]\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    team = repo / "teams/llm.yaml"
+    team.write_text(team.read_text().replace("description:", "description: edited,", 1))
+    result = run(repo, "diff", "--base", "main", "--strict-schemas", "--format", "json")
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["base"]["valid"] is True, body["base"]
+
+
+def test_a_broken_crd_file_is_reported_even_when_only_the_implied_cluster_policy_needs_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "clusterpolicies.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: clusterpolicies.nvidia.com}\n"
+        "spec: {group: nvidia.com, names: {kind: ClusterPolicy, plural: clusterpolicies}}\n"
+    )
+    result = run(repo, "render", "--crds", str(broken), "--format", "json")
+    assert result.exit_code == 1, result.output
+    findings = json.loads(result.output)["diagnostics"]
+    load = [f for f in findings if f["rule"] == "crd-load"]
+    assert len(load) == 1 and "no spec.versions" in load[0]["message"]
+    assert not (repo / "rendered").exists()
+
+
+@needs_crds
+def test_a_corrupt_store_file_is_an_error_not_a_missing_kind(repo: Path) -> None:
+    assert run(repo, "schemas", "import", str(KUEUE)).exit_code == 0
+    (repo / STORE_DIR / "kueue/v0.19.2/cohorts.kueue.x-k8s.io.json").write_text('{"truncated')
+    result = run(repo, "render")
+    assert result.exit_code == 1
+    assert "error[crd-load]" in result.output and "cohorts.kueue.x-k8s.io.json" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "body", ['{"spec": []}', '{"spec": {"versions": 5, "names": 3}}', "[1, 2]", "7"]
+)
+def test_list_reads_odd_store_files_without_a_traceback(repo: Path, body: str) -> None:
+    folder = repo / STORE_DIR / "kueue" / "v0.19.2"
+    folder.mkdir(parents=True)
+    (folder / "odd.kueue.x-k8s.io.json").write_text(body)
+    result = run(repo, "schemas", "list")
+    assert result.exit_code == 0, result.output
+    assert "Kueue v0.19.2" in result.output
+
+
+def test_deeply_nested_json_is_a_finding_not_a_traceback(repo: Path, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    # it names a kind the render looks up, so the render parses it
+    deep.write_text(
+        '{"note": "kueue.x-k8s.io ClusterQueue", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    )
+    imported = run(repo, "schemas", "import", str(deep))
+    assert imported.exit_code == 2 and "nested too deeply" in imported.output
+    rendered = run(repo, "render", "--crds", str(deep))
+    assert rendered.exit_code == 1 and "nested too deeply" in rendered.output
+    assert "Traceback" not in rendered.output
+
+
+def test_nan_is_not_json(repo: Path, tmp_path: Path) -> None:
+    crd = tmp_path / "crd.json"
+    document = yaml.safe_load(MINIMAL_CRD)
+    document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["maximum"] = 1.5
+    crd.write_text(json.dumps(document).replace("1.5", "NaN"))
+    result = run(repo, "schemas", "import", str(crd))
+    assert result.exit_code == 2 and "NaN is not JSON" in result.output
+
+
+@needs_crds
+def test_a_versioned_release_outranks_what_was_imported_unpinned(
+    repo: Path, tmp_path: Path
+) -> None:
+    stale = yaml.safe_load((SHARED_CRDS / "argo-cd/appproject-crd.yaml").read_text())
+    schema = stale["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["required"] = [*schema.get("required", []), "oldOnlyField"]
+    (tmp_path / "stale.yaml").write_text(yaml.safe_dump(stale))
+    assert run(repo, "schemas", "import", str(tmp_path / "stale.yaml")).exit_code == 0
+    assert (
+        run(
+            repo,
+            "schemas",
+            "import",
+            str(SHARED_CRDS),
+            "--release",
+            "v3.5.1",
+            "--operator",
+            "argocd",
+        ).exit_code
+        == 0
+    )
+    assert SchemaStore(repo).releases()["argocd"] == ("unpinned", "v3.5.1")
+    findings = render_platform(repo, OutputValidator()).diagnostics
+    assert not [d for d in findings if d.rule == "output-schema"], findings
+    assert not [d for d in findings if "AppProject" in d.message or "Application" in d.message]
+
+
+def test_release_order_reads_numbers() -> None:
+    from renderer.output.schema_store import release_key
+
+    releases = ["v10.0.0", "unpinned", "v9.1.0", "4.5.2-4.8.1", "v0.19.2", "v0.19.10"]
+    assert sorted(releases, key=release_key) == [
+        "unpinned",
+        "v0.19.2",
+        "v0.19.10",
+        "4.5.2-4.8.1",
+        "v9.1.0",
+        "v10.0.0",
+    ]
+
+
+@needs_crds
+@pytest.mark.parametrize(
+    "bad",
+    [
+        MINIMAL_CRD.replace("group: example.com", "group: zz z.example").replace(
+            "widgets.example.com", "widgets.zz z.example"
+        ),
+        MINIMAL_CRD.replace("name: widgets.example.com", "name: zz/evil"),
+        MINIMAL_CRD.replace("name: widgets.example.com", "name: '12345'"),
+    ],
+)
+def test_one_bad_crd_in_an_import_writes_nothing(repo: Path, tmp_path: Path, bad: str) -> None:
+    (tmp_path / "bad.yaml").write_text(bad)
+    result = run(repo, "schemas", "import", str(KUEUE), str(tmp_path / "bad.yaml"))
+    assert result.exit_code == 2, result.output
+    assert not (repo / STORE_DIR).exists()
+
+
+@needs_crds
+def test_the_store_follows_no_link_and_schemas_may_not_link_out(repo: Path, tmp_path: Path) -> None:
+    outside = copy_inputs(REPO, tmp_path / "outside")
+    assert run(outside, "schemas", "import", str(KUEUE)).exit_code == 0
+    (repo / STORE_DIR / "kueue").mkdir(parents=True)
+    (repo / STORE_DIR / "kueue" / "v0.19.2").symlink_to(outside / STORE_DIR / "kueue" / "v0.19.2")
+    result = run(repo, "render", "--format", "json")
+    unchecked = [
+        f for f in json.loads(result.output)["diagnostics"] if "ClusterQueue" in f["message"]
+    ]
+    assert unchecked and unchecked[0]["rule"] == "schema-unchecked"  # the link is not read
+
+    (repo / "crds").mkdir()
+    (repo / "crds" / "queues.yaml").symlink_to(KUEUE / "kueue.x-k8s.io_clusterqueues.yaml")
+    settings = repo / "gpuplane.yaml"
+    settings.write_text(settings.read_text() + "  schemas: [crds]\n")
+    linked = run(repo, "render")
+    assert linked.exit_code == 1 and "links out of it" in linked.output
+
+
+@needs_crds
+def test_importing_the_same_bytes_from_another_path_writes_nothing(
+    repo: Path, tmp_path: Path
+) -> None:
+    assert run(repo, "schemas", "import", str(KUEUE)).exit_code == 0
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in KUEUE.glob("*.yaml"):
+        (copy / path.name).write_bytes(path.read_bytes())
+    again = run(repo, "schemas", "import", str(copy))
+    assert again.exit_code == 0 and "nothing written" in again.output

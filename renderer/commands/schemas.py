@@ -23,15 +23,13 @@ from renderer.model.platform import Platform
 from renderer.output.crds import Crd, CrdLoadError, parsed_crds, read_bytes, source_files
 from renderer.output.schema_store import (
     STORE_DIR,
+    UNPINNED,
     SchemaStore,
     StoreError,
     check_name,
     compact_crd,
     release_key,
 )
-
-UNPINNED = "unpinned"
-"""The release folder of an operator no cluster pins (Argo CD, say) when no --release is given."""
 
 
 class SchemaImportError(ValueError):
@@ -144,7 +142,15 @@ def import_crds(
                     )
                 continue
             seen[crd.name] = (crd, item.label)
+            plural = crd.raw.get("names", {}).get("plural")
+            if crd.name != f"{plural}.{crd.group}":
+                raise SchemaImportError(
+                    f"{item.label}: CustomResourceDefinition {crd.name!r} is not named "
+                    f"<plural>.<group> ({plural}.{crd.group}), as the API server requires"
+                )
+            _folder_name("CRD name", crd.name)
             owner = operator or schema_operator(crd.group, crd.kind)
+            _folder_name("operator", owner)
             if known_only and owner not in OPERATOR_TITLES:
                 result.skipped.append(crd.name)
                 continue

@@ -329,12 +329,21 @@ def _read_documents(path: Path, raw: bytes) -> list[Any]:
         raise CrdLoadError(f"{path}: cannot read: {exc}") from exc
     try:
         if path.suffix.lower() == ".json":
-            return [json.loads(text)]
+            return bounded(path, [json.loads(text, parse_constant=_no_constant)])
         return crd_cache.documents(
             raw, lambda: bounded(path, list(yaml.load_all(text, Loader=_YamlLoader)))
         )
+    except CrdLoadError:
+        raise
+    except RecursionError as exc:
+        raise CrdLoadError(f"{path}: nested too deeply to be a CRD file") from exc
     except (yaml.YAMLError, ValueError) as exc:
         raise CrdLoadError(f"{path}: not valid YAML/JSON: {one_line(str(exc))}") from exc
+
+
+def _no_constant(name: str) -> Any:
+    """JSON has no NaN or Infinity; Python's reader would take them, the API server would not."""
+    raise ValueError(f"{name} is not JSON")
 
 
 _PARSED: dict[tuple[Path, bytes], tuple[Crd, ...]] = {}
@@ -425,6 +434,7 @@ class CrdSet:
 
     def __init__(self, sources: Sequence[Path] = ()) -> None:
         self.crds: dict[tuple[str, str], Crd] = {}
+        self._broken: CrdLoadError | None = None
         self._unparsed: dict[Path, bytes] = {}
         self._searched: set[tuple[str, str]] = set()
         for source in sources:
@@ -435,7 +445,10 @@ class CrdSet:
         return bool(self._unparsed or self.crds)
 
     def find(self, group: str, kind: str) -> Crd | None:
-        """The CRD of a kind, parsing the files that may define it."""
+        """The CRD of a kind, parsing the files that may define it. Once a file of the set has
+        failed, every lookup raises its error: no kind may slip past a set that is broken."""
+        if self._broken is not None:
+            raise self._broken
         if (group, kind) not in self._searched:
             self._searched.add((group, kind))
             needles = (group.encode(), kind.encode())
@@ -451,14 +464,22 @@ class CrdSet:
             self._parse(path)
 
     def _parse(self, path: Path) -> None:
+        if self._broken is not None:  # a broken file stays broken for every later lookup
+            raise self._broken
         raw = self._unparsed.pop(path)
-        for crd in parsed_crds(path, raw):
+        try:
+            found = parsed_crds(path, raw)
+        except CrdLoadError as err:
+            self._broken = err
+            raise
+        for crd in found:
             key = (crd.group, crd.kind)
             existing = self.crds.get(key)
             if existing is not None and existing.raw != crd.raw:
-                raise CrdLoadError(
+                self._broken = CrdLoadError(
                     f"{crd.source}: CustomResourceDefinition {crd.name} is also defined, "
                     f"differently, in {existing.source}"
                 )
+                raise self._broken
             if existing is None:
                 self.crds[key] = crd

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 STORE_DIR = Path(".gpuplane") / "schemas"
 """The store's folder, relative to the repository."""
 
@@ -33,6 +31,9 @@ SOURCE_ANNOTATION = "gpuplane.dev/source"
 SHA256_ANNOTATION = "gpuplane.dev/source-sha256"
 OPERATOR_ANNOTATION = "gpuplane.dev/operator"
 RELEASE_ANNOTATION = "gpuplane.dev/release"
+
+UNPINNED = "unpinned"
+"""The release folder of an operator no cluster pinned when its CRDs were imported."""
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,99}$")
 """What an operator, a release or a CRD name may be to become a folder or file name: no
@@ -58,12 +59,13 @@ class StoredCrd:
     path: Path
 
 
-def release_key(release: str) -> tuple[int, Any]:
-    """Sort key: releases that read as versions in version order, after them the others."""
-    try:
-        return (0, Version(release.removeprefix("v")))
-    except InvalidVersion:
-        return (1, release)
+def release_key(release: str) -> tuple[int, tuple[int, ...], str]:
+    """Sort key, oldest first: `unpinned` (what was imported before any cluster pinned the
+    operator) before every release, releases by their numbers (v10 after v9, 4.5.2-4.8.1 as
+    4, 5, 2, 4, 8, 1), then by name."""
+    if release == UNPINNED:
+        return (0, (), release)
+    return (1, tuple(int(n) for n in re.findall(r"\d+", release)), release)
 
 
 def compact_schema(node: Any) -> Any:
@@ -147,15 +149,29 @@ class SchemaStore:
         found: dict[str, tuple[str, ...]] = {}
         if not self.folder.is_dir():
             return found
-        for operator in sorted(p for p in self.folder.iterdir() if p.is_dir()):
-            releases = [p.name for p in operator.iterdir() if p.is_dir() and any(p.glob("*.json"))]
+        if self.folder.is_symlink():
+            return found
+        for operator in sorted(p for p in self.folder.iterdir() if _plain_dir(p)):
+            releases = [
+                p.name
+                for p in operator.iterdir()
+                if _plain_dir(p) and self.files(operator.name, p.name)
+            ]
             if releases:
                 found[operator.name] = tuple(sorted(releases, key=release_key))
         return found
 
     def files(self, operator: str, release: str) -> list[Path]:
+        """The release's CRD files: plain files with plain names, never a link out of the store
+        (what CI checks against is what the pull request shows)."""
         folder = self.folder / operator / release
-        return sorted(folder.glob("*.json")) if folder.is_dir() else []
+        if not (_plain_dir(self.folder / operator) and _plain_dir(folder)):
+            return []
+        return sorted(
+            p
+            for p in folder.glob("*.json")
+            if p.is_file() and not p.is_symlink() and NAME_RE.match(p.stem)
+        )
 
     def entries(self) -> list[StoredCrd]:
         """Every CRD file in the store, by operator, release and name."""
@@ -175,10 +191,12 @@ class SchemaStore:
         changed = []
         for name in sorted(documents):
             target = folder / f"{check_name('CRD name', name)}.json"
-            text = json.dumps(documents[name], sort_keys=True, separators=(",", ":")) + "\n"
-            data = text.encode("utf-8")
+            text = json.dumps(documents[name], sort_keys=True, separators=(",", ":"))
+            data = (text + "\n").encode("utf-8")
             try:
-                if target.is_file() and target.read_bytes() == data:
+                if target.is_symlink():
+                    raise StoreError(f"{target}: a link: the store holds plain files only")
+                if target.is_file() and _same_crd(target.read_bytes(), documents[name]):
                     continue
                 folder.mkdir(parents=True, exist_ok=True)
                 fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=folder)
@@ -195,26 +213,54 @@ class SchemaStore:
         return changed
 
 
+def _same_crd(stored: bytes, document: Mapping[str, Any]) -> bool:
+    """Whether a store file already holds this CRD, read from the same bytes (the sha256) if
+    perhaps through another path: importing it again changes nothing."""
+    try:
+        old = json.loads(stored)
+    except ValueError:
+        return False
+    if not isinstance(old, dict):
+        return False
+    notes = _mapping(_mapping(old.get("metadata")).get("annotations"))
+    new_notes = document["metadata"]["annotations"]
+    return bool(
+        old.get("spec") == document["spec"]
+        and notes.get(SHA256_ANNOTATION) == new_notes[SHA256_ANNOTATION]
+        and notes.get(OPERATOR_ANNOTATION) == new_notes[OPERATOR_ANNOTATION]
+        and notes.get(RELEASE_ANNOTATION) == new_notes[RELEASE_ANNOTATION]
+    )
+
+
+def _plain_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and bool(NAME_RE.match(path.name))
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _entry(path: Path, operator: str, release: str) -> StoredCrd:
     try:
         document = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path}: not a readable store file: {exc}") from exc
-    meta = document.get("metadata", {}) if isinstance(document, Mapping) else {}
-    notes = meta.get("annotations", {}) if isinstance(meta, Mapping) else {}
-    spec = document.get("spec", {}) if isinstance(document, Mapping) else {}
+    meta = _mapping(_mapping(document).get("metadata"))
+    notes = _mapping(meta.get("annotations"))
+    spec = _mapping(_mapping(document).get("spec"))
+    listed = spec.get("versions")
     versions = tuple(
         str(v.get("name"))
-        for v in spec.get("versions", ())
+        for v in (listed if isinstance(listed, list) else ())
         if isinstance(v, Mapping) and v.get("served") is True
     )
-    names = spec.get("names", {}) if isinstance(spec, Mapping) else {}
+    names = _mapping(spec.get("names"))
     return StoredCrd(
         operator=operator,
         release=release,
         name=str(meta.get("name", path.stem)),
         group=str(spec.get("group", "")),
-        kind=str(names.get("kind", "")) if isinstance(names, Mapping) else "",
+        kind=str(names.get("kind", "")),
         versions=versions,
         source=str(notes.get(SOURCE_ANNOTATION, "")),
         sha256=str(notes.get(SHA256_ANNOTATION, "")),

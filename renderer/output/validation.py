@@ -248,8 +248,11 @@ class OutputValidator:
             return Unchecked(api_version, kind, pin, available)
         crd_set = self._store_sets.get((pin.operator, release))
         if crd_set is None:
+            # a release is small once compact, and a broken store file must not pass as a
+            # missing kind: the whole release is parsed when first used
             crd_set = CrdSet(self._store.files(pin.operator, release))
             self._store_sets[(pin.operator, release)] = crd_set
+            crd_set.load_all()
         return crd_set.find(group, kind) or Unchecked(api_version, kind, pin, available)
 
     def load_all(self) -> None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE
+from renderer.inputs.source import load_file
+from renderer.output.schema_store import STORE_DIR
 
 
 class BaseRefError(Exception):
@@ -50,8 +53,10 @@ def _resolve(repo_root: Path, ref: str) -> tuple[Path, str, str]:
 
 
 def checkout_base(repo_root: Path, ref: str, into: Path) -> str:
-    """Write the input files (the kind folders and gpuplane.yaml) of `repo_root` as they are at
-    REF into the folder `into`, and return the commit REF resolved to.
+    """Write the input files of `repo_root` as they are at REF into the folder `into`, and
+    return the commit REF resolved to: the kind folders, gpuplane.yaml, and the CRD schemas the
+    base checks its objects against (its schema store, and the `schemas:` folders its
+    gpuplane.yaml lists), so the base is rendered and checked as it was.
 
     Blobs are read with `git ls-tree` and `git cat-file --batch` (no shell, no checkout, no
     change to the repository); a symbolic link is recreated as a link, which the loader reports
@@ -59,11 +64,45 @@ def checkout_base(repo_root: Path, ref: str, into: Path) -> str:
     """
     toplevel, commit, prefix = _resolve(repo_root, ref)
     tree = f"{commit}:{prefix}" if prefix else commit
-    wanted = (*KIND_FOLDERS, REPOSITORY_FILE)
+    wanted = (*KIND_FOLDERS, REPOSITORY_FILE, STORE_DIR.as_posix())
+    if not _write_paths(toplevel, tree, ref, wanted, into, missing_ok=bool(prefix)):
+        return commit
+    listed = _listed_schemas(into)
+    if listed:
+        _write_paths(toplevel, tree, ref, listed, into, missing_ok=True)
+    return commit
+
+
+def _listed_schemas(into: Path) -> tuple[str, ...]:
+    """The `schemas:` entries of the base's gpuplane.yaml that name a path inside it."""
+    settings = into / REPOSITORY_FILE
+    if not settings.is_file() or settings.is_symlink():
+        return ()
+    loaded = load_file(settings, REPOSITORY_FILE)
+    data = loaded.document.data if loaded.document is not None else None
+    spec = data.get("spec") if isinstance(data, Mapping) else None
+    entries = spec.get("schemas") if isinstance(spec, Mapping) else None
+    if not isinstance(entries, list):
+        return ()
+    return tuple(
+        str(PurePosixPath(e))
+        for e in entries
+        if isinstance(e, str)
+        and e
+        and not PurePosixPath(e).is_absolute()
+        and ".." not in PurePosixPath(e).parts
+        and not e.startswith("-")
+    )
+
+
+def _write_paths(
+    toplevel: Path, tree: str, ref: str, wanted: tuple[str, ...], into: Path, *, missing_ok: bool
+) -> bool:
+    """Write the blobs under `wanted` at `tree` into `into`; False when `tree` has none."""
     listed = _git(toplevel, "ls-tree", "-r", "-z", "--full-name", tree, "--", *wanted)
     if listed.returncode != 0:
-        if prefix:  # the folder did not exist at REF: an empty base, everything is new
-            return commit
+        if missing_ok:  # the folder did not exist at REF: an empty base, everything is new
+            return False
         raise BaseRefError(f"cannot list the files of '{ref}': {listed.stderr.decode().strip()}")
     entries: list[tuple[str, str, PurePosixPath]] = []
     for record in listed.stdout.split(b"\0"):
@@ -76,7 +115,7 @@ def checkout_base(repo_root: Path, ref: str, into: Path) -> str:
             continue  # submodules, and nothing git would ever store
         entries.append((mode, sha, path))
     if not entries:
-        return commit
+        return False
     batch = _git(
         toplevel, "cat-file", "--batch", stdin="".join(f"{s}\n" for _, s, _ in entries).encode()
     )
@@ -89,9 +128,11 @@ def checkout_base(repo_root: Path, ref: str, into: Path) -> str:
         content = data[header_end + 1 : header_end + 1 + size]
         offset = header_end + 1 + size + 1
         target = into.joinpath(*path.parts)
+        if target.exists() or target.is_symlink():
+            continue  # written by the first pass
         target.parent.mkdir(parents=True, exist_ok=True)
         if mode == "120000":
             os.symlink(os.fsdecode(content), target)
         else:
             target.write_bytes(content)
-    return commit
+    return True
