@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -716,10 +717,10 @@ def test_the_report_is_data_and_the_json_is_stable() -> None:
 # --- results from the real probes ------------------------------------------------------------
 
 
-def _probe(tmp_path: Path, probe: str, *args: str) -> Path:
+def _probe(tmp_path: Path, probe: str, *args: str, pool: str = "h100-train") -> Path:
     out = tmp_path / "results" / f"{probe}.json"
     command = [sys.executable, "-m", "workflows.probes", probe, "--out", str(out)]
-    command += ["--pool", "h100-train", "--cluster", "prod-east", *args]
+    command += ["--pool", pool, "--cluster", _pool(pool)["cluster"], *args]
     run = subprocess.run(
         command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
     )
@@ -792,15 +793,24 @@ def _gpu_labels(name: str) -> dict[str, str]:
     return {"device": "cuda:0", "gpu": name, "cuda": "12.8", "gpusVisible": "8", "nccl": "2.27.3"}
 
 
-def _relabelled(tmp_path: Path, case: str, labels: dict[str, str]) -> Path:
-    """A copy of a case set whose torch probes' results carry `labels`, as if run there."""
+TORCH_LABELS = ("device", "gpu", "gpusVisible", "nccl")
+"""The labels torch_labels writes about the device; replaced, not merged, when relabelling."""
+
+
+def _relabelled(
+    tmp_path: Path, case: str, labels: dict[str, str], probes: tuple[str, ...] = TORCH_PROBES
+) -> Path:
+    """A copy of a case set whose torch probes' results carry `labels` (and no other device
+    labels), as if run there."""
     target = tmp_path / case
     shutil.copytree(CASES / case, target)
-    for probe in TORCH_PROBES:
+    for probe in probes:
         for path in target.rglob(f"{probe}.json"):
             data = json.loads(path.read_text())
+            for key in TORCH_LABELS:
+                data["environment"].pop(key, None)
             data["environment"].update(labels)
-            if probe == "training" and data["ok"]:
+            if probe == "training" and data["ok"] and "device" in labels:
                 data["metrics"]["device"] = labels["device"].split(":")[0]
             path.write_text(json.dumps(data, indent=2))
     return target
@@ -849,7 +859,8 @@ def test_a_set_measured_on_the_cpu_is_not_comparable_neither_pass_nor_fail(
     # a CPU all-reduce over gloo says nothing of NVLink: no share is computed from it
     assert train["nvlinkShare"] == []
     (cost,) = train["costs"]
-    assert "measured on the CPU, not on the pool's accelerators" in cost["gpusSource"]
+    accelerator = _pool("h100-train")["accelerator"]
+    assert f"measured on the CPU, not on the pool's {accelerator}" in cost["gpusSource"]
 
 
 def test_the_cpu_is_said_plainly_in_text_and_markdown(gpuplane: Run, tmp_path: Path) -> None:
@@ -894,63 +905,262 @@ def test_a_cpu_figure_below_its_threshold_is_not_called_a_failure(
     assert (code, body["status"]) == (1, "failed")
 
 
+def _gpu_line(pool: str, name: str, why: str) -> str:
+    """The device line the report must show for a GPU that is not the pool's, as
+    docs/acceptance-report.md words it."""
+    accelerator = _pool(pool)["accelerator"]
+    return (
+        f"measured on '{name}', not on the pool's {_product(pool)} ({accelerator}): {why}; "
+        "figures are not comparable to its thresholds"
+    )
+
+
+def _devices(body: dict[str, Any], pool: str) -> list[dict[str, Any]]:
+    (found,) = [p for p in body["pools"] if p["pool"] == pool]
+    devices: list[dict[str, Any]] = found["devices"]
+    return devices
+
+
 def test_another_accelerator_is_not_comparable(gpuplane: Run, tmp_path: Path) -> None:
     folder = _relabelled(tmp_path, "passing", _gpu_labels("NVIDIA L4"))
     code, body = _report(gpuplane, str(folder))
     assert (code, body["status"]) == (3, "not-comparable")
-    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
-    messages = {d["message"] for d in train["devices"]}
-    assert messages == {
-        f"measured on 'NVIDIA L4', not on the pool's {_product('h100-train')} "
-        f"({_pool('h100-train')['accelerator']}): figures are not comparable to its thresholds"
-    }
-    assert {d["name"] for d in train["devices"]} == {"NVIDIA L4"}
+    messages = {d["message"] for d in _devices(body, "h100-train")}
+    assert messages == {_gpu_line("h100-train", "NVIDIA L4", "'NVIDIA L4' is not the pool's H100")}
+    assert {d["name"] for d in _devices(body, "h100-train")} == {"NVIDIA L4"}
     assert _check(body, "h100-train", "samplesPerSecond")["verdict"] == "not-comparable"
 
 
 def test_the_pools_own_accelerator_is_judged_as_measured(gpuplane: Run, tmp_path: Path) -> None:
-    # torch's name for an H100 SXM5 80GB is "NVIDIA H100 80GB HBM3"
+    # torch's name for an H100 SXM5 80GB is "NVIDIA H100 80GB HBM3": no form word, the pool's
+    # form (sxm) is not contradicted
+    assert _pool("h100-train")["topology"]["form"] == "sxm"
     folder = _relabelled(tmp_path, "passing", _gpu_labels("NVIDIA H100 80GB HBM3"))
     code, body = _report(gpuplane, str(folder))
     assert (code, body["status"]) == (0, "passed"), body
-    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
-    assert {d["comparable"] for d in train["devices"]} == {True}
+    assert {d["comparable"] for d in _devices(body, "h100-train")} == {True}
+    assert body["summary"]["resultsNotComparable"] == 0
     text = gpuplane("-C", str(REPO), "acceptance", "report", str(folder)).output
     assert "not comparable" not in text.lower()
 
 
-def test_a_gpu_the_catalog_cannot_place_is_judged_and_said(gpuplane: Run, tmp_path: Path) -> None:
-    folder = _relabelled(tmp_path, "passing", _gpu_labels("Contoso Tensor Unit 9"))
+def _as_pool(tmp_path: Path, pool: str, labels: dict[str, str]) -> Path:
+    """The passing set's h100-train results moved to `pool`, its torch probes' results with
+    `labels`: a set that passes every threshold the pool declares, measured where `labels` say."""
+    spec, thresholds = _pool(pool), _thresholds(pool)
+    target = tmp_path / pool
+    for probe in (*TORCH_PROBES, "storage"):
+        data = _case("passing", f"h100-train/{probe}.json")
+        data["pool"], data["cluster"] = pool, spec["cluster"]
+        environment = {k: v for k, v in data["environment"].items() if k not in TORCH_LABELS}
+        environment |= {
+            "gpuplane.dev/pool": pool,
+            "gpuplane.dev/cluster": spec["cluster"],
+            "gpuplane.dev/accelerator": spec["accelerator"],
+            **(labels if probe in TORCH_PROBES else {}),
+        }
+        data["environment"] = environment
+        _write(target, f"{probe}.json", data)
+    # the premise: every figure sits on the passing side of the pool's thresholds
+    figures = {
+        "allReduceBusBandwidthGBps": ("allreduce", "peakBusbwGBps", 1),
+        "trainingSamplesPerSecond": ("training", "samplesPerSecond", 1),
+        "checkpointWriteGBps": ("checkpoint", "writeGBps", 1),
+        "restoreSeconds": ("checkpoint", "restoreSeconds", -1),
+        "storageReadGBps": ("storage", "readGBps", 1),
+    }
+    assert set(thresholds) <= {*figures, "maxQueueWaitMinutes"}, thresholds
+    for key, threshold in thresholds.items():
+        if key in figures:
+            probe, metric, sign = figures[key]
+            measured = json.loads((target / f"{probe}.json").read_text())["metrics"][metric]
+            assert sign * measured >= sign * threshold, (key, measured, threshold)
+    return target
+
+
+def test_a_gpu_that_is_not_the_pools_model_is_not_comparable(gpuplane: Run, tmp_path: Path) -> None:
+    """h200-tune measured on a GeForce card with figures that would pass: no model of the
+    catalog is in its name, and certainly not the pool's H200, so the pool is not accepted."""
+    name = "NVIDIA GeForce RTX 4090"
+    folder = _as_pool(tmp_path, "h200-tune", _gpu_labels(name))
     code, body = _report(gpuplane, str(folder))
-    assert code == 0  # nothing says it is another accelerator: the figures are judged
-    (train,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
-    assert {d["comparable"] for d in train["devices"]} == {None}
-    text = gpuplane("-C", str(REPO), "acceptance", "report", str(folder)).output
-    assert "'Contoso Tensor Unit 9', a GPU the catalog cannot place" in text
+    assert (code, body["status"], body["passed"]) == (3, "not-comparable", False)
+    devices = _devices(body, "h200-tune")
+    assert {(d["name"], d["comparable"]) for d in devices} == {(name, False)}
+    line = _gpu_line("h200-tune", name, f"'{name}' is not the pool's H200")
+    assert {d["message"] for d in devices} == {line}
+    elsewhere = {c["thresholdKey"] for c in _checks(body, "h200-tune")} - {None}
+    assert {
+        c["thresholdKey"] for c in _checks(body, "h200-tune") if c["verdict"] == "not-comparable"
+    } == elsewhere - {"maxQueueWaitMinutes"}
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(folder))
+    assert text.exit_code == 3 and "PASSED" not in text.output
+    assert line in text.output
+
+
+def test_a_gpu_the_result_does_not_name_is_not_comparable(gpuplane: Run, tmp_path: Path) -> None:
+    folder = _relabelled(tmp_path, "passing", {"device": "cuda:0"})
+    code, body = _report(gpuplane, str(folder))
+    assert (code, body["status"]) == (3, "not-comparable")
+    devices = _devices(body, "h100-train")
+    assert {(d["device"], d["name"], d["comparable"]) for d in devices} == {("cuda:0", None, False)}
+    assert all("the GPU is not named in the result" in d["message"] for d in devices)
+    assert _check(body, "h100-train", "samplesPerSecond")["verdict"] == "not-comparable"
+
+
+def test_a_torch_result_that_records_no_device_is_not_comparable(
+    gpuplane: Run, tmp_path: Path
+) -> None:
+    """An all-reduce and a checkpoint without any device label: nothing shows where they ran."""
+    folder = _relabelled(tmp_path, "passing", {}, probes=("allreduce", "checkpoint"))
+    code, body = _report(gpuplane, str(folder))
+    assert (code, body["status"]) == (3, "not-comparable")
+    devices = {d["probe"]: d for d in _devices(body, "h100-train")}
+    assert {p: (d["device"], d["comparable"]) for p, d in devices.items()} == {
+        "allreduce": (None, False),
+        "checkpoint": (None, False),
+        "training": ("cuda:0", True),
+    }
+    assert "records no device" in devices["allreduce"]["message"]
 
 
 @pytest.mark.parametrize(
-    ("key", "name", "same"),
+    ("pool", "name", "why"),
     [
-        ("h100-80gb", "NVIDIA H100 80GB HBM3", True),
-        ("h100-80gb", "NVIDIA H100 PCIe", True),  # no memory stated: the model decides
-        ("h200-141gb", "NVIDIA H200", True),
-        ("a100-80gb", "NVIDIA A100-SXM4-80GB", True),
-        ("a100-80gb", "NVIDIA A100-SXM4-40GB", False),  # the memory says otherwise
-        ("a100-80gb", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", True),  # a slice of the right GPU
-        ("l4", "NVIDIA L4", True),
-        ("l4", "NVIDIA L40S", False),
-        ("l40s", "NVIDIA L4", False),
-        ("h100-80gb", "NVIDIA A100-SXM4-80GB", False),
-        ("mi300x", "AMD Instinct MI300X", True),
-        ("h100-80gb", "Contoso Tensor Unit 9", None),
+        # h100-train declares topology.form sxm: a PCIe or NVL H100 is another part
+        ("h100-train", "NVIDIA H100 PCIe", "'NVIDIA H100 PCIe' says PCIe, the pool's H100 is SXM"),
+        ("h100-train", "NVIDIA H100 NVL", "'NVIDIA H100 NVL' says NVL, the pool's H100 is SXM"),
+        # h200-tune declares sxm too; the H200 NVL is the PCIe card with an NVLink bridge
+        ("h200-tune", "NVIDIA H200 NVL", "'NVIDIA H200 NVL' says NVL, the pool's H200 is SXM"),
     ],
 )
-def test_gpu_names_are_placed_in_the_catalog(key: str, name: str, same: bool | None) -> None:
+def test_a_gpu_of_another_form_factor_is_not_comparable(
+    gpuplane: Run, tmp_path: Path, pool: str, name: str, why: str
+) -> None:
+    assert _pool(pool)["topology"]["form"] == "sxm"
+    folder = _as_pool(tmp_path, pool, _gpu_labels(name))
+    code, body = _report(gpuplane, str(folder))
+    assert (code, body["status"]) == (3, "not-comparable")
+    (message,) = {d["message"] for d in _devices(body, pool)}
+    assert message == _gpu_line(pool, name, f"{why} (its topology.form)")
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H200", "NVIDIA H200 SXM 141GB"])
+def test_the_h200_pool_passes_on_an_h200(gpuplane: Run, tmp_path: Path, name: str) -> None:
+    # torch calls an H200 SXM "NVIDIA H200": no form word is no mismatch
+    code, body = _report(gpuplane, str(_as_pool(tmp_path, "h200-tune", _gpu_labels(name))))
+    assert (code, body["status"]) == (0, "passed"), body
+
+
+def test_a_pool_measured_only_on_the_cpu_never_passes(gpuplane: Run, tmp_path: Path) -> None:
+    """The review's repro: a100-mig has no checkpoint thresholds (so no threshold turns not
+    comparable), yet a checkpoint measured on this CPU must keep the pool from passing."""
+    assert not {"checkpointWriteGBps", "restoreSeconds"} & set(_thresholds("a100-mig"))
+    scratch = tmp_path / "scratch"
+    storage = ("--path", str(scratch), "--bytes", "8M", "--block-bytes", "1M")
+    _probe(tmp_path, "storage", *storage, pool="a100-mig")
+    checkpoint = ("--megabytes", "1", "--device", "cpu", "--path", str(scratch))
+    _probe(tmp_path, "checkpoint", *checkpoint, pool="a100-mig")
+    results = tmp_path / "results"
+    # the storage read passes on this machine or not: make it pass, so only the device decides
+    stored = json.loads((results / "storage.json").read_text())
+    stored["metrics"]["readGBps"] = _thresholds("a100-mig")["storageReadGBps"]
+    _write(results, "storage.json", stored)
+    code, body = _report(gpuplane, str(results))
+    assert body["findings"] == [], body["findings"]
+    assert (code, body["status"], body["passed"]) == (3, "not-comparable", False)
+    (mig,) = body["pools"]
+    assert (mig["pool"], mig["status"]) == ("a100-mig", "not-comparable")
+    assert not any(c["verdict"] in ("fail", "missing") for c in mig["checks"])
+    assert [(d["probe"], d["device"], d["comparable"]) for d in mig["devices"]] == [
+        ("checkpoint", "cpu", False)
+    ]
+    assert body["summary"]["resultsNotComparable"] == 1
+    text = gpuplane("-C", str(REPO), "acceptance", "report", str(results))
+    assert text.exit_code == 3
+    assert text.output.startswith("acceptance NOT COMPARABLE:") and "PASSED" not in text.output
+    assert "neither a pass nor a hardware failure" in text.output
+
+    # a failure still wins over not comparable
+    stored["metrics"]["readGBps"] = _thresholds("a100-mig")["storageReadGBps"] / 2
+    _write(results, "storage.json", stored)
+    code, body = _report(gpuplane, str(results))
+    assert (code, body["status"]) == (1, "failed")
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("key", "form", "name", "same"),
+    [
+        # the names torch.cuda.get_device_name reports
+        ("h100-80gb", "sxm", "NVIDIA H100 80GB HBM3", True),  # an H100 SXM5 says no form
+        ("h100-80gb", "sxm", "NVIDIA H100 PCIe", False),
+        ("h100-80gb", "pcie", "NVIDIA H100 PCIe", True),
+        ("h100-80gb", None, "NVIDIA H100 PCIe", True),  # the catalog's h100-80gb has PCIe cards
+        ("h100-80gb", "sxm", "NVIDIA H100 NVL", False),
+        ("h100-80gb", None, "NVIDIA H100 NVL", False),  # the NVL is the catalog's h100-94gb
+        ("h100-94gb", "nvl", "NVIDIA H100 NVL", True),
+        ("h100-94gb", "nvl", "NVIDIA H100 PCIe", False),
+        ("h200-141gb", "sxm", "NVIDIA H200", True),
+        ("h200-141gb", "sxm", "NVIDIA H200 NVL", False),
+        ("h200-141gb", None, "NVIDIA H200 NVL", False),  # the catalog's h200-141gb is SXM only
+        ("h200-141gb", "sxm", "NVIDIA H100 80GB HBM3", False),
+        ("h200-141gb", "sxm", "NVIDIA GeForce RTX 4090", False),  # no model of the catalog
+        ("h200-141gb", "sxm", "NVIDIA GH200 480GB", False),  # Grace Hopper is not an H200
+        ("a100-80gb", "sxm", "NVIDIA A100-SXM4-80GB", True),
+        ("a100-80gb", "sxm", "NVIDIA A100 80GB PCIe", False),
+        ("a100-80gb", "pcie", "NVIDIA A100 80GB PCIe", True),
+        ("a100-80gb", "sxm", "NVIDIA A100-SXM4-40GB", False),  # the memory says otherwise
+        ("a100-80gb", "sxm", "NVIDIA A100-SXM4-80GB MIG 1g.10gb", True),  # a slice of the GPU
+        ("a100-40gb", None, "NVIDIA A100-PCIE-40GB", True),
+        ("l4", "pcie", "NVIDIA L4", True),
+        ("l4", "pcie", "NVIDIA L40S", False),
+        ("l40s", "pcie", "NVIDIA L40S", True),
+        ("l40s", "pcie", "NVIDIA L4", False),
+        ("h100-80gb", "sxm", "NVIDIA A100-SXM4-80GB", False),
+        ("mi300x", None, "AMD Instinct MI300X", True),
+        ("h100-80gb", "sxm", "Contoso Tensor Unit 9", False),  # cannot be shown: not comparable
+    ],
+)
+def test_gpu_names_are_matched_to_the_pools_accelerator(
+    key: str, form: str | None, name: str, same: bool
+) -> None:
     from renderer.commands.acceptance.device import same_accelerator
 
     assert key in CATALOG
-    assert same_accelerator(key, name) is same
+    assert same_accelerator(key, name, form) is same
+
+
+def _outside_code(markdown: str) -> str:
+    """The Markdown with its code spans taken out: what GitHub links and mentions in."""
+    return re.sub(r"`[^`\n]*`", "", markdown)
+
+
+def test_markdown_keeps_every_string_from_a_result_inert(gpuplane: Run, tmp_path: Path) -> None:
+    """A file name with a backtick, a pipe and HTML, a GPU label that mentions a team, names
+    an issue and links, and zero-width and bidirectional marks: none of it reshapes the table,
+    mentions anyone or survives invisibly."""
+    folder = _relabelled(
+        tmp_path,
+        "passing",
+        _gpu_labels("NVIDIA L4 @org/team #1 https://x.example &#64;me &commat;team"),
+    )
+    (folder / "h100-train" / "training.json").rename(folder / "h100-train" / "ck`|<b>.json")
+    checkpoint = _case("passing", "h100-train/checkpoint.json")
+    checkpoint["environment"] |= _gpu_labels("NVIDIA L4\u200b\u200e\u200f @\u200bsomeone")
+    _write(folder, "h100-train/checkpoint.json", checkpoint)
+    md = gpuplane(
+        "-C", str(REPO), "acceptance", "report", "--format", "markdown", str(folder)
+    ).output
+    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    # every row has the header's seven pipes (GFM splits cells on each unescaped one)
+    assert rows and all(len(re.findall(r"(?<!\\)(?:\\\\)*\|", row)) == 7 for row in rows)
+    assert any("ck'" in row for row in rows)
+    free = _outside_code(md)
+    assert "<b>" not in free and "@" not in free and "#1" not in free and "://" not in free
+    assert not re.search(r"(?<!\\)&", free)  # no entity (`&commat;` is an @) is read as one
+    for text in (md, gpuplane("-C", str(REPO), "acceptance", "report", str(folder)).output):
+        assert not {"\u200b", "\u200e", "\u200f"} & set(text)
 
 
 def test_a_hostile_device_label_stays_on_one_line(gpuplane: Run, tmp_path: Path) -> None:

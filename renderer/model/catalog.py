@@ -124,10 +124,14 @@ class Accelerator:
     memory_slices: int  # 8 on those, 0 when no MIG
     # Empty when no MIG. Not hashed: a mapping proxy is not hashable, the key identifies anyway.
     mig_profiles: Mapping[str, MigProfile] = field(hash=False)
+    # The form factors the key covers, as a pool's `topology.form` writes them (sxm, pcie, nvl,
+    # oam): what a GPU's name may say when the pool declares no form; () when not known.
+    forms: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Freeze whatever was passed in, so that no caller can change the catalog through it.
         object.__setattr__(self, "pci_device_ids", tuple(self.pci_device_ids))
+        object.__setattr__(self, "forms", tuple(self.forms))
         if not isinstance(self.mig_profiles, MappingProxyType):
             object.__setattr__(self, "mig_profiles", MappingProxyType(dict(self.mig_profiles)))
         for name, profile in self.mig_profiles.items():
@@ -455,6 +459,7 @@ _ACCELERATORS: Final = (
         compute_slices=7,
         memory_slices=8,
         mig_profiles=_seven_slice_profiles(5, 10, 20, 40),
+        forms=("sxm", "pcie"),
     ),
     Accelerator(
         key="a100-80gb",
@@ -470,6 +475,7 @@ _ACCELERATORS: Final = (
         compute_slices=7,
         memory_slices=8,
         mig_profiles=_seven_slice_profiles(10, 20, 40, 80),
+        forms=("sxm", "pcie"),
     ),
     Accelerator(
         key="h100-80gb",
@@ -485,6 +491,7 @@ _ACCELERATORS: Final = (
         compute_slices=7,
         memory_slices=8,
         mig_profiles=_seven_slice_profiles(10, 20, 40, 80),
+        forms=("sxm", "pcie"),
     ),
     Accelerator(
         key="h100-94gb",
@@ -499,6 +506,7 @@ _ACCELERATORS: Final = (
         compute_slices=7,
         memory_slices=8,
         mig_profiles=_seven_slice_profiles(12, 24, 47, 94),
+        forms=("nvl",),
     ),
     Accelerator(
         key="h200-141gb",
@@ -514,6 +522,7 @@ _ACCELERATORS: Final = (
         compute_slices=7,
         memory_slices=8,
         mig_profiles=_seven_slice_profiles(18, 35, 71, 141),
+        forms=("sxm",),
     ),
     Accelerator(
         key="b200",
@@ -528,6 +537,7 @@ _ACCELERATORS: Final = (
         compute_slices=7,
         memory_slices=8,
         mig_profiles=_seven_slice_profiles(23, 45, 90, 180),
+        forms=("sxm",),
     ),
     Accelerator(
         key="l40s",
@@ -542,6 +552,7 @@ _ACCELERATORS: Final = (
         compute_slices=0,
         memory_slices=0,
         mig_profiles=_NO_MIG,
+        forms=("pcie",),
     ),
     Accelerator(
         key="l4",
@@ -556,6 +567,7 @@ _ACCELERATORS: Final = (
         compute_slices=0,
         memory_slices=0,
         mig_profiles=_NO_MIG,
+        forms=("pcie",),
     ),
     Accelerator(
         key="mi300x",
@@ -570,6 +582,7 @@ _ACCELERATORS: Final = (
         compute_slices=0,
         memory_slices=0,
         mig_profiles=_NO_MIG,
+        forms=("oam",),
     ),
 )
 

@@ -5,6 +5,7 @@ comment or job summary, JSON for tools. They only render the judged data; nothin
 from __future__ import annotations
 
 import json
+import re
 from typing import Final
 
 from renderer.commands.acceptance.judge import FORMULAS
@@ -89,10 +90,15 @@ _MD_STATUS: Final = {
     Status.NOT_COMPARABLE: ("⚠️", "not comparable"),
 }
 NOT_COMPARABLE: Final = (
-    "not accepted: figures measured on the CPU or on another accelerator than the pool's are not "
-    "comparable to its thresholds (neither a pass nor a hardware failure); run the probes on the "
-    "pool's nodes, as the rendered acceptance workflow does"
+    "not accepted: results measured on the CPU, or on a device not shown to be the pool's "
+    "accelerator, are not comparable to its thresholds (neither a pass nor a hardware failure); "
+    "run the probes on the pool's nodes, as the rendered acceptance workflow does"
 )
+
+
+def _not_comparable(report: AcceptanceReport) -> bool:
+    """Whether the report says why results measured elsewhere are not counted."""
+    return bool(report.elsewhere or report.count(Verdict.NOT_COMPARABLE))
 
 
 def _headline(report: AcceptanceReport) -> str:
@@ -109,6 +115,9 @@ def _headline(report: AcceptanceReport) -> str:
     elsewhere = report.count(Verdict.NOT_COMPARABLE)
     if elsewhere:
         parts.append(f"{elsewhere} not comparable")
+    if report.elsewhere:
+        results = f"{report.elsewhere} result{'s' if report.elsewhere != 1 else ''}"
+        parts.append(f"{results} not shown to be from the pool's accelerator")
     errors = sum(d.severity is Severity.ERROR for d in report.findings)
     if errors:
         parts.append(f"{errors} result file{'s' if errors != 1 else ''} not counted")
@@ -137,11 +146,11 @@ def _nvlink_text(share: NvlinkShare, accelerator_key: str) -> str:
 
 
 def _elsewhere(pool: PoolAcceptance) -> list[tuple[str, list[str]]]:
-    """Each sentence about a device that is not the pool's (or that cannot be placed), with
-    the result files it is true of."""
+    """Each sentence about a device not shown to be the pool's accelerator, with the result
+    files it is true of."""
     found: dict[str, list[str]] = {}
     for device in pool.devices:
-        if device.comparable is not True:
+        if not device.comparable:
             found.setdefault(device.message, []).append(device.result)
     return list(found.items())
 
@@ -177,7 +186,7 @@ def report_text(report: AcceptanceReport) -> str:
     if lines:
         lines.append("")
     lines += [f"acceptance {verdict}: {_headline(report)}"]
-    if report.count(Verdict.NOT_COMPARABLE):
+    if _not_comparable(report):
         lines.append(NOT_COMPARABLE)
     lines.append("")
     for pool in report.pools:
@@ -210,25 +219,44 @@ def report_text(report: AcceptanceReport) -> str:
 # --- Markdown ---------------------------------------------------------------------------------
 
 
-def _cell(value: object) -> str:
-    """Text that cannot break out of its Markdown table cell or line."""
-    text = oneline(str(value), 400)
-    for char in "\\`*_[]|<>#~!":
-        text = text.replace(char, "\\" + char)
-    return text
+_LIVE: Final = re.compile(r"[@#]|://|www\.|gh-[0-9]", re.IGNORECASE)
+"""Words GitHub turns into a mention, an issue reference or a link in a comment's text even when
+their characters are escaped; inside a code span they are only text."""
 
 
-def _code(value: str) -> str:
-    """A file name as inline code that no backtick in it can close."""
-    text = oneline(value, 120).replace("`", "'")
+def _span(text: str, table: bool) -> str:
+    """Inline code that no backtick can close. In a table cell, `|` is escaped (the table is
+    split before code spans are read) and so is `\\`, so that no backslash escapes that escape."""
+    text = text.replace("`", "'")
+    if table:
+        text = text.replace("\\", "\\\\").replace("|", "\\|")
     return f"`{text}`"
+
+
+def _escaped(word: str) -> str:
+    for char in "\\`*_[]|<>#~!&":
+        word = word.replace(char, "\\" + char)
+    return word
+
+
+def _cell(value: object, table: bool = False) -> str:
+    """Text that cannot break out of its Markdown table cell or line, and in which nothing
+    mentions a person, references an issue or links: every Markdown character escaped, and
+    each word GitHub would still act on in a code span."""
+    words = oneline(str(value), 400).split(" ")
+    return " ".join(_span(w, table) if _LIVE.search(w) else _escaped(w) for w in words)
+
+
+def _code(value: str, table: bool = False) -> str:
+    """A file name as inline code, inert (see `_span`)."""
+    return _span(oneline(value, 120), table)
 
 
 def report_markdown(report: AcceptanceReport) -> str:
     """GitHub-flavoured Markdown for a pull-request comment or a job summary."""
     mark, status = _MD_STATUS[report.status]
     lines = [f"# {mark} Acceptance {status}", "", _cell(_headline(report)), ""]
-    if report.count(Verdict.NOT_COMPARABLE):
+    if _not_comparable(report):
         lines += [_cell(NOT_COMPARABLE[:1].upper() + NOT_COMPARABLE[1:]) + ".", ""]
     if report.findings:
         lines += ["## Result files not counted", ""]
@@ -248,10 +276,10 @@ def report_markdown(report: AcceptanceReport) -> str:
             "|---|---|---:|---:|---|---|",
         ]
         for c in pool.checks:
-            result = _code(c.result) if c.result else "-"
+            result = _code(c.result, table=True) if c.result else "-"
             lines.append(
-                f"| {c.step} | {_cell(c.label)} | {_cell(_measured(c))} | "
-                f"{_cell(_threshold(c))} | {_MD_VERDICT[c.verdict]} | {result} |"
+                f"| {_cell(c.step, True)} | {_cell(c.label, True)} | {_cell(_measured(c), True)} "
+                f"| {_cell(_threshold(c), True)} | {_MD_VERDICT[c.verdict]} | {result} |"
             )
         lines.append("")
         lines += [
@@ -362,6 +390,7 @@ def report_json(report: AcceptanceReport) -> str:
             "files": report.files,
             **{_camel(v): report.count(v) for v in Verdict},
             "findings": len(report.findings),
+            "resultsNotComparable": report.elsewhere,
         },
         "pools": pools,
         "findings": findings,

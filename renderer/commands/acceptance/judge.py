@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from renderer.commands.acceptance.device import device_of, where
+from renderer.commands.acceptance.device import device_of, off_pool
 from renderer.commands.acceptance.readable import num, oneline, quote
 from renderer.commands.acceptance.results import (
     GPUS_KEY,
@@ -298,8 +298,8 @@ def _cost(pool: Pool, result: Result, device: Device | None) -> Cost | None:
         unit = "per thousand requests"
     if value is None:
         formula += " (no throughput measured: no cost)"
-    if device is not None and device.comparable is False:
-        source += f"; measured on {where(device)}, not on the pool's accelerators"
+    if device is not None and not device.comparable:
+        source += f"; {off_pool(device)}"
     return Cost(
         step=result.probe,
         unit=unit,
@@ -313,11 +313,11 @@ def _cost(pool: Pool, result: Result, device: Device | None) -> Cost | None:
 
 
 def _nvlink(pool: Pool, result: Result, device: Device | None) -> NvlinkShare | None:
-    """The share of an all-reduce's bus bandwidth in the NVLink figure; none for one measured
-    elsewhere than on the pool's accelerator (a CPU all-reduce over gloo says nothing of it)."""
+    """The share of an all-reduce's bus bandwidth in the NVLink figure; none for one not shown
+    to be measured on the pool's accelerator (a CPU all-reduce over gloo says nothing of it)."""
     if not result.ok or result.probe != "allreduce":
         return None
-    if device is not None and device.comparable is False:
+    if device is not None and not device.comparable:
         return None
     busbw = float(result.metrics["peakBusbwGBps"])
     entry = accelerator(pool.accelerator)
@@ -335,20 +335,20 @@ def _order(check: Check) -> tuple[int, int, str]:
 
 
 def _elsewhere(check: Check, device: Device | None) -> Check:
-    """A figure measured on another device than the pool's, against one of the pool's
+    """A figure not shown to be measured on the pool's accelerator, against one of the pool's
     thresholds: not comparable, neither a pass nor a failure. Fixed requirements (a verified
-    restore, no failed request) and a failed run hold on any device and are judged as they are."""
-    if device is None or device.comparable is not False or check.threshold_key is None:
+    restore, no failed request) and a failed run hold on any device and are judged as they are;
+    the pool is not accepted on such a result either way (`PoolAcceptance.status`)."""
+    if device is None or device.comparable or check.threshold_key is None:
         return check
     if check.measured is None or check.verdict not in (Verdict.PASS, Verdict.FAIL):
         return check
-    note = f"measured on {where(device)}, not on the pool's {device.accelerator}: not judged"
-    return replace(check, verdict=Verdict.NOT_COMPARABLE, note=note)
+    return replace(check, verdict=Verdict.NOT_COMPARABLE, note=f"{off_pool(device)}: not judged")
 
 
 def _pool_acceptance(pool: Pool, results: Sequence[Result]) -> PoolAcceptance:
     checks = _queue_checks(pool, results)
-    devices = {r.file: device_of(pool.accelerator, r) for r in results}
+    devices = {r.file: device_of(pool, r) for r in results}
     for result in results:
         for figure in FIGURES:
             if figure.probe == result.probe:

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_INVISIBLE = re.compile(r"[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+"""Zero-width and bidirectional formatting characters (ZWSP, ZWJ, LRM/RLM, the embeddings,
+overrides and isolates, the word joiner, BOM): they show nothing, yet can hide or reorder what a
+reader sees, or split a word a check looks for."""
 
 
 def oneline(value: str, limit: int = 200) -> str:
-    """Text from a result file made safe for one line of a terminal: no control characters or
-    bidirectional overrides, whitespace collapsed, cut at `limit` characters."""
-    text = " ".join(_CONTROL.sub(" ", value).split())
+    """Text from a result file made safe for one line of a terminal: no control characters,
+    zero-width or bidirectional formatting characters, whitespace collapsed, cut at `limit`
+    characters."""
+    text = " ".join(_CONTROL.sub(" ", _INVISIBLE.sub("", value)).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

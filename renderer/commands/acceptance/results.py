@@ -29,8 +29,8 @@ class Verdict(StrEnum):
     NOT_REPORTED = "not-reported"
     """An optional figure (the queue wait) that no result carries: shown, never judged."""
     NOT_COMPARABLE = "not-comparable"
-    """A figure measured on the CPU or on another accelerator than the pool's: shown, not
-    judged against the pool's threshold, and the pool is not accepted on it."""
+    """A figure measured on the CPU, or on a device not shown to be the pool's accelerator:
+    shown, not judged against the pool's threshold, and the pool is not accepted on it."""
 
     @property
     def failing(self) -> bool:
@@ -44,8 +44,9 @@ class Status(StrEnum):
     FAILED = "failed"
     """A figure failed its threshold, a threshold has no result, or a file was not counted."""
     NOT_COMPARABLE = "not-comparable"
-    """Nothing failed, but some figure was measured on another device than the pool's, so the
-    pool is not accepted either: run the probes on the pool."""
+    """Nothing failed, but some result was measured on the CPU or on a device not shown to be
+    the pool's accelerator (whether or not a threshold asks for its figures), so the pool is not
+    accepted either: run the probes on the pool."""
 
 
 # --- the data ---------------------------------------------------------------------------------
@@ -100,14 +101,17 @@ class Device:
 
     result: str
     probe: str
-    device: str
-    """The torch device the probe used: `cpu`, `cuda:0`."""
+    device: str | None
+    """The torch device the probe used: `cpu`, `cuda:0`; None when a torch probe's result
+    records none."""
     name: str | None
-    """The GPU's name as torch reports it (`NVIDIA H100 80GB HBM3`); None on the CPU."""
+    """The GPU's name as torch reports it (`NVIDIA H100 80GB HBM3`); None on the CPU or when
+    the result does not name the GPU."""
     accelerator: str
     """The pool's `accelerator` (a catalog key)."""
-    comparable: bool | None
-    """False: the CPU or another accelerator; None: a GPU the catalog cannot place."""
+    comparable: bool
+    """True only for a GPU whose name shows it is the pool's accelerator (model, memory and
+    form factor where the name states them)."""
     message: str
     """The sentence that says so, for people."""
 
@@ -151,10 +155,15 @@ class PoolAcceptance:
     """The devices of results that record one (the torch probes)."""
 
     @property
+    def elsewhere(self) -> int:
+        """Results measured on the CPU or on a device not shown to be the pool's accelerator."""
+        return sum(not d.comparable for d in self.devices)
+
+    @property
     def status(self) -> Status:
         if any(c.verdict.failing for c in self.checks):
             return Status.FAILED
-        if any(c.verdict is Verdict.NOT_COMPARABLE for c in self.checks):
+        if self.elsewhere or any(c.verdict is Verdict.NOT_COMPARABLE for c in self.checks):
             return Status.NOT_COMPARABLE
         return Status.PASSED
 
@@ -183,3 +192,8 @@ class AcceptanceReport:
 
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict is verdict for p in self.pools for c in p.checks)
+
+    @property
+    def elsewhere(self) -> int:
+        """Results, over all pools, not shown to be measured on their pool's accelerator."""
+        return sum(p.elsewhere for p in self.pools)
