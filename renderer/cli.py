@@ -57,14 +57,16 @@ def _root(ctx: click.Context) -> Path:
     return root
 
 
-def _load(ctx: click.Context) -> Loaded:
-    """The platform, knowing from git which input files the change being checked touches, so a
-    finding several files share lands on the changed one."""
-    from renderer.inputs.changes import changed_files
+def _load(ctx: click.Context, base: str | None = None) -> Loaded:
+    """The platform, knowing from git which input lines the change being checked touches (since
+    `base` when given), so a finding several files share lands on the changed entry."""
+    from renderer.inputs.changes import base_problem, changed_lines
     from renderer.pipeline import load_platform
 
     root = _root(ctx)
-    return load_platform(root, changed=changed_files(root))
+    if base is not None and (problem := base_problem(root, base)):
+        raise click.UsageError(problem)  # asked for by name: not quietly ignored
+    return load_platform(root, changed=changed_lines(root, base))
 
 
 def _emit(
@@ -130,10 +132,11 @@ def main(ctx: click.Context, directory: Path, color: bool | None) -> None:
 
 @main.command()
 @FORMAT
+@click.option("--base", metavar="REF", help="Place shared findings on what changed since REF.")
 @click.pass_context
-def validate(ctx: click.Context, fmt: str) -> None:
+def validate(ctx: click.Context, fmt: str, base: str | None) -> None:
     """Load, schema-check and policy-check every input file; write nothing."""
-    loaded = _load(ctx)
+    loaded = _load(ctx, base)
     _emit(loaded.diagnostics, loaded.files, fmt)
     if fmt == "text" and not loaded.diagnostics:
         click.echo(f"ok: {loaded.files} input files, no findings")
@@ -167,7 +170,7 @@ def render(
     ctx: click.Context, check: bool, crds: tuple[Path, ...], strict_schemas: bool, fmt: str
 ) -> None:
     """Validate, render every cluster, validate the output, and write rendered/."""
-    from renderer.inputs.changes import changed_files
+    from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.writer import (
         OUTPUT_DIR,
@@ -184,7 +187,7 @@ def render(
         result = render_platform(
             root,
             validator,
-            changed=changed_files(root),
+            changed=changed_lines(root),
             on_cluster=lambda name: step(f"rendering and checking cluster {name}"),
         )
     if has_errors(result.diagnostics):
@@ -434,7 +437,7 @@ def diff(
     from renderer.commands.diff.markdown import diff_markdown
     from renderer.commands.diff.platforms import diff_platforms
     from renderer.commands.diff.text import diff_text
-    from renderer.inputs.changes import changed_files
+    from renderer.inputs.changes import changed_lines
 
     root = _root(ctx)
     validator = _output_validator(crds, strict_schemas)
@@ -450,7 +453,7 @@ def diff(
                 validator,
                 base_ref=base_ref,
                 base_commit=commit,
-                head_changed=changed_files(root, base=base_ref),
+                head_changed=changed_lines(root, base=base_ref),
                 on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
             )
     if not result.head_valid:
@@ -493,8 +496,8 @@ def acceptance_report(
 ) -> None:
     """Pass or fail of RESULTS (probe JSON files, or folders of them) against each pool's
     thresholds. Exit 0 when all pass, 1 on a failure, a missing result or an unreadable file,
-    3 when nothing failed but figures were measured on the CPU or another accelerator than the
-    pool's (not comparable: the pool is not accepted, and no hardware failed)."""
+    3 when nothing failed but some result was measured on the CPU or on a device not shown to be
+    the pool's accelerator (not comparable: the pool is not accepted, and no hardware failed)."""
     from renderer.commands.acceptance.forms import report_json, report_markdown, report_text
     from renderer.commands.acceptance.judge import build_report
     from renderer.commands.acceptance.load import load_results

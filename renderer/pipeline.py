@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from renderer.findings.diagnostics import (
@@ -179,12 +180,14 @@ class Rendered:
     diagnostics: list[Diagnostic]
 
 
-def load_platform(root: Path, *, changed: frozenset[str] | None = None) -> Loaded:
+def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded:
     """Load, schema-check and model every input file, then run the policy rules.
 
-    `changed`: the input files (relative to `root`) the change being checked adds or edits, as
-    `renderer.inputs.changes.changed_files` finds them; None when unknown. The policy places a
-    finding several files share on a changed one. Nothing here runs git: the caller decides.
+    `changed`: the input files (relative to `root`) the change being checked adds or edits,
+    each with its changed lines (None: the whole file), as
+    `renderer.inputs.changes.changed_lines` finds them; None when unknown. The policy places a
+    finding several files share on the entry the change touched. Nothing here runs git: the
+    caller decides.
     """
     diagnostics: list[Diagnostic] = []
     objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
@@ -244,7 +247,7 @@ def load_platform(root: Path, *, changed: frozenset[str] | None = None) -> Loade
         queues=objects["Queue"],
         broken=frozenset(broken),
         repository=repository,
-        changed=changed or frozenset(),
+        changed=MappingProxyType(dict(changed or {})),
     )
     diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics))
@@ -267,7 +270,7 @@ def render_platform(
     root: Path,
     validator: OutputValidator,
     *,
-    changed: frozenset[str] | None = None,
+    changed: model.Changes | None = None,
     on_cluster: Callable[[str], None] | None = None,
 ) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced.

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from renderer.cli import main
-from renderer.inputs.changes import changed_files
+from renderer.inputs.changes import changed_files, changed_lines
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, copy_inputs
 
@@ -287,6 +287,146 @@ def test_the_readme_example_is_what_a_change_to_vision_gets(tmp_path: Path) -> N
     assert text.splitlines()[: len(shown)] == shown
 
 
+# --- the edited line, not the edited file ---------------------------------------------------
+
+
+def test_a_reworded_description_does_not_make_a_team_the_change(tmp_path: Path) -> None:
+    """llm's description is reworded and speech raises its 4 to 6 (34 on 32): llm's file
+    changed but none of its quotas did, so speech, whose quota line changed, is told."""
+    root = committed(tmp_path / "repo")
+    described = edit(root, "teams/llm.yaml", "description: Pre-training", "description: Training")
+    line = edit(
+        root, "teams/speech.yaml", SPEECH_H100, SPEECH_H100.replace("nominal: 4", "nominal: 6")
+    )
+    assert changed_lines(root) == {
+        "teams/llm.yaml": frozenset({described}),
+        "teams/speech.yaml": frozenset({line}),
+    }
+    (found,) = findings(root, "quota-exceeds-pool")
+    assert (found["file"], found["line"]) == ("teams/speech.yaml", line)
+    assert found["column"] == nominal_column(root, "teams/speech.yaml", line)
+    assert found["message"] == (
+        "pool 'h100-train' is promised 34 GPUs and holds 32: team 'speech' asks for 6 of them"
+    )
+    assert found["hint"] == (
+        "lower gpus[0].nominal in teams/speech.yaml by 2, or add nodes to 'h100-train'"
+    )
+    llm = line_of(root, "teams/llm.yaml", "pool: h100-train")
+    assert {"file": "teams/llm.yaml", "line": llm} in [
+        {"file": n["file"], "line": n["line"]}
+        for n in found["notes"]  # type: ignore[union-attr]
+    ]
+
+
+def test_another_quota_of_the_same_file_is_not_the_change(tmp_path: Path) -> None:
+    """llm edits its l40s-infer quota (another pool) while speech raises h100-train: on
+    h100-train only speech's entry changed, so llm's h100-train quota is a note."""
+    root = committed(tmp_path / "repo")
+    edit(
+        root, "teams/llm.yaml", "{pool: l40s-infer, nominal: 32,", "{pool: l40s-infer, nominal: 30,"
+    )
+    line = edit(
+        root, "teams/speech.yaml", SPEECH_H100, SPEECH_H100.replace("nominal: 4", "nominal: 6")
+    )
+    (found,) = findings(root, "quota-exceeds-pool")
+    assert (found["file"], found["line"]) == ("teams/speech.yaml", line)
+
+
+def test_a_reworded_team_does_not_take_a_shrunk_pools_error(tmp_path: Path) -> None:
+    """The pool shrinks to 3 nodes and llm's description is reworded: no quota changed, so the
+    error is on the pool's `nodes`, as when the pool file alone changed."""
+    root = committed(tmp_path / "repo")
+    line = edit(root, "pools/h100-train.yaml", "  nodes: 4\n", "  nodes: 3\n")
+    edit(root, "teams/llm.yaml", "description: Pre-training", "description: Training")
+    (found,) = findings(root, "quota-exceeds-pool")
+    assert (found["file"], found["line"]) == ("pools/h100-train.yaml", line)
+    assert "raise spec.nodes in pools/h100-train.yaml" in str(found["hint"])
+
+
+def test_a_pool_edit_that_keeps_its_size_does_not_take_the_error(tmp_path: Path) -> None:
+    """The pool's cost changes and speech raises its quota: the pool holds what it did, so
+    the error is speech's, even though the pool file changed too."""
+    root = committed(tmp_path / "repo")
+    edit(root, "pools/h100-train.yaml", "gpuHour: 2.85", "gpuHour: 3.10")
+    line = edit(
+        root, "teams/speech.yaml", SPEECH_H100, SPEECH_H100.replace("nominal: 4", "nominal: 6")
+    )
+    (found,) = findings(root, "quota-exceeds-pool")
+    assert (found["file"], found["line"]) == ("teams/speech.yaml", line)
+
+
+def test_a_new_team_taking_a_name_is_told_though_the_owner_was_edited(tmp_path: Path) -> None:
+    """A new teams/aaa.yaml (first in file order) claims llm-train, and llm's description is
+    reworded in the same change: llm's namespace entry did not change, so llm keeps the name
+    and the newcomer is told."""
+    root = committed(tmp_path / "repo")
+    file = new_team(
+        root,
+        "aaa",
+        "  namespaces:\n    - {name: llm-train, cluster: prod-east, purpose: training}\n",
+        "",
+    )
+    edit(root, "teams/llm.yaml", "description: Pre-training", "description: Training")
+    (found,) = findings(root, "namespace-conflict")
+    assert (found["file"], found["line"]) == (file, line_of(root, file, "name: llm-train"))
+    assert found["message"] == (
+        "namespace 'llm-train' on cluster 'prod-east' is already declared by team 'llm'"
+    )
+    owner = line_of(root, "teams/llm.yaml", "name: llm-train")
+    assert [(n["file"], n["line"]) for n in found["notes"]] == [  # type: ignore[union-attr]
+        ("teams/llm.yaml", owner)
+    ]
+    assert found["hint"] == (
+        f"choose another name for namespaces[0] in {file}, e.g. prefix it with the team name"
+    )
+
+
+# --- a queue's oversubscription --------------------------------------------------------------
+
+
+def test_lowered_oversubscription_gets_the_error_on_the_queue(tmp_path: Path) -> None:
+    """staging lowers its oversubscription from 1.5 to 1.0: h200-tune (1 node x 8 GPUs) is
+    promised 12 and l4-serve (2 x 4) 10, which fitted only 1.5x. No team changed, so each error
+    is on the queue's `oversubscription`, the teams' quotas and the pool as notes, and the
+    hint says how far to raise it back."""
+    root = committed(tmp_path / "repo")
+    line = edit(root, "queues/staging.yaml", "oversubscription: 1.5", "oversubscription: 1.0")
+    col = (root / "queues/staging.yaml").read_text().splitlines()[line - 1].index("1.0") + 1
+    found = {str(f["message"]).split("'")[1]: f for f in findings(root, "quota-exceeds-pool")}
+    assert sorted(found) == ["h200-tune", "l4-serve"]
+    h200, l4 = found["h200-tune"], found["l4-serve"]
+    for one in (h200, l4):
+        assert (one["file"], one["line"], one["column"]) == ("queues/staging.yaml", line, col)
+        notes = [n["file"] for n in one["notes"]]  # type: ignore[union-attr]
+        assert "teams/search.yaml" in notes and "teams/llm-eval.yaml" in notes
+        assert "queues/staging.yaml" not in notes
+    assert h200["message"] == (
+        "pool 'h200-tune' is promised 12 GPUs and holds 8: queue 'staging' allows 1x "
+        "oversubscription"
+    )
+    assert h200["hint"] == (
+        "raise spec.oversubscription in queues/staging.yaml to at least 1.5, or lower the "
+        "teams' nominal quotas on 'h200-tune' by 4 in total"
+    )
+    assert "pools/h200-tune.yaml" in [n["file"] for n in h200["notes"]]  # type: ignore[union-attr]
+    assert l4["hint"] == (
+        "raise spec.oversubscription in queues/staging.yaml to at least 1.25, or lower the "
+        "teams' nominal quotas on 'l4-serve' by 2 in total"
+    )
+
+
+def test_a_queue_edit_elsewhere_does_not_take_a_teams_error(tmp_path: Path) -> None:
+    """prod's description is reworded and speech raises its quota: the queue's ratio did not
+    change, so speech is told."""
+    root = committed(tmp_path / "repo")
+    edit(root, "queues/prod.yaml", "  description: ", "  description: The ")
+    line = edit(
+        root, "teams/speech.yaml", SPEECH_H100, SPEECH_H100.replace("nominal: 4", "nominal: 6")
+    )
+    (found,) = findings(root, "quota-exceeds-pool")
+    assert (found["file"], found["line"]) == ("teams/speech.yaml", line)
+
+
 # --- namespaces ------------------------------------------------------------------------------
 
 
@@ -410,6 +550,65 @@ def test_diff_places_the_heads_findings_by_its_base(tmp_path: Path) -> None:
     ) in text
 
 
+def test_validate_takes_the_base_diff_takes(tmp_path: Path) -> None:
+    """On a committed feature branch, `validate --base main` places the error as `diff --base
+    main` does (on speech's raised line), where plain `validate` sees a clean tree."""
+    root = committed(tmp_path / "repo")
+    line = pull_request(root)
+    col = nominal_column(root, "teams/speech.yaml", line)
+    (plain,) = findings(root, "quota-exceeds-pool")
+    assert plain["file"] == "teams/llm.yaml"
+    code, text = cli("-C", str(root), "validate", "--base", "main")
+    assert code == 1
+    assert f"teams/speech.yaml:{line}:{col}: error[quota-exceeds-pool]" in text
+    _, diffed = cli("-C", str(root), "diff", "--base", "main", "--format", "text")
+    assert f"teams/speech.yaml:{line}:{col}: error[quota-exceeds-pool]" in diffed
+
+
+def test_a_base_that_names_no_commit_is_a_usage_error(tmp_path: Path) -> None:
+    """Asked for explicitly, a bad --base is not quietly ignored: exit 2, saying why."""
+    root = committed(tmp_path / "repo")
+    code, text = cli("-C", str(root), "validate", "--base", "no-such-branch")
+    assert code == 2
+    assert "--base no-such-branch: no such commit, branch or tag" in text
+    code, text = cli("-C", str(root), "validate", "--base=--output=x")  # never an option to git
+    assert code == 2
+    assert "--base --output=x: no such commit, branch or tag" in text
+    plain = copy_inputs(REPO, tmp_path / "plain")
+    code, text = cli("-C", str(plain), "validate", "--base", "main")
+    assert code == 2
+    assert "is not in a git work tree" in text
+
+
+def test_a_shallow_clone_without_the_fork_point_knows_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI checkout one commit deep of both the branch and its base: they share no history in
+    the clone, so what changed is unknown. Comparing with the base's tip instead would count
+    the base's own later edit (recsys lowering its quota) as the change."""
+    origin = committed(tmp_path / "origin")
+    pull_request(origin)
+    git(origin, "checkout", "-q", "main")
+    edit(
+        origin,
+        "teams/recsys.yaml",
+        "{pool: h100-train, nominal: 4,",
+        "{pool: h100-train, nominal: 3,",
+    )
+    git(origin, "commit", "-q", "-am", "recsys gives one back")
+    url = (origin / ".git").as_uri()
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "feature", url, str(clone))
+    git(clone, "fetch", "-q", "--depth", "1", "origin", "main:refs/remotes/origin/main")
+    assert changed_lines(clone, base="origin/main") is None
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    assert changed_lines(clone) is None
+    (found,) = findings(clone, "quota-exceeds-pool")  # as without change information
+    assert found["file"] == "teams/llm.yaml"
+    code, _ = cli("-C", str(clone), "validate", "--base", "origin/main")
+    assert code == 1  # the base exists: not a usage error, only nothing is known
+
+
 # --- changed_files ---------------------------------------------------------------------------
 
 
@@ -491,6 +690,57 @@ def test_load_platform_runs_no_git_unless_told(
 
     monkeypatch.setattr(subprocess, "run", refuse)
     loaded = load_platform(root)
-    assert loaded.platform.changed == frozenset()
-    told = load_platform(root, changed=frozenset({"teams/speech.yaml"}))
-    assert told.platform.changed == frozenset({"teams/speech.yaml"})
+    assert loaded.platform.changed == {}
+    told = load_platform(root, changed={"teams/speech.yaml": frozenset({22}), "teams/x.yaml": None})
+    assert told.platform.changed == {"teams/speech.yaml": frozenset({22}), "teams/x.yaml": None}
+
+
+def test_changed_lines_are_the_working_trees_edited_lines(tmp_path: Path) -> None:
+    """A replaced line, two inserted lines, a removed line (counted as the line before it), a
+    staged new file (all its lines) and an untracked one (None: the whole file)."""
+    root = committed(tmp_path / "repo")
+    replaced = edit(root, "teams/speech.yaml", "nominal: 4", "nominal: 5")
+    inserted = edit(root, "teams/vision.yaml", "  gpus:\n", "  # one\n  # two\n  gpus:\n")
+    removed = edit(root, "teams/recsys.yaml", "  viewers: [finops]\n", "")
+    (root / "teams" / "staged.yaml").write_text("kind: Team\nspec: {}\n")
+    git(root, "add", "teams/staged.yaml")
+    (root / "teams" / "untracked.yaml").write_text("kind: Team\n")
+    assert changed_lines(root) == {
+        "teams/speech.yaml": frozenset({replaced}),
+        "teams/vision.yaml": frozenset({inserted, inserted + 1}),
+        "teams/recsys.yaml": frozenset({removed - 1}),
+        "teams/staged.yaml": frozenset({1, 2}),
+        "teams/untracked.yaml": None,
+    }
+
+
+def test_changed_lines_of_names_git_quotes(tmp_path: Path) -> None:
+    """A name with a space (git ends its patch header with a tab) or a non-ASCII letter (git
+    writes it C-quoted, in octal) is read back as the file's own name."""
+    root = committed(tmp_path / "repo")
+    for name in ("teams/a b.yaml", "teams/\u00e9t\u00e9.yaml"):
+        (root / name).write_text("kind: Team\nspec: {}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "two more")
+    for name in ("teams/a b.yaml", "teams/\u00e9t\u00e9.yaml"):
+        (root / name).write_text("kind: Team\nspec: {x: 1}\n")
+    assert changed_lines(root) == {
+        "teams/a b.yaml": frozenset({2}),
+        "teams/\u00e9t\u00e9.yaml": frozenset({2}),
+    }
+
+
+def test_changed_lines_removed_from_the_top_count_the_first_line(tmp_path: Path) -> None:
+    root = committed(tmp_path / "repo")
+    text = (root / "teams" / "speech.yaml").read_text()
+    (root / "teams" / "speech.yaml").write_text(text.split("\n", 1)[1])
+    assert changed_lines(root) == {"teams/speech.yaml": frozenset({1})}
+
+
+def test_changed_lines_before_the_first_commit_are_whole_files(tmp_path: Path) -> None:
+    root = copy_inputs(REPO, tmp_path / "repo")
+    git(root, "init", "-q")
+    git(root, "add", "teams")
+    found = changed_lines(root)
+    assert found is not None
+    assert found["teams/speech.yaml"] is None and found["clusters/prod-east.yaml"] is None

@@ -5,6 +5,7 @@ Every registered rule must appear here at least once: a rule no test can trigger
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -311,8 +312,32 @@ def test_mig_is_refused_on_a_distributed_training_pool(platform: Path, gpuplane)
     """NVIDIA's MIG user guide: MIG instances have no GPU-to-GPU peer-to-peer (NVLink or PCIe)
     and a CUDA process sees a single instance, so multi-node all-reduce cannot run on them."""
     pool = platform / "pools/a100-mig.yaml"
-    pool.write_text(pool.read_text().replace("workload: notebooks", "workload: distributed-training"))
+    pool.write_text(
+        pool.read_text().replace("workload: notebooks", "workload: distributed-training")
+    )
     result = gpuplane("-C", str(platform), "validate")
     assert result.exit_code == 1
     assert "error[sharing-breaks-training] pool 'a100-mig' shares GPUs with mig" in result.output
     assert "no peer-to-peer path" in result.output
+
+
+@pytest.mark.parametrize("layout", ["{1g.10gb: 1, 7g.80gb: 1}", "{3g.71gb: 2, 1g.10gb: 1}"])
+def test_a_broken_mig_layout_is_reported_alone_not_as_quota_overcommit(
+    platform: Path, gpuplane, layout: str
+) -> None:
+    """A layout the GPU Operator would refuse implies no capacity: counting quotas against it
+    sent teams to wrong fixes ("raise spec.nodes", "set borrowingLimit to at most 4")."""
+    pool = platform / "pools/a100-mig.yaml"
+    text = pool.read_text()
+    start = text.index("    layout:\n")
+    end = text.index("\n  exposure:", start)
+    pool.write_text(text[:start] + f"    layout: {layout}" + text[end:])
+    result = gpuplane("-C", str(platform), "validate", "--format", "json")
+    assert result.exit_code == 1
+    rules = {d["rule"] for d in json.loads(result.output)["diagnostics"]}
+    assert "mig-layout-invalid" in rules
+    assert not rules & {
+        "quota-exceeds-pool",
+        "guaranteed-exceeds-capacity",
+        "borrowing-exceeds-pool",
+    }

@@ -1,46 +1,84 @@
-"""Which input files the change being checked adds or edits, read from git.
+"""Which input files, and which of their lines, the change being checked adds or edits.
 
-A finding that several files share (a pool over-committed by many teams, a namespace two teams
-declare) should land on the file the change touched, so a reviewer sees it on the pull request's
-own lines. This module only answers "which files changed"; the policy reads the answer as data.
-It never raises and never prints: when git or the repository is not there, the answer is None
-("don't know"), and the findings fall back to where they sit without change information.
+A finding several files share (a pool over-committed by many teams, a namespace two teams
+declare) should land on the entry the change touched, so a reviewer sees it on the pull
+request's own lines: rewording one file's description must not make its quotas "the change".
+This module only answers "which lines changed"; the policy reads the answer as data
+(`Platform.changed`). It never raises and never prints: when git, the repository or the base's
+history is not there, the answer is None ("don't know"), and the findings fall back to where
+they sit without change information.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE
+from renderer.model.platform import Changes
 
 GIT_TIMEOUT_S = 10
 INPUTS = (*KIND_FOLDERS, REPOSITORY_FILE)
 """The pathspecs of the input files, relative to the repository folder."""
 
+_HUNK = re.compile(rb"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_ESCAPES = {ord(k): v for k, v in zip('abtnvfr"\\', b'\a\b\t\n\v\f\r"\\', strict=True)}
 
-def changed_files(root: Path, base: str | None = None) -> frozenset[str] | None:
-    """The input files under `root` that differ, as POSIX paths relative to `root`.
 
-    With `base`: every file changed between `git merge-base BASE HEAD` and the working tree, plus
-    untracked ones (what a pull request from HEAD into BASE changes). Without it, the pull
-    request's base branch when `$GITHUB_BASE_REF` names one (`origin/<it>`, else `<it>`);
-    otherwise the uncommitted changes (staged, unstaged, untracked). Deleted files are not listed.
-    None when `root` is not in a git work tree, git is missing, a base cannot be resolved, or git
-    fails or hangs.
+def changed_lines(root: Path, base: str | None = None) -> Changes | None:
+    """Each input file under `root` that differs (a POSIX path relative to `root`), with the
+    1-based lines of its working-tree version that the change adds or edits.
+
+    With `base`: the change from `git merge-base BASE HEAD` to the working tree, plus untracked
+    files (what a pull request from HEAD into BASE changes). Without it, the pull request's base
+    branch when `$GITHUB_BASE_REF` names one (`origin/<it>`, else `<it>`); otherwise the
+    uncommitted changes (staged, unstaged, untracked). An untracked file, or any file before
+    the first commit, maps to None: every line of it is new (an added file git tracks lists
+    all its lines). A pure deletion (a hunk `+c,0`) counts line c, the line before the removed
+    ones (line 1 when they were at the top), because a YAML key is usually removed from the
+    entry the line above belongs to. Deleted files are not listed, nor is one whose mode alone
+    changed (it has no line to report on).
+
+    None when `root` is not in a git work tree, git is missing, a base cannot be resolved, the
+    base shares no history with HEAD in this clone (a shallow checkout: comparing with the
+    base's tip would count the base's own later edits as the change), or git fails or hangs.
     """
     git = shutil.which("git")
     if git is None:
         return None
     try:
         return _changed(git, root, base)
-    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError, ValueError):
         return None
 
 
-def _changed(git: str, root: Path, base: str | None) -> frozenset[str] | None:
+def changed_files(root: Path, base: str | None = None) -> frozenset[str] | None:
+    """The input files `changed_lines` lists, without their lines; None when it is None."""
+    found = changed_lines(root, base)
+    return None if found is None else frozenset(found)
+
+
+def base_problem(root: Path, base: str) -> str | None:
+    """Why `base` cannot be compared with (git missing, not a git work tree, no such commit),
+    for a command that was asked to; None when it names a commit."""
+    git = shutil.which("git")
+    if git is None:
+        return f"--base {base}: git is not installed"
+    try:
+        inside = _run(git, root, "rev-parse", "--is-inside-work-tree")
+        if inside is None or inside.strip() != b"true":
+            return f"--base {base}: {root} is not in a git work tree"
+        if not _safe(base) or _commit(git, root, base) is None:
+            return f"--base {base}: no such commit, branch or tag"
+    except (OSError, subprocess.SubprocessError):
+        return f"--base {base}: git failed"
+    return None
+
+
+def _changed(git: str, root: Path, base: str | None) -> Changes | None:
     inside = _run(git, root, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != b"true":
         return None
@@ -50,48 +88,107 @@ def _changed(git: str, root: Path, base: str | None) -> frozenset[str] | None:
         candidates = (f"origin/{pr_base}", pr_base) if pr_base else ()
     else:
         candidates = (base,)
+    since: str | None
     if candidates:
-        forks = (_fork_point(git, root, ref) for ref in candidates)
-        since = next((fork for fork in forks if fork is not None), None)
-        if since is None:  # a base was asked for and none resolves: the change is unknown
+        commit = next((c for c in (_resolve(git, root, r) for r in candidates) if c), None)
+        if commit is None:  # a base was asked for and none resolves: the change is unknown
+            return None
+        since = _merge_base(git, root, commit)
+        if since is None:  # no common history here (a shallow clone): unknown, not "all"
             return None
     else:
         since = _commit(git, root, "HEAD")  # None before the first commit
+    changes: dict[str, frozenset[int] | None] = {}
     if since is None:  # nothing committed yet: everything git knows of is new
         tracked = _run(git, root, "ls-files", "-z", "--cached", "--", *INPUTS)
+        if tracked is None:
+            return None
+        changes.update(dict.fromkeys(_names(tracked)))
     else:
-        tracked = _run(
+        patch = _run(
             git,
             root,
             "diff",
-            "--name-only",
-            "-z",
-            "--relative",
-            "--no-renames",
+            "-U0",
+            "--inter-hunk-context=0",
+            "--no-color",
             "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--no-prefix",
+            "--relative",
             "--diff-filter=d",
             since,
             "--",
             *INPUTS,
         )
+        if patch is None:
+            return None
+        changes.update(_hunks(patch))
     untracked = _run(git, root, "ls-files", "-z", "--others", "--exclude-standard", "--", *INPUTS)
-    if tracked is None or untracked is None:
+    if untracked is None:
         return None
-    names = (tracked + b"\0" + untracked).split(b"\0")
-    return frozenset(os.fsdecode(name) for name in names if name)
+    changes.update(dict.fromkeys(_names(untracked)))
+    return changes
 
 
-def _fork_point(git: str, root: Path, ref: str) -> str | None:
-    """Where HEAD left REF (their merge base), or REF itself when they share no history that
-    this clone holds (a shallow checkout); None when REF names no commit."""
-    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n\r"):
-        return None
-    commit = _commit(git, root, ref)
-    if commit is None:
-        return None
-    merge_base = _run(git, root, "merge-base", commit, "HEAD")
-    found = merge_base.decode().strip() if merge_base else ""
-    return found or commit
+def _hunks(patch: bytes) -> dict[str, frozenset[int] | None]:
+    """`git diff -U0 --no-prefix` output read as file -> the new side's changed lines."""
+    found: dict[str, set[int]] = {}
+    lines: set[int] | None = None
+    for row in patch.split(b"\n"):
+        if row.startswith(b"diff --git "):
+            lines = None  # until this file's `+++` names it
+        elif row.startswith(b"+++ ") and lines is None:
+            name = row[4:].removesuffix(b"\t")  # git adds a tab after a name with a space
+            lines = found.setdefault(os.fsdecode(_unquote(name)), set())
+        elif row.startswith(b"@@ ") and lines is not None:
+            hunk = _HUNK.match(row)
+            if hunk is None:
+                raise ValueError(f"unreadable hunk header {row!r}")
+            start, count = int(hunk[1]), int(hunk[2] or b"1")
+            lines.update(range(start, start + count) if count else (max(start, 1),))
+    return {name: frozenset(changed) for name, changed in found.items()}
+
+
+def _unquote(path: bytes) -> bytes:
+    """A path as git writes it in a patch: C-quoted ("a\\tb", octal bytes) when it has to be."""
+    if not path.startswith(b'"'):
+        return path
+    body, out, i = path[1:-1], bytearray(), 0
+    while i < len(body):
+        if body[i] == ord("\\") and i + 1 < len(body):
+            escape = body[i + 1]
+            if escape in b"01234567":
+                out.append(int(body[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            out.append(_ESCAPES.get(escape, escape))
+            i += 2
+            continue
+        out.append(body[i])
+        i += 1
+    return bytes(out)
+
+
+def _names(listing: bytes) -> list[str]:
+    return [os.fsdecode(name) for name in listing.split(b"\0") if name]
+
+
+def _safe(ref: str) -> bool:
+    """A ref git cannot read as an option or split into several arguments."""
+    return bool(ref) and not ref.startswith("-") and not any(c in ref for c in "\0\n\r")
+
+
+def _resolve(git: str, root: Path, ref: str) -> str | None:
+    """The commit REF names, None when it names none (or could be read as an option)."""
+    return _commit(git, root, ref) if _safe(ref) else None
+
+
+def _merge_base(git: str, root: Path, commit: str) -> str | None:
+    """Where HEAD left `commit`; None when they share no history this clone holds."""
+    found = _run(git, root, "merge-base", commit, "HEAD")
+    return (found or b"").decode().strip() or None
 
 
 def _commit(git: str, root: Path, ref: str) -> str | None:

@@ -173,6 +173,15 @@ def rdma_requests(pool: Pool, share: Decimal) -> dict[str, int]:
     return {pool.rdma.resource: rdma_per_pod(pool, share)}
 
 
+def mig_layout_usable(pool: Pool) -> bool:
+    """Whether a MIG pool's layout is one its accelerator can carve (always true for other
+    pools): counting against a layout the GPU Operator would refuse says nothing true."""
+    if pool.sharing != "mig":
+        return True
+    gpu = catalog.accelerator(pool.accelerator)
+    return gpu is not None and gpu.supports_mig and not gpu.mig_layout_problems(pool.mig_layout)
+
+
 def quota_offer(pool: Pool, quota: GpuQuota) -> Offer | None:
     """The offer a team's quota entry draws on: the profile's on MIG pools, else the only one."""
     offers = pool_offers(pool)

@@ -237,14 +237,19 @@ class Repository:
     """CRD folders or files, relative to the repository, for checking custom kinds."""
 
 
+Changes = Mapping[str, frozenset[int] | None]
+"""What a change touches: input file -> the 1-based lines it added or edited (None: all)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Platform:
     """Every valid object, by name, plus the names of objects whose files failed to load.
 
     `broken` lets reference rules stay quiet about a name whose file already has a finding, so a
     single typo does not cascade into a dozen reports. `changed` holds the input files (as
-    `Origin.file` names them) that the change being checked adds or edits, empty when unknown: a
-    finding several files share is placed on the changed one (`is_changed`).
+    `Origin.file` names them) that the change being checked adds or edits, each with the lines
+    it changed (None: the whole file, e.g. a new one), empty when unknown: a finding several
+    files share is placed on the entry the change touched (`is_changed`).
     """
 
     clusters: Mapping[str, Cluster]
@@ -253,13 +258,34 @@ class Platform:
     queues: Mapping[str, Queue]
     broken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     repository: Repository | None = None
-    changed: frozenset[str] = field(default_factory=frozenset)
+    changed: Changes = field(default_factory=lambda: MappingProxyType({}))
 
     def is_broken(self, kind: str, name: str) -> bool:
         return (kind, name) in self.broken
 
-    def is_changed(self, origin: Origin) -> bool:
-        return origin.file in self.changed
+    def is_changed(self, origin: Origin, *fields: PathKey) -> bool:
+        """Whether the change touches a line of what `origin` declares: of each field below it
+        (`("spec", "nodes")`) that is written, or of the whole entry when no field is named.
+
+        Line-precise, so rewording a description does not make a file's quotas "changed". A
+        field the file does not write (one the change removed, say) has no line and does not
+        count; when only the file is known to change (None: a new file), everything in it does.
+        """
+        if origin.file not in self.changed:
+            return False
+        lines = self.changed[origin.file]
+        if lines is None:
+            return True
+        return any(_written_on(origin, f) & lines for f in (fields or ((),)))
+
+
+def _written_on(origin: Origin, field_path: PathKey) -> frozenset[int]:
+    """The lines on which the value at `field_path` below `origin`, or any key or value inside
+    it, is written; empty when the file does not write it."""
+    prefix = (*origin.path, *field_path)
+    n = len(prefix)
+    found = (*origin.source.values.items(), *origin.source.keys.items())
+    return frozenset(at.line for path, at in found if path[:n] == prefix and at.line > 0)
 
 
 # --- construction from schema-valid data ------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 
 from renderer.findings.diagnostics import Diagnostic, closest
 from renderer.model import catalog
+from renderer.model.capacity import mig_layout_usable
 from renderer.model.catalog import Accelerator
 from renderer.model.platform import Platform, Pool
 from renderer.policy.rule import error, pools_by_cluster, rule
@@ -223,7 +224,7 @@ def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
                 continue
             if pool.sharing == "mig" and pool.exposure != "dra":
                 layout = sorted(pool.mig_layout)
-                if not _layout_valid(pool):
+                if not mig_layout_usable(pool):
                     continue  # mig-layout-invalid says what to fix first
                 if quota.profile is None:
                     yield error(
@@ -251,11 +252,6 @@ def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
                     quota.origin.at("profile"),
                     "remove profile",
                 )
-
-
-def _layout_valid(pool: Pool) -> bool:
-    gpu = catalog.accelerator(pool.accelerator)
-    return gpu is not None and gpu.supports_mig and not gpu.mig_layout_problems(pool.mig_layout)
 
 
 def _layout_profile_hint(pool: Pool, profile: str, layout: list[str]) -> str:

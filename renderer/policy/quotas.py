@@ -5,26 +5,54 @@ Kept apart because these rules change with Kueue's quota model (nominal, lending
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from renderer.findings.diagnostics import Diagnostic
-from renderer.model.capacity import WORKLOAD_PURPOSES, Offer, quota_offer, serves
-from renderer.model.platform import GpuQuota, Platform, Pool, Team
+from renderer.findings.diagnostics import Diagnostic, PathKey
+from renderer.model.capacity import (
+    WORKLOAD_PURPOSES,
+    Offer,
+    mig_layout_usable,
+    quota_offer,
+    serves,
+)
+from renderer.model.platform import GpuQuota, Platform, Pool, Queue, Team
 from renderer.policy.rule import error, rule
 
 
 def quota_offers(p: Platform) -> dict[tuple[str, str], list[tuple[Team, GpuQuota, Offer]]]:
-    """Each (pool, resource) with the team quotas that draw on it."""
+    """Each (pool, resource) with the team quotas that draw on it; none on a MIG pool whose
+    layout is invalid (mig-layout-invalid says what to fix first, and the capacity a broken
+    layout implies would send a team to a wrong fix)."""
     by_offer: dict[tuple[str, str], list[tuple[Team, GpuQuota, Offer]]] = defaultdict(list)
     for team in p.teams.values():
         for quota in team.gpus:
             pool = p.pools.get(quota.pool)
-            offer = quota_offer(pool, quota) if pool is not None else None
+            usable = pool is not None and mig_layout_usable(pool)
+            offer = quota_offer(pool, quota) if pool is not None and usable else None
             if offer is not None:
                 by_offer[(offer.pool, offer.resource)].append((team, quota, offer))
     return by_offer
+
+
+CAPACITY_FIELDS: tuple[PathKey, ...] = tuple(
+    ("spec", name)
+    for name in (
+        *("nodes", "gpusPerNode", "accelerator", "sharing", "exposure"),
+        *("mig", "timeSlicing", "mps"),
+    )
+)
+"""The fields of a pool file that decide what it holds: a change to one of them resized it."""
+
+MAX_OVERSUBSCRIPTION = 10.0
+"""The most `spec.oversubscription` the queue schema allows."""
+
+
+def _declares(pool: Pool, offer: Offer) -> str:
+    nodes = "1 node" if pool.nodes.min == 1 else f"{pool.nodes.min} nodes"
+    return f"declares {nodes} x {offer.per_node} {_what(offer)}"
 
 
 def _what(offer: Offer) -> str:
@@ -46,6 +74,9 @@ class _Wording:
     """the changed team cannot give way alone: other teams must give the rest"""
     resized: str
     """only the pool's file changed: it was made too small for what teams are promised"""
+    reratioed: str = ""
+    """only the queue's oversubscription changed (a template of {file}, {needed}, {pool},
+    {over}, {unit}); empty for a rule that oversubscription does not relax"""
 
 
 def _overcommit(
@@ -56,13 +87,15 @@ def _overcommit(
     entries: list[tuple[Team, GpuQuota, int]],
     capacity: int,
     wording: _Wording,
+    queue: Queue | None = None,
 ) -> Diagnostic:
     """One finding per over-committed pool, on the request to lower, noting every other one.
 
-    Any of the requests could be lowered, so all are named. The finding sits on the file the
+    Any of the requests could be lowered, so all are named. The finding sits on the lines the
     change being checked adds or edits, so its author is told on their own line: the largest
-    request of a changed team file; else the pool's nodes when only the pool file changed;
-    without change information, on the largest request, where a reviewer usually looks first.
+    request whose quota entry changed; else the pool's nodes when only the pool's capacity
+    fields changed; else `queue`'s oversubscription when only that changed; without change
+    information, on the largest request, where a reviewer usually looks first.
     """
     total = sum(amount for _, _, amount in entries)
     over = total - capacity
@@ -72,13 +105,31 @@ def _overcommit(
     nodes = pool.origin.at("spec", "nodes")
     promised = f"pool '{pool.name}' is promised {total} {wording.what} and holds {capacity}"
     fields = {"pool": pool.name, "over": over, "unit": _what(offer)}
-    if not changed and p.is_changed(pool.origin):
+    asks = tuple((f"team '{t.name}' asks for {a}", q.origin.at("nominal")) for t, q, a in ranked)
+    if not changed and p.is_changed(pool.origin, *CAPACITY_FIELDS):
         return error(
             rule_id,
             f"{promised}: it {wording.capacity_note}",
             nodes,
             wording.resized.format(file=pool.origin.file, **fields),
-            tuple((f"team '{t.name}' asks for {a}", q.origin.at("nominal")) for t, q, a in ranked),
+            asks,
+        )
+    ratio = ("spec", "oversubscription")
+    if not changed and queue and wording.reratioed and p.is_changed(queue.origin, ratio):
+        needed = _ratio_for(total, offer.guaranteed)
+        hint = (
+            wording.reratioed.format(file=queue.origin.file, needed=needed, **fields)
+            if needed
+            else f"lower the teams' nominal quotas on '{pool.name}' by {over} in total, "
+            f"or add nodes to '{pool.name}'"
+        )
+        declared = _declares(pool, offer)
+        return error(
+            rule_id,
+            f"{promised}: queue '{queue.name}' allows {queue.oversubscription:g}x oversubscription",
+            queue.origin.at(*ratio),
+            hint,
+            (*asks, (declared, nodes)),
         )
     team, quota, amount = blamed
     hint = wording.anyone
@@ -98,6 +149,17 @@ def _overcommit(
     )
 
 
+def _ratio_for(total: int, guaranteed: int) -> str:
+    """The smallest oversubscription, in hundredths, under which `total` fits `guaranteed`
+    (as `quotas_fit_pools` counts it); "" when none the schema allows does."""
+    if guaranteed <= 0:
+        return ""
+    ratio = math.ceil(total * 100 / guaranteed) / 100
+    while int(guaranteed * ratio) < total:  # float rounding: step up to the first that fits
+        ratio = round(ratio + 0.01, 2)
+    return f"{ratio:g}" if ratio <= MAX_OVERSUBSCRIPTION else ""
+
+
 @rule("quota-exceeds-pool")
 def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     """The nominal quotas on a pool must fit its capacity, times the queue's oversubscription.
@@ -106,9 +168,10 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     (at its minimum size), some team's guaranteed work waits for capacity that does not exist.
     A queue may allow a deliberate ratio with `oversubscription`; the default is 1.0.
 
-    The error is on the quota of the team file the change adds or edits (on the pool's `nodes`
-    when only the pool file changed, on the largest quota when gpuplane cannot tell what changed);
-    every other team's quota is a note.
+    The error is on the largest quota entry the change adds or edits (on the pool's `nodes` when
+    only the pool's size changed, on the queue's `oversubscription` when only that changed, on
+    the largest quota when gpuplane cannot tell what changed); every other team's quota is a
+    note.
 
     To satisfy it: lower `nominal` of the `spec.gpus` entries on that pool in the team files
     until they add up to what it holds at `nodes` (min) x `gpusPerNode`, counted in the pool's
@@ -124,7 +187,7 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
         allowed = int(offer.guaranteed * ratio)
         if sum(q.nominal for _, q, _ in entries) <= allowed:
             continue
-        note = f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}"
+        note = _declares(pool, offer)
         if ratio != 1.0:
             note += (
                 f", and queue '{queue.name if queue else ''}' allows {ratio:g}x oversubscription"
@@ -146,7 +209,10 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
                 "teams' by {over} in total, or add nodes to '{pool}'",
                 resized="raise spec.nodes in {file} so '{pool}' holds {over} more {unit}, "
                 "or lower the teams' nominal quotas by {over} in total",
+                reratioed="raise spec.oversubscription in {file} to at least {needed}, or lower "
+                "the teams' nominal quotas on '{pool}' by {over} in total",
             ),
+            queue,
         )
 
 
@@ -157,9 +223,9 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     Oversubscription is a bet that not every team uses its nominal quota at once; the part a team
     never lends is not a bet, so the sum of those parts must fit the real hardware.
 
-    The error is on the quota of the team file the change adds or edits (on the pool's `nodes`
-    when only the pool file changed, on the largest kept part when gpuplane cannot tell what
-    changed); every other team's quota is a note.
+    The error is on the largest kept part of a quota entry the change adds or edits (on the
+    pool's `nodes` when only the pool's size changed, on the largest kept part when gpuplane
+    cannot tell what changed); every other team's quota is a note.
 
     To satisfy it: in the team files' `spec.gpus` entries on that pool, raise `lendingLimit`
     (at most `nominal`; this rule counts a missing one as 0) or lower `nominal`, until the
@@ -180,7 +246,7 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
             offer.guaranteed,
             _Wording(
                 what=f"{_what(offer)} that are never lent",
-                capacity_note=f"declares {pool.nodes.min} nodes x {offer.per_node} {_what(offer)}",
+                capacity_note=_declares(pool, offer),
                 anyone="set or raise lendingLimit on gpus[{index}] (or another team's) so {over} "
                 "can be lent, or add nodes to '{pool}'",
                 alone="set or raise lendingLimit on gpus[{index}] in {file} so {over} can be "
@@ -224,13 +290,14 @@ def borrowing_within_pool(p: Platform) -> Iterator[Diagnostic]:
 
     To satisfy it: lower `borrowingLimit` of that `spec.gpus` entry to at most the pool's
     maximum (`nodes` max x `gpusPerNode`, in the pool's unit) minus `nominal`, the number the
-    hint gives; or raise the pool's `spec.nodes.max`. An entry without `borrowingLimit` is not
-    checked.
+    hint gives; or let the pool grow: write its `spec.nodes` as `{min: N, max: M}` with a larger
+    `max` (an autoscaled pool). An entry without `borrowingLimit` is not checked.
     """
     for team in p.teams.values():
         for quota in team.gpus:
             pool = p.pools.get(quota.pool)
-            offer = quota_offer(pool, quota) if pool is not None else None
+            usable = pool is not None and mig_layout_usable(pool)
+            offer = quota_offer(pool, quota) if pool is not None and usable else None
             if offer is None or quota.borrowing_limit is None:
                 continue
             if quota.nominal + quota.borrowing_limit > offer.maximum:

@@ -144,7 +144,7 @@ def namespaces_unique(p: Platform) -> Iterator[Diagnostic]:
 
     Two teams declaring the same namespace would overwrite each other's quota, RBAC and network
     policy: the second one silently wins. The team that had the name keeps it: the error is on
-    each declaration in a file the change adds or edits (without change information, on every
+    each namespace entry the change adds or edits (without change information, on every
     declaration after the first, in file order), noting where the name was declared first.
 
     To satisfy it: give the namespace entry the finding points at another `name`, unique on

@@ -25,7 +25,7 @@ from renderer.commands.diff.revision import render
 from renderer.commands.diff.teams import teams
 from renderer.inputs.schema import REPOSITORY_FILE
 from renderer.model.capacity import how_to_request, pool_offers
-from renderer.model.platform import Cluster, Platform, Pool, Queue
+from renderer.model.platform import Changes, Cluster, Platform, Pool, Queue
 from renderer.output.validation import OutputValidator
 
 HEAD_LABEL = "working tree"
@@ -39,7 +39,7 @@ def diff_platforms(
     base_ref: str = "base",
     base_commit: str | None = None,
     head_label: str = HEAD_LABEL,
-    head_changed: frozenset[str] | None = None,
+    head_changed: Changes | None = None,
     on_cluster: Callable[[str, str], None] | None = None,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
@@ -47,8 +47,8 @@ def diff_platforms(
     When the head does not validate, the report has no findings and carries the head's
     diagnostics (`head_valid` is False). A base that does not validate is compared as far as its
     valid files go, without `plan` figures and without rendered objects. `head_changed`: the
-    input files the change adds or edits (None when unknown), so the head's findings that
-    several files share land on a changed one. `on_cluster` is told the side's label and each
+    input files the change adds or edits, with their changed lines (None when unknown), so the
+    head's findings that several files share land on the entry the change touched. `on_cluster` is told the side's label and each
     cluster's name before it is rendered (the CLI's progress display).
     """
     head = render(

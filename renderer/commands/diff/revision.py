@@ -11,7 +11,7 @@ from pathlib import Path
 
 from renderer.commands.diff.findings import Side
 from renderer.findings.diagnostics import Diagnostic, Severity
-from renderer.model.platform import Platform
+from renderer.model.platform import Changes, Platform
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
 from renderer.pipeline import render_platform
@@ -34,11 +34,12 @@ def render(
     label: str,
     commit: str | None,
     *,
-    changed: frozenset[str] | None = None,
+    changed: Changes | None = None,
     on_cluster: Callable[[str], None] | None = None,
 ) -> Revision:
-    """Render one side; `changed` is what the change touches, for where its findings land;
-    `on_cluster` is told each cluster before it is rendered (the CLI's progress display)."""
+    """Render one side; `changed` is what the change touches (files and their changed lines),
+    for where its findings land; `on_cluster` is told each cluster before it is rendered (the
+    CLI's progress display)."""
     rendered = render_platform(root, validator, changed=changed, on_cluster=on_cluster)
     empty = rendered.files == 0
     diagnostics = tuple(d for d in rendered.diagnostics if not (empty and d.rule == "no-inputs"))
