@@ -45,6 +45,15 @@ CRDS = click.option(
     "`schemas:` and the schema store).",
 )
 
+TEXT_OR_JSON = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text for people, or JSON for tools.",
+)
+
 STRICT_SCHEMAS = click.option(
     "--strict-schemas",
     is_flag=True,
@@ -364,13 +373,7 @@ def plan(
     help="The namespace the job would be created in (default: its metadata.namespace).",
 )
 @click.option("--cluster", help="The cluster, when the namespace exists on more than one.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-)
+@TEXT_OR_JSON
 @click.pass_context
 def fit(
     ctx: click.Context, job: Path, namespace: str | None, cluster: str | None, fmt: str
@@ -631,14 +634,7 @@ def schemas_pull(
 
 
 @schemas.command(name="list")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="A list for people, or JSON for tools.",
-)
+@TEXT_OR_JSON
 @click.pass_context
 def schemas_list(ctx: click.Context, fmt: str) -> None:
     """What the schema store holds, per operator release, and which pinned releases it lacks."""
