@@ -343,3 +343,23 @@ def test_quota_on_a_broken_layout_waits_for_the_layout(platform: Path, gpuplane:
     _edit(platform, LAYOUT, "    layout: all-1g.5gb\n")
     assert _findings(gpuplane, platform, "mig-layout-invalid")
     assert _findings(gpuplane, platform, "quota-profile") == []
+
+
+def test_the_dot_me_spelling_of_a_profile_is_answered_with_the_plus_me_one(
+    platform: Path, gpuplane
+) -> None:
+    """NVIDIA's resource name (`nvidia.com/mig-1g.10gb.me`) and named layouts write `.me`; a
+    profile in a layout or a quota is `1g.10gb+me`. Both places say so, at the value."""
+    pool = platform / "pools/a100-mig.yaml"
+    pool.write_text(
+        pool.read_text().replace("      1g.10gb: 2\n", "      1g.10gb: 1\n      1g.10gb.me: 1\n")
+    )
+    team = platform / "teams/recsys.yaml"
+    team.write_text(team.read_text().replace("profile: 1g.10gb,", "profile: 1g.10gb.me,", 1))
+    result = gpuplane("-C", str(platform), "validate")
+    assert result.exit_code == 1
+    assert result.output.count("hint: did you mean '1g.10gb+me'?") == 2, result.output
+    line = next(
+        n for n, text in enumerate(pool.read_text().splitlines(), 1) if "1g.10gb.me" in text
+    )
+    assert f"pools/a100-mig.yaml:{line}:7:" in result.output  # the layout's key, not `layout:`

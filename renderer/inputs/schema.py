@@ -234,10 +234,13 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
     if error.validator == "pattern":
         described = str(schema.get("title") or schema.get("description", ""))
         first = described.split(".")[0] if described else f"pattern {error.validator_value}"
+        # a key that breaks `propertyNames` is reported on the key, not on its mapping
+        key = error.instance
+        on_key = "propertyNames" in error.absolute_schema_path and isinstance(key, str)
         yield Diagnostic(
             "schema-invalid-value",
             f"{where} '{error.instance}' is not in the required format: {first}",
-            doc.locate(path),
+            doc.locate_key((*path, str(key))) if on_key else doc.locate(path),
             hint=_format_hint(str(error.instance), first),
         )
         return
@@ -268,6 +271,11 @@ def _format_hint(value: str, format_text: str) -> str:
         guess = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")[:63].strip("-")
         if guess:
             return f"for example '{guess}'"
+    if "MIG profile" in format_text:
+        # the resource name and named layouts spell `+me` as `.me`; a profile keeps the `+`
+        guess = re.sub(r"[.]me$", "+me", value.strip().lower().replace("_", "."))
+        if guess != value and re.fullmatch(r"[1-9]g\.[0-9]+gb(\+me)?", guess):
+            return f"did you mean '{guess}'? (profiles write `+me`; only resource and layout names write `.me`)"
     return f"write it as {format_text}"
 
 
