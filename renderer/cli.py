@@ -136,6 +136,7 @@ def main(ctx: click.Context, directory: Path, color: bool | None) -> None:
     ctx.obj = {
         "root": directory.resolve(),
         "color": report.wants_color(color, os.environ, sys.stdout.isatty()),
+        "no_color": color is False,  # --no-color also keeps the progress spinner plain
     }
 
 
@@ -192,7 +193,7 @@ def render(
 
     root = _root(ctx)
     validator = _output_validator(crds, strict_schemas)
-    with report.progress("loading the inputs") as step:
+    with report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step:
         result = render_platform(
             root,
             validator,
@@ -449,7 +450,9 @@ def diff(
             commit = checkout_base(root, base_ref, Path(tmp))
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err
-        with report.progress("loading the working tree") as step:
+        with report.progress(
+            "loading the working tree", plain=ctx.find_root().obj["no_color"]
+        ) as step:
             result = diff_platforms(
                 Path(tmp),
                 root,

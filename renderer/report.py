@@ -54,7 +54,9 @@ def wants_color(flag: bool | None, environ: Mapping[str, str], is_terminal: bool
 
 
 @contextmanager
-def progress(status: str, stream: TextIO | None = None) -> Iterator[Callable[[str], None]]:
+def progress(
+    status: str, stream: TextIO | None = None, *, plain: bool = False
+) -> Iterator[Callable[[str], None]]:
     """A spinner and one status line on stderr while a step that takes seconds runs; yields the
     function that changes the line. Shown only when stderr is a terminal: in a pipe, a CI log or
     a test nothing is written, and stdout (what tools read) is never touched."""
@@ -64,7 +66,7 @@ def progress(status: str, stream: TextIO | None = None) -> Iterator[Callable[[st
         return
     from rich.console import Console
 
-    with Console(file=stream, stderr=True).status(status) as shown:
+    with Console(file=stream, stderr=True, no_color=plain or None).status(status) as shown:
         yield shown.update
 
 

@@ -235,6 +235,20 @@ def test_progress_is_shown_on_a_terminal_only() -> None:
     assert "rendering and checking cluster prod-east" in terminal.getvalue()
 
 
+def test_plain_progress_has_no_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--no-color keeps the spinner plain too: cursor movement, but no colour (SGR) codes."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    coloured, plain = _Terminal(), _Terminal()
+    for stream, flag in ((coloured, False), (plain, True)):
+        with progress("loading the inputs", stream=stream, plain=flag) as step:
+            step("rendering")
+    sgr = re.compile(r"\x1b\[[0-9;]*m")
+    assert "rendering" in plain.getvalue()
+    assert not [c for c in sgr.findall(plain.getvalue()) if c not in ("\x1b[0m", "\x1b[m")]
+    assert [c for c in sgr.findall(coloured.getvalue()) if c not in ("\x1b[0m", "\x1b[m")]
+
+
 def test_render_shows_no_progress_when_not_on_a_terminal(
     platform: Path, gpuplane, crds: Path
 ) -> None:
