@@ -305,7 +305,6 @@ def render_platform(
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
     diagnostics.extend(coverage_findings(unchecked, validator.strict_schemas))
-    diagnostics = list(dict.fromkeys(diagnostics))  # one broken CRD file: one finding
     return Rendered(
         loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
     )
@@ -384,7 +383,7 @@ def _check_implied_cluster_policy(
             implied, view.cluster.kubernetes_version, schema_pins(view.cluster)
         )
     except CrdLoadError as err:
-        return [_crd_load(err)]  # the same finding as for a manifest is reported once
+        return [_crd_load(err)]  # sort_diagnostics drops the repeat of a manifest's
     except UnsupportedKubernetesVersion:
         return []  # reported for the cluster's manifests already
     if checked.unchecked is not None:

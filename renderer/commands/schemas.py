@@ -251,11 +251,11 @@ def missing_pins(root: Path, platform: Platform) -> list[tuple[str, str, str]]:
     """(cluster, operator, release) a cluster pins that the store has no CRDs for, for the
     operators whose kinds gpuplane renders."""
     have = SchemaStore(root).releases()
+    rendered_for = set(SCHEMA_OPERATORS.values())
     out = []
     for name, cluster in sorted(platform.clusters.items()):
         for key, addon in sorted(cluster.addons.items()):
-            rendered_for = key in set(SCHEMA_OPERATORS.values())
-            if rendered_for and addon.version and addon.version not in have.get(key, ()):
+            if key in rendered_for and addon.version and addon.version not in have.get(key, ()):
                 out.append((name, key, addon.version))
     return out
 

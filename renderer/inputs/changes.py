@@ -71,7 +71,7 @@ def base_problem(root: Path, base: str) -> str | None:
         inside = _run(git, root, "rev-parse", "--is-inside-work-tree")
         if inside is None or inside.strip() != b"true":
             return f"--base {base}: {root} is not in a git work tree"
-        if not _safe(base) or _commit(git, root, base) is None:
+        if not safe_ref(base) or _commit(git, root, base) is None:
             return f"--base {base}: no such commit, branch or tag"
     except (OSError, subprocess.SubprocessError):
         return f"--base {base}: git failed"
@@ -175,14 +175,14 @@ def _names(listing: bytes) -> list[str]:
     return [os.fsdecode(name) for name in listing.split(b"\0") if name]
 
 
-def _safe(ref: str) -> bool:
+def safe_ref(ref: str) -> bool:
     """A ref git cannot read as an option or split into several arguments."""
     return bool(ref) and not ref.startswith("-") and not any(c in ref for c in "\0\n\r")
 
 
 def _resolve(git: str, root: Path, ref: str) -> str | None:
     """The commit REF names, None when it names none (or could be read as an option)."""
-    return _commit(git, root, ref) if _safe(ref) else None
+    return _commit(git, root, ref) if safe_ref(ref) else None
 
 
 def _merge_base(git: str, root: Path, commit: str) -> str | None:

@@ -275,7 +275,6 @@ class Crd:
     schemas: dict[str, Mapping[str, Any]]  # version -> openAPIV3Schema
     served: tuple[str, ...]
     raw: Mapping[str, Any] = field(repr=False)
-    labels: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def source_files(source: Path) -> list[Path]:
@@ -381,7 +380,6 @@ def _crds_in(document: Any, path: Path) -> Iterator[Crd]:
         return
     meta = document.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
     label = f"{path}: CustomResourceDefinition {name or '(unnamed)'}"
     if api_version != "apiextensions.k8s.io/v1":
         raise CrdLoadError(f"{label}: {api_version} is not supported, only apiextensions.k8s.io/v1")
@@ -422,7 +420,6 @@ def _crds_in(document: Any, path: Path) -> Iterator[Crd]:
         schemas=schemas,
         served=tuple(served),
         raw=spec,
-        labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {},
     )
 
 

@@ -15,6 +15,7 @@ See docs/output-validation.md for the design and its limits.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -214,15 +215,11 @@ class OutputValidator:
         """This validator with a repository's `schemas:` files and its schema store added after
         the explicit sources; compiled schemas are shared. Raises CrdLoadError for a source that
         cannot be read."""
-        other = OutputValidator.__new__(OutputValidator)
-        other.strict_schemas = self.strict_schemas
+        other = copy.copy(self)  # shares the compiled-schema caches, by reference
         other._explicit = [*self._explicit, CrdSet(sources)] if sources else self._explicit
         other._store = SchemaStore(root)
         other._store_releases = None
         other._store_sets = {}
-        other._registries = self._registries
-        other._builtin = self._builtin
-        other._custom = self._custom
         return other
 
     def _find_explicit(self, group: str, kind: str) -> Crd | None:
@@ -238,14 +235,13 @@ class OutputValidator:
             self._store_releases = self._store.releases() if self._store else {}
         return self._store_releases
 
-    def _find_stored(self, group: str, kind: str, pin: Pin) -> Crd | Unchecked:
-        api_version = f"{group}/?"
+    def _find_stored(self, group: str, kind: str, pin: Pin) -> Crd | None:
+        """The kind's CRD in the store's release the pin names (the newest one when it names
+        none); None when the store has no such release or the release lacks the kind."""
         available = self.store_releases().get(pin.operator, ())
-        release = pin.release
-        if release is None and available:
-            release = available[-1]  # unpinned: the newest release the store holds
+        release = pin.release or (available[-1] if available else None)
         if release is None or release not in available or self._store is None:
-            return Unchecked(api_version, kind, pin, available)
+            return None
         crd_set = self._store_sets.get((pin.operator, release))
         if crd_set is None:
             # a release is small once compact, and a broken store file must not pass as a
@@ -253,7 +249,7 @@ class OutputValidator:
             crd_set = CrdSet(self._store.files(pin.operator, release))
             self._store_sets[(pin.operator, release)] = crd_set
             crd_set.load_all()
-        return crd_set.find(group, kind) or Unchecked(api_version, kind, pin, available)
+        return crd_set.find(group, kind)
 
     def load_all(self) -> None:
         """Parse every explicit CRD source now; raises CrdLoadError for the first broken one."""
@@ -335,10 +331,10 @@ class OutputValidator:
         crd = None if group in KNOWN_BUILTIN_GROUPS else self._find_explicit(group, kind)
         if crd is None and not is_builtin_group(group):
             pin = pin_of(group, kind) if pin_of else Pin(group, group)
-            stored = self._find_stored(group, kind, pin)
-            if isinstance(stored, Unchecked):
-                return Checked([], Unchecked(api_version, kind, pin, stored.available))
-            crd = stored
+            crd = self._find_stored(group, kind, pin)
+            if crd is None:
+                available = self.store_releases().get(pin.operator, ())
+                return Checked([], Unchecked(api_version, kind, pin, available))
         compiled: _Validator
         if crd is not None:
             if version not in crd.served:

@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from renderer.inputs.changes import safe_ref
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE
 from renderer.inputs.source import load_file
 from renderer.output.schema_store import STORE_DIR
@@ -33,7 +34,7 @@ def _git(repo: Path, *args: str, stdin: bytes | None = None) -> subprocess.Compl
 
 def _resolve(repo_root: Path, ref: str) -> tuple[Path, str, str]:
     """(the repository's top folder, the commit REF names, the path of repo_root inside it)."""
-    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n\r"):
+    if not safe_ref(ref):
         raise BaseRefError(f"refusing base ref {ref!r}: a ref must not be empty or start with '-'")
     top = _git(repo_root, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
