@@ -18,13 +18,14 @@ from renderer.findings.diagnostics import (
     Diagnostic,
     Location,
     Severity,
+    SourceMap,
     has_errors,
     sort_diagnostics,
 )
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import load_file
-from renderer.layers import gpu, queueing, templates, tenancy
+from renderer.layers import gpu, queueing, security, templates, tenancy
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
@@ -33,6 +34,7 @@ from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_ope
 from renderer.model.view import ClusterView
 from renderer.output.coverage import UncheckedObject, coverage_findings
 from renderer.output.crds import CrdLoadError
+from renderer.output.identity import clashes_across, identity_clashes
 from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
 from renderer.output.manifest import Manifest, Output, Values
 from renderer.output.validation import OutputValidator, Pin
@@ -50,6 +52,7 @@ def render_workflows(view: ClusterView) -> Iterator[Output]:
 
 
 LAYERS: tuple[tuple[str, Layer], ...] = (
+    ("security", security.render),
     ("tenancy", tenancy.render),
     ("queueing", queueing.render),
     ("gpu", gpu.render),
@@ -58,7 +61,7 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
 )
 """The layers that render from the cluster's view alone, in the order Argo CD applies them."""
 
-APPLY_ORDER = ("tenancy", "queueing", "gpu", argocd.LAYER, "templates", "workflows")
+APPLY_ORDER = ("security", "tenancy", "queueing", "gpu", argocd.LAYER, "templates", "workflows")
 """Every layer in apply order: gitops syncs after the GPU layer and points Argo CD at the folders
 the others wrote, so it is rendered after them."""
 
@@ -192,6 +195,7 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
     diagnostics: list[Diagnostic] = []
     objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
     broken: set[tuple[str, str]] = set()
+    documents: dict[str, tuple[Any, SourceMap]] = {}
     count = 0
     for folder, kind in KIND_FOLDERS.items():
         directory = root / folder
@@ -210,6 +214,7 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
             if result.document is None:
                 broken.add((kind, entry.stem))
                 continue
+            documents[display] = (result.document.data, result.document.source)
             problems = check_document(result.document, folder)
             diagnostics.extend(problems)
             if problems:
@@ -225,6 +230,7 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
         result = load_file(settings, REPOSITORY_FILE)
         diagnostics.extend(result.diagnostics)
         if result.document is not None:
+            documents[REPOSITORY_FILE] = (result.document.data, result.document.source)
             problems = check_document(result.document, ".")
             diagnostics.extend(problems)
             if not problems:
@@ -248,6 +254,7 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
         broken=frozenset(broken),
         repository=repository,
         changed=MappingProxyType(dict(changed or {})),
+        documents=MappingProxyType(documents),
     )
     diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics))
@@ -304,6 +311,7 @@ def render_platform(
         diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
+    diagnostics.extend(clashes_across(rendered, argocd.LAYER, "Argo CD's cluster"))
     diagnostics.extend(coverage_findings(unchecked, validator.strict_schemas))
     return Rendered(
         loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
@@ -446,4 +454,5 @@ def _check_output(
                     manifest.source,
                 )
             )
+    problems.extend(identity_clashes(manifests, f"cluster '{cluster.name}'"))
     return problems

@@ -18,6 +18,9 @@ KUEUE_ADDON = "kueue"
 VOLCANO_ADDON = "volcano"
 ARGO_WORKFLOWS_ADDON = "argoWorkflows"
 PROMETHEUS_ADDON = "prometheusStack"
+EXTERNAL_SECRETS_ADDON = "externalSecrets"
+EXTERNAL_SECRETS_NAMESPACE = "external-secrets"
+"""Where the External Secrets Operator's chart runs (its controller, webhook and cert controller)."""
 
 SCHEDULER_ADDON = {"kueue": KUEUE_ADDON, "volcano": VOLCANO_ADDON}
 """The add-on that installs each `scheduler:` a cluster can declare."""
@@ -37,6 +40,7 @@ SCHEMA_OPERATORS = {
     "topology.volcano.sh": VOLCANO_ADDON,
     "monitoring.coreos.com": PROMETHEUS_ADDON,
     "argoproj.io": ARGO_WORKFLOWS_ADDON,
+    "external-secrets.io": EXTERNAL_SECRETS_ADDON,
 }
 """The add-on whose release pins the CRDs of each API group."""
 ARGO_CD_KINDS = frozenset({"Application", "ApplicationSet", "AppProject"})
@@ -48,6 +52,7 @@ OPERATOR_TITLES = {
     PROMETHEUS_ADDON: "kube-prometheus-stack",
     ARGO_WORKFLOWS_ADDON: "Argo Workflows chart",
     ARGO_CD_OPERATOR: "Argo CD",
+    EXTERNAL_SECRETS_ADDON: "External Secrets Operator",
 }
 
 
@@ -59,6 +64,22 @@ def schema_operator(group: str, kind: str) -> str:
     return SCHEMA_OPERATORS.get(group, group)
 
 
+# --- where the platform's components run (GPU Operator: `renderer.model.nvidia.NAMESPACE`) -----
+# The layers install and address each component here, and `renderer.model.reserved` keeps every
+# one of them out of a team's reach: one constant each, read by both.
+
+ARGO_CD_NAMESPACE = "argocd"
+"""Argo CD's namespace when gpuplane.yaml names none (`spec.argocdNamespace`)."""
+KUEUE_NAMESPACE = "kueue-system"
+VOLCANO_NAMESPACE = "volcano-system"
+ARGO_WORKFLOWS_NAMESPACE = "argo"
+"""The argo-workflows chart's controller (the suites' Workflows run in SUITE_NAMESPACE)."""
+PROMETHEUS_NAMESPACE = "monitoring"
+"""kube-prometheus-stack's namespace."""
+SUITE_NAMESPACE = "gpuplane-acceptance"
+"""The acceptance and benchmark suites' Workflows, their service account and results."""
+
+
 # --- tenancy ------------------------------------------------------------------------------------
 
 DEFAULT_POD_SECURITY = {
@@ -68,6 +89,32 @@ DEFAULT_POD_SECURITY = {
     "batch": "restricted",
 }
 """The Pod Security level each purpose enforces; a namespace may only make it stricter."""
+
+# --- the acceptance suites' probe Jobs -----------------------------------------------------------
+
+SUITE_JOBS_NAMESPACE = "gpuplane-acceptance-jobs"
+"""Where the suites' probe Jobs run, admitted by Kueue through the platform's own ClusterQueue:
+a platform namespace no team group is bound in (docs/acceptance-suites.md)."""
+SUITE_COST_CENTER = "platform"
+"""The cost centre of the suite Jobs' namespace and of the Jobs themselves."""
+COST_CENTER_LABEL = "gpuplane.dev/cost-center"
+"""On every team namespace and on the suite Jobs' namespace: Kueue's managedJobsNamespaceSelector."""
+
+
+def suite_cluster_queue_name(queue: str) -> str:
+    """The platform ClusterQueue of a cohort (a gpuplane Queue) the suites' Jobs borrow through,
+    and its LocalQueue in SUITE_JOBS_NAMESPACE. A team's are `<team>-<purpose>`, whose purpose is
+    never `acceptance`, so no team's ClusterQueue can take the name."""
+    return f"{queue}-acceptance"
+
+
+# --- clean-up -----------------------------------------------------------------------------------
+
+DEFAULT_FINISHED_JOBS = "7d"
+"""How long a finished Job is kept when the team's `retention.finishedJobs` says nothing: the
+templates set it as `ttlSecondsAfterFinished`, the security layer's admission policy caps it."""
+MAX_FINISHED_JOBS = "30d"
+"""The longest `retention.finishedJobs` a team may ask for (policy rule `retention-bounds`)."""
 
 # --- Kueue's labels on a workload -------------------------------------------------------------
 

@@ -61,6 +61,27 @@ class Addon:
 
 
 @dataclass(frozen=True, slots=True)
+class SecretStore:
+    """Where team secrets live (`spec.secretStore`): a Vault KV mount, and the Kubernetes auth
+    role and path of each team, `{team}` standing for the team's name."""
+
+    provider: str
+    server: str
+    mount_path: str
+    version: str
+    auth_mount_path: str
+    role: str
+    path_template: str
+    origin: Origin
+
+    def role_of(self, team: str) -> str:
+        return self.role.replace("{team}", team)
+
+    def path_of(self, team: str) -> str:
+        return self.path_template.replace("{team}", team)
+
+
+@dataclass(frozen=True, slots=True)
 class Cluster:
     name: str
     kubernetes_version: str
@@ -80,6 +101,13 @@ class Cluster:
     dns_pod_selector: Mapping[str, str]
     description: str
     origin: Origin
+    secret_store: SecretStore | None = None
+    reserved_namespaces: tuple[str, ...] = ()
+    """`spec.reservedNamespaces`: more names no team may declare on the cluster."""
+    team_default_resources: Mapping[str, str | int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """`spec.teamDefaults.resources`: the ResourceQuota caps of a team that sets none itself."""
 
     @property
     def production(self) -> bool:
@@ -259,6 +287,12 @@ class Platform:
     broken: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     repository: Repository | None = None
     changed: Changes = field(default_factory=lambda: MappingProxyType({}))
+    documents: Mapping[str, tuple[Any, SourceMap]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Every input file that parsed, as loaded (file -> plain data and where each value was
+    written), schema-valid or not: for rules that must see every string of every file
+    (`secret-literal`)."""
 
     def is_broken(self, kind: str, name: str) -> bool:
         return (kind, name) in self.broken
@@ -344,6 +378,25 @@ def cluster_from(data: Mapping[str, Any], source: SourceMap) -> Cluster:
         dns_namespace=dns.get("namespace", "kube-system"),
         dns_pod_selector=_frozen(dns.get("podSelector", {"k8s-app": "kube-dns"})),
         description=spec.get("description", ""),
+        origin=origin,
+        secret_store=_secret_store(spec.get("secretStore"), origin.child("spec", "secretStore")),
+        reserved_namespaces=tuple(spec.get("reservedNamespaces", ())),
+        team_default_resources=_frozen(spec.get("teamDefaults", {}).get("resources", {})),
+    )
+
+
+def _secret_store(store: Mapping[str, Any] | None, origin: Origin) -> SecretStore | None:
+    if store is None:
+        return None
+    vault = store["vault"]
+    return SecretStore(
+        provider=store["provider"],
+        server=vault["server"],
+        mount_path=vault.get("mountPath", "secret"),
+        version=vault.get("version", "v2"),
+        auth_mount_path=vault.get("authMountPath", "kubernetes"),
+        role=vault.get("role", "gpuplane-{team}"),
+        path_template=vault.get("pathTemplate", "teams/{team}"),
         origin=origin,
     )
 

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 from renderer.findings.diagnostics import Diagnostic
 from renderer.model.platform import Platform
-from renderer.policy import delivery, gpus, pools, queues, quotas, references, tenancy
+from renderer.policy import (
+    cleanup,
+    delivery,
+    gpus,
+    guardrails,
+    pools,
+    queues,
+    quotas,
+    references,
+    secrets,
+    tenancy,
+)
 from renderer.policy.rule import POLICY
 
-TOPICS = (references, tenancy, quotas, gpus, pools, queues, delivery)
+TOPICS = (references, tenancy, quotas, gpus, pools, queues, delivery, secrets, cleanup, guardrails)
 """The topic modules; importing them registers their rules in `POLICY`."""
 
 
