@@ -287,19 +287,12 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
             for name, app in apps.items()
             if gitops.SYNC_WAVE in app["metadata"]["annotations"]
         }
-        assert set(wave) == {
-            "gpu-operator",
-            "kueue",
-            "argo-workflows",
-            "kube-prometheus-stack",
-            "tenancy",
-            "queueing",
-            "gpu",
-            "workflows",
-        }
         addons = ("gpu-operator", "kueue", "argo-workflows", "kube-prometheus-stack")
+        if "externalSecrets" in example.platform.clusters[cluster].addons:
+            addons = (*addons, "external-secrets")
+        assert set(wave) == {*addons, "security", "tenancy", "queueing", "gpu", "workflows"}
         operators = max(wave[a] for a in addons)
-        assert operators < wave["tenancy"] < wave["queueing"]
+        assert operators < wave["security"] < wave["tenancy"] < wave["queueing"]
         assert wave["tenancy"] < wave["gpu"]
         assert max(wave["queueing"], wave["gpu"]) < wave["workflows"]
         for project in projects(example, cluster).values():
@@ -354,6 +347,11 @@ def test_every_application_syncs_itself_and_points_at_something_real(example: Re
                 assert source["directory"] == gitops.DIRECTORY
                 assert exists(source["path"], folder=True), name
                 assert paths == "."
+            elif len(spec["sources"]) == 1:  # a chart on its defaults: no values file to read
+                (chart,) = spec["sources"]
+                assert "valueFiles" not in chart["helm"], name
+                assert paths == "."
+                assert "CreateNamespace=true" in policy["syncOptions"]
             else:  # a chart, with its values from this repository
                 chart, values = spec["sources"]
                 assert values == {

@@ -3,6 +3,34 @@
 These are the guide's first multi-tenancy controls: namespace per team and purpose, RBAC bound to
 IdP groups, ResourceQuota and LimitRange for GPUs, CPU, memory and storage, and default-deny
 network policy with explicit egress. Cluster-wide PriorityClasses come from the queues.
+
+Team RBAC binds gpuplane's own ClusterRoles (`gpuplane-team-owner`, `-member`, `-viewer`, one
+set per cluster), never the built-in `admin`/`edit`: `edit` writes NetworkPolicies and Secrets and
+impersonates service accounts, and `admin` adds Roles and RoleBindings, so a member could undo the
+namespace's default-deny with kubectl and an owner could grant anyone anything in it. The rules
+are written out, not aggregated: `admin`, `edit` and `view` aggregate whatever any installed
+chart labels `aggregate-to-edit` (Argo Workflows' chart does), so an aggregated role would change
+with every add-on. The cost is a line here for a new workload kind. No rule writes a guardrail
+kind (`renderer.model.guardrails`), a `/status` subresource, anything cluster-scoped, the
+namespace itself, or uses `escalate`, `bind` or `impersonate` (tests/test_team_roles.py checks
+every rendered binding against that list). Decisions a reviewer may ask about:
+
+- members may `exec`, `attach` and `port-forward`: notebooks and debugging need them, and a
+  shell in a pod holds only that pod's own rights, which a member who can create pods has anyway;
+- Secrets: members read them (a member who can create a pod can mount any Secret of the
+  namespace, so hiding them from `get` protects nothing). Where Secrets come from the store
+  (`secrets.from_store`: a `spec.secretStore` and admission policies served), members and owners
+  write ExternalSecrets, which admission holds to the namespace's own SecretStore, and nobody
+  writes a Secret (the `gpuplane-secrets-from-store` policy lets only the operator, so RBAC says
+  the same, and holds if that policy is gone). Elsewhere owners create and change Secrets, there
+  being no other way in, and ExternalSecrets stay read-only: nothing would hold one to the
+  team's store. SecretStores, PushSecrets and generators are never the team's to write;
+- ServiceAccounts are read-only: an annotation on one binds a cloud identity (IRSA, GKE or Azure
+  workload identity) whose trust lives outside the cluster, so identities are the platform's;
+- PodDisruptionBudgets, Ingresses and Gateway routes are read-only: a budget that allows no
+  disruption stops the platform draining GPU nodes, and an Ingress or route can claim a host name
+  on a shared gateway, outside the namespace;
+- Kueue Workloads and LocalQueues are read-only: Kueue writes the first, the platform the second.
 """
 
 from __future__ import annotations
@@ -10,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from renderer.layers.security import secrets
 from renderer.model.admission import cluster_queue_name
 from renderer.model.capacity import (
     DRA_DEVICE_CLASS,
@@ -28,14 +57,131 @@ from renderer.output.manifest import Manifest, metadata
 
 LAYER = "tenancy"
 
-ROLE_FOR = (("owners", "admin"), ("members", "edit"), ("viewers", "view"))
-"""IdP group lists and the built-in ClusterRole each is bound to, inside the namespace only."""
+ROLE_FOR = (
+    ("owners", "gpuplane-team-owner"),
+    ("members", "gpuplane-team-member"),
+    ("viewers", "gpuplane-team-viewer"),
+)
+"""IdP group lists and gpuplane's ClusterRole each is bound to, inside the namespace only."""
+
+READ = ("get", "list", "watch")
+WRITE = ("create", "update", "patch", "delete", "deletecollection")
+_VERB_ORDER = (*READ, *WRITE)
+
+Grant = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""API group, resources, verbs."""
+
+WORKLOADS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("apps", ("deployments", "deployments/scale", "replicasets", "replicasets/scale")),
+    ("apps", ("statefulsets", "statefulsets/scale")),
+    ("autoscaling", ("horizontalpodautoscalers",)),
+    ("batch", ("cronjobs", "jobs")),
+    ("jobset.x-k8s.io", ("jobsets",)),
+    ("kubeflow.org", ("jaxjobs", "mpijobs", "mxjobs", "paddlejobs", "pytorchjobs", "tfjobs")),
+    ("kubeflow.org", ("xgboostjobs",)),
+    ("leaderworkerset.x-k8s.io", ("leaderworkersets",)),
+    ("ray.io", ("rayclusters", "rayjobs", "rayservices")),
+    ("sparkoperator.k8s.io", ("scheduledsparkapplications", "sparkapplications")),
+    ("trainer.kubeflow.org", ("trainjobs",)),
+    ("batch.volcano.sh", ("jobs",)),
+)
+"""The workload kinds a member creates: the ones the templates layer renders and `fit` reads
+(Kueue integrations), and Volcano's Job. Not AppWrapper, whose controller creates the wrapped
+objects, of any kind, with its own rights, nor agent Sandboxes, until someone reads what their
+controller does. A Volcano Job names its Volcano queue itself (`spec.queue`): RBAC cannot hold
+that to the team's own queue, admission must."""
+
+_VIEWER: tuple[Grant, ...] = (
+    (
+        "",
+        (
+            *("configmaps", "endpoints", "events", "limitranges", "namespaces"),
+            *("persistentvolumeclaims", "pods", "pods/log", "pods/status", "podtemplates"),
+            *("replicationcontrollers", "resourcequotas", "serviceaccounts", "services"),
+        ),
+        READ,
+    ),
+    ("apps", ("controllerrevisions",), READ),
+    ("discovery.k8s.io", ("endpointslices",), READ),
+    ("events.k8s.io", ("events",), READ),
+    ("external-secrets.io", ("externalsecrets", "secretstores"), READ),
+    ("gateway.networking.k8s.io", ("grpcroutes", "httproutes"), READ),
+    ("kueue.x-k8s.io", ("localqueues", "workloads"), READ),
+    ("metrics.k8s.io", ("pods",), ("get", "list")),
+    ("networking.k8s.io", ("ingresses", "networkpolicies"), READ),
+    ("policy", ("poddisruptionbudgets",), READ),
+    ("rbac.authorization.k8s.io", ("rolebindings", "roles"), READ),
+    ("visibility.kueue.x-k8s.io", ("localqueues/pendingworkloads",), ("get",)),
+)
+"""What every group of a team sees: its workloads and their logs, and the guardrails on it, but
+not Secrets."""
+
+_MEMBER: tuple[Grant, ...] = (
+    ("", ("configmaps", "persistentvolumeclaims", "pods", "services"), WRITE),
+    ("", ("pods/attach", "pods/exec", "pods/portforward"), ("get", "create")),
+    ("", ("pods/ephemeralcontainers",), ("update", "patch")),
+    ("", ("secrets",), READ),
+)
+"""What members do beyond viewing: run and change workloads (WORKLOADS, written and read)."""
+
+_OWNER: tuple[Grant, ...] = (("", ("secrets",), WRITE),)
+"""What owners do beyond members where Secrets do not come from the store."""
+
+_FROM_STORE: tuple[Grant, ...] = (("external-secrets.io", ("externalsecrets",), WRITE),)
+"""What members and owners write where Secrets come from the store: the requests for them."""
+
+
+def team_role_grants(role: str, from_store: bool = False) -> tuple[Grant, ...]:
+    """The grants of one team ClusterRole (a name of ROLE_FOR), on a cluster whose Secrets come
+    from the store or not. Otherwise the same on every cluster, whichever scheduler and
+    operators it runs: a rule for a kind the cluster does not serve grants nothing."""
+    grants: list[Grant] = [*_VIEWER, *((g, r, READ) for g, r in WORKLOADS)]
+    if role in ("gpuplane-team-member", "gpuplane-team-owner"):
+        grants += [*_MEMBER, *((g, r, WRITE) for g, r in WORKLOADS)]
+        if from_store:
+            grants += _FROM_STORE
+    if role == "gpuplane-team-owner" and not from_store:
+        grants += _OWNER
+    return tuple(grants)
+
+
+def _rules(grants: tuple[Grant, ...]) -> list[dict[str, Any]]:
+    """The grants as RBAC rules: one per API group and verb set, resources sorted."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for group, resources, granted in grants:
+        for resource in resources:
+            verbs.setdefault((group, resource), set()).update(granted)
+    rules: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for (group, resource), found in verbs.items():
+        ordered = tuple(v for v in _VERB_ORDER if v in found)
+        rules.setdefault((group, ordered), []).append(resource)
+    return [
+        {"apiGroups": [group], "resources": sorted(resources), "verbs": list(ordered)}
+        for (group, ordered), resources in sorted(rules.items())
+    ]
+
+
+def team_roles(view: ClusterView) -> Iterator[Manifest]:
+    """gpuplane's team ClusterRoles, once per cluster; RoleBindings grant them per namespace."""
+    for _, role in ROLE_FOR:
+        yield Manifest(
+            LAYER,
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": metadata(role),
+                "rules": _rules(team_role_grants(role, secrets.from_store(view.cluster))),
+            },
+            view.cluster.origin.location,
+        )
+
 
 DEFAULT_CONTAINER = {"cpu": "1", "memory": "2Gi"}
 
 
 def render(view: ClusterView) -> Iterator[Manifest]:
     """Every tenancy object of one cluster."""
+    yield from team_roles(view)
     for queue in view.queues:
         for prio in queue.priorities:
             yield Manifest(
@@ -81,7 +227,7 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
             yield manifest(
                 "RoleBinding",
                 "rbac.authorization.k8s.io/v1",
-                f"gpuplane-{role}",
+                role,
                 {
                     "roleRef": {
                         "apiGroup": "rbac.authorization.k8s.io",
@@ -120,6 +266,7 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
         manifest("NetworkPolicy", "networking.k8s.io/v1", name, {"spec": spec})
         for name, spec in _network_policies(view, team)
     )
+    yield from secrets.namespace_objects(view, team, ns, LAYER)
 
 
 def _namespace(view: ClusterView, team: Team, ns: Namespace) -> dict[str, Any]:
@@ -167,7 +314,8 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
 
 def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
     """GPU keys for every resource the cluster advertises (0 where the team has no quota), so
-    GPUs are reachable only through the queue; the rest from the team's resources."""
+    GPUs are reachable only through the queue; the rest from the team's resources, key by key
+    the cluster's `teamDefaults.resources` where the team leaves one out."""
     gpus: dict[str, int] = {
         offer.quota_key: 0 for pool in view.pools for offer in pool_offers(pool)
     }
@@ -184,9 +332,10 @@ def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
         "storage": "requests.storage",
         "persistentVolumeClaims": "persistentvolumeclaims",
     }
+    caps = {**view.cluster.team_default_resources, **team.resources}
     for field_name, key in names.items():
-        if field_name in team.resources:
-            hard[key] = str(team.resources[field_name])
+        if field_name in caps:
+            hard[key] = str(caps[field_name])
     return hard
 
 

@@ -11,8 +11,8 @@ it lands in `rendered/<cluster>/gitops/`, in the Argo CD namespace:
   Argo CD runs in the cluster), and one per team, limited to the team's namespaces and denied the
   kinds the platform guards them with.
 
-Sync waves order the Applications: projects, then the add-ons that bring the CRDs, then tenancy
-(namespaces first: the other layers put objects in team namespaces), then the platform objects,
+Sync waves order the Applications: projects, then the add-ons that bring the CRDs, then the
+security layer's admission policies, then tenancy (namespaces first: the other layers put objects in team namespaces), then the platform objects,
 then workflows. Why each setting is what it is: docs/gitops.md.
 """
 
@@ -26,12 +26,19 @@ from typing import Any
 from renderer.layers.gitops import argo_workflows
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.model import nvidia
+from renderer.model.guardrails import argocd_blacklist
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
+    ARGO_WORKFLOWS_NAMESPACE,
+    EXTERNAL_SECRETS_ADDON,
+    EXTERNAL_SECRETS_NAMESPACE,
     GPU_OPERATOR_ADDON,
     KUEUE_ADDON,
+    KUEUE_NAMESPACE,
     PROMETHEUS_ADDON,
+    PROMETHEUS_NAMESPACE,
     VOLCANO_ADDON,
+    VOLCANO_NAMESPACE,
 )
 from renderer.model.platform import Cluster, Repository
 from renderer.model.view import ClusterView, Tenant
@@ -70,14 +77,16 @@ a sync fails is picked up without waiting for the next one."""
 PROJECT_WAVE = -3
 ADDON_WAVE = -2
 LAYER_WAVES: Mapping[str, int] = {
+    "security": -1,
     "tenancy": 0,
-    "security": 0,
     "queueing": 1,
     "gpu": 1,
     "observability": 1,
     "workflows": 2,
 }
-"""Namespaces, quotas and RBAC first (wave 0), because the queueing and GPU layers put
+"""The security layer's admission policies right after the add-ons (wave -1), so that no team
+namespace exists, even for a moment, without them; then namespaces, quotas and RBAC (wave 0),
+because the queueing and GPU layers put
 LocalQueues, ConfigMaps and claim templates into team namespaces; platform objects next (1);
 workflows, which exercise all of it, last (2). A layer missing here syncs with the platform."""
 DEFAULT_LAYER_WAVE = 1
@@ -89,19 +98,16 @@ Jobs again, up to RETRY's limit. Their Applications do not retry; the next commi
 sync, runs the suites again."""
 
 GUARDRAILS: tuple[Mapping[str, str], ...] = (
-    {"group": "", "kind": "ResourceQuota"},
-    {"group": "", "kind": "LimitRange"},
-    {"group": "*", "kind": "*NetworkPolicy"},
-    {"group": "rbac.authorization.k8s.io", "kind": "Role"},
-    {"group": "rbac.authorization.k8s.io", "kind": "RoleBinding"},
-    {"group": "kueue.x-k8s.io", "kind": "LocalQueue"},
+    *argocd_blacklist(),
     {"group": "argoproj.io", "kind": "Application"},
     {"group": "argoproj.io", "kind": "ApplicationSet"},
     {"group": "argoproj.io", "kind": "AppProject"},
 )
-"""Namespaced kinds a team's own Applications may not manage: the platform's guardrails in its
-namespaces (quota, container defaults, network policy of any CNI, RBAC, the queue its jobs
-enter) and Argo CD's own kinds. Cluster-scoped kinds are denied by an empty whitelist."""
+"""Kinds a team's own Applications may not manage: the platform's guardrails in its namespaces
+(`renderer.model.guardrails`, the list the team ClusterRoles are checked against: quota,
+container defaults, network policy of any CNI, RBAC, the queue its jobs enter, admission
+policies, secret references) and Argo CD's own kinds. Cluster-scoped kinds are denied by an
+empty whitelist as well."""
 
 WEBHOOK_CA: tuple[Mapping[str, Any], ...] = tuple(
     {
@@ -130,6 +136,7 @@ class Chart:
     server_side_apply: bool  # CRDs too big for kubectl's last-applied annotation
     privileged: bool  # runs privileged pods: the namespace's Pod Security level must allow it
     ignore_differences: tuple[Mapping[str, Any], ...] = ()  # fields the add-on writes at runtime
+    values: bool = True  # gpuplane writes a values file for it (False: the chart's defaults)
 
 
 GPU_OPERATOR = Chart(
@@ -145,7 +152,7 @@ KUEUE = Chart(
     addon=KUEUE_ADDON,
     chart="kueue",
     repository="registry.k8s.io/kueue/charts",
-    namespace="kueue-system",
+    namespace=KUEUE_NAMESPACE,
     release="kueue",
     server_side_apply=True,
     privileged=False,
@@ -156,7 +163,7 @@ VOLCANO = Chart(
     addon=VOLCANO_ADDON,
     chart="volcano",
     repository="https://volcano-sh.github.io/helm-charts",
-    namespace="volcano-system",
+    namespace=VOLCANO_NAMESPACE,
     release="volcano",
     server_side_apply=False,
     privileged=False,
@@ -165,7 +172,7 @@ ARGO_WORKFLOWS = Chart(
     addon=ARGO_WORKFLOWS_ADDON,
     chart=argo_workflows.CHART,
     repository=argo_workflows.CHART_REPOSITORY,
-    namespace=argo_workflows.NAMESPACE,
+    namespace=ARGO_WORKFLOWS_NAMESPACE,
     release=argo_workflows.RELEASE,
     server_side_apply=True,  # the CRDs of Workflow and its templates
     privileged=False,
@@ -174,12 +181,24 @@ PROMETHEUS_STACK = Chart(
     addon=PROMETHEUS_ADDON,
     chart="kube-prometheus-stack",
     repository="https://prometheus-community.github.io/helm-charts",
-    namespace="monitoring",
+    namespace=PROMETHEUS_NAMESPACE,
     release="kube-prometheus-stack",
     server_side_apply=True,
     privileged=True,  # node-exporter: host network, PID namespace and file system
     # the chart's admission-patch Job writes its CA into the operator's webhooks
     ignore_differences=WEBHOOK_CA,
+)
+EXTERNAL_SECRETS = Chart(
+    addon=EXTERNAL_SECRETS_ADDON,
+    chart="external-secrets",
+    repository="https://charts.external-secrets.io",
+    namespace=EXTERNAL_SECRETS_NAMESPACE,
+    release="external-secrets",
+    server_side_apply=True,  # the SecretStore CRDs are far over the last-applied annotation limit
+    privileged=False,
+    # its cert controller writes the CA into its webhooks and the CRDs' conversion webhooks
+    ignore_differences=(*WEBHOOK_CA, CONVERSION_CA),
+    values=False,  # no pinned values tree of the chart to check values against: its defaults
 )
 SCHEDULER_CHARTS: Mapping[str, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
 
@@ -222,7 +241,13 @@ def render(view: ClusterView, layer_folders: Sequence[str]) -> Iterator[Output]:
 
 def installed_charts(cluster: Cluster) -> tuple[Chart, ...]:
     """The add-ons gpuplane installs on the cluster, in the order their Applications are listed."""
-    charts = [GPU_OPERATOR, SCHEDULER_CHARTS[cluster.scheduler], ARGO_WORKFLOWS, PROMETHEUS_STACK]
+    charts = [
+        GPU_OPERATOR,
+        SCHEDULER_CHARTS[cluster.scheduler],
+        ARGO_WORKFLOWS,
+        PROMETHEUS_STACK,
+        EXTERNAL_SECRETS,
+    ]
     return tuple(
         chart
         for chart in charts
@@ -341,8 +366,10 @@ def _addon(view: ClusterView, repository: Repository, chart: Chart) -> Manifest:
             "repoURL": chart.repository,
             "chart": chart.chart,
             "targetRevision": chart_version(chart, cluster.addons[chart.addon].version),
-            "helm": {"releaseName": chart.release, "valueFiles": [f"${VALUES_REF}/{values}"]},
+            "helm": {"releaseName": chart.release},
         }
+        if chart.values:
+            source["helm"]["valueFiles"] = [f"${VALUES_REF}/{values}"]
     options = ["CreateNamespace=true"]
     if chart.server_side_apply:
         options.append("ServerSideApply=true")
@@ -353,24 +380,23 @@ def _addon(view: ClusterView, repository: Repository, chart: Chart) -> Manifest:
         extra["managedNamespaceMetadata"] = {
             "labels": {"pod-security.kubernetes.io/enforce": "privileged"}
         }
+    values_source = {
+        "repoURL": repository.repo_url,
+        "targetRevision": repository.target_revision,
+        "ref": VALUES_REF,
+    }
     spec: dict[str, Any] = {
         "project": cluster.argocd_project,
-        "sources": [
-            source,
-            {
-                "repoURL": repository.repo_url,
-                "targetRevision": repository.target_revision,
-                "ref": VALUES_REF,
-            },
-        ],
+        "sources": [source, values_source] if chart.values else [source],
         "destination": {"server": cluster.argocd_destination, "namespace": chart.namespace},
         "syncPolicy": _sync_policy(*options, **extra),
     }
     if chart.ignore_differences:
         spec["ignoreDifferences"] = copy.deepcopy(list(chart.ignore_differences))
     # absolute: relative paths resolve against each source's path, and the values source has none
+    generate_paths = f"/{values}" if chart.values else "."
     return _application(
-        cluster, repository, f"{cluster.name}-{chart.release}", ADDON_WAVE, f"/{values}", spec
+        cluster, repository, f"{cluster.name}-{chart.release}", ADDON_WAVE, generate_paths, spec
     )
 
 
@@ -443,6 +469,27 @@ def team_project(team: str, cluster: str) -> str:
     return f"team-{team}-{cluster}"
 
 
+def csv_field(value: str) -> str:
+    """One field of an Argo CD RBAC line, read back as exactly `value`.
+
+    Argo CD splits the policy text on newlines, trims each line, and reads it with Go's
+    encoding/csv (`TrimLeadingSpace`, no lazy quotes: util/rbac `loadPolicyLine`); a project
+    role's `groups` are written into `g, <group>, proj:<project>:<role>` lines unquoted, and a
+    group with a comma is accepted only in double quotes, never with a quote, newline or tab in
+    it (`validateGroupName`). So a field with a comma is quoted, and one that could end the line,
+    open a quote, carry an invisible character or lose its edges to trimming is refused: a
+    ValueError, as policy rules refuse such names first (a line that widens access is never
+    written)."""
+    if not value or value != value.strip() or '"' in value or not value.isprintable():
+        raise ValueError(f"not an Argo CD RBAC field: {value!r}")
+    return f'"{value}"' if "," in value else value
+
+
+def policy_line(*fields: str) -> str:
+    """`p, <subject>, <resource>, <action>, <object>, <effect>`: each field through `csv_field`."""
+    return ", ".join(csv_field(f) for f in fields)
+
+
 def _team_project_spec(cluster: Cluster, repository: Repository, tenant: Tenant) -> dict[str, Any]:
     """The team's namespaces on this cluster, this repository, no cluster-scoped kinds, no
     guardrail kinds; roles that let the team's IdP groups run their own Applications in it."""
@@ -469,10 +516,12 @@ def _team_project_spec(cluster: Cluster, repository: Repository, tenant: Tenant)
                     "name": role,
                     "description": f"Team '{team.name}' {role}",
                     "policies": [
-                        f"p, proj:{name}:{role}, applications, {action}, {name}/*, allow"
+                        policy_line(
+                            "p", f"proj:{name}:{role}", "applications", action, f"{name}/*", "allow"
+                        )
                         for action in actions
                     ],
-                    "groups": list(groups),
+                    "groups": [csv_field(group) for group in groups],
                 }
             )
     if roles:
