@@ -47,6 +47,7 @@ EXAMPLE_CUSTOM_KINDS = {
     "argoproj.io/v1alpha1 Workflow",
     "argoproj.io/v1alpha1 Application",
     "argoproj.io/v1alpha1 AppProject",
+    "external-secrets.io/v1 SecretStore",  # prod-east declares a secret store
 }
 
 
@@ -322,7 +323,14 @@ def test_crds_on_the_command_line_come_before_the_store(repo: Path, tmp_path: Pa
 @needs_crds
 def test_gpuplane_yaml_schemas_list_is_read_relative_to_the_repository(repo: Path) -> None:
     (repo / "crds").mkdir()
-    for folder in ("kueue", "gpu-operator", "argo-cd", "argo-workflows", "prometheus-operator"):
+    for folder in (
+        "kueue",
+        "gpu-operator",
+        "argo-cd",
+        "argo-workflows",
+        "prometheus-operator",
+        "external-secrets",
+    ):
         for path in (SHARED_CRDS / folder).glob("*.yaml"):
             (repo / "crds" / path.name).write_bytes(path.read_bytes())
     settings = repo / "gpuplane.yaml"

@@ -62,6 +62,8 @@ class Values:
     body: Mapping[str, Any]
     source: Location
     folder: str = "values"
+    comment: str = ""
+    """Written as `#` lines under the file's header: what to do with a file nobody applies."""
 
     @property
     def path(self) -> str:

@@ -38,11 +38,22 @@ def build_tree(
     files.update(_kustomizations(files))
     for cluster, items in (values or {}).items():
         for item in items:
-            text = HEADER.format(source=item.source.file) + dump(item.body)
-            files[f"{cluster}/{item.path}"] = text.encode("utf-8")
+            text = HEADER.format(source=item.source.file) + comment_lines(item.comment)
+            files[f"{cluster}/{item.path}"] = (text + dump(item.body)).encode("utf-8")
     for cluster, text in (readmes or {}).items():
         files[f"{cluster}/README.md"] = text.encode("utf-8")
     return dict(sorted(files.items()))
+
+
+def comment_lines(text: str, width: int = 98) -> str:
+    """`text` as YAML comment lines of at most `width` characters (nothing for no text)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width - 2:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return "".join(f"# {line}\n" for line in lines)
 
 
 def _kustomizations(files: Mapping[str, bytes]) -> dict[str, bytes]:

@@ -26,6 +26,7 @@ from renderer.layers.templates.pieces import (
     pod_template,
     volumes_and_mounts,
 )
+from renderer.model.names import DEFAULT_FINISHED_JOBS
 from renderer.model.platform import Team
 
 MASTER_PORT = 29500
@@ -33,9 +34,10 @@ PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
-def _ttl(team: Team) -> int | None:
-    finished = team.retention.get("finishedJobs")
-    return duration_seconds(finished) if finished else None
+def _ttl(team: Team) -> int:
+    """The team's `retention.finishedJobs`, or the platform's default: the security layer's
+    admission policy refuses a team Job without a TTL."""
+    return duration_seconds(str(team.retention.get("finishedJobs", DEFAULT_FINISHED_JOBS)))
 
 
 def job(target: Target) -> dict[str, Any]:
@@ -69,9 +71,7 @@ def job(target: Target) -> dict[str, Any]:
             },
         }
     )
-    ttl = _ttl(target.team)
-    if ttl is not None:
-        spec["ttlSecondsAfterFinished"] = ttl
+    spec["ttlSecondsAfterFinished"] = _ttl(target.team)
     spec["template"] = pod_template(
         target, "Job", "main", pod_spec(target, [container], volumes, claims)
     )
@@ -152,9 +152,7 @@ def jobset(target: Target) -> dict[str, Any]:
         "failurePolicy": {"maxRestarts": 3, "restartStrategy": "Recreate"},
         "replicatedJobs": [replicated("leader", 1, "0"), replicated("workers", workers, None)],
     }
-    ttl = _ttl(target.team)
-    if ttl is not None:
-        spec["ttlSecondsAfterFinished"] = ttl
+    spec["ttlSecondsAfterFinished"] = _ttl(target.team)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -206,9 +204,7 @@ def rayjob(target: Target) -> dict[str, Any]:
         "submissionMode": "K8sJobMode",
         "shutdownAfterJobFinishes": True,  # Kueue requires it: the cluster goes with the job
     }
-    ttl = _ttl(target.team)
-    if ttl is not None:
-        spec["ttlSecondsAfterFinished"] = ttl
+    spec["ttlSecondsAfterFinished"] = _ttl(target.team)
     spec["rayClusterSpec"] = {
         "headGroupSpec": {
             "rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},

@@ -1,0 +1,434 @@
+"""The pieces every admission policy of the security layer is built from: CEL literals, the pod
+specs of each workload kind, who counts as the platform, and the policy and binding objects.
+
+Every expression sticks to standard CEL (`has`, `all`, `exists`, `map`, `in`, `startsWith`,
+`size`, `?:`), so the tests can evaluate it with cel-python as the API server would; nothing
+here uses the Kubernetes CEL libraries (`split`, `lists`, `quantity`, ...).
+
+Bindings select the namespaces they hold in by `kubernetes.io/metadata.name`, a label the API
+server sets from the namespace's name and does not let anyone change, not by the
+`gpuplane.dev/team` label the tenancy layer sets: a namespace that lost or changed its labels
+(someone with namespace rights relabelling it) stays bound. The same goes for Pod Security
+Admission, which reads the namespace's `pod-security.kubernetes.io/enforce` label: these
+policies are a second lock that a relabel does not open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from renderer.findings.diagnostics import Location
+from renderer.model.names import ARGO_CD_NAMESPACE, ARGO_WORKFLOWS_NAMESPACE
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest, metadata
+
+LAYER = "security"
+API_VERSION = "admissionregistration.k8s.io/v1"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+POLICY_PREFIX = "gpuplane-"
+
+
+# --- CEL literals -------------------------------------------------------------------------------
+
+
+def cel_string(text: str) -> str:
+    """`text` as a CEL double-quoted string literal: a quote, a backslash or a control or
+    non-ASCII character in input text becomes an escape, so it can neither end the literal nor
+    add an expression of its own."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def cel_list(items: Iterable[str]) -> str:
+    """A CEL list of string literals, in the given order."""
+    return "[" + ", ".join(cel_string(item) for item in items) + "]"
+
+
+# --- the workload kinds and their pod templates -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadKind:
+    """A kind whose objects are pods or hold pod templates: where its pod specs are (a CEL list
+    expression over `object`), so a policy refuses a bad Job at `kubectl apply`, not only when
+    its pods are created."""
+
+    group: str
+    resource: str
+    kind: str
+    pod_specs: str
+    suspend: str = "spec.suspend"
+    """Where a batch kind that Kueue admits by suspending it keeps the flag."""
+
+    @property
+    def condition(self) -> str:
+        """CEL: the object is of this kind (kind names repeat across groups: `Job`)."""
+        return self.condition_on("object")
+
+    def condition_on(self, obj: str) -> str:
+        """CEL: `obj` (an object, or an ownerReference: both carry apiVersion and kind) is of
+        this kind."""
+        version = (
+            f"{obj}.apiVersion == 'v1'"
+            if not self.group
+            else (f"{obj}.apiVersion.startsWith('{self.group}/')")
+        )
+        return f"{version} && {obj}.kind == '{self.kind}'"
+
+
+def _ray_specs(cluster_spec: str) -> str:
+    return (
+        f"[{cluster_spec}.headGroupSpec.template.spec] + "
+        f"(has({cluster_spec}.workerGroupSpecs) ? "
+        f"{cluster_spec}.workerGroupSpecs.map(w, w.template.spec) : [])"
+    )
+
+
+POD = WorkloadKind("", "pods", "Pod", "[object.spec]")
+BATCH_JOB = WorkloadKind("batch", "jobs", "Job", "[object.spec.template.spec]")
+CRONJOB = WorkloadKind(
+    "batch", "cronjobs", "CronJob", "[object.spec.jobTemplate.spec.template.spec]"
+)
+DEPLOYMENT = WorkloadKind("apps", "deployments", "Deployment", "[object.spec.template.spec]")
+STATEFULSET = WorkloadKind("apps", "statefulsets", "StatefulSet", "[object.spec.template.spec]")
+REPLICASET = WorkloadKind("apps", "replicasets", "ReplicaSet", "[object.spec.template.spec]")
+DAEMONSET = WorkloadKind("apps", "daemonsets", "DaemonSet", "[object.spec.template.spec]")
+JOBSET = WorkloadKind(
+    "jobset.x-k8s.io",
+    "jobsets",
+    "JobSet",
+    "object.spec.replicatedJobs.map(r, r.template.spec.template.spec)",
+)
+RAYJOB = WorkloadKind(
+    "ray.io",
+    "rayjobs",
+    "RayJob",
+    f"has(object.spec.rayClusterSpec) ? {_ray_specs('object.spec.rayClusterSpec')} : []",
+)
+RAYCLUSTER = WorkloadKind("ray.io", "rayclusters", "RayCluster", _ray_specs("object.spec"))
+TRAINJOB = WorkloadKind("trainer.kubeflow.org", "trainjobs", "TrainJob", "[]")
+"""A TrainJob holds no pod template (its runtime does): its pods are checked as pods."""
+VOLCANO_JOB = WorkloadKind(
+    "batch.volcano.sh", "jobs", "Job", "object.spec.tasks.map(t, t.template.spec)"
+)
+
+
+def _kubeflow_job(kind: str, replica_specs: str) -> WorkloadKind:
+    """A Kubeflow training-operator (or MPI operator v2) job: its pods are templated per role
+    in a map, and Kueue suspends it by `spec.runPolicy.suspend`."""
+    specs = f"object.spec.{replica_specs}"
+    return WorkloadKind(
+        "kubeflow.org",
+        kind.lower() + "s",
+        kind,
+        f"has({specs}) ? {specs}.map(k, {specs}[k].template.spec) : []",
+        suspend="spec.runPolicy.suspend",
+    )
+
+
+KUBEFLOW_JOBS = (
+    _kubeflow_job("JAXJob", "jaxReplicaSpecs"),
+    _kubeflow_job("MPIJob", "mpiReplicaSpecs"),
+    _kubeflow_job("PaddleJob", "paddleReplicaSpecs"),
+    _kubeflow_job("PyTorchJob", "pytorchReplicaSpecs"),
+    _kubeflow_job("TFJob", "tfReplicaSpecs"),
+    _kubeflow_job("XGBoostJob", "xgbReplicaSpecs"),
+)
+"""The Kubeflow jobs Kueue v0.19 integrates (`pkg/controller/jobs/kubeflow`) that the team roles
+let members create. MXJob is granted too but is no Kueue integration: its pods are gated by
+Kueue's pod webhook one by one, like any pod whose owner Kueue does not manage."""
+
+POD_TEMPLATE_KINDS = (
+    POD,
+    BATCH_JOB,
+    CRONJOB,
+    DEPLOYMENT,
+    STATEFULSET,
+    REPLICASET,
+    DAEMONSET,
+    JOBSET,
+    RAYJOB,
+    RAYCLUSTER,
+)
+"""Pods are the floor (every workload ends in pods, whoever creates them); the templates of the
+kinds a team submits are checked too, for an early and readable refusal."""
+
+SUSPENDABLE_KINDS = (BATCH_JOB, JOBSET, RAYJOB, RAYCLUSTER, TRAINJOB)
+"""The batch kinds Kueue admits by `spec.suspend`: created suspended by Kueue's webhook, let go
+by Kueue's controller once admitted."""
+
+QUEUE_SUSPENDED_KINDS = (*SUSPENDABLE_KINDS, *KUBEFLOW_JOBS)
+"""Every kind `gpuplane-queue-suspend` holds to "created suspended, unsuspended only by the
+platform": the batch kinds above and the Kubeflow jobs, whose operators create GPU pods that
+Kueue's pod webhook leaves ungated (`gpus.POD_OWNER_KINDS`)."""
+
+
+def _set_and_true(obj: str, path: str) -> str:
+    """CEL: the boolean `obj.path` and every field on the way to it are set, and it is true."""
+    parts = f"{obj}.{path}".split(".")
+    present = [f"has({'.'.join(parts[: i + 1])})" for i in range(1, len(parts))]
+    return "(" + " && ".join([*present, ".".join(parts)]) + ")"
+
+
+def suspended(obj: str, kinds: Sequence[WorkloadKind] = QUEUE_SUSPENDED_KINDS) -> str:
+    """CEL: `obj` (`object` or `oldObject`: an UPDATE does not change the kind, so the kind is
+    read from `object`) is suspended, at the field its kind keeps the flag in."""
+    expression = _set_and_true(obj, "spec.suspend")
+    for path in sorted({kind.suspend for kind in kinds} - {"spec.suspend"}):
+        of_kind = " || ".join(f"({k.condition})" for k in kinds if k.suspend == path)
+        expression = f"(({of_kind}) ? {_set_and_true(obj, path)} : {expression})"
+    return expression
+
+
+def pod_template_kinds(view: ClusterView) -> tuple[WorkloadKind, ...]:
+    """The kinds whose pod specs the cluster's policies check: Volcano Jobs on Volcano clusters."""
+    if view.cluster.scheduler == "volcano":
+        return (*POD_TEMPLATE_KINDS, VOLCANO_JOB)
+    return POD_TEMPLATE_KINDS
+
+
+def pod_specs_variable(kinds: Sequence[WorkloadKind]) -> dict[str, str]:
+    """The `podSpecs` variable: the object's pod specs as a list, by kind (empty for others)."""
+    expression = "[]"
+    for kind in reversed(kinds):
+        expression = f"({kind.condition}) ? ({kind.pod_specs}) : ({expression})"
+    return {"name": "podSpecs", "expression": expression}
+
+
+def all_containers(spec: str, predicate: str, var: str = "c") -> str:
+    """CEL: `predicate` holds for every container, init container and ephemeral container of
+    the pod spec `spec` (`var` names the container in `predicate`)."""
+    lists = ", ".join(
+        f"has({spec}.{field}) ? {spec}.{field} : []"
+        for field in ("containers", "initContainers", "ephemeralContainers")
+    )
+    return f"[{lists}].all(l, l.all({var}, {predicate}))"
+
+
+def every_pod_spec(predicate: str) -> str:
+    """CEL: `predicate` (over `s`, one pod spec) holds for each of the object's pod specs."""
+    return f"variables.podSpecs.all(s, {predicate})"
+
+
+def resource_rules(
+    kinds: Iterable[WorkloadKind],
+    operations: Sequence[str] = ("CREATE", "UPDATE"),
+    extra: Mapping[str, Sequence[str]] | None = None,
+) -> list[dict[str, Any]]:
+    """matchConstraints.resourceRules: one rule per API group, its resources sorted; `extra`
+    adds resources (subresources such as `pods/ephemeralcontainers`) to a group."""
+    by_group: dict[str, set[str]] = {}
+    for kind in kinds:
+        by_group.setdefault(kind.group, set()).add(kind.resource)
+    for group, resources in (extra or {}).items():
+        by_group.setdefault(group, set()).update(resources)
+    return [
+        {
+            "apiGroups": [group],
+            "apiVersions": ["*"],
+            "operations": list(operations),
+            "resources": sorted(resources),
+        }
+        for group, resources in sorted(by_group.items())
+    ]
+
+
+# --- who is the platform --------------------------------------------------------------------------
+
+
+def team_namespaces(view: ClusterView) -> list[str]:
+    """Every team namespace of the cluster, sorted."""
+    return sorted(ns.name for tenant in view.tenants for ns in tenant.namespaces)
+
+
+ARGO_CD_CLUSTER_CREDENTIAL = "system:serviceaccount:kube-system:argocd-manager"
+"""The service account `argocd cluster add` creates on a cluster Argo CD manages from elsewhere:
+the identity Argo CD's application controller acts as there."""
+
+
+def argocd_namespaces(view: ClusterView) -> list[str]:
+    """The namespaces Argo CD's own service accounts live in: the repository's
+    `argocdNamespace` and the default one (reserved either way, `renderer.model.reserved`)."""
+    repository = view.platform.repository
+    found = {ARGO_CD_NAMESPACE}
+    if repository is not None:
+        found.add(repository.argocd_namespace)
+    return sorted(found)
+
+
+def not_platform_prefixes(view: ClusterView) -> list[str]:
+    """Username prefixes of service accounts that are not the platform: every team namespace's,
+    and Argo CD's, which syncs the teams' own Applications."""
+    namespaces = sorted({*team_namespaces(view), *argocd_namespaces(view)})
+    return [f"system:serviceaccount:{ns}:" for ns in namespaces]
+
+
+CONTROLLER_MANAGER = "system:kube-controller-manager"
+"""The identity Kubernetes' controllers (Job, CronJob, ReplicaSet, garbage collector, ...) act as
+when kube-controller-manager runs without `--use-service-account-credentials` (the default of
+a bare kube-controller-manager; kubeadm turns the flag on, and each controller then acts as its
+own `kube-system` service account). A person never is it: the API server's OIDC and
+certificate users cannot take a `system:` name (`--oidc-username-prefix`; client certificates
+are the cluster admin's), and `rbac-group-characters` refuses `system:` group names."""
+
+
+def platform_account_variable(view: ClusterView) -> dict[str, str]:
+    """The `platformAccount` variable: the request comes from the platform: Kubernetes'
+    controller manager (`CONTROLLER_MANAGER`, in either credential mode) or a service account
+    outside every team namespace: a controller of Kubernetes (kube-system) or of an operator
+    (Kueue, JobSet, Volcano, Argo Workflows). Teams cannot act as one: they create no
+    RoleBindings and own no platform namespace, and a service account of their own lives in a
+    team namespace. A person (an IdP user) never is one.
+
+    Argo CD is not the platform here, in its own namespace or as its cluster credential on a
+    cluster it manages from elsewhere (`ARGO_CD_CLUSTER_CREDENTIAL`; an IAM or exec credential
+    is no service account at all): its application controller syncs the teams' own Applications
+    (team AppProjects) from the teams' repositories, so an object it writes into a team
+    namespace is as much the team's as one applied with kubectl. What the platform itself syncs
+    into team namespaces (RBAC, quotas, network policy, LocalQueues, SecretStores) passes every
+    policy on its own merits (tests/test_security_admission.py)."""
+    return {"name": "platformAccount", "expression": platform_account(view)}
+
+
+def platform_account(view: ClusterView) -> str:
+    """CEL for `platformAccount`, for matchConditions too (they cannot read variables)."""
+    username = "request.userInfo.username"
+    return (
+        f"({username} == {cel_string(CONTROLLER_MANAGER)} || "
+        f"({username}.startsWith('system:serviceaccount:') && "
+        f"{username} != {cel_string(ARGO_CD_CLUSTER_CREDENTIAL)} && "
+        f"!{cel_list(not_platform_prefixes(view))}.exists(p, {username}.startsWith(p))))"
+    )
+
+
+ARGO_WORKFLOWS_CONTROLLER_PREFIX = f"system:serviceaccount:{ARGO_WORKFLOWS_NAMESPACE}:"
+"""Argo Workflows' service accounts: its workflow controller creates the pods of a Workflow, as
+the Workflow's templates say, in whichever namespace the Workflow is. Team roles grant no
+`argoproj.io` kind, but the team AppProjects do not blacklist Workflows (only the guardrails and
+Argo CD's own kinds), so a team's Application can sync one into its namespaces."""
+
+
+def workload_controller(view: ClusterView) -> str:
+    """CEL: the request comes from a platform account (`platform_account`) that is not Argo
+    Workflows' controller: one that makes a team's objects only from a parent Kueue admitted or
+    from its own state (a Job's pods, a RayCluster's, a TrainJob's SSH key), never from a
+    specification the team wrote for that object itself."""
+    return (
+        f"({platform_account(view)}) && "
+        f"!request.userInfo.username.startsWith({cel_string(ARGO_WORKFLOWS_CONTROLLER_PREFIX)})"
+    )
+
+
+def controlled_by(kinds: Iterable[WorkloadKind], obj: str = "object") -> str:
+    """CEL: `obj`'s controller ownerReference is of one of `kinds`. Only worth something when
+    the requester is a controller: an ownerReference is written by the client."""
+    of_kind = " || ".join(f"({kind.condition_on('r')})" for kind in kinds)
+    return (
+        f"(has({obj}.metadata.ownerReferences) && {obj}.metadata.ownerReferences.exists(r, "
+        f"has(r.controller) && r.controller && ({of_kind})))"
+    )
+
+
+# --- updates that leave the spec alone ----------------------------------------------------------
+
+
+def spec_changed_condition() -> dict[str, str]:
+    """A matchCondition that skips an UPDATE leaving `spec` as it was: a finalizer removed by
+    Kueue (`kueue.x-k8s.io/managed`) or the Job controller (`batch.kubernetes.io/job-tracking`),
+    a label or annotation set. Such an update changes nothing that runs, and re-checking the
+    spec would refuse it for an object admitted before the policy (or the team's image list)
+    narrowed: a pod stuck Terminating with its finalizer. An UPDATE that changes the spec (a
+    new image, an ephemeral container through `pods/ephemeralcontainers`, a workload's
+    template) is checked in full."""
+    return {
+        "name": "spec-changed",
+        "expression": "request.operation != 'UPDATE' || !has(object.spec) || "
+        "!has(oldObject.spec) || object.spec != oldObject.spec",
+    }
+
+
+# --- objects --------------------------------------------------------------------------------------
+
+
+def validating_policy(
+    name: str,
+    rules: list[dict[str, Any]],
+    validations: list[dict[str, str]],
+    *,
+    variables: Sequence[Mapping[str, str]] = (),
+    match_conditions: Sequence[Mapping[str, str]] = (),
+    **label_values: str | None,
+) -> dict[str, Any]:
+    """A ValidatingAdmissionPolicy that fails closed: a broken expression, or an object whose
+    fields it cannot read, refuses the request rather than letting it through."""
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": rules},
+    }
+    if match_conditions:
+        spec["matchConditions"] = [dict(c) for c in match_conditions]
+    if variables:
+        spec["variables"] = [dict(v) for v in variables]
+    spec["validations"] = validations
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": metadata(name, **label_values),
+        "spec": spec,
+    }
+
+
+def namespace_selector(namespaces: Iterable[str]) -> dict[str, Any]:
+    return {
+        "matchExpressions": [
+            {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(namespaces)}
+        ]
+    }
+
+
+def validating_binding(
+    name: str, namespaces: Iterable[str], **label_values: str | None
+) -> dict[str, Any]:
+    """The policy's binding, denying (not only warning or auditing) in the namespaces named."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": metadata(name, **label_values),
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": namespace_selector(namespaces)},
+        },
+    }
+
+
+def policy_pair(
+    policy: dict[str, Any], namespaces: Sequence[str], source: Location
+) -> list[Manifest]:
+    """The policy and its binding; nothing when no namespace would be bound (a binding's
+    selector must name at least one value)."""
+    if not namespaces:
+        return []
+    name = policy["metadata"]["name"]
+    labels = {
+        key.removeprefix("gpuplane.dev/").replace("-", "_"): value
+        for key, value in policy["metadata"]["labels"].items()
+        if key.startswith("gpuplane.dev/")
+    }
+    return [
+        Manifest(LAYER, policy, source),
+        Manifest(LAYER, validating_binding(name, namespaces, **labels), source),
+    ]
