@@ -45,7 +45,9 @@ def rendered() -> Rendered:
 
 
 def _objects(rendered: Rendered, kind: str) -> list[Manifest]:
-    return [m for m in rendered.manifests["lab"] if m.kind == kind]
+    """The objects of a kind but the workflows layer's (the suites' own claim templates, in their
+    platform namespace, are tests/test_suites.py's)."""
+    return [m for m in rendered.manifests["lab"] if m.kind == kind and m.layer != "workflows"]
 
 
 def _view() -> ClusterView:

@@ -71,11 +71,16 @@ def _variant(
     return render_clean(root, warnings)
 
 
-def objects(rendered: Rendered, kind: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every Kueue object of every cluster, as plain data."""
+def objects(
+    rendered: Rendered, kind: str | None = None, suite: bool = False
+) -> Iterator[dict[str, Any]]:
+    """Every Kueue object of every cluster, as plain data; the acceptance suites' platform
+    ClusterQueues (label `gpuplane.dev/suite`) only with `suite` (tests/test_suites.py)."""
     for cluster in sorted(rendered.manifests):
         for manifest in rendered.manifests[cluster]:
             body = dict(manifest.body)
+            if not suite and "gpuplane.dev/suite" in body["metadata"].get("labels", {}):
+                continue
             if manifest.layer == "queueing" and (kind is None or body["kind"] == kind):
                 yield body
 
@@ -140,8 +145,9 @@ def assert_cluster_queue_rules(cq: dict[str, Any]) -> None:
         "LowerOrNewerEqualPriority",
     )
     assert spec["queueingStrategy"] in ("StrictFIFO", "BestEffortFIFO")
-    if "fairSharing" in spec:
-        assert Decimal(str(spec["fairSharing"]["weight"])) > Decimal("1e-9")
+    if "fairSharing" in spec:  # CEL: "When not 0, Weight must be greater than 10^-9"
+        weight = Decimal(str(spec["fairSharing"]["weight"]))
+        assert weight == 0 or weight > Decimal("1e-9")
     assert "flavorFungibility" not in spec  # its CEL rule never applies
     (expression,) = spec["namespaceSelector"]["matchExpressions"]
     assert expression["operator"] == "In" and expression["values"]  # In needs values
@@ -181,7 +187,7 @@ def assert_all_rules(rendered: Rendered) -> None:
         assert_topology_rules(topology)
     for flavor in objects(rendered, "ResourceFlavor"):
         assert_resource_flavor_rules(flavor, set(topologies))
-    for cq in objects(rendered, "ClusterQueue"):
+    for cq in objects(rendered, "ClusterQueue", suite=True):
         assert_cluster_queue_rules(cq)
     for cohort in objects(rendered, "Cohort"):
         assert cohort["spec"] == {}  # no parent: limits would be rejected by the webhook
@@ -387,22 +393,71 @@ def test_a_cluster_without_rdma_pools_excludes_only_scratch_disk() -> None:
     assert resources["excludeResourcePrefixes"] == ["ephemeral-storage"]
 
 
-def test_kueue_manages_exactly_the_team_namespaces(example: Rendered) -> None:
+def test_kueue_manages_exactly_the_team_namespaces_and_the_suite_jobs(example: Rendered) -> None:
+    """Kueue v0.19's job reconciler skips a Job in a namespace its managedJobsNamespaceSelector
+    does not select, queue-name label or not ("Namespace not opted in for Kueue management",
+    pkg/controller/jobframework/reconciler.go), while its webhook still suspends the Job: the
+    selector must select the suites' Jobs namespace as well as every team namespace, and not the
+    namespace where Argo's pods run."""
     (expression,) = config(example, "prod-east")["managedJobsNamespaceSelector"]["matchExpressions"]
-    assert expression == {"key": kueue.TEAM_LABEL, "operator": "Exists"}
-    namespaces = [
-        m.body
+    assert expression == {"key": "gpuplane.dev/cost-center", "operator": "Exists"}
+    namespaces = {
+        m.name: m.body["metadata"]["labels"]
         for m in example.manifests["prod-east"]
-        if m.kind == "Namespace" and m.layer == "tenancy"
-    ]
-    assert namespaces and all(kueue.TEAM_LABEL in n["metadata"]["labels"] for n in namespaces)
-    # the acceptance suite's own namespace is not a team's: Kueue leaves its Argo pods alone
-    suite = [
-        m.body
-        for m in example.manifests["prod-east"]
-        if m.kind == "Namespace" and m.layer == "workflows"
-    ]
-    assert all(kueue.TEAM_LABEL not in n["metadata"]["labels"] for n in suite)
+        if m.kind == "Namespace"
+    }
+    teams = {n for n, labels in namespaces.items() if kueue.TEAM_LABEL in labels}
+    assert teams and all(expression["key"] in namespaces[n] for n in teams)
+    assert expression["key"] in namespaces["gpuplane-acceptance-jobs"]
+    assert kueue.TEAM_LABEL not in namespaces["gpuplane-acceptance-jobs"]
+    # the Workflows' namespace is neither: Kueue leaves Argo's pods alone
+    assert expression["key"] not in namespaces["gpuplane-acceptance"]
+
+
+def test_the_suites_platform_queue_only_borrows_and_only_for_the_suite(
+    example: Rendered,
+) -> None:
+    """Per cohort, `<queue>-acceptance`: in the cohort, nominal 0 on every resource of every
+    flavor (it holds nothing a team is promised), never preempting, weight 0 under fair sharing
+    (the CRD: a zero weight is always at a disadvantage), selecting only the suites' Jobs
+    namespace; and no team ClusterQueue selects that namespace."""
+    seen = 0
+    for cluster in sorted(example.manifests):
+        queues = {m.name: m.body for m in example.manifests[cluster] if m.kind == "ClusterQueue"}
+        suite = {n: q for n, q in queues.items() if n.endswith("-acceptance")}
+        assert suite, cluster
+        for name, cq in suite.items():
+            spec = cq["spec"]
+            assert name == f"{spec['cohortName']}-acceptance"
+            assert spec["namespaceSelector"] == {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "In",
+                        "values": ["gpuplane-acceptance-jobs"],
+                    }
+                ]
+            }
+            assert spec["preemption"] == {
+                "withinClusterQueue": "Never",
+                "reclaimWithinCohort": "Never",
+            }
+            for group in spec["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    for quota in flavor["resources"]:
+                        assert str(quota["nominalQuota"]) == "0", (name, flavor["name"])
+                        assert "lendingLimit" not in quota
+            queue = example.platform.queues[spec["cohortName"]]
+            assert ("fairSharing" in spec) is queue.fair_sharing
+            if queue.fair_sharing:
+                assert spec["fairSharing"] == {"weight": 0}
+            seen += 1
+        for name, cq in queues.items():
+            if name in suite:
+                continue
+            (expression,) = cq["spec"]["namespaceSelector"]["matchExpressions"]
+            assert "gpuplane-acceptance-jobs" not in expression["values"], name
+    assert seen == 2
 
 
 def test_borrow_within_cohort_is_left_out_under_fair_sharing(example: Rendered) -> None:

@@ -253,20 +253,43 @@ def test_a_single_node_pool_has_no_communication_step() -> None:
     assert "allreduce-job" not in {t["name"] for t in body["spec"]["templates"]}
 
 
-def test_the_jobs_ask_for_the_pools_gpus_through_the_teams_local_queue(
+def lowest_priority(target: placement.Target) -> str:
+    """The cohort's lowest WorkloadPriorityClass, from the queue's file."""
+    spec = yaml.safe_load((REPO / "queues" / f"{target.queue.name}.yaml").read_text())["spec"]
+    lowest = min(spec["priorities"], key=lambda p: p["value"])
+    return f"{target.queue.name}-{lowest['name']}"
+
+
+def platform_queue(rendered: Rendered, target: placement.Target) -> dict[str, Any]:
+    (found,) = [
+        m.body
+        for m in rendered.manifests[target.cluster.name]
+        if m.kind == "ClusterQueue" and m.name == f"{target.queue.name}-acceptance"
+    ]
+    return dict(found)
+
+
+def test_the_jobs_ask_for_the_pools_gpus_through_the_platforms_local_queue(
     example: Rendered, tmp_path: Path
 ) -> None:
+    """Every Job runs in the suite's Jobs namespace through the LocalQueue of its cohort's
+    platform ClusterQueue, at the cohort's lowest priority, asks for no more than that queue may
+    borrow, and has a shape a team's queue could be admitted too (`gpuplane fit`, on the same Job
+    in the team namespace)."""
     checked = 0
     for target in all_targets(example.platform):
         body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
+        queue = platform_queue(example, target)
+        (group,) = queue["spec"]["resourceGroups"]
+        (flavor,) = [f for f in group["flavors"] if f["name"] == target.name]
+        limit = {r["name"]: r["borrowingLimit"] for r in flavor["resources"]}
+        assert all(r["nominalQuota"] in (0, "0") for r in flavor["resources"])
         for step in program.acceptance_steps(target):
             job = job_of(body, step.name)
-            assert job["metadata"]["namespace"] == target.namespace.name
+            assert job["metadata"]["namespace"] == "gpuplane-acceptance-jobs"
             labels = job["metadata"]["labels"]
-            assert labels[QUEUE_LABEL] == "default"
-            queue = target.plan.queue
-            team = target.plan.team
-            assert labels[PRIORITY_LABEL] == f"{queue.name}-{team.priority}"
+            assert labels[QUEUE_LABEL] == f"{target.queue.name}-acceptance"
+            assert labels[PRIORITY_LABEL] == lowest_priority(target)
             pod = job["spec"]["template"]["spec"]
             assert pod["tolerations"] == tolerations(target.pool)
             assert pod["nodeSelector"] == {"gpuplane.dev/pool": target.name}
@@ -274,17 +297,20 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_teams_local_queue(
             assert gpu["resources"]["limits"][target.offer.resource] == step.shape.per_pod
             assert gpu["resources"]["requests"][target.offer.resource] == step.shape.per_pod
             assert job["spec"]["completions"] == step.shape.pods
+            assert step.shape.pods * step.shape.per_pod <= limit[target.offer.resource]
+            assert job["spec"]["ttlSecondsAfterFinished"] == settings.JOB_TTL_SECONDS
             (probe,) = pod["containers"]
             assert probe["envFrom"] == [
                 {"secretRef": {"name": "gpuplane-object-store", "optional": True}}
             ]
-            # what Kueue would do with it, as `gpuplane fit` says
+            # a team's queue could hold the same Job, as `gpuplane fit` says
+            job["metadata"]["namespace"] = target.plan.namespaces[0].name
+            job["metadata"]["labels"][QUEUE_LABEL] = "default"
             path = tmp_path / f"{target.name}-{step.name}.yaml"
             path.write_text(yaml.safe_dump(job))
             result = check_fit(example.platform, path)
             assert result.admissible, (target.name, step.name, result.summary, result.reasons)
             assert result.cluster_queue == target.plan.name
-            assert result.priority == f"{queue.name}-{team.priority}"
             checked += 1
     assert checked >= 20
 
@@ -341,15 +367,18 @@ def test_multi_pod_and_distributed_jobs_get_the_pools_rdma_devices(
                 if expected is not None:
                     assert amount == max(1, min(per_node, expected)), (target.name, step.name)
                 seen.setdefault(rdma["resource"], set()).add(amount)
+                job["metadata"]["namespace"] = target.plan.namespaces[0].name
+                job["metadata"]["labels"][QUEUE_LABEL] = "default"
                 path = tmp_path / f"{target.name}-{kind}-{step.name}.yaml"
                 path.write_text(yaml.safe_dump(job))
                 result = check_fit(example.platform, path)
                 assert result.admissible, (target.name, step.name, result.summary, result.reasons)
                 assert rdma["resource"] not in {q.resource for q in result.quotas}
-    # h200-tune (16 EFA interfaces, 8 GPUs): whole nodes take 16, the 2-pod all-reduce's pods
-    # their share; the InfiniBand pools' shared device: 1 per pod
+    # h200-tune (16 EFA interfaces, 8 GPUs): the platform queue borrows less than a node there,
+    # so its pods take their share (the formula above), in more than one size; the InfiniBand
+    # pools' shared device: 1 per pod
     assert seen["rdma/rdma_shared_device_a"] == {1}
-    assert 16 in seen["vpc.amazonaws.com/efa"] and len(seen["vpc.amazonaws.com/efa"]) > 1
+    assert len(seen["vpc.amazonaws.com/efa"]) > 1
 
 
 def test_pools_without_rdma_request_none(platform: Platform) -> None:
@@ -364,26 +393,27 @@ def test_pools_without_rdma_request_none(platform: Platform) -> None:
             assert not any(r in text for r in resources), (target.name, step.name)
 
 
-def test_the_training_jobs_take_what_the_queue_can_hold(example: Rendered) -> None:
+def test_the_training_jobs_take_what_the_platform_queue_can_borrow(example: Rendered) -> None:
     """h100-train: llm's ClusterQueue may hold 24 GPUs (its own nominal quota, less what it
-    lends, plus what the cohort lends); the training Job takes them as 3 whole nodes."""
+    lends, plus what the cohort lends), but the platform's queue has no quota of its own and
+    borrows only what the teams lend: 16 here, as the team files say; the training Job takes them
+    as 2 whole nodes."""
     (target,) = [t for t in all_targets(example.platform) if t.name == "h100-train"]
     assert target.plan.name == "llm-training"
-    llm = example.platform.teams["llm"]
-    quota = next(q for q in llm.gpus if q.pool == "h100-train")
-    lent = sum(
-        next(q.lending_limit or q.nominal for q in t.gpus if q.pool == "h100-train")
+    quotas = {
+        name: next(q for q in t.gpus if q.pool == "h100-train")
         for name, t in example.platform.teams.items()
-        if name != "llm" and any(q.pool == "h100-train" for q in t.gpus)
-    )
-    assert quota.lending_limit is not None
-    guaranteed = quota.nominal - quota.lending_limit
-    expected = min(
-        quota.nominal + (quota.borrowing_limit or 0), guaranteed + quota.lending_limit + lent
-    )
-    assert target.available == expected == 24
+        if any(q.pool == "h100-train" for q in t.gpus)
+    }
+    llm = quotas["llm"]
+    assert llm.lending_limit is not None
+    lent = sum(q.nominal if q.lending_limit is None else q.lending_limit for q in quotas.values())
+    guaranteed = llm.nominal - llm.lending_limit
+    team = min(llm.nominal + (llm.borrowing_limit or 0), guaranteed + lent)
+    assert team == 24
+    assert target.available == min(team, lent) == 16
     shape = program.training_shape(target)
-    assert shape == program.Shape(expected // 8, 8)
+    assert shape == program.Shape(16 // 8, 8)
 
 
 def test_the_model_a_server_serves_is_staged_by_an_earlier_job(platform: Platform) -> None:
@@ -758,13 +788,16 @@ def test_the_hook_and_the_cron_run_every_pools_acceptance(example: Rendered) -> 
         assert window["window-seconds"] == str(settings.HOOK_WINDOW_SECONDS)
 
 
-def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Rendered) -> None:
+def test_the_suites_can_do_what_they_need_in_the_jobs_namespace(example: Rendered) -> None:
+    """The Role in `gpuplane-acceptance-jobs` lets the suite's ServiceAccount run its Jobs;
+    it has no Role or binding in any other namespace than its two, and the multi-node pools'
+    headless Services and the DRA pools' claim templates are in the Jobs namespace too."""
     for target in all_targets(example.platform):
         objects = {
             (m.kind, m.namespace, m.name): m.body
             for m in suite_objects(example, target.cluster.name)
         }
-        role = objects[("Role", target.namespace.name, settings.SERVICE_ACCOUNT)]
+        role = objects[("Role", settings.JOBS_NAMESPACE, settings.SERVICE_ACCOUNT)]
         verbs = {
             (g, r): set(rule["verbs"])
             for rule in role["rules"]
@@ -773,7 +806,7 @@ def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Render
         }
         assert {"create", "get", "delete"} <= verbs[("batch", "jobs")]
         assert "delete" in verbs[("", "pods")] and "get" in verbs[("", "pods/log")]
-        binding = objects[("RoleBinding", target.namespace.name, settings.SERVICE_ACCOUNT)]
+        binding = objects[("RoleBinding", settings.JOBS_NAMESPACE, settings.SERVICE_ACCOUNT)]
         assert binding["subjects"] == [
             {
                 "kind": "ServiceAccount",
@@ -781,10 +814,45 @@ def test_the_suites_can_do_what_they_need_in_the_team_namespaces(example: Render
                 "namespace": settings.NAMESPACE,
             }
         ]
+        namespaces = {
+            m.namespace
+            for m in example.manifests[target.cluster.name]
+            if m.kind in ("Role", "RoleBinding")
+            and any(s.get("name") == settings.SERVICE_ACCOUNT for s in m.body.get("subjects", []))
+        }
+        assert namespaces <= {settings.NAMESPACE, settings.JOBS_NAMESPACE}
         if program.needs_service(target):
-            service = objects[("Service", target.namespace.name, program.headless_service(target))]
+            service = objects[
+                ("Service", settings.JOBS_NAMESPACE, program.headless_service(target))
+            ]
             assert service["spec"]["clusterIP"] == "None"
             assert service["spec"]["selector"] == {settings.POOL_LABEL: target.name}
+
+
+def test_dra_jobs_name_claim_templates_of_the_jobs_namespace() -> None:
+    """The team's ResourceClaimTemplates live in the team's namespaces: the suite renders its
+    own in the Jobs namespace, in its layer (synced with that namespace), for every template a
+    Job names."""
+    platform = load_platform(CASES / "dra").platform
+    checked = 0
+    for name in sorted(platform.clusters):
+        view = ClusterView.of(platform, platform.clusters[name])
+        rendered = [m for m in layer.render(view) if isinstance(m, Manifest)]
+        claims = {m.name for m in rendered if m.kind == "ResourceClaimTemplate"}
+        assert all(
+            m.namespace == settings.JOBS_NAMESPACE and m.layer == "workflows"
+            for m in rendered
+            if m.kind == "ResourceClaimTemplate"
+        )
+        for target in placement.targets(view):
+            if not target.dra:
+                continue
+            for step in (*program.acceptance_steps(target), *program.benchmark_steps(target)):
+                pod = jobs.job_manifest(target, step)["spec"]["template"]["spec"]
+                for claim in pod["resourceClaims"]:
+                    assert claim["resourceClaimTemplateName"] in claims, (target.name, step.name)
+                    checked += 1
+    assert checked
 
 
 def test_no_object_shares_a_part_with_another(example: Rendered) -> None:
@@ -1102,4 +1170,50 @@ def test_volcano_clusters_submit_to_volcano() -> None:
         assert QUEUE_LABEL not in job["metadata"]["labels"]
         pod = job["spec"]["template"]
         assert pod["spec"]["schedulerName"] == "volcano"
-        assert "scheduling.volcano.sh/queue-name" in pod["metadata"]["annotations"]
+        annotations = pod["metadata"]["annotations"]
+        assert annotations["scheduling.volcano.sh/queue-name"] == "main-acceptance"
+        assert job["metadata"]["namespace"] == settings.JOBS_NAMESPACE
+
+
+def test_every_argo_object_cleans_up_after_itself(example: Rendered) -> None:
+    """Argo deletes what a run leaves: every Workflow, CronWorkflow (its workflowSpec) and
+    WorkflowTemplate carries a ttlStrategy and a podGC (the controller's workflowDefaults say
+    the same, for Workflows submitted by hand); a failed run outlives a successful one; the
+    CronWorkflow keeps a bounded history; every probe Job expires on its own."""
+    expected_ttl = {
+        "secondsAfterCompletion": settings.WORKFLOW_TTL_SECONDS,
+        "secondsAfterSuccess": settings.WORKFLOW_SUCCESS_TTL_SECONDS,
+        "secondsAfterFailure": settings.WORKFLOW_TTL_SECONDS,
+    }
+    expected_gc = {"strategy": "OnWorkflowSuccess", "deleteDelayDuration": settings.POD_GC_DELAY}
+    assert expected_ttl["secondsAfterSuccess"] < expected_ttl["secondsAfterFailure"]
+    kinds: set[str] = set()
+    for cluster in sorted(example.manifests):
+        for body in argo(example, cluster).values():
+            spec = body["spec"].get("workflowSpec", body["spec"])
+            assert spec["ttlStrategy"] == expected_ttl, body["metadata"]["name"]
+            assert spec["podGC"] == expected_gc, body["metadata"]["name"]
+            kinds.add(body["kind"])
+            if body["kind"] == "CronWorkflow":
+                assert body["spec"]["successfulJobsHistoryLimit"] == settings.HISTORY_LIMIT
+                assert body["spec"]["failedJobsHistoryLimit"] == settings.HISTORY_LIMIT
+            if body["kind"] == "WorkflowTemplate":
+                for t in body["spec"]["templates"]:
+                    manifest = t.get("resource", {}).get("manifest", "")
+                    if "kind: Job" in manifest and t["resource"]["action"] == "create":
+                        job = yaml.safe_load(manifest)
+                        assert job["spec"]["ttlSecondsAfterFinished"] == settings.JOB_TTL_SECONDS
+    assert kinds == set(ARGO_KINDS)
+
+
+def test_the_chart_defaults_clean_up_like_the_rendered_objects(platform: Platform) -> None:
+    from renderer.layers.gitops import argo_workflows
+
+    spec = argo_workflows.helm_values(platform.clusters["prod-east"], settings.NAMESPACE)
+    defaults = spec["controller"]["workflowDefaults"]["spec"]
+    assert defaults["ttlStrategy"]["secondsAfterSuccess"] == settings.WORKFLOW_SUCCESS_TTL_SECONDS
+    assert defaults["ttlStrategy"]["secondsAfterFailure"] == settings.WORKFLOW_TTL_SECONDS
+    assert defaults["podGC"] == {
+        "strategy": "OnWorkflowSuccess",
+        "deleteDelayDuration": settings.POD_GC_DELAY,
+    }

@@ -210,11 +210,12 @@ def test_queue_hierarchy_satisfies_volcano_admission(
 ) -> None:
     root = copy_inputs(CASE, tmp_path / "case")
     manifests, _ = _rendered_objects(root, crds)
-    assert _check_hierarchy(manifests["lab"]) == 3
+    # main, ml-training and the acceptance suites' platform queue under main
+    assert _check_hierarchy(manifests["lab"]) == 4
     # the example staging queue is oversubscribed (1.5x): still admissible
     _switch_to_volcano(platform / "clusters" / "staging-west.yaml")
     manifests, _ = _rendered_objects(platform, crds)
-    assert _check_hierarchy(manifests["staging-west"]) == 5
+    assert _check_hierarchy(manifests["staging-west"]) == 6  # staging, 4 team, 1 acceptance
 
 
 def test_same_team_and_pool_files_render_under_both_schedulers(platform: Path, crds: Path) -> None:

@@ -3,10 +3,14 @@ definitions (`workflows/suites/`) into `rendered/<cluster>/workflows/`.
 
 - the namespace `gpuplane-acceptance`, where the Workflows run, with the ServiceAccount they run
   as and what Argo's executor needs there (its task results, the results ConfigMaps);
-- per pool a team queue will admit: WorkflowTemplates `acceptance-<pool>` and `benchmark-<pool>`;
-- in each team namespace the suites submit Jobs to: a Role letting that ServiceAccount create and
-  watch the Jobs, read their logs, delete their pods and the run's workspace claim, and for
-  multi-node pools the headless Service that gives rank 0 of a Job its DNS name;
+- the namespace `gpuplane-acceptance-jobs`, where the Workflows' probe Jobs run: a Role letting
+  that ServiceAccount create and watch the Jobs, read their logs, delete their pods and the run's
+  workspace claim; on Kueue clusters a LocalQueue per cohort pointing at the platform's
+  ClusterQueue of that cohort (the queueing layer renders it: nominal quota 0, it borrows what
+  the teams leave idle); the headless Service that gives rank 0 of a multi-node Job its DNS
+  name; the ResourceClaimTemplates of DRA pools. No team group is bound in either namespace, so
+  no team can touch a probe, its log or its results;
+- per pool a team has quota on: WorkflowTemplates `acceptance-<pool>` and `benchmark-<pool>`;
 - a PostSync hook Workflow and a CronWorkflow, running every pool's acceptance by `templateRef`;
 - when the cluster installs Argo Workflows itself (`addons.argoWorkflows`), the chart's values.
 
@@ -19,20 +23,24 @@ See docs/acceptance-suites.md.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from renderer.findings.diagnostics import Location
 from renderer.layers.gitops import argo_workflows
+from renderer.layers.gpu import dra
+from renderer.model.names import COST_CENTER_LABEL, SUITE_COST_CENTER
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, metadata
 from workflows.suites import placement, references
 from workflows.suites.every_pool import cron_workflow, postsync_hook
 from workflows.suites.program import headless_service, needs_service
-from workflows.suites.settings import NAMESPACE, POOL_LABEL, SERVICE_ACCOUNT
+from workflows.suites.settings import JOBS_NAMESPACE, NAMESPACE, POOL_LABEL, SERVICE_ACCOUNT
 from workflows.suites.templates import acceptance_template, benchmark_template
 
 LAYER = "workflows"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 
 ARGO_EXECUTOR_RULES: tuple[Mapping[str, Any], ...] = (
     {
@@ -45,7 +53,7 @@ ARGO_EXECUTOR_RULES: tuple[Mapping[str, Any], ...] = (
 """In the suite namespace: what Argo's executor writes (each step's outputs) and the results
 ConfigMaps that step 6 applies."""
 
-TEAM_RULES: tuple[Mapping[str, Any], ...] = (
+JOB_RULES: tuple[Mapping[str, Any], ...] = (
     {
         "apiGroups": ["batch"],
         "resources": ["jobs"],
@@ -59,8 +67,9 @@ TEAM_RULES: tuple[Mapping[str, Any], ...] = (
         "verbs": ["create", "get", "list", "delete"],
     },
 )
-"""In a team namespace: submit the suite's Jobs and the run's workspace claim, wait for them,
-read their logs, delete a pod (step 5) and clean up. Nothing else of the team's."""
+"""In the Jobs' namespace: submit the suite's Jobs and the run's workspace claim, wait for them,
+read their logs, delete a pod (step 5) and clean up. The ServiceAccount has no right in any team
+namespace."""
 
 
 class DanglingReference(RuntimeError):
@@ -76,6 +85,7 @@ def render(view: ClusterView) -> Iterator[Output]:
     cluster = view.cluster
     at = cluster.origin.location
     yield from _suite_namespace(view)
+    yield from _jobs_namespace(view, targets)
     templates: dict[str, dict[str, Any]] = {}
     outputs: list[Manifest] = []
     for target in targets:
@@ -99,7 +109,6 @@ def render(view: ClusterView) -> Iterator[Output]:
             + "\n".join(f"  {p}" for p in problems)
         )
     yield from outputs
-    yield from _team_access(view, targets)
 
 
 def _suite_namespace(view: ClusterView) -> Iterator[Manifest]:
@@ -168,22 +177,37 @@ def _role_and_binding(
     )
 
 
-def _team_access(view: ClusterView, targets: tuple[placement.Target, ...]) -> Iterator[Manifest]:
-    """A Role and RoleBinding per team namespace the suites submit to, and the headless Service
-    of each multi-node pool's Jobs there."""
-    done: set[str] = set()
-    for target in targets:
-        ns = target.namespace
-        if ns.name not in done:
-            done.add(ns.name)
-            team = target.plan.team
-            yield from _role_and_binding(
-                ns.name,
-                TEAM_RULES,
-                view.cluster.name,
-                ns.origin.location,
-                team=team.name,
-                cost_center=team.cost_center,
+def _jobs_namespace(view: ClusterView, targets: tuple[placement.Target, ...]) -> Iterator[Manifest]:
+    """The probe Jobs' namespace, the suite's rights there, the LocalQueues, headless Services
+    and DRA claim templates its Jobs name."""
+    cluster = view.cluster
+    at = cluster.origin.location
+    version = f"v{cluster.kubernetes_version}"
+    meta = metadata(JOBS_NAMESPACE, cluster=cluster.name, suite="acceptance")
+    meta["labels"].update(
+        {
+            # Kueue's managedJobsNamespaceSelector: its reconciler ignores Jobs elsewhere
+            COST_CENTER_LABEL: SUITE_COST_CENTER,
+            "pod-security.kubernetes.io/enforce": "restricted",
+            "pod-security.kubernetes.io/enforce-version": version,
+        }
+    )
+    yield Manifest(LAYER, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, at)
+    yield from _role_and_binding(JOBS_NAMESPACE, JOB_RULES, cluster.name, at)
+    if cluster.scheduler == "kueue":
+        queues: dict[str, placement.Target] = {}
+        for target in targets:
+            queues.setdefault(target.local_queue, target)
+        for name, target in sorted(queues.items()):
+            yield Manifest(
+                LAYER,
+                {
+                    "apiVersion": KUEUE_API,
+                    "kind": "LocalQueue",
+                    "metadata": metadata(name, JOBS_NAMESPACE, queue=target.queue.name),
+                    "spec": {"clusterQueue": target.cluster_queue},
+                },
+                target.queue.origin.location,
             )
     for target in targets:
         if needs_service(target):
@@ -193,11 +217,7 @@ def _team_access(view: ClusterView, targets: tuple[placement.Target, ...]) -> It
                     "apiVersion": "v1",
                     "kind": "Service",
                     "metadata": metadata(
-                        headless_service(target),
-                        target.namespace.name,
-                        pool=target.name,
-                        team=target.plan.team.name,
-                        cost_center=target.plan.team.cost_center,
+                        headless_service(target), JOBS_NAMESPACE, pool=target.name
                     ),
                     "spec": {
                         "clusterIP": "None",
@@ -207,3 +227,16 @@ def _team_access(view: ClusterView, targets: tuple[placement.Target, ...]) -> It
                 },
                 target.pool.origin.location,
             )
+    dra_pools = {p.name for p in dra.dra_pools(view)}
+    for target in targets:
+        pool = target.pool
+        if not target.dra or pool.name not in dra_pools:
+            continue
+        common = {"pool": pool.name, "cost_center": SUITE_COST_CENTER}
+        counts = [(pool.name, 1)]
+        if pool.sharing != "mig" and pool.gpus_per_node > 1:
+            counts.append((f"{pool.name}{dra.NODE_SUFFIX}", pool.gpus_per_node))
+        for name, count in counts:
+            # the gpu layer's template, in this layer: synced with the namespace it lives in
+            made = dra.claim_template(pool, name, JOBS_NAMESPACE, count, common)
+            yield dataclasses.replace(made, layer=LAYER)

@@ -17,12 +17,19 @@ from workflows.suites.program import input_ref
 from workflows.suites.settings import (
     CRON_SCHEDULE,
     DEADLINE_SECONDS,
+    HISTORY_LIMIT,
     HOOK_WINDOW_SECONDS,
     NAMESPACE,
     SERVICE_ACCOUNT,
     WINDOW_SECONDS,
 )
-from workflows.suites.templates import acceptance_name, params, pod_security, suite_inputs
+from workflows.suites.templates import (
+    acceptance_name,
+    clean_up,
+    params,
+    pod_security,
+    suite_inputs,
+)
 
 HOOK_NAME = "acceptance-postsync"
 CRON_NAME = "acceptance-weekly"
@@ -69,6 +76,7 @@ def _run_spec(targets: Sequence[Target], window: int) -> dict[str, Any]:
         "security_context": pod_security(),
         "active_deadline_seconds": DEADLINE_SECONDS,
         "arguments": [Parameter(name=n, value=v) for n, v in _run_parameters(targets, window)],
+        **clean_up(),
     }
 
 
@@ -107,8 +115,8 @@ def cron_workflow(cluster: Cluster, targets: Sequence[Target]) -> CronWorkflow:
         timezone="UTC",
         concurrency_policy="Forbid",
         starting_deadline_seconds=3600,
-        successful_jobs_history_limit=4,
-        failed_jobs_history_limit=4,
+        successful_jobs_history_limit=HISTORY_LIMIT,
+        failed_jobs_history_limit=HISTORY_LIMIT,
         **_run_spec(targets, WINDOW_SECONDS),
     ) as cron:
         _runs_every_pool(targets)

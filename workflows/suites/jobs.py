@@ -1,5 +1,7 @@
 """The batch/v1 Job of each step and the run's workspace claim, as data the Workflow submits to
-the team's namespace: per-pool values reach the containers as arguments and environment variables.
+the suite's Jobs namespace (`gpuplane-acceptance-jobs`, where no team has any right), through the
+platform's LocalQueue there: per-pool values reach the containers as arguments and environment
+variables.
 """
 
 from __future__ import annotations
@@ -13,10 +15,24 @@ from typing import Any
 from renderer.model import quantity
 from renderer.model.admission import node_share
 from renderer.model.capacity import rdma_requests
-from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL, gpu_memory_utilization
+from renderer.model.names import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    SUITE_COST_CENTER,
+    gpu_memory_utilization,
+)
 from renderer.model.nodes import node_labels, tolerations
 from workflows.suites.placement import Target
-from workflows.suites.program import Probe, Shape, Step, dns_label, headless_service, input_ref
+from workflows.suites.program import (
+    Probe,
+    Shape,
+    Step,
+    acceptance_steps,
+    benchmark_steps,
+    dns_label,
+    headless_service,
+    input_ref,
+)
 from workflows.suites.scripts import RUNNER
 from workflows.suites.settings import (
     DEADLINE_SECONDS,
@@ -24,7 +40,6 @@ from workflows.suites.settings import (
     INTERRUPT_WAIT_SECONDS,
     JOB_NAME_LABEL,
     JOB_TTL_SECONDS,
-    LOCAL_QUEUE,
     MASTER_PORT,
     OBJECT_STORE_SECRET,
     POOL_LABEL,
@@ -78,19 +93,18 @@ def run_labels(target: Target, step: str) -> dict[str, str]:
 
 def result_labels(target: Target) -> dict[str, str]:
     """The labels every result carries (and the results ConfigMap): the pool's node labels (GPU,
-    topology, fabric), its storage class, the queue path and the cost rate."""
+    topology, fabric), its storage class, the queue path (the platform's queue in the pool's
+    cohort) and the cost rate."""
     pool = target.pool
-    team = target.plan.team
     found = {k: v for k, v in node_labels(pool).items() if k.startswith("gpuplane.dev/")}
     found.update(
         {
             "gpuplane.dev/cluster": target.cluster.name,
-            "gpuplane.dev/team": team.name,
-            "gpuplane.dev/cost-center": team.cost_center,
-            "gpuplane.dev/namespace": target.namespace.name,
-            "gpuplane.dev/queue": target.plan.queue.name,
-            "gpuplane.dev/cluster-queue": target.plan.name,
-            "gpuplane.dev/local-queue": LOCAL_QUEUE,
+            "gpuplane.dev/cost-center": SUITE_COST_CENTER,
+            "gpuplane.dev/namespace": target.namespace,
+            "gpuplane.dev/queue": target.queue.name,
+            "gpuplane.dev/cluster-queue": target.cluster_queue,
+            "gpuplane.dev/local-queue": target.local_queue,
             "gpuplane.dev/resource": target.offer.resource.replace("/", "_"),
             "gpuplane.dev/gpu-hour": _decimal_text(pool.gpu_hour),
             "gpuplane.dev/currency": pool.currency,
@@ -218,27 +232,28 @@ def topology_aware(target: Target) -> bool:
 
 
 def job_manifest(target: Target, step: Step) -> dict[str, Any]:
-    """The batch/v1 Job of one step, as the Workflow submits it to the team's namespace (Argo
-    fills in the `{{…}}` parameters; the workspace claim is `{{inputs.parameters.workspace}}`)."""
+    """The batch/v1 Job of one step, as the Workflow submits it to the suite's Jobs namespace
+    (Argo fills in the `{{…}}` parameters; the workspace claim is
+    `{{inputs.parameters.workspace}}`). It names its LocalQueue explicitly: Kueue's LocalQueue
+    defaulting only fills in `default`, which that namespace does not have. It is deleted a day
+    after it finished (`ttlSecondsAfterFinished`), whatever the Workflow's clean-up did."""
     pool = target.pool
     shape = step.shape
-    team = target.plan.team
     pod_labels = run_labels(target, step.name)
     labels = {
         **pod_labels,
-        "gpuplane.dev/team": team.name,
-        "gpuplane.dev/cost-center": team.cost_center,
+        "gpuplane.dev/cost-center": SUITE_COST_CENTER,
         "gpuplane.dev/pool": pool.name,
     }
     pod_annotations: dict[str, str] = {}
     pod_spec: dict[str, Any] = {"restartPolicy": "Never"}
     if target.cluster.scheduler == "volcano":
         pod_spec["schedulerName"] = "volcano"
-        pod_annotations["scheduling.volcano.sh/queue-name"] = target.plan.name
+        pod_annotations["scheduling.volcano.sh/queue-name"] = target.cluster_queue
         if target.priority_class is not None:
             pod_spec["priorityClassName"] = target.priority_class
     else:
-        labels[QUEUE_LABEL] = LOCAL_QUEUE
+        labels[QUEUE_LABEL] = target.local_queue
         if target.priority_class is not None:
             labels[PRIORITY_LABEL] = target.priority_class
     plan: dict[str, Any] = {
@@ -319,7 +334,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
         "kind": "Job",
         "metadata": {
             "generateName": dns_label(f"{pool.name}-{step.name}", 57) + "-",
-            "namespace": target.namespace.name,
+            "namespace": target.namespace,
             "labels": labels,
         },
         "spec": {
@@ -335,7 +350,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
 
 
 def workspace_manifest(target: Target) -> dict[str, Any]:
-    """The run's PersistentVolumeClaim in the team namespace: the cluster's shared file system
+    """The run's PersistentVolumeClaim in the suite's Jobs namespace: the cluster's shared file system
     (ReadWriteMany) when it declares one, else the default class. Only single-pod Jobs mount it."""
     cluster = target.cluster
     spec: dict[str, Any] = {
@@ -349,11 +364,26 @@ def workspace_manifest(target: Target) -> dict[str, Any]:
         "kind": "PersistentVolumeClaim",
         "metadata": {
             "generateName": dns_label(f"{target.name}-workspace", 57) + "-",
-            "namespace": target.namespace.name,
+            "namespace": target.namespace,
             "labels": {
                 **run_labels(target, "workspace"),
-                "gpuplane.dev/team": target.plan.team.name,
+                "gpuplane.dev/cost-center": SUITE_COST_CENTER,
             },
         },
         "spec": spec,
     }
+
+
+def demand(target: Target) -> dict[str, Decimal]:
+    """The most one Job of the pool's suites asks of each resource Kueue counts (the pool's GPU
+    resource, cpu and memory; not the RDMA devices it leaves out of quota): the platform
+    ClusterQueue's borrowing limits on the pool. Steps of a suite never overlap."""
+    found: dict[str, Decimal] = {}
+    for step in (*acceptance_steps(target), *benchmark_steps(target)):
+        pods = Decimal(step.shape.pods)
+        asked = {target.offer.resource: pods * step.shape.per_pod}
+        for name, text in _host_resources(target, step.shape.per_pod).items():
+            asked[name] = pods * quantity.parse(text)
+        for name, amount in asked.items():
+            found[name] = max(found.get(name, Decimal(0)), amount)
+    return found

@@ -1,19 +1,23 @@
-"""Where a pool's suite runs: the team queue, and its namespace, that the suite's Jobs are
-submitted through, chosen among the cluster's ClusterQueues.
+"""Where a pool's suite runs: the platform's own ClusterQueue in the cohort of the pool, which
+borrows the cohort's idle quota (nominal 0), and the suite's Jobs namespace, where no team has any
+right; how large its Jobs may be, from the team queue that can hold the most of the pool.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from renderer.model.admission import (
     ClusterQueuePlan,
     cluster_queues,
     cohort_of,
+    limits_of,
     potential_available,
 )
 from renderer.model.capacity import Offer, quota_offer
-from renderer.model.platform import Cluster, Namespace, Pool, Repository
+from renderer.model.names import SUITE_JOBS_NAMESPACE, suite_cluster_queue_name
+from renderer.model.platform import Cluster, Pool, Queue, Repository
 from renderer.model.view import ClusterView
 from workflows.suites.settings import (
     DATASET_FALLBACK,
@@ -27,16 +31,18 @@ from workflows.suites.settings import (
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A pool and the team queue its suite Jobs are submitted through.
+    """A pool, and the platform ClusterQueue of its cohort its suite Jobs are admitted through.
 
-    `available` is the most of `offer.resource` that queue can ever be admitted on the pool
-    (Kueue's PotentialAvailable in an empty cluster), so no suite Job asks for more than that.
+    `plan` is the team queue that can hold the most of the pool: the suite's Jobs take the
+    shapes a team's jobs could. `available` is the most of `offer.resource` a suite Job may ask
+    for: what that team queue could be admitted (Kueue's PotentialAvailable in an empty cluster),
+    and no more than the cohort lends, which is all the platform ClusterQueue (nominal 0) can
+    ever borrow; it is the platform queue's borrowing limit on the pool.
     """
 
     cluster: Cluster
     pool: Pool
     plan: ClusterQueuePlan
-    namespace: Namespace
     offer: Offer
     available: int
     repository: Repository | None = None
@@ -46,13 +52,30 @@ class Target:
         return self.pool.name
 
     @property
+    def queue(self) -> Queue:
+        """The gpuplane Queue (Kueue's cohort) whose idle quota the suite borrows."""
+        return self.plan.queue
+
+    @property
+    def namespace(self) -> str:
+        """Where the Jobs, their workspace claim and the headless Service are created."""
+        return SUITE_JOBS_NAMESPACE
+
+    @property
+    def cluster_queue(self) -> str:
+        return suite_cluster_queue_name(self.queue.name)
+
+    @property
+    def local_queue(self) -> str:
+        """The LocalQueue in the Jobs' namespace pointing at `cluster_queue` (the same name)."""
+        return self.cluster_queue
+
+    @property
     def priority_class(self) -> str | None:
-        """The team's priority (the queue's default when the team names none)."""
-        queue = self.plan.queue
-        team = self.plan.team
-        priority = queue.priority(team.priority) if team.priority else None
-        priority = priority or queue.default_priority
-        return f"{queue.name}-{priority.name}" if priority is not None else None
+        """The cohort's lowest priority: a team's jobs of any higher priority come first, and
+        a team queue that reclaims with `LowerPriority` may preempt the suite's Jobs."""
+        priorities = sorted(self.queue.priorities, key=lambda p: (p.value, p.name))
+        return f"{self.queue.name}-{priorities[0].name}" if priorities else None
 
     @property
     def kubectl_image(self) -> str:
@@ -98,11 +121,18 @@ def dataset(cluster: Cluster) -> str:
     return DATASET_FALLBACK
 
 
+def lent(cohort: tuple[ClusterQueuePlan, ...], pool: str, resource: str) -> Decimal:
+    """What the cohort's team queues lend of a resource on a pool: all a ClusterQueue with
+    nominal quota 0 can ever borrow there."""
+    return sum((limits_of(p, pool, resource).lendable for p in cohort), Decimal(0))
+
+
 def targets(view: ClusterView) -> tuple[Target, ...]:
     """Each pool of the cluster with the team queue that can hold the most of it: among the
     ClusterQueues with a quota (not only borrowing) on the pool, the one Kueue could admit the
-    most units, then by name. A pool no team has quota on gets no suite: nothing could run there
-    through a queue."""
+    most units, then by name; the suite asks for no more than that and than the cohort lends. A
+    pool no team has quota on, or whose cohort lends nothing of it, gets no suite: nothing could
+    run there through the platform's queue."""
     plans = cluster_queues(view)
     found: list[Target] = []
     for pool in view.pools:
@@ -116,14 +146,14 @@ def targets(view: ClusterView) -> tuple[Target, ...]:
                     offer = quota_offer(pool, quota)
                     if offer is None:
                         continue
-                    available = int(potential_available(plan, cohort, pool.name, offer.resource))
+                    team = potential_available(plan, cohort, pool.name, offer.resource)
+                    available = int(min(team, lent(cohort, pool.name, offer.resource)))
                     key = (-available, plan.name, offer.resource)
                     if available > 0 and (best is None or key < best[0]):
                         target = Target(
                             view.cluster,
                             pool,
                             plan,
-                            plan.namespaces[0],
                             offer,
                             available,
                             view.platform.repository,

@@ -4,7 +4,12 @@ Jobs, the scripts and the scheduled runs all read them, so a default changes her
 
 from __future__ import annotations
 
-NAMESPACE = "gpuplane-acceptance"
+from renderer.model.names import SUITE_JOBS_NAMESPACE, SUITE_NAMESPACE
+
+NAMESPACE = SUITE_NAMESPACE
+"""Where the Workflows run and the results ConfigMaps are kept."""
+JOBS_NAMESPACE = SUITE_JOBS_NAMESPACE
+"""Where the probe Jobs run (Kueue admits them there, and leaves the Workflows' pods alone)."""
 SERVICE_ACCOUNT = "gpuplane-acceptance"
 
 SUITE_IMAGE = "registry.example.com/base/gpuplane-acceptance:v0.1.0"
@@ -23,14 +28,11 @@ KUBECTL_REPOSITORY = "registry.k8s.io/kubectl"
 """The official kubectl image (it has no shell: every kubectl step is one kubectl command),
 pinned to the cluster's Kubernetes minor (`v<minor>.0`), the client matching its API server."""
 
-LOCAL_QUEUE = "default"
-"""The LocalQueue the queueing layer renders in every team namespace."""
-
 DATASET_PREFIX = "gpuplane-acceptance"
 """Under the cluster's object store: `data/` (a dataset sample) and `model/` (base weights in
 Hugging Face layout), which step 2 stages. The `dataset` parameter overrides the location."""
 OBJECT_STORE_SECRET = "gpuplane-object-store"
-"""A Secret the platform may put in each team namespace (External Secrets, Vault, or by hand):
+"""A Secret the platform may put in the Jobs' namespace (External Secrets, Vault, or by hand):
 its keys become the probe's environment, so `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and
 `AWS_ENDPOINT_URL` (an on-prem S3 gateway) reach boto3 without anything secret being rendered.
 Optional: on EKS the pod's service account (IRSA) or the node's role serve instead."""
@@ -66,7 +68,19 @@ spare (a test checks it)."""
 INTERRUPT_WAIT_SECONDS = 3600
 """How long step 5's first pod, its checkpoint written, waits for the Workflow to delete it."""
 JOB_TTL_SECONDS = 24 * 3600
-"""Finished Jobs the clean-up missed disappear after this."""
+"""Finished Jobs the clean-up missed disappear after this (`ttlSecondsAfterFinished`)."""
+WORKFLOW_SUCCESS_TTL_SECONDS = 24 * 3600
+"""A Workflow that succeeded is deleted this long after it ended (`ttlStrategy`)."""
+WORKFLOW_TTL_SECONDS = 7 * 24 * 3600
+"""A finished Workflow, with the pods it kept, is deleted this long after it ended (Argo's
+`ttlStrategy`): a week, so a failed weekly run is there to read until the next one. The
+results outlive it, in the results ConfigMaps."""
+POD_GC_DELAY = "1h"
+"""Argo deletes each pod of a Workflow this long after the pod completed (`podGC`
+OnPodCompletion, `deleteDelayDuration`): long enough to read a failed pod's log, short enough
+that no pod lingers for the Workflow's whole TTL."""
+HISTORY_LIMIT = 4
+"""The CronWorkflow's finished runs kept, successful and failed each."""
 SERVER_START_SECONDS = 1800
 """How long the inference probe waits for its server to load the model (`--wait-seconds`) before
 it fails. The probe waits, not a startupProbe on the server: a sidecar's failing startupProbe
@@ -98,7 +112,7 @@ RUN = "{{workflow.uid}}"
 """Every object a run creates carries it (with the pool), so the clean-up finds exactly them."""
 
 GUIDE_STEPS: tuple[tuple[str, str], ...] = (
-    ("submit", "submit a queued training job through the team's LocalQueue"),
+    ("submit", "submit a queued training job through a LocalQueue of the pool's cohort"),
     ("stage", "pull the dataset sample and base weights, timed"),
     ("allreduce", "run the multi-node communication benchmark"),
     ("train", "train for a fixed window"),

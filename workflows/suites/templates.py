@@ -23,12 +23,14 @@ from hera.workflows import (
 from hera.workflows.models import (
     Capabilities,
     IntOrString,
+    PodGC,
     PodSecurityContext,
     Quantity,
     ResourceRequirements,
     RetryStrategy,
     SeccompProfile,
     SecurityContext,
+    TTLStrategy,
     ValueFrom,
 )
 
@@ -51,15 +53,17 @@ from workflows.suites.settings import (
     EXPORT_DIR,
     INDEX_LABEL,
     JOB_NAME_LABEL,
-    LOCAL_QUEUE,
     LOG_TAIL,
     NAMESPACE,
     PLATFORM_DIR,
+    POD_GC_DELAY,
     POOL_LABEL,
     RUN,
     RUN_LABEL,
     SERVICE_ACCOUNT,
     STEP_DEADLINE_SECONDS,
+    WORKFLOW_SUCCESS_TTL_SECONDS,
+    WORKFLOW_TTL_SECONDS,
 )
 
 STEP_PARTS = ("log", "created", "started", "finished")
@@ -81,6 +85,22 @@ def _container_security() -> SecurityContext:
     return SecurityContext(
         allow_privilege_escalation=False, capabilities=Capabilities(drop=["ALL"])
     )
+
+
+def clean_up() -> dict[str, Any]:
+    """What Argo deletes after a run, on every Workflow, CronWorkflow and WorkflowTemplate (a
+    Workflow submitted from a template takes its spec): a successful run's pods once the
+    Workflow succeeded (after POD_GC_DELAY), the Workflow itself a day after it succeeded; a
+    failed run is kept, with its pods and their logs, for WORKFLOW_TTL_SECONDS. The results
+    outlive both, in the results ConfigMaps."""
+    return {
+        "ttl_strategy": TTLStrategy(
+            seconds_after_completion=WORKFLOW_TTL_SECONDS,
+            seconds_after_success=WORKFLOW_SUCCESS_TTL_SECONDS,
+            seconds_after_failure=WORKFLOW_TTL_SECONDS,
+        ),
+        "pod_gc": PodGC(strategy="OnWorkflowSuccess", delete_delay_duration=POD_GC_DELAY),
+    }
 
 
 def pod_security() -> PodSecurityContext:
@@ -255,7 +275,7 @@ def _selector(labels: Mapping[str, str]) -> str:
 
 def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
     """The workspace, the kubectl steps, export (label, then publish) and the clean-up."""
-    ns = target.namespace.name
+    ns = target.namespace
     Resource(
         name="workspace",
         action="create",
@@ -477,10 +497,7 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) ->
 
 
 def _template(target: Target, name: str, suite: str, description: str) -> WorkflowTemplate:
-    team = target.plan.team
-    meta = metadata(
-        name, NAMESPACE, pool=target.name, team=team.name, cost_center=team.cost_center, suite=suite
-    )
+    meta = metadata(name, NAMESPACE, pool=target.name, suite=suite)
     return WorkflowTemplate(
         name=name,
         namespace=NAMESPACE,
@@ -492,6 +509,7 @@ def _template(target: Target, name: str, suite: str, description: str) -> Workfl
         security_context=pod_security(),
         active_deadline_seconds=DEADLINE_SECONDS,
         arguments=[Parameter(name=n, value=v) for n, v in target.parameters],
+        **clean_up(),
     )
 
 
@@ -500,8 +518,9 @@ def acceptance_template(target: Target) -> WorkflowTemplate:
     steps = acceptance_steps(target)
     description = (
         f"Acceptance of pool {target.name}: the guide's seven steps, submitted through "
-        f"LocalQueue {LOCAL_QUEUE} of namespace {target.namespace.name} "
-        f"(ClusterQueue {target.plan.name})."
+        f"LocalQueue {target.local_queue} of namespace {target.namespace} "
+        f"(ClusterQueue {target.cluster_queue}, borrowing idle quota of cohort "
+        f"{target.queue.name})."
     )
     gates = staged_by(steps)
     with _template(target, acceptance_name(target.name), "acceptance", description) as wt:
@@ -519,7 +538,7 @@ def benchmark_template(target: Target) -> WorkflowTemplate:
     steps = benchmark_steps(target)
     description = (
         f"Benchmarks of pool {target.name} ({', '.join(s.name for s in steps)}), submitted "
-        f"through LocalQueue {LOCAL_QUEUE} of namespace {target.namespace.name}."
+        f"through LocalQueue {target.local_queue} of namespace {target.namespace}."
     )
     gates = staged_by(steps)
     with _template(target, benchmark_name(target.name), "benchmarks", description) as wt:

@@ -16,10 +16,14 @@ from typing import Any
 from renderer.model.names import ARGO_WORKFLOWS_ADDON, PROMETHEUS_ADDON
 from renderer.model.platform import Cluster
 from renderer.output.manifest import Output, Values
+from workflows.suites.settings import (
+    POD_GC_DELAY,
+    WORKFLOW_SUCCESS_TTL_SECONDS,
+    WORKFLOW_TTL_SECONDS,
+)
 
 CHART = "argo-workflows"
 CHART_REPOSITORY = "https://argoproj.github.io/argo-helm"
-NAMESPACE = "argo"
 RELEASE = "argo-workflows"
 
 
@@ -45,16 +49,22 @@ def helm_values(cluster: Cluster, suite_namespace: str) -> dict[str, Any]:
     - `workflow`: no ServiceAccount or RBAC from the chart; the workflows layer renders the
       suites' own (`gpuplane-acceptance`), and `workflowNamespaces` names only their namespace so
       the chart creates nothing in `default`.
-    - `controller.workflowDefaults`: every Workflow, the hook's too, is garbage-collected a day
-      after it finishes, with its pods once they succeed; a failed pod stays for its logs.
+    - `controller.workflowDefaults`: the clean-up every rendered Workflow, CronWorkflow and
+      WorkflowTemplate carries itself (`workflows.suites.templates.clean_up`), for any Workflow
+      someone submits by hand: a succeeded Workflow goes after a day, its pods an hour after it
+      succeeded; a failed one stays, with its pods and their logs, for a week.
     - metrics and a ServiceMonitor when the cluster runs the Prometheus Operator.
     """
     controller: dict[str, Any] = {
         "workflowNamespaces": [suite_namespace],
         "workflowDefaults": {
             "spec": {
-                "ttlStrategy": {"secondsAfterCompletion": 24 * 3600},
-                "podGC": {"strategy": "OnPodSuccess"},
+                "ttlStrategy": {
+                    "secondsAfterCompletion": WORKFLOW_TTL_SECONDS,
+                    "secondsAfterSuccess": WORKFLOW_SUCCESS_TTL_SECONDS,
+                    "secondsAfterFailure": WORKFLOW_TTL_SECONDS,
+                },
+                "podGC": {"strategy": "OnWorkflowSuccess", "deleteDelayDuration": POD_GC_DELAY},
             }
         },
     }

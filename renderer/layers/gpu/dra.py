@@ -109,10 +109,10 @@ def render(view: ClusterView) -> Iterator[Output]:
                     "pool": pool.name,
                     "purpose": ns.purpose,
                 }
-                yield _claim_template(pool, pool.name, ns.name, 1, common)
+                yield claim_template(pool, pool.name, ns.name, 1, common)
                 if pool.sharing != "mig" and pool.gpus_per_node > 1:
                     name = f"{pool.name}{NODE_SUFFIX}"
-                    yield _claim_template(pool, name, ns.name, pool.gpus_per_node, common)
+                    yield claim_template(pool, name, ns.name, pool.gpus_per_node, common)
 
 
 def _device_class(pool: Pool) -> Manifest:
@@ -128,7 +128,7 @@ def _device_class(pool: Pool) -> Manifest:
     )
 
 
-def _claim_template(
+def claim_template(
     pool: Pool, name: str, namespace: str, count: int, common: dict[str, str]
 ) -> Manifest:
     """A template requesting `count` devices of the pool's class; the claims made from it carry

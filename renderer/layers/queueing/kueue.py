@@ -23,6 +23,8 @@ from typing import Any
 
 from renderer.findings.diagnostics import Location
 from renderer.model.admission import (
+    CPU,
+    MEMORY,
     Amount,
     ClusterQueuePlan,
     FlavorPlan,
@@ -30,11 +32,13 @@ from renderer.model.admission import (
     cluster_queues,
 )
 from renderer.model.capacity import pool_offers
+from renderer.model.names import COST_CENTER_LABEL, SUITE_JOBS_NAMESPACE
 from renderer.model.nodes import node_labels, tolerations
 from renderer.model.platform import Pool, Queue
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import Manifest, Output, Values, metadata
+from workflows.suites import jobs, placement
 
 LAYER = "queueing"
 API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -45,7 +49,12 @@ carry no `kueue.x-k8s.io/queue-name` label."""
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 TEAM_LABEL = "gpuplane.dev/team"
-"""Set by the tenancy layer on every team Namespace; Kueue manages pod-based workloads only there."""
+"""Set by the tenancy layer on every team Namespace."""
+MANAGED_NAMESPACE_LABEL = COST_CENTER_LABEL
+"""Kueue's managedJobsNamespaceSelector (`Exists`): on every team Namespace (a team's cost
+centre) and on the suites' Jobs namespace (the platform's), on no other. Kueue v0.19's job
+reconciler ignores a Job in any other namespace, queue-name label or not (its webhook would still
+suspend it, for ever), and Argo's pods in `gpuplane-acceptance` stay out of Kueue's reach."""
 
 FRAMEWORKS = (
     "batch/job",
@@ -111,6 +120,7 @@ def render(view: ClusterView) -> Iterator[Output]:
     fair_sharing = fair_sharing_enabled(view.queues)
     for plan in plans:
         yield _manifest(_cluster_queue(plan, fair_sharing), plan.namespaces[0].origin.location)
+    yield from suite_cluster_queues(view)
     for plan in plans:
         for ns in plan.namespaces:
             yield _manifest(
@@ -294,6 +304,70 @@ def _cluster_queue(plan: ClusterQueuePlan, fair_sharing: bool) -> dict[str, Any]
     }
 
 
+# --- the acceptance suites' queue ---------------------------------------------------------------
+
+
+def suite_cluster_queues(view: ClusterView) -> Iterator[Manifest]:
+    """Per cohort with a pool the suites test, the platform's ClusterQueue `<queue>-acceptance`:
+    nominal quota 0 on each such pool, so it only borrows what the cohort's teams leave idle, up
+    to what the largest of the suite's Jobs asks for (`jobs.demand`); it never preempts (the teams' queues may reclaim from it);
+    with fair sharing its weight is 0, so it is always the last to borrow and the first to give
+    back. Only the suites' Jobs namespace may use it (`namespaceSelector`), and no team queue
+    selects that namespace. See docs/acceptance-suites.md."""
+    by_queue: dict[str, list[placement.Target]] = {}
+    for target in placement.targets(view):
+        by_queue.setdefault(target.queue.name, []).append(target)
+    for name, targets in sorted(by_queue.items()):
+        queue = targets[0].queue
+        flavors = {t.pool.name: jobs.demand(t) for t in targets}
+        gpu = sorted({r for f in flavors.values() for r in f if r not in (CPU, MEMORY)})
+        host = [r for r in (CPU, MEMORY) if any(r in f for f in flavors.values())]
+        covered = [*host, *gpu]
+        spec: dict[str, Any] = {
+            "cohortName": name,
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": NAMESPACE_NAME_LABEL,
+                        "operator": "In",
+                        "values": [SUITE_JOBS_NAMESPACE],
+                    }
+                ]
+            },
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
+            "resourceGroups": [
+                {
+                    "coveredResources": covered,
+                    "flavors": [
+                        {
+                            "name": pool,
+                            "resources": [
+                                {
+                                    "name": r,
+                                    "nominalQuota": amount_text(r, Decimal(0)),
+                                    "borrowingLimit": amount_text(r, amounts.get(r, Decimal(0))),
+                                }
+                                for r in covered
+                            ],
+                        }
+                        for pool, amounts in sorted(flavors.items())
+                    ],
+                }
+            ],
+        }
+        if queue.fair_sharing:
+            spec["fairSharing"] = {"weight": 0}
+        yield _manifest(
+            {
+                "kind": "ClusterQueue",
+                "metadata": metadata(targets[0].cluster_queue, queue=name, suite="acceptance"),
+                "spec": spec,
+            },
+            queue.origin.location,
+        )
+
+
 # --- controller configuration -----------------------------------------------------------------
 
 
@@ -371,7 +445,7 @@ def manager_config(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> d
         "apiVersion": CONFIG_API_VERSION,
         "kind": "Configuration",
         "managedJobsNamespaceSelector": {
-            "matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]
+            "matchExpressions": [{"key": MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]
         },
         "integrations": {"frameworks": list(FRAMEWORKS)},
         "resources": resources,

@@ -34,6 +34,7 @@ from renderer.model.names import VOLCANO_ADDON
 from renderer.model.platform import Namespace, Pool, Queue
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, Values, metadata
+from workflows.suites import jobs, placement
 
 LAYER = "queueing"
 QUEUE_API = "scheduling.volcano.sh/v1beta1"
@@ -98,6 +99,9 @@ def render(view: ClusterView) -> Iterator[Output]:
         yield _parent_queue(queue, children, parent_capability)
         for plan in children:
             yield _child_queue(plan, ceilings, parent_capability)
+        suite = [t for t in placement.targets(view) if t.queue.name == queue.name]
+        if suite:
+            yield _suite_queue(queue, suite, parent_capability)
     for plan in plans:
         for namespace in plan.namespaces:
             yield _job_defaults(plan, namespace)
@@ -274,6 +278,36 @@ def _child_queue(
         LAYER,
         {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": meta, "spec": spec},
         team.origin.location,
+    )
+
+
+def _suite_queue(queue: Queue, targets: list[placement.Target], parent: Amounts) -> Manifest:
+    """The acceptance suites' leaf queue under the cohort's parent (`<queue>-acceptance`, Kueue's
+    platform ClusterQueue): nothing deserved, so it runs only on what the teams leave idle, and
+    `reclaimable`, so a team takes it back; its capability is the most one suite Job asks (cpu and
+    memory only when every pool has them, and 0 of the parent's GPU resources it does not test)."""
+    per_pool = [jobs.demand(t) for t in targets]
+    capability = _host_everywhere(
+        {r: max(d.get(r, Decimal(0)) for d in per_pool) for d in per_pool for r in d}, per_pool
+    )
+    for resource in parent:
+        if resource not in (CPU, MEMORY):
+            capability.setdefault(resource, Decimal(0))
+    return Manifest(
+        LAYER,
+        {
+            "apiVersion": QUEUE_API,
+            "kind": "Queue",
+            "metadata": metadata(targets[0].cluster_queue, queue=queue.name, suite="acceptance"),
+            "spec": {
+                "parent": queue.name,
+                "weight": 1,
+                "reclaimable": True,
+                "dequeueStrategy": DEQUEUE_STRATEGY["BestEffortFIFO"],
+                "capability": _quantities(capability, keep_zero=True),
+            },
+        },
+        queue.origin.location,
     )
 
 
