@@ -84,7 +84,7 @@ def _emit(
     if fmt == "json":
         body = json.loads(report.as_json(diagnostics, files))
         body.update(extra or {})
-        click.echo(json.dumps(body, indent=2))
+        click.echo(report.json_text(body))
         return
     if fmt == "sarif":
         load_every_rule()  # the log's driver lists every rule, not only the imported ones
@@ -340,6 +340,7 @@ def plan(
 
     from renderer.commands.plan import build_plan, plan_json, unknown_names
     from renderer.commands.plan_forms import plan_markdown, plan_tables
+    from renderer.report import json_text
 
     loaded = _load(ctx)
     if has_errors(loaded.diagnostics):
@@ -350,7 +351,7 @@ def plan(
         raise click.UsageError(problem)
     report = build_plan(loaded.platform, clusters or None, teams, pools)
     if fmt == "json":
-        click.echo(json.dumps(plan_json(report), indent=2))
+        click.echo(json_text(plan_json(report)))
     elif fmt == "markdown":
         click.echo(plan_markdown(report), nl=False)
     else:
@@ -389,7 +390,7 @@ def fit(
         ctx.exit(1)
     result = check_fit(loaded.platform, job, namespace=namespace, cluster=cluster)
     if fmt == "json":
-        click.echo(json.dumps(fit_json(result), indent=2))
+        click.echo(report.json_text(fit_json(result)))
     else:
         click.echo(fit_text(result), nl=False)
     ctx.exit(0 if result.admissible else 1)
@@ -466,7 +467,7 @@ def diff(
         _emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")
         ctx.exit(1)
     if fmt == "json":
-        click.echo(json.dumps(diff_json(result), indent=2, ensure_ascii=False))
+        click.echo(report.json_text(diff_json(result), ensure_ascii=False))
     elif fmt == "text":
         click.echo(diff_text(result), nl=False)
     else:

@@ -105,6 +105,21 @@ def coloured_lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
     return lines
 
 
+_INVISIBLE_JSON = re.compile(
+    "[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]"
+)
+
+
+def json_text(body: object, *, ensure_ascii: bool = True) -> str:
+    """JSON for tools, indented, that prints safely: `##[` is written `##\\u005b` and every
+    invisible character (bidi, zero-width, C1 controls) as its `\\u` escape, so every JSON
+    reader gets the same strings while no line is one a GitHub Actions runner obeys (it reads
+    `##[command]` anywhere in a line; no line of indented JSON starts with `::`) and nothing
+    reorders what a terminal shows."""
+    text = json.dumps(body, indent=2, ensure_ascii=ensure_ascii).replace("##[", "##\\u005b")
+    return _INVISIBLE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
     body = {
         "diagnostics": [
@@ -129,7 +144,7 @@ def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
             "files": files,
         },
     }
-    return json.dumps(body, indent=2, sort_keys=False)
+    return json_text(body)
 
 
 def _escape_data(value: str) -> str:
@@ -252,7 +267,7 @@ def sarif(diagnostics: Sequence[Diagnostic], files: int) -> str:
             }
         ],
     }
-    return json.dumps(log, indent=2)
+    return json_text(log)
 
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -91,6 +91,32 @@ def gpuplane() -> Callable[..., Result]:
     return run
 
 
+def git(root: Path, *args: str) -> str:
+    """Run git in `root` as a test's author, and return what it prints."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def git_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """git that reads no system or user configuration, so the machine's settings cannot leak
+    in, with fixed dates (commit ids repeat); and no $GPUPLANE_CRDS from the caller."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        patch.setenv("HOME", str(home))
+        patch.setenv("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
+        patch.setenv("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
+        patch.delenv("GPUPLANE_CRDS", raising=False)
+        yield
+
+
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` by relative path, for byte-exact comparisons."""
     if not root.exists():
@@ -146,7 +172,8 @@ def kubectl_with_kustomize_v5() -> bool:
 
 def object_files(folder: Path) -> list[Path]:
     """The rendered Kubernetes objects under a folder: not the kustomizations, and not the files
-    written beside them that are never applied (Helm values, node bootstraps: no `kind`)."""
+    written beside them that are never applied (Helm values, node bootstraps: no `kind`; the API
+    server's audit policy, a file for its flags)."""
     import yaml
 
     return [
@@ -154,6 +181,7 @@ def object_files(folder: Path) -> list[Path]:
         for p in sorted(folder.rglob("*.yaml"))
         if p.name != "kustomization.yaml"
         and "templates" not in p.relative_to(folder).parts  # team templates: nothing applies them
+        and "api-server" not in p.relative_to(folder).parts
         and "kind" in (yaml.safe_load(p.read_text()) or {})
     ]
 

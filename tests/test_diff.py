@@ -9,11 +9,9 @@ with tests/cases/diff/<case>.md, whose numbers were checked by hand against the 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 from renderer.commands.diff.checkout import BaseRefError, checkout_base
 from renderer.commands.diff.json_form import diff_json, report_from_json
 from renderer.commands.diff.markdown import MARKER, diff_markdown
-from tests.conftest import REPO, copy_inputs
+from tests.conftest import REPO, copy_inputs, git
 
 CASES = Path(__file__).parent / "cases" / "diff"
 COMMIT = "BASE_COMMIT"
@@ -32,36 +30,12 @@ COMMIT = "BASE_COMMIT"
 # --- a git repository of the example platform ---------------------------------------------------
 
 
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
-
-
-@pytest.fixture(scope="module")
-def git_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """git that reads no system or user configuration, so the machine's settings cannot leak in."""
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        patch.setenv("HOME", str(home))
-        patch.setenv("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z")
-        patch.setenv("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z")
-        patch.delenv("GPUPLANE_CRDS", raising=False)
-        yield
-
-
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
     root = copy_inputs(REPO, tmp_path_factory.mktemp("diff") / "repo")
-    _git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "the example platform")
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the example platform")
     return root
 
 
@@ -84,7 +58,7 @@ def _diff(gpuplane: Callable[..., Any], repo: Path, crds: Path, *args: str) -> A
 
 
 def _normalised(output: str, repo: Path) -> str:
-    return output.replace(_git(repo, "rev-parse", "HEAD")[:12], COMMIT)
+    return output.replace(git(repo, "rev-parse", "HEAD")[:12], COMMIT)
 
 
 # --- the cases --------------------------------------------------------------------------------
@@ -152,7 +126,7 @@ def egress_opening(repo: Path) -> None:
         repo / "teams/vision.yaml",
         "      description: labelling service and dataset catalog\n",
         "      description: labelling service and dataset catalog\n"
-        "    - cidr: 0.0.0.0/0\n      ports: [443]\n      description: public model hub\n",
+        "    - cidr: 10.50.0.0/24\n      ports: [443]\n      description: model mirror\n",
     )
 
 
@@ -237,7 +211,11 @@ def test_risk_rules(repo: Path, gpuplane: Callable[..., Any], crds: Path) -> Non
     _edit(repo / "queues/prod.yaml", "oversubscription: 1.0", "oversubscription: 1.2")
     _edit(repo / "teams/speech.yaml", "members: [speech]", "members: [speech, interns]")
     _edit(repo / "teams/vision.yaml", "viewers: [ml-platform-support]", "viewers: []")
-    _edit(repo / "teams/vision.yaml", "cidr: 10.20.0.0/16", "cidr: 10.0.0.0/8")
+    _edit(
+        repo / "teams/vision.yaml",
+        "cidr: 10.20.0.0/16\n      ports: [443]",
+        "cidr: 10.20.0.0/16\n      ports: [443, 8443]",
+    )
     _edit(repo / "teams/llm.yaml", "cidr: 10.20.0.0/16", "cidr: 10.20.1.0/24")
     findings = _findings(gpuplane, repo, crds)
     got = {
@@ -248,8 +226,8 @@ def test_risk_rules(repo: Path, gpuplane: Callable[..., Any], crds: Path) -> Non
         ("queue-policy-changed", None, "prod"): "medium",
         ("rbac-widened", "speech", "oidc:interns"): "medium",
         ("rbac-narrowed", "vision", "oidc:ml-platform-support"): "low",
-        # the /8 covers the /16 it replaces: nothing closes there
-        ("egress-opened", "vision", "10.0.0.0/8"): "high",
+        # a new port on the same network opens it; nothing closes
+        ("egress-opened", "vision", "10.20.0.0/16"): "high",
         # a /24 inside the /16 it replaces opens nothing
         ("egress-closed", "llm", "10.20.0.0/16"): "low",
     }
@@ -299,13 +277,13 @@ def test_base_from_a_subfolder_and_an_invalid_base(
     top = tmp_path / "mono"
     copy_inputs(REPO, top / "platform")
     (top / "README.md").write_text("not gpuplane\n")
-    _git(top, "-c", "init.defaultBranch=main", "init", "-q")
-    _git(top, "add", "-A")
-    _git(top, "commit", "-q", "-m", "base")
+    git(top, "-c", "init.defaultBranch=main", "init", "-q")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "base")
     into = tmp_path / "checkout"
     into.mkdir()
     commit = checkout_base(top / "platform", "HEAD", into)
-    assert commit == _git(top, "rev-parse", "HEAD")
+    assert commit == git(top, "rev-parse", "HEAD")
     assert sorted(p.name for p in into.iterdir()) == sorted(
         ["clusters", "pools", "teams", "queues", "gpuplane.yaml"]
     )
@@ -316,7 +294,7 @@ def test_base_from_a_subfolder_and_an_invalid_base(
     vision = top / "platform/teams/vision.yaml"
     good = vision.read_text()
     vision.write_text(good.replace("queue: prod\n", "queue: prd\n"))
-    _git(top, "commit", "-q", "-am", "broken")
+    git(top, "commit", "-q", "-am", "broken")
     vision.write_text(good)
     result = gpuplane("-C", str(top / "platform"), "diff", "--base", "HEAD", "--crds", str(crds))
     assert result.exit_code == 0, result.output

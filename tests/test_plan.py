@@ -434,7 +434,7 @@ def test_markdown_escapes_pipes_in_free_text() -> None:
     report = PlanReport((ClusterPlan("c", "staging", "kueue", (row,), ()),))
     text = plan_markdown(report)
     line = next(line for line in text.splitlines() if line.startswith("| p |"))
-    assert "a \\| b &lt;script>" in line
+    assert "a \\| b &lt;script&gt;" in line
     header = next(line for line in text.splitlines() if line.startswith("| pool |"))
     assert _columns(line) == _columns(header)
 

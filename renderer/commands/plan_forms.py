@@ -29,7 +29,8 @@ from renderer.commands.plan import (
     QueueRow,
     TeamRow,
 )
-from renderer.output.text import markdown_cell
+from renderer.output.markdown import cell as markdown_cell
+from renderer.output.markdown import code as markdown_code
 
 # --- shared cell text -------------------------------------------------------------------------
 
@@ -467,7 +468,7 @@ def _md_pools(pools: tuple[PoolRow, ...]) -> list[str]:
         [
             [
                 markdown_cell(r.pool),
-                f"`{markdown_cell(r.resource)}`",
+                markdown_code(r.resource, table=True),
                 markdown_cell(r.unit),
                 _nodes(r),
                 _capacity(r),
@@ -501,7 +502,7 @@ def _md_teams(teams: tuple[TeamRow, ...]) -> list[str]:
             [
                 markdown_cell(t.team),
                 markdown_cell(t.pool),
-                f"`{markdown_cell(t.resource)}`",
+                markdown_code(t.resource, table=True),
                 markdown_cell(t.cluster_queue or "-"),
                 markdown_cell(", ".join(t.borrowing_queues) or "-"),
                 *_team_counts(t),
@@ -514,7 +515,7 @@ def _md_teams(teams: tuple[TeamRow, ...]) -> list[str]:
 
 def _md_queues(cluster: ClusterPlan) -> list[str]:
     def local(q: QueueRow) -> str:
-        return "-" if q.local_queue is None else f"`{markdown_cell(q.local_queue)}`"
+        return "-" if q.local_queue is None else markdown_code(q.local_queue, table=True)
 
     return _md_table(
         (

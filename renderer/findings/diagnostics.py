@@ -53,14 +53,23 @@ class SourceMap:
 
 _INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
+LEGACY_COMMAND = "##["
+"""A GitHub Actions runner obeys `##[command]` anywhere in a line (actions/runner
+`ActionCommand.TryParse`, tried after `TryParseV2`), and `::command::` at the start of a line
+after leading whitespace (`TryParseV2` trims the line first)."""
+
 
 def inert(text: str) -> str:
     """Text from an input file made safe to print: every control, format (bidi, zero-width) or
     line-separator character becomes a visible escape (`\\x1b`, `\\n`, `\\u202e`), so a value
     cannot move the cursor, retitle a terminal, write its clipboard, start a second line that a
-    CI log would read as a workflow command (`::error ...`), or reorder what a reviewer sees."""
+    CI log would read as a workflow command (`::error ...`), or reorder what a reviewer sees.
+
+    The GitHub Actions runner's own two forms are defused too, wherever the text ends up in a
+    line: `##[` becomes `##\\x5b`, and a text that starts (after whitespace) with `::` gets its
+    first colon as `\\x3a`. Applied to a whole printed line, no line of it is a command."""
     if text.isascii() and text.isprintable():
-        return text
+        return _no_commands(text)
     out = []
     for char in text:
         if unicodedata.category(char) in _INVISIBLE:
@@ -76,7 +85,22 @@ def inert(text: str) -> str:
             )
         else:
             out.append(char)
-    return "".join(out)
+    return _no_commands("".join(out))
+
+
+def _no_commands(text: str) -> str:
+    if LEGACY_COMMAND in text:
+        text = text.replace(LEGACY_COMMAND, "##\\x5b")
+    stripped = text.lstrip()
+    if stripped.startswith("::"):
+        text = text[: len(text) - len(stripped)] + "\\x3a" + stripped[1:]
+    return text
+
+
+def inert_lines(text: str) -> str:
+    """`inert` on each line of a printed text (a command's text form): what the command wrote
+    itself keeps its line breaks, and no line is one a CI runner obeys."""
+    return "\n".join(inert(line) for line in text.split("\n"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +122,7 @@ class Diagnostic:
         object.__setattr__(self, "message", inert(self.message))
         if self.hint is not None:
             object.__setattr__(self, "hint", inert(self.hint))
-        if any(not (n.isascii() and n.isprintable()) for n, _ in self.notes):
+        if any(inert(n) != n for n, _ in self.notes):
             object.__setattr__(self, "notes", tuple((inert(n), w) for n, w in self.notes))
 
     def sort_key(self) -> tuple[str, int, int, str, str]:

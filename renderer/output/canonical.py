@@ -8,16 +8,41 @@ Python one gives the same bytes (tests/test_model.py checks every rendered file 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
+_OTHER_READERS = re.compile(
+    r"""^(?:
+        [-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?  # 1e3, 1_0: floats, ints
+        |[-+]?0(?:[oO][0-7_]+|[bB][01_]+|[xX][0-9a-fA-F_]+)  # 0o17, 0b1 (YAML 1.2, Go)
+        |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)
+        |[yYnN]|<<|=  # Go yaml.v2 booleans, merge and value keys
+    )$""",
+    re.VERBOSE,
+)
+"""Plain scalars that PyYAML (YAML 1.1) would write unquoted but that another reader of the
+rendered files takes for a number, a boolean or a key of its own: YAML 1.2 parsers read `1e3`
+as a float, and Go's yaml.v2 (kubectl, Helm, Argo CD) reads `y` and `n` as booleans."""
+
+_BREAKS = frozenset("\x85\u2028\u2029\ufeff")
+"""Characters a YAML reader takes for a line break (or a byte order mark) inside a plain,
+quoted or block scalar: only a double-quoted escape (`\\N`, `\\L`, `\\P`) keeps them."""
+
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    """A string that parses back as the same string in every YAML reader: text from an input
+    file (`\\n`, `: `, `#`, `&anchor`, `!!python/object`, `{{ }}`) is a value, never structure."""
+    tag = "tag:yaml.org,2002:str"
+    if any(c in _BREAKS or (not c.isprintable() and c not in "\n\t") for c in value):
+        return dumper.represent_scalar(tag, value, style='"')
     if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+        return dumper.represent_scalar(tag, value, style="|")
+    if _OTHER_READERS.match(value):
+        return dumper.represent_scalar(tag, value, style="'")
+    return dumper.represent_scalar(tag, value)
 
 
 class PythonDumper(yaml.SafeDumper):

@@ -10,8 +10,6 @@ from functools import cache
 
 import jinja2
 
-from renderer.findings.diagnostics import inert
-
 
 @cache
 def environment() -> jinja2.Environment:
@@ -23,10 +21,3 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,  # Markdown and YAML, not HTML: callers escape what they insert
     )
-
-
-def markdown_cell(value: object) -> str:
-    """Text that cannot break out of its Markdown table cell or line (generated READMEs, the
-    plan's pull-request comment)."""
-    text = inert(" ".join(str(value).split()))
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")

@@ -5,7 +5,6 @@ comment or job summary, JSON for tools. They only render the judged data; nothin
 from __future__ import annotations
 
 import json
-import re
 from typing import Final
 
 from renderer.commands.acceptance.judge import FORMULAS
@@ -19,7 +18,8 @@ from renderer.commands.acceptance.results import (
     Status,
     Verdict,
 )
-from renderer.findings.diagnostics import Severity, finding_lines
+from renderer.findings.diagnostics import Severity, finding_lines, inert_lines
+from renderer.output import markdown
 
 VERSION: Final = 1
 """The `version` of the JSON report; bumped when a key is renamed or its meaning changes."""
@@ -213,43 +213,21 @@ def report_text(report: AcceptanceReport) -> str:
         lines += [f"  cost: {_cost_text(c)}" for c in pool.costs]
         lines.append("")
     lines += [f"{term}: {text}" for term, text in FORMULAS]
-    return "\n".join(lines) + "\n"
+    return inert_lines("\n".join(lines)) + "\n"  # no line a CI runner obeys
 
 
 # --- Markdown ---------------------------------------------------------------------------------
 
 
-_LIVE: Final = re.compile(r"[@#]|://|www\.|gh-[0-9]", re.IGNORECASE)
-"""Words GitHub turns into a mention, an issue reference or a link in a comment's text even when
-their characters are escaped; inside a code span they are only text."""
-
-
-def _span(text: str, table: bool) -> str:
-    """Inline code that no backtick can close. In a table cell, `|` is escaped (the table is
-    split before code spans are read) and so is `\\`, so that no backslash escapes that escape."""
-    text = text.replace("`", "'")
-    if table:
-        text = text.replace("\\", "\\\\").replace("|", "\\|")
-    return f"`{text}`"
-
-
-def _escaped(word: str) -> str:
-    for char in "\\`*_[]|<>#~!&":
-        word = word.replace(char, "\\" + char)
-    return word
-
-
 def _cell(value: object, table: bool = False) -> str:
-    """Text that cannot break out of its Markdown table cell or line, and in which nothing
-    mentions a person, references an issue or links: every Markdown character escaped, and
-    each word GitHub would still act on in a code span."""
-    words = oneline(str(value), 400).split(" ")
-    return " ".join(_span(w, table) if _LIVE.search(w) else _escaped(w) for w in words)
+    """Text of a result file in the Markdown, cut to one line of 400 characters and escaped by
+    the one Markdown escaper (`renderer.output.markdown`)."""
+    return markdown.text(oneline(str(value), 400), table=table)
 
 
 def _code(value: str, table: bool = False) -> str:
-    """A file name as inline code, inert (see `_span`)."""
-    return _span(oneline(value, 120), table)
+    """A file name as inline code, inert."""
+    return markdown.code(oneline(value, 120), table=table)
 
 
 def report_markdown(report: AcceptanceReport) -> str:

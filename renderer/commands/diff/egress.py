@@ -1,7 +1,8 @@
 """Network egress opened and closed, for a cluster's object store or a team's own rules.
 
 A wider network that already allows a port hides the narrower rules under it, so the rules are
-compared as networks, not as lines; clusters and teams share this one comparison.
+compared as networks, not as lines; clusters and teams share this one comparison. Whatever
+opens (a wider network, a new port, a new rule) is high risk: egress is how data leaves.
 """
 
 from __future__ import annotations
@@ -32,10 +33,21 @@ def _covered(key: _EgressKey, others: Iterable[_EgressKey]) -> bool:
     return False
 
 
+_METADATA = (
+    ipaddress.ip_network("169.254.0.0/16"),
+    ipaddress.ip_network("fe80::/10"),
+    ipaddress.ip_network("fd00:ec2::254/128"),
+)
+"""Link-local networks and AWS's IPv6 address, where clouds serve instance metadata and
+credentials (169.254.169.254 on every major provider)."""
+
+
 def _width(cidr: str) -> str:
     net = ipaddress.ip_network(cidr, strict=False)
     if net.prefixlen == 0:
         return " (any address: the internet)"
+    if any(net.version == ll.version and net.overlaps(ll) for ll in _METADATA):
+        return " (the cloud metadata service and its credentials)"
     if net.prefixlen <= 8:
         return f" ({net.num_addresses:,} addresses)"
     return ""
@@ -59,10 +71,9 @@ def egress(
             port_text = ", ".join(str(p) for p in sorted(ports))
             descriptions = sorted({source[(cidr, protocol, p)] for p in ports} - {""})
             why = f" ({'; '.join(descriptions)})" if descriptions else ""
-            if is_open:
-                wide = ipaddress.ip_network(cidr, strict=False).prefixlen <= 8
+            if is_open:  # any new reach out of the cluster is reviewed as high risk
                 yield Finding(
-                    Risk.HIGH if wide else Risk.MEDIUM,
+                    Risk.HIGH,
                     "egress-opened",
                     cluster,
                     team,

@@ -1,7 +1,8 @@
 """The report as Markdown for one sticky pull-request comment, cut to GitHub's size limit.
 
-Input text is quoted in the comment, so escaping lives here with the layout and the truncation
-that must never break a table or leave a `<details>` open.
+Input text is quoted in the comment: every value goes through the one Markdown escaper
+(`renderer.output.markdown`); the layout and the truncation that must never break a table or
+leave a `<details>` open live here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from renderer.commands.diff.findings import (
     Side,
     plural,
 )
+from renderer.output import markdown
 
 MARKER = "<!-- gpuplane-diff -->"
 """First line of the Markdown: lets a CI job find and update its one sticky comment."""
@@ -43,33 +45,14 @@ _BADGE = {Risk.HIGH: "🔴 high", Risk.MEDIUM: "🟠 medium", Risk.LOW: "⚪ low
 
 
 def _text(value: object) -> str:
-    """Input text that cannot break out of its table cell or line, add HTML, or @-mention."""
-    text = " ".join(str(value).split())
-    return (
-        text.replace("\\", "\\\\")
-        .replace("&", "&amp;")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("`", "\\`")
-        .replace("@", "@&#8203;")
-    )
+    return markdown.cell(value)
 
 
 def _code(value: object) -> str:
-    """A name as inline code in a table cell; escaped plain text when it holds a backtick."""
-    text = " ".join(str(value).split())
-    if "`" in text or not text:
-        return _text(text)
-    return "`" + text.replace("|", "\\|") + "`"
+    return markdown.code(value, table=True)
 
 
-def _html(value: object) -> str:
-    """Text inside an HTML element (a <summary>): Markdown is not read there."""
-    text = " ".join(str(value).split())
-    return (
-        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
-    )
+_html = markdown.html
 
 
 def _verdict(report: DiffReport) -> str:

@@ -138,7 +138,9 @@ def _repository(base: Platform, head: Platform) -> list[Finding]:
     if not changes:
         return []
     argo = {"repo_url", "target_revision", "argocd_namespace"}
-    risk = Risk.MEDIUM if any(name in argo for name, _, _ in changes) else Risk.LOW
+    names = {name for name, _, _ in changes}
+    # who approves changes (CODEOWNERS) and where Argo CD reads from decide every later change
+    risk = Risk.HIGH if "codeowners" in names else Risk.MEDIUM if names & argo else Risk.LOW
     return [
         Finding(
             risk,
@@ -225,6 +227,16 @@ def _cluster_changes(before: Cluster, after: Cluster) -> Iterator[Finding]:
             group,
             f"group {before.group_prefix}{group} is no longer a platform owner",
         )
+    for namespace in sorted(set(before.reserved_namespaces) - set(after.reserved_namespaces)):
+        yield Finding(
+            Risk.HIGH,
+            "reservation-removed",
+            name,
+            None,
+            namespace,
+            f"namespace {namespace} is no longer reserved for the platform: a team may now "
+            "declare it, and get admin over whatever runs there",
+        )
     yield from egress(
         name,
         None,
@@ -233,6 +245,7 @@ def _cluster_changes(before: Cluster, after: Cluster) -> Iterator[Finding]:
         "every team namespace (object store)",
     )
     handled = ("scheduler", "group_prefix", "platform_owners", "object_store_egress")
+    # reserved_namespaces: released ones above; added ones and teamDefaults stay settings here
     changes = changed_fields(before, after, other_fields(Cluster, handled))
     if changes:
         only_text = all(n == "description" for n, _, _ in changes)

@@ -13,8 +13,10 @@ from renderer.commands.diff.field_changes import camel, changed_fields, field_li
 from renderer.commands.diff.findings import Finding, Risk, plural
 from renderer.commands.diff.objects import NOT_APPLIED_FOLDERS, NOT_RENDERED_FILES
 from renderer.commands.diff.revision import Revision
+from renderer.model import quantity
 from renderer.model.names import DEFAULT_POD_SECURITY
-from renderer.model.platform import Namespace, Platform, Team
+from renderer.model.platform import Cluster, Namespace, Platform, Team
+from renderer.model.reserved import namespace_owner
 
 ROLES = ("none", "view", "edit", "admin")
 """A group's strongest namespace role, weakest first: the ClusterRoles of viewers, members, owners."""
@@ -121,6 +123,9 @@ def _team_added(team: Team, platform: Platform) -> Iterator[Finding]:
             f"view {_group_list(prefix, team.viewers)}",
             tuple(f"image registry: {image}" for image in team.images),
         )
+        if cluster in platform.clusters:
+            for ns in namespaces:
+                yield from _platform_namespace(platform, platform.clusters[cluster], team, ns.name)
         yield from egress(
             cluster, team.name, (), team.egress, ", ".join(ns.name for ns in namespaces)
         )
@@ -198,6 +203,8 @@ def _team_on_cluster(
                 f"namespace {ns_name} moves from team {old_owner} to {name}: its data stays, and "
                 f"admin goes to {_group_list(prefix_after, after.owners)}",
             )
+        elif head_cluster is not None and namespace_owner(head.platform, head_cluster, ns_name):
+            yield from _platform_namespace(head.platform, head_cluster, after, ns_name)
         else:
             yield Finding(
                 Risk.LOW,
@@ -224,8 +231,8 @@ def _team_on_cluster(
             lines.append(
                 f"Pod Security {old_ps} → {new_ps}" + (" (loosened)" if looser else " (tightened)")
             )
-            if looser:
-                risk = Risk.MEDIUM
+            if looser:  # an exemption from the admission policy it had: high
+                risk = Risk.HIGH
         if lines:
             yield Finding(risk, "namespace-changed", cluster, name, ns_name, "; ".join(lines))
     kept = sorted(set(old_ns) & set(new_ns))
@@ -254,9 +261,9 @@ def _team_on_cluster(
                 )
         added = [i for i in after.images if i not in before.images]
         removed = [i for i in before.images if i not in after.images]
-        for image in added:
+        for image in added:  # an exemption from the image admission policy
             yield Finding(
-                Risk.MEDIUM,
+                Risk.HIGH,
                 "images-widened",
                 cluster,
                 name,
@@ -272,6 +279,19 @@ def _team_on_cluster(
                 image,
                 f"images from {image} are no longer admitted in {where}",
             )
+    if kept:
+        yield from _quota_caps(cluster, name, before, after, base_cluster, head_cluster, where)
+    if before.codeowners != after.codeowners and new_ns:
+        yield Finding(
+            Risk.HIGH,
+            "codeowners-changed",
+            cluster,
+            name,
+            name,
+            "who approves changes to the team's file: "
+            f"{', '.join(before.codeowners) or 'the platform owners'} → "
+            f"{', '.join(after.codeowners) or 'the platform owners'}",
+        )
     if new_ns:
         yield from egress(cluster, name, before.egress, after.egress, ", ".join(sorted(new_ns)))
         membership = changed_fields(before, after, ("queue", "priority"))
@@ -295,6 +315,8 @@ def _team_on_cluster(
             "gpus",
             "images",
             "egress",
+            "resources",
+            "codeowners",
         )
         changes = changed_fields(before, after, other_fields(Team, handled))
         if changes:
@@ -307,3 +329,75 @@ def _team_on_cluster(
                 ", ".join(camel(n) for n, _, _ in changes) + " changed",
                 field_lines(changes),
             )
+
+
+def _platform_namespace(
+    platform: Platform, cluster: Cluster, team: Team, namespace: str
+) -> Iterator[Finding]:
+    component = namespace_owner(platform, cluster, namespace)
+    if component is None:
+        return
+    yield Finding(
+        Risk.HIGH,
+        "namespace-platform",
+        cluster.name,
+        team.name,
+        namespace,
+        f"namespace {namespace} is where {component} runs: the team's owners would get admin "
+        "there, its quota, labels and default-deny NetworkPolicies would apply to "
+        f"{component}",
+    )
+
+
+CAPS = ("cpu", "memory", "storage", "persistentVolumeClaims")
+"""The ResourceQuota caps of a team's namespaces (`spec.resources`)."""
+
+
+def _caps(team: Team, cluster: Cluster | None) -> dict[str, str | int]:
+    """The caps a team's namespaces get: its own, else the cluster's `teamDefaults`."""
+    defaults = cluster.team_default_resources if cluster is not None else {}
+    return {k: v for k in CAPS if (v := team.resources.get(k, defaults.get(k))) is not None}
+
+
+def _quota_caps(
+    cluster: str,
+    name: str,
+    before: Team,
+    after: Team,
+    base_cluster: Cluster | None,
+    head_cluster: Cluster | None,
+    where: str,
+) -> Iterator[Finding]:
+    """A cap that goes away is high risk (the namespaces may then take the whole cluster's CPU,
+    memory or storage); one the cluster's default now sets, or that moves, is a cap change:
+    medium when it rises, low when it falls."""
+    old, new = _caps(before, base_cluster), _caps(after, head_cluster)
+    for key in CAPS:
+        if key not in old:
+            continue
+        if key not in new:
+            yield Finding(
+                Risk.HIGH,
+                "quota-cap-removed",
+                cluster,
+                name,
+                key,
+                f"{key} is no longer capped in {where} (was {old[key]}): its pods may take all "
+                "of the cluster's",
+            )
+            continue
+        if str(old[key]) == str(new[key]):
+            continue
+        try:
+            raised = quantity.parse(new[key]) > quantity.parse(old[key])
+        except (ValueError, ArithmeticError):
+            raised = True
+        source = "" if key in after.resources else " (the cluster's teamDefaults)"
+        yield Finding(
+            Risk.MEDIUM if raised else Risk.LOW,
+            "quota-cap-changed",
+            cluster,
+            name,
+            key,
+            f"{key} cap in {where}: {old[key]} → {new[key]}{source}",
+        )

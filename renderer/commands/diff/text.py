@@ -1,17 +1,25 @@
 """The report as plain text for people at a terminal (`gpuplane diff --format text`).
 
-No escaping and no tables: one line per finding, so it changes apart from the Markdown.
+No tables: one line per finding, so it changes apart from the Markdown. Every line goes through
+`inert_lines`: a value quoted from an input file cannot move the cursor or be read by the CI
+runner as a workflow command.
 """
 
 from __future__ import annotations
 
 from renderer.commands.diff.findings import RISKS, DiffReport, plural
+from renderer.findings.diagnostics import inert_lines
 
 
 def diff_text(report: DiffReport) -> str:
     """For people at a terminal: one line per finding, grouped by cluster and team."""
     if not report.findings:
-        return f"no changes: the {report.head.label} renders the same platform as {report.base.label}\n"
+        return (
+            inert_lines(
+                f"no changes: the {report.head.label} renders the same platform as {report.base.label}"
+            )
+            + "\n"
+        )
     high, medium, low = (report.count(r) for r in RISKS)
     commit = f" ({report.base.commit[:12]})" if report.base.commit else ""
     lines = [
@@ -38,4 +46,4 @@ def diff_text(report: DiffReport) -> str:
         if f.objects is not None:
             lines += [f"           deleted {p}" for p in f.objects.deleted]
         lines += [f"           {' '.join(d.split())}" for d in f.details]
-    return "\n".join(lines) + "\n"
+    return inert_lines("\n".join(lines)) + "\n"

@@ -1,0 +1,192 @@
+"""`gpuplane diff` rates a change by what it lets a team reach: a namespace a platform component
+uses, a widened egress, a removed quota cap, a code-owners change and a new admission-policy
+exemption (an image registry added, Pod Security loosened, a reserved namespace released) are
+high risk. Each case is a real git repository of the example platform and one edit to it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from renderer.commands.diff.revision import render
+from renderer.commands.diff.teams import teams
+from renderer.output.validation import OutputValidator
+from tests.conftest import REPO, copy_inputs, git
+
+VISION = "teams/vision.yaml"
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("risk") / "repo")
+    # the base reserves one more namespace, a vault the platform team runs for team vision
+    _edit(
+        root / "clusters/prod-east.yaml",
+        "  teamDefaults:\n",
+        "  reservedNamespaces: [vision-vault]\n  teamDefaults:\n",
+    )
+    # and runs vision's training namespace under restricted instead of the default baseline
+    _edit(
+        root / VISION,
+        "cluster: prod-east, purpose: training}",
+        "cluster: prod-east, purpose: training, podSecurity: restricted}",
+    )
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+@pytest.fixture
+def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
+    target = tmp_path / "repo"
+    shutil.copytree(committed, target, symlinks=True)
+    return target
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, f"{old!r} in {path}"
+    path.write_text(text.replace(old, new))
+
+
+def _findings(gpuplane: Callable[..., Any], repo: Path) -> list[dict[str, Any]]:
+    result = gpuplane("-C", str(repo), "diff", "--base", "HEAD", "--format", "json")
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, Any]] = json.loads(result.output)["findings"]
+    return found
+
+
+def _one(found: list[dict[str, Any]], code: str, subject: str | None = None) -> dict[str, Any]:
+    matches = [f for f in found if f["code"] == code and subject in (None, f["subject"])]
+    assert len(matches) == 1, (code, subject, [(f["code"], f["subject"]) for f in found])
+    return matches[0]
+
+
+def test_a_new_egress_rule_even_a_narrow_one_is_high(repo: Path, gpuplane: Any) -> None:
+    _edit(
+        repo / VISION,
+        "      description: labelling service and dataset catalog\n",
+        "      description: labelling service and dataset catalog\n"
+        "    - cidr: 10.30.1.0/24\n      ports: [5432]\n      description: a database\n",
+    )
+    f = _one(_findings(gpuplane, repo), "egress-opened", "10.30.1.0/24")
+    assert f["risk"] == "high" and "5432" in f["summary"]
+
+
+def test_a_new_port_on_an_allowed_network_is_high(repo: Path, gpuplane: Any) -> None:
+    _edit(
+        repo / VISION,
+        "      ports: [443]\n      description: labelling",
+        "      ports: [443, 22]\n      description: labelling",
+    )
+    f = _one(_findings(gpuplane, repo), "egress-opened", "10.20.0.0/16")
+    assert f["risk"] == "high" and "TCP 22" in f["summary"].upper()
+
+
+def test_a_narrowed_egress_is_low(repo: Path, gpuplane: Any) -> None:
+    _edit(repo / VISION, "cidr: 10.20.0.0/16", "cidr: 10.20.0.0/24")
+    found = _findings(gpuplane, repo)
+    assert _one(found, "egress-closed")["risk"] == "low"
+    assert not [f for f in found if f["code"] == "egress-opened"]  # /24 is inside the /16
+
+
+def test_a_cap_removed_where_no_default_fills_it_is_high(repo: Path, gpuplane: Any) -> None:
+    """vision drops its PVC count and the cluster drops its default in the same change: no
+    ResourceQuota counts vision's PersistentVolumeClaims any more."""
+    _edit(repo / VISION, "    persistentVolumeClaims: 50\n", "")
+    _edit(repo / "clusters/prod-east.yaml", "      persistentVolumeClaims: 20\n", "")
+    found = _findings(gpuplane, repo)
+    f = _one([f for f in found if f["team"] == "vision"], "quota-cap-removed")
+    assert f["risk"] == "high" and f["subject"] == "persistentVolumeClaims" and "50" in f["summary"]
+
+
+def test_a_cap_the_cluster_default_takes_over_is_a_change_rated_by_direction(
+    repo: Path, gpuplane: Any
+) -> None:
+    """vision drops cpu "512" (the prod-east default is "128": it falls) and memory 4Ti is
+    raised to 8Ti."""
+    _edit(repo / VISION, '    cpu: "512"\n    memory: 4Ti\n', "    memory: 8Ti\n")
+    found = [f for f in _findings(gpuplane, repo) if f["team"] == "vision"]
+    cpu = _one(found, "quota-cap-changed", "cpu")
+    assert (
+        cpu["risk"] == "low" and "512 → 128" in cpu["summary"] and "teamDefaults" in cpu["summary"]
+    )
+    memory = _one(found, "quota-cap-changed", "memory")
+    assert memory["risk"] == "medium" and "4Ti → 8Ti" in memory["summary"]
+    assert not [f for f in found if f["code"] == "quota-cap-removed"]
+
+
+def test_a_team_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
+    _edit(
+        repo / VISION, 'codeowners: ["@example/vision"]', 'codeowners: ["@example/vision-interns"]'
+    )
+    f = _one(_findings(gpuplane, repo), "codeowners-changed")
+    assert f["risk"] == "high" and "@example/vision-interns" in f["summary"]
+
+
+def test_the_repository_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
+    _edit(
+        repo / "gpuplane.yaml",
+        'codeowners: ["@example/platform"]',
+        'codeowners: ["@example/someone"]',
+    )
+    assert _one(_findings(gpuplane, repo), "repository-changed")["risk"] == "high"
+
+
+def test_an_image_registry_added_is_an_exemption_and_high(repo: Path, gpuplane: Any) -> None:
+    _edit(
+        repo / VISION,
+        "    - registry.example.com/base/\n",
+        "    - registry.example.com/base/\n    - docker.io/library/\n",
+    )
+    assert _one(_findings(gpuplane, repo), "images-widened")["risk"] == "high"
+
+
+def test_pod_security_loosened_is_high(repo: Path, gpuplane: Any) -> None:
+    _edit(repo / VISION, "purpose: training, podSecurity: restricted}", "purpose: training}")
+    f = _one(_findings(gpuplane, repo), "namespace-changed", "vision-train")
+    assert f["risk"] == "high" and "loosened" in f["summary"]
+
+
+def test_a_reserved_namespace_released_is_high(repo: Path, gpuplane: Any) -> None:
+    _edit(repo / "clusters/prod-east.yaml", "  reservedNamespaces: [vision-vault]\n", "")
+    f = _one(_findings(gpuplane, repo), "reservation-removed", "vision-vault")
+    assert f["risk"] == "high" and f["cluster"] == "prod-east"
+
+
+@pytest.mark.parametrize(
+    "namespace", ["argocd", "gpu-operator", "kube-system", "vision-vault", "kube-x", "cert-manager"]
+)
+def test_a_namespace_a_platform_component_uses_is_high(
+    repo: Path, committed: Path, namespace: str
+) -> None:
+    """The policy refuses the name (tenancy); diff rates it on its own, from
+    renderer.model.reserved, should a change reach it: both revisions compared directly."""
+    _edit(
+        repo / VISION,
+        "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n",
+        "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n"
+        f"    - {{name: {namespace}, cluster: prod-east, purpose: batch}}\n",
+    )
+    validator = OutputValidator()
+    base = render(committed, validator, "base", None)
+    head = render(repo, validator, "head", None)
+    assert "vision" in head.platform.teams
+    found = [f for f in teams(base, head) if f.subject == namespace]
+    assert [(f.code, f.risk.value) for f in found] == [("namespace-platform", "high")]
+
+
+def test_a_plain_new_namespace_stays_low(repo: Path, gpuplane: Any) -> None:
+    _edit(
+        repo / VISION,
+        "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n",
+        "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n"
+        "    - {name: vision-batch, cluster: prod-east, purpose: batch}\n",
+    )
+    assert _one(_findings(gpuplane, repo), "namespace-added", "vision-batch")["risk"] == "low"
