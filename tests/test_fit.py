@@ -28,7 +28,7 @@ from renderer.commands.fit.text import fit_json, fit_text
 from renderer.inputs.source import load_file
 from renderer.model.platform import Platform, Team
 from renderer.pipeline import load_platform
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_inputs
 
 CASES = Path(__file__).parent / "cases" / "fit"
 HOSTILE = Path(__file__).parent / "cases" / "hostile"
@@ -115,13 +115,55 @@ def test_job_within_nominal_fits(example: Platform) -> None:
     gpus = gpu_quota(result, "h100-train")
     assert gpus.requested == nominal == 8
     assert gpus.borrowed == 0
-    # no label: Kueue runs it at 0; fit names the class the team's file intends
-    assert (result.priority, result.priority_value) == (None, 0)
-    assert result.priority_source is not None
     standard = example.queues["prod"].priority("standard")
     assert standard is not None
-    assert f"prod-standard for team vision's priority ({standard.value})" in result.priority_source
+    assert (result.priority, result.priority_value) == ("prod-standard", standard.value)
+    assert result.priority_source == "label kueue.x-k8s.io/priority-class"
     assert not result.lenders
+
+
+def _without_priority_label(example: Platform, tmp_path: Path) -> Path:
+    job = (CASES / "job-within-nominal.yaml").read_text()
+    kept = [line for line in job.splitlines() if "priority-class" not in line]
+    assert len(kept) == len(job.splitlines()) - 1
+    path = tmp_path / "job.yaml"
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
+def test_a_job_without_priority_is_refused_where_no_mutating_policy_is_served(
+    example: Platform, tmp_path: Path
+) -> None:
+    """prod-east runs Kubernetes 1.33: the security layer's ValidatingAdmissionPolicy requires
+    the label (MutatingAdmissionPolicy v1 is served from 1.36), so the API server refuses the
+    Job before Kueue sees it."""
+    result = check_fit(example, _without_priority_label(example, tmp_path))
+    assert (result.verdict, result.admissible) == (NEVER, False)
+    assert result.message_from == "API server"
+    assert result.message is not None
+    assert "ValidatingAdmissionPolicy 'gpuplane-priority-vision'" in result.message
+    assert any("kueue.x-k8s.io/priority-class: prod-standard" in r for r in result.reasons)
+
+
+def test_a_job_without_priority_gets_the_teams_where_a_mutating_policy_is_served(
+    tmp_path: Path,
+) -> None:
+    """On 1.36 a MutatingAdmissionPolicy sets the label to the team's priority on create."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    cluster = root / "clusters/prod-east.yaml"
+    text = cluster.read_text()
+    assert 'kubernetesVersion: "1.33"' in text
+    cluster.write_text(text.replace('kubernetesVersion: "1.33"', 'kubernetesVersion: "1.36"'))
+    loaded = load_platform(root)
+    assert not loaded.diagnostics, loaded.diagnostics
+    platform = loaded.platform
+    result = check_fit(platform, _without_priority_label(platform, tmp_path))
+    standard = platform.queues["prod"].priority("standard")
+    assert standard is not None
+    assert result.verdict == FITS
+    assert (result.priority, result.priority_value) == ("prod-standard", standard.value)
+    assert result.priority_source is not None
+    assert "MutatingAdmissionPolicy gpuplane-priority-vision" in result.priority_source
 
 
 def test_job_that_must_borrow(example: Platform) -> None:
@@ -325,14 +367,18 @@ def test_namespace_from_the_command_line(example: Platform, tmp_path: Path) -> N
 
 
 def test_a_namespace_on_two_clusters_needs_cluster(platform: Path) -> None:
+    """Team `vision-train` on staging-west (the search team, renamed) may name a namespace
+    after itself, `vision-train`: the name team vision uses on prod-east."""
     search = platform / "teams" / "search.yaml"
-    search.write_text(
-        search.read_text().replace(
-            "    - {name: search-serve, cluster: staging-west, purpose: inference}\n",
-            "    - {name: search-serve, cluster: staging-west, purpose: inference}\n"
-            "    - {name: vision-train, cluster: staging-west, purpose: training}\n",
-        )
+    text = search.read_text().replace("name: search\n", "name: vision-train\n", 1)
+    text = text.replace("{name: search-", "{name: vision-train-")
+    text = text.replace(
+        "    - {name: vision-train-serve, cluster: staging-west, purpose: inference}\n",
+        "    - {name: vision-train-serve, cluster: staging-west, purpose: inference}\n"
+        "    - {name: vision-train, cluster: staging-west, purpose: training}\n",
     )
+    search.unlink()
+    (platform / "teams" / "vision-train.yaml").write_text(text)
     loaded = load_platform(platform)
     assert not loaded.diagnostics
     job = CASES / "job-within-nominal.yaml"
@@ -342,7 +388,7 @@ def test_a_namespace_on_two_clusters_needs_cluster(platform: Path) -> None:
     east = check_fit(loaded.platform, job, cluster="prod-east")
     assert (east.verdict, east.cluster_queue) == (FITS, "vision-training")
     west = check_fit(loaded.platform, job, cluster="staging-west")
-    assert (west.cluster_queue, west.team) == ("search-training", "search")
+    assert (west.cluster_queue, west.team) == ("vision-train-training", "vision-train")
     unknown = check_fit(loaded.platform, job, cluster="nowhere")
     assert unknown.verdict == ERROR and "cluster nowhere is not declared" in unknown.reasons[0]
 

@@ -26,7 +26,7 @@ from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import nodes, quantity
 from renderer.model.admission import cluster_queues, cohort_of, potential_available
 from renderer.model.capacity import pool_offers, usable_quotas
-from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.names import DEFAULT_FINISHED_JOBS, DEFAULT_POD_SECURITY
 from renderer.model.platform import Namespace, Platform, Team
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
@@ -525,9 +525,11 @@ def test_jobs_are_kept_as_long_as_the_team_keeps_finished_jobs(case: Any) -> Non
         if item.body["kind"] == "Deployment":
             continue
         team, _ = _namespace(view, item.body["metadata"]["namespace"])
-        finished = team.retention.get("finishedJobs")
+        # a team without retention gets the platform's default: the clean-up policy
+        # (renderer/layers/security/cleanup.py) refuses a Job without a TTL
+        finished = team.retention.get("finishedJobs", DEFAULT_FINISHED_JOBS)
         ttl = item.body["spec"].get("ttlSecondsAfterFinished")
-        assert ttl == (kueue.duration_seconds(finished) if finished else None)
+        assert ttl == kueue.duration_seconds(finished)
 
 
 def test_example_retention_reaches_the_jobs(example: Any) -> None:

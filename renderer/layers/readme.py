@@ -15,13 +15,16 @@ from renderer.model import catalog
 from renderer.model.admission import CPU, MEMORY, cluster_queues
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.security import admission_policies_served, priority_enforcement
 from renderer.model.view import ClusterView
-from renderer.output.text import environment, markdown_cell
+from renderer.output import markdown
+from renderer.output.text import environment
 
 
 def _template() -> jinja2.Template:
     env = environment()
-    env.filters["cell"] = markdown_cell
+    env.filters["cell"] = markdown.cell
+    env.filters["code"] = markdown.code
     return env.get_template("cluster-readme.md.j2")
 
 
@@ -128,5 +131,66 @@ def cluster_readme(view: ClusterView) -> str:
                 ],
             }
         )
-    text = _template().render(cluster=view.cluster, pools=pools, fabrics=fabrics, teams=teams)
+    text = _template().render(
+        cluster=view.cluster,
+        pools=pools,
+        fabrics=fabrics,
+        teams=teams,
+        guardrails=guardrail_notes(view),
+    )
     return text.rstrip("\n") + "\n"
+
+
+def guardrail_notes(view: ClusterView) -> list[str]:
+    """What the security layer enforces on this cluster, in the words a team member needs
+    (docs/security.md has the whole of it)."""
+    from renderer.layers.security import audit
+
+    cluster = view.cluster
+    notes = [
+        "Team members act through the `gpuplane-team-owner`, `-member` and `-viewer` roles: they "
+        "cannot change their namespace's quota, LimitRange, network policies, RBAC or LocalQueue."
+    ]
+    if not admission_policies_served(cluster):
+        notes.append(
+            f"Kubernetes {cluster.kubernetes_version} serves no ValidatingAdmissionPolicy v1 "
+            "(1.30 and later): none of the admission policies below is rendered."
+        )
+        return notes
+    notes.append(
+        "Admission policies refuse, in every team namespace: images outside the team's "
+        "registries, privileged or host-level pods, GPUs outside the queue, workloads without "
+        "the team and cost-center labels, and secret-named environment variables with literal "
+        "values."
+    )
+    if priority_enforcement(cluster) == "mutating":
+        notes.append(
+            "A job without a `kueue.x-k8s.io/priority-class` label gets its team's priority: a "
+            "MutatingAdmissionPolicy sets the label."
+        )
+    else:
+        notes.append(
+            f"A job must carry a priority label (`kueue.x-k8s.io/priority-class`, or "
+            f"`spec.priorityClassName` on Volcano): Kubernetes {cluster.kubernetes_version} "
+            "serves no MutatingAdmissionPolicy (1.36 and later), so a ValidatingAdmissionPolicy "
+            "refuses a job without one and names the team's priority; `gpuplane fit` says the same."
+        )
+    if cluster.secret_store is not None:
+        notes.append(
+            "Secrets come by reference: each team namespace has the SecretStore `team-secrets`; "
+            "write an ExternalSecret that names it."
+        )
+    notes.append(
+        "Finished Jobs, JobSets and RayJobs are deleted after the team's "
+        "`retention.finishedJobs` (an admission policy requires the TTL); checkpoints, logs and "
+        "scratch volumes are not cleaned up by the cluster (docs/secrets-and-cleanup.md)."
+    )
+    managed = audit.managed_audit_note(cluster.provider)
+    if managed is not None:
+        notes.append(managed)
+    elif cluster.provider in audit.SELF_MANAGED:
+        notes.append(
+            f"The API server's audit policy is `{audit.FOLDER}/{audit.FILE}.yaml`, beside this "
+            "file (docs/audit-policy.md says where it goes)."
+        )
+    return notes

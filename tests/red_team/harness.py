@@ -73,9 +73,7 @@ class Attempt:
 
 def errors(diagnostics: list[Diagnostic], rule: str | None = None) -> list[Diagnostic]:
     return [
-        d
-        for d in diagnostics
-        if d.severity is Severity.ERROR and (rule is None or d.rule == rule)
+        d for d in diagnostics if d.severity is Severity.ERROR and (rule is None or d.rule == rule)
     ]
 
 

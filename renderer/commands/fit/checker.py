@@ -10,9 +10,12 @@ from typing import Any
 from renderer.commands.fit.admit import Admitter
 from renderer.commands.fit.result import ERROR, NEVER, FitResult
 from renderer.layers.queueing import kueue
+from renderer.layers.security import priority as security_priority
+from renderer.layers.security.admission import CRONJOB, SUSPENDABLE_KINDS
 from renderer.model import names
 from renderer.model.admission import ClusterQueuePlan, cluster_queues
 from renderer.model.platform import Namespace, Priority, Team
+from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView
 
 DEFAULT_LOCAL_QUEUE = kueue.DEFAULT_LOCAL_QUEUE
@@ -232,6 +235,9 @@ class Checker(Admitter):
         # can add the label.
         intended: Priority | None = queue.priority(team.priority) if team.priority else None
         intended = intended or queue.default_priority
+        admission = self.priority_admission(team, queue.name, intended, context)
+        if admission is not None:
+            return admission
         advice = ""
         if intended is not None:
             whose = f"team {team.name}'s" if team.priority else f"queue {queue.name}'s default"
@@ -240,3 +246,43 @@ class Checker(Admitter):
                 f"for {whose} priority ({intended.value})"
             )
         return None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}"
+
+    def priority_admission(
+        self, team: Team, queue: str, intended: Priority | None, context: dict[str, Any]
+    ) -> tuple[str, int, str] | FitResult | None:
+        """What the security layer's priority policy does to a batch job without a priority
+        label (`renderer.layers.security.priority`): on a cluster that serves
+        MutatingAdmissionPolicies it sets the team's priority; elsewhere a
+        ValidatingAdmissionPolicy refuses the job, as the API server would. None: the policy
+        does not apply (serving kinds, or no priority to give)."""
+        cluster = self.platform.clusters[self.platform.queues[queue].cluster]
+        wl = self.workload
+        batch = {(k.group, k.kind) for k in (*SUSPENDABLE_KINDS, CRONJOB)}
+        group = wl.api_version.rpartition("/")[0] if "/" in wl.api_version else ""
+        if intended is None or cluster.scheduler != "kueue" or (group, wl.kind) not in batch:
+            return None
+        value = f"{queue}-{intended.name}"
+        policy = security_priority.policy_name(team)
+        if priority_enforcement(cluster) == "mutating":
+            return (
+                value,
+                intended.value,
+                f"no priority label: MutatingAdmissionPolicy {policy} sets "
+                f"{names.PRIORITY_LABEL}: {value} (team {team.name}'s priority)",
+            )
+        return self.result(
+            NEVER,
+            "refused at admission: no priority label",
+            **context,
+            message_from="API server",
+            message=f"{wl.kind.lower()}s is forbidden: ValidatingAdmissionPolicy '{policy}' "
+            f"with binding '{policy}' denied request: jobs of team {team.name} must name their "
+            f"priority",
+            reasons=(
+                f"cluster {cluster.name} runs Kubernetes {cluster.kubernetes_version}, which "
+                "serves no MutatingAdmissionPolicy (v1 from 1.36), so a validating policy "
+                f"requires the label instead of setting it",
+                f"label the job {names.PRIORITY_LABEL}: {value} for team {team.name}'s "
+                f"priority ({intended.value})",
+            ),
+        )

@@ -94,7 +94,9 @@ class FitResult:
     admitted_replicas: int = 1
     replica_unit: str = "workload"
     message: str | None = None
-    """Kueue's own message on the Workload when it cannot be admitted."""
+    """Kueue's own message on the Workload when it cannot be admitted, or the API server's when
+    an admission policy refuses the job (`message_from` says which)."""
+    message_from: str = "Kueue"
     reasons: tuple[str, ...] = ()
     """Why it can never be admitted, or why fit could not answer, in plain words."""
     preemption: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ from renderer.commands.fit.result import (
     amount,
     resource_order,
 )
+from renderer.findings.diagnostics import inert_lines
 
 ASSUMPTION = "assumes an empty cluster: no other workload holds quota (see docs/fit.md)"
 
@@ -44,7 +45,7 @@ def fit_text(result: FitResult) -> str:
         name = result.priority or "(none)"
         lines.append(f"  priority {name} = {result.priority_value}, from {result.priority_source}")
     if result.message:
-        lines.append(f"  Kueue: {result.message}")
+        lines.append(f"  {result.message_from}: {result.message}")
     if result.reasons:
         lines.append("why:" if result.verdict in (NEVER, ERROR) else "reasons:")
         lines.extend(f"  - {r}" for r in result.reasons)
@@ -113,7 +114,7 @@ def fit_text(result: FitResult) -> str:
         lines.extend(f"  - {n}" for n in result.notes)
     if result.pod_sets:
         lines.append(ASSUMPTION)
-    return "\n".join(lines) + "\n"
+    return inert_lines("\n".join(lines)) + "\n"  # names from the job file: no runner command
 
 
 def _json_amount(resource: str, value: Decimal | None) -> str | int | None:
@@ -185,6 +186,7 @@ def fit_json(result: FitResult) -> dict[str, Any]:
             for lender in result.lenders
         ],
         "message": result.message,
+        "messageFrom": result.message_from,
         "reasons": list(result.reasons),
         "preemption": list(result.preemption),
         "notes": list(result.notes),
