@@ -33,6 +33,7 @@ class Guardrail:
 
 _NETWORK = "network policy: what the team's pods may reach and be reached from"
 _ADMISSION = "admission policy: what the API server accepts from the team"
+_EXPOSURE = "exposure: which host names and routes reach the team's services"
 _STORE = "secrets by reference: which store, with which identity, a namespace's secrets come from"
 
 GUARDRAILS: tuple[Guardrail, ...] = (
@@ -97,6 +98,26 @@ GUARDRAILS: tuple[Guardrail, ...] = (
         )
     ),
     Guardrail("generators.external-secrets.io", "ClusterGenerator", "clustergenerators", _STORE),
+    # exposure and drains: a host name or route is the platform's to hand out (a team's
+    # Ingress could claim another's host), and a PodDisruptionBudget can block node drains
+    Guardrail("networking.k8s.io", "Ingress", "ingresses", _EXPOSURE),
+    *(
+        Guardrail("gateway.networking.k8s.io", kind, resource, _EXPOSURE)
+        for kind, resource in (
+            ("HTTPRoute", "httproutes"),
+            ("GRPCRoute", "grpcroutes"),
+            ("TLSRoute", "tlsroutes"),
+            ("TCPRoute", "tcproutes"),
+            ("UDPRoute", "udproutes"),
+            ("Gateway", "gateways"),
+        )
+    ),
+    Guardrail(
+        "policy",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "node maintenance: a budget of zero disruptions blocks every drain of the pool's nodes",
+    ),
 )
 """Every kind a team may read at most. Network policies of any CNI: a policy a team writes is
 added to the platform's (policies are additive), so one allow-all policy undoes default-deny.
