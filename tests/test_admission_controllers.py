@@ -14,7 +14,6 @@ Workflows' controller doing the same."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from renderer.pipeline import Rendered
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
 from tests.conftest import REPO, render_clean
 
-KUEUE_JOBS = Path("/work/shared/reference/kueue-examples/jobs")
+KUEUE_JOBS = REPO.parent / "shared" / "reference" / "kueue-examples" / "jobs"
 
 ALICE = "oidc:alice@example.com"
 TEAM_SA = "system:serviceaccount:llm-train:default"
@@ -74,6 +73,8 @@ def namespace(rendered: Rendered, name: str, cluster: str = "prod-east") -> dict
 def sample(name: str) -> dict[str, Any]:
     """A Kueue example job, moved into a team namespace with the team's labels and images, and
     asking for a GPU in every pod template."""
+    if not KUEUE_JOBS.is_dir():
+        pytest.skip("../shared/reference/kueue-examples is not beside this checkout")
     docs: list[dict[str, Any]] = [
         d for d in yaml.safe_load_all((KUEUE_JOBS / name).read_text()) if d
     ]

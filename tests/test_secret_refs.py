@@ -7,7 +7,6 @@ every workload the templates layer renders and Kueue's examples are admitted."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from renderer.pipeline import Rendered, schema_pins
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
 from tests.conftest import REPO, render_clean
 
-KUEUE_EXAMPLES = Path("/work/shared/reference/kueue-examples")
+KUEUE_EXAMPLES = REPO.parent / "shared" / "reference" / "kueue-examples"
 ALICE = "oidc:alice@example.com"
 # ESO's chart names its controller after the release (external-secrets) in its namespace
 ESO_CONTROLLER = "system:serviceaccount:external-secrets:external-secrets"

@@ -65,10 +65,13 @@ class Attempt:
         return load_platform(self.root).diagnostics
 
     def render(self) -> Rendered:
-        """What `gpuplane render` makes of it, checked against the upstream CRDs."""
+        """What `gpuplane render` makes of it, checked against the upstream CRDs where they are
+        beside the checkout (without them, custom kinds are only warned about: the attacks
+        read the rendered objects, not their schema checks)."""
         from renderer.output.validation import OutputValidator
 
-        return render_platform(self.root, OutputValidator([SHARED_CRDS]))
+        sources = [SHARED_CRDS] if SHARED_CRDS.is_dir() else []
+        return render_platform(self.root, OutputValidator(sources))
 
 
 def errors(diagnostics: list[Diagnostic], rule: str | None = None) -> list[Diagnostic]:
