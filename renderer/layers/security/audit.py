@@ -191,7 +191,7 @@ def managed_audit_note(provider: str) -> str | None:
 MANAGED_AUDIT: Mapping[str, str] = {
     "eks": (
         "EKS runs the API server with its own audit policy: turn on the `audit` control plane "
-        "log type (CloudWatch Logs, /aws/eks/<cluster>/cluster)."
+        "log type (CloudWatch Logs, `/aws/eks/<cluster>/cluster`)."
     ),
     "gke": (
         "GKE runs the API server with its own audit policy: Admin Activity audit logs are "
