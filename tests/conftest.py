@@ -117,6 +117,13 @@ def git_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
+def edit_once(path: Path, old: str, new: str) -> None:
+    """Replace a piece of text that must be in the file exactly once."""
+    text = path.read_text()
+    assert text.count(old) == 1, f"{old!r} in {path}"
+    path.write_text(text.replace(old, new))
+
+
 def tree(root: Path) -> dict[str, bytes]:
     """Every file under `root` by relative path, for byte-exact comparisons."""
     if not root.exists():

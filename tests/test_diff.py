@@ -20,7 +20,7 @@ import pytest
 from renderer.commands.diff.checkout import BaseRefError, checkout_base
 from renderer.commands.diff.json_form import diff_json, report_from_json
 from renderer.commands.diff.markdown import MARKER, diff_markdown
-from tests.conftest import REPO, copy_inputs, git
+from tests.conftest import REPO, copy_inputs, edit_once, git
 
 CASES = Path(__file__).parent / "cases" / "diff"
 COMMIT = "BASE_COMMIT"
@@ -45,12 +45,6 @@ def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
     target = tmp_path / "repo"
     shutil.copytree(committed, target, symlinks=True)
     return target
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert text.count(old) == 1, f"{old!r} in {path}"
-    path.write_text(text.replace(old, new))
 
 
 def _diff(gpuplane: Callable[..., Any], repo: Path, crds: Path, *args: str) -> Any:
@@ -91,12 +85,12 @@ spec:
 
 def quota_change(repo: Path) -> None:
     """vision takes 4 more H100s, llm gives 4 up and lends 1 instead of 8."""
-    _edit(
+    edit_once(
         repo / "teams/vision.yaml",
         "{pool: h100-train, nominal: 8, borrowingLimit: 16, lendingLimit: 4}",
         "{pool: h100-train, nominal: 12, borrowingLimit: 16, lendingLimit: 4}",
     )
-    _edit(
+    edit_once(
         repo / "teams/llm.yaml",
         "{pool: h100-train, nominal: 16, borrowingLimit: 16, lendingLimit: 8}",
         "{pool: h100-train, nominal: 12, borrowingLimit: 16, lendingLimit: 1}",
@@ -108,7 +102,7 @@ def new_team(repo: Path) -> None:
 
 
 def removed_namespace(repo: Path) -> None:
-    _edit(
+    edit_once(
         repo / "teams/vision.yaml",
         "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n",
         "",
@@ -116,13 +110,13 @@ def removed_namespace(repo: Path) -> None:
 
 
 def rbac_widening(repo: Path) -> None:
-    _edit(
+    edit_once(
         repo / "teams/vision.yaml", "owners: [vision-leads]", "owners: [vision-leads, contractors]"
     )
 
 
 def egress_opening(repo: Path) -> None:
-    _edit(
+    edit_once(
         repo / "teams/vision.yaml",
         "      description: labelling service and dataset catalog\n",
         "      description: labelling service and dataset catalog\n"
@@ -207,16 +201,16 @@ def test_quota_change_numbers(repo: Path, gpuplane: Callable[..., Any], crds: Pa
 
 def test_risk_rules(repo: Path, gpuplane: Callable[..., Any], crds: Path) -> None:
     """One change of each kind that the goldens do not cover, and the risk each gets."""
-    _edit(repo / "pools/l40s-infer.yaml", "renameByDefault: false", "renameByDefault: true")
-    _edit(repo / "queues/prod.yaml", "oversubscription: 1.0", "oversubscription: 1.2")
-    _edit(repo / "teams/speech.yaml", "members: [speech]", "members: [speech, interns]")
-    _edit(repo / "teams/vision.yaml", "viewers: [ml-platform-support]", "viewers: []")
-    _edit(
+    edit_once(repo / "pools/l40s-infer.yaml", "renameByDefault: false", "renameByDefault: true")
+    edit_once(repo / "queues/prod.yaml", "oversubscription: 1.0", "oversubscription: 1.2")
+    edit_once(repo / "teams/speech.yaml", "members: [speech]", "members: [speech, interns]")
+    edit_once(repo / "teams/vision.yaml", "viewers: [ml-platform-support]", "viewers: []")
+    edit_once(
         repo / "teams/vision.yaml",
         "cidr: 10.20.0.0/16\n      ports: [443]",
         "cidr: 10.20.0.0/16\n      ports: [443, 8443]",
     )
-    _edit(repo / "teams/llm.yaml", "cidr: 10.20.0.0/16", "cidr: 10.20.1.0/24")
+    edit_once(repo / "teams/llm.yaml", "cidr: 10.20.0.0/16", "cidr: 10.20.1.0/24")
     findings = _findings(gpuplane, repo, crds)
     got = {
         (f["code"], f["team"], f["subject"]): f["risk"] for f in findings if f["code"] != "objects"
@@ -236,7 +230,7 @@ def test_risk_rules(repo: Path, gpuplane: Callable[..., Any], crds: Path) -> Non
 
 
 def test_head_with_findings_exits_1(repo: Path, gpuplane: Callable[..., Any], crds: Path) -> None:
-    _edit(repo / "teams/vision.yaml", "queue: prod\n", "queue: prd\n")
+    edit_once(repo / "teams/vision.yaml", "queue: prod\n", "queue: prd\n")
     result = _diff(gpuplane, repo, crds)
     assert result.exit_code == 1
     assert result.output == gpuplane("-C", str(repo), "validate").output
@@ -339,12 +333,12 @@ def _well_formed(markdown: str) -> None:
 
 def test_injection_in_free_text(repo: Path, gpuplane: Callable[..., Any], crds: Path) -> None:
     hostile = "Vision | x |\\n<script>alert(1)</script>\\n# owned\\n</details> @octocat `x` &amp;"
-    _edit(
+    edit_once(
         repo / "teams/vision.yaml",
         "description: Computer vision research and the image-understanding services built on it",
         f'description: "{hostile}"',
     )
-    _edit(
+    edit_once(
         repo / "teams/vision.yaml",
         "      description: labelling service and dataset catalog\n",
         "      description: labelling service and dataset catalog\n"

@@ -16,7 +16,7 @@ import pytest
 from renderer.commands.diff.revision import render
 from renderer.commands.diff.teams import teams
 from renderer.output.validation import OutputValidator
-from tests.conftest import REPO, copy_inputs, git
+from tests.conftest import REPO, copy_inputs, edit_once, git
 
 VISION = "teams/vision.yaml"
 
@@ -25,13 +25,13 @@ VISION = "teams/vision.yaml"
 def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
     root = copy_inputs(REPO, tmp_path_factory.mktemp("risk") / "repo")
     # the base reserves one more namespace, a vault the platform team runs for team vision
-    _edit(
+    edit_once(
         root / "clusters/prod-east.yaml",
         "  teamDefaults:\n",
         "  reservedNamespaces: [vision-vault]\n  teamDefaults:\n",
     )
     # and runs vision's training namespace under restricted instead of the default baseline
-    _edit(
+    edit_once(
         root / VISION,
         "cluster: prod-east, purpose: training}",
         "cluster: prod-east, purpose: training, podSecurity: restricted}",
@@ -49,12 +49,6 @@ def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
     return target
 
 
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert text.count(old) == 1, f"{old!r} in {path}"
-    path.write_text(text.replace(old, new))
-
-
 def _findings(gpuplane: Callable[..., Any], repo: Path) -> list[dict[str, Any]]:
     result = gpuplane("-C", str(repo), "diff", "--base", "HEAD", "--format", "json")
     assert result.exit_code == 0, result.output
@@ -69,7 +63,7 @@ def _one(found: list[dict[str, Any]], code: str, subject: str | None = None) -> 
 
 
 def test_a_new_egress_rule_even_a_narrow_one_is_high(repo: Path, gpuplane: Any) -> None:
-    _edit(
+    edit_once(
         repo / VISION,
         "      description: labelling service and dataset catalog\n",
         "      description: labelling service and dataset catalog\n"
@@ -80,7 +74,7 @@ def test_a_new_egress_rule_even_a_narrow_one_is_high(repo: Path, gpuplane: Any) 
 
 
 def test_a_new_port_on_an_allowed_network_is_high(repo: Path, gpuplane: Any) -> None:
-    _edit(
+    edit_once(
         repo / VISION,
         "      ports: [443]\n      description: labelling",
         "      ports: [443, 22]\n      description: labelling",
@@ -90,7 +84,7 @@ def test_a_new_port_on_an_allowed_network_is_high(repo: Path, gpuplane: Any) -> 
 
 
 def test_a_narrowed_egress_is_low(repo: Path, gpuplane: Any) -> None:
-    _edit(repo / VISION, "cidr: 10.20.0.0/16", "cidr: 10.20.0.0/24")
+    edit_once(repo / VISION, "cidr: 10.20.0.0/16", "cidr: 10.20.0.0/24")
     found = _findings(gpuplane, repo)
     assert _one(found, "egress-closed")["risk"] == "low"
     assert not [f for f in found if f["code"] == "egress-opened"]  # /24 is inside the /16
@@ -99,8 +93,8 @@ def test_a_narrowed_egress_is_low(repo: Path, gpuplane: Any) -> None:
 def test_a_cap_removed_where_no_default_fills_it_is_high(repo: Path, gpuplane: Any) -> None:
     """vision drops its PVC count and the cluster drops its default in the same change: no
     ResourceQuota counts vision's PersistentVolumeClaims any more."""
-    _edit(repo / VISION, "    persistentVolumeClaims: 50\n", "")
-    _edit(repo / "clusters/prod-east.yaml", "      persistentVolumeClaims: 20\n", "")
+    edit_once(repo / VISION, "    persistentVolumeClaims: 50\n", "")
+    edit_once(repo / "clusters/prod-east.yaml", "      persistentVolumeClaims: 20\n", "")
     found = _findings(gpuplane, repo)
     f = _one([f for f in found if f["team"] == "vision"], "quota-cap-removed")
     assert f["risk"] == "high" and f["subject"] == "persistentVolumeClaims" and "50" in f["summary"]
@@ -111,7 +105,7 @@ def test_a_cap_the_cluster_default_takes_over_is_a_change_rated_by_direction(
 ) -> None:
     """vision drops cpu "512" (the prod-east default is "128": it falls) and memory 4Ti is
     raised to 8Ti."""
-    _edit(repo / VISION, '    cpu: "512"\n    memory: 4Ti\n', "    memory: 8Ti\n")
+    edit_once(repo / VISION, '    cpu: "512"\n    memory: 4Ti\n', "    memory: 8Ti\n")
     found = [f for f in _findings(gpuplane, repo) if f["team"] == "vision"]
     cpu = _one(found, "quota-cap-changed", "cpu")
     assert (
@@ -123,7 +117,7 @@ def test_a_cap_the_cluster_default_takes_over_is_a_change_rated_by_direction(
 
 
 def test_a_team_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
-    _edit(
+    edit_once(
         repo / VISION, 'codeowners: ["@example/vision"]', 'codeowners: ["@example/vision-interns"]'
     )
     f = _one(_findings(gpuplane, repo), "codeowners-changed")
@@ -131,7 +125,7 @@ def test_a_team_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
 
 
 def test_the_repository_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
-    _edit(
+    edit_once(
         repo / "gpuplane.yaml",
         'codeowners: ["@example/platform"]',
         'codeowners: ["@example/someone"]',
@@ -140,7 +134,7 @@ def test_the_repository_codeowners_change_is_high(repo: Path, gpuplane: Any) -> 
 
 
 def test_an_image_registry_added_is_an_exemption_and_high(repo: Path, gpuplane: Any) -> None:
-    _edit(
+    edit_once(
         repo / VISION,
         "    - registry.example.com/base/\n",
         "    - registry.example.com/base/\n    - docker.io/library/\n",
@@ -149,13 +143,13 @@ def test_an_image_registry_added_is_an_exemption_and_high(repo: Path, gpuplane: 
 
 
 def test_pod_security_loosened_is_high(repo: Path, gpuplane: Any) -> None:
-    _edit(repo / VISION, "purpose: training, podSecurity: restricted}", "purpose: training}")
+    edit_once(repo / VISION, "purpose: training, podSecurity: restricted}", "purpose: training}")
     f = _one(_findings(gpuplane, repo), "namespace-changed", "vision-train")
     assert f["risk"] == "high" and "loosened" in f["summary"]
 
 
 def test_a_reserved_namespace_released_is_high(repo: Path, gpuplane: Any) -> None:
-    _edit(repo / "clusters/prod-east.yaml", "  reservedNamespaces: [vision-vault]\n", "")
+    edit_once(repo / "clusters/prod-east.yaml", "  reservedNamespaces: [vision-vault]\n", "")
     f = _one(_findings(gpuplane, repo), "reservation-removed", "vision-vault")
     assert f["risk"] == "high" and f["cluster"] == "prod-east"
 
@@ -168,7 +162,7 @@ def test_a_namespace_a_platform_component_uses_is_high(
 ) -> None:
     """The policy refuses the name (tenancy); diff rates it on its own, from
     renderer.model.reserved, should a change reach it: both revisions compared directly."""
-    _edit(
+    edit_once(
         repo / VISION,
         "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n",
         "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n"
@@ -183,7 +177,7 @@ def test_a_namespace_a_platform_component_uses_is_high(
 
 
 def test_a_plain_new_namespace_stays_low(repo: Path, gpuplane: Any) -> None:
-    _edit(
+    edit_once(
         repo / VISION,
         "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n",
         "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n"
