@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,100 +17,23 @@ import click
 # itself, so `--help`, `new`, `explain` and `validate` start without the layers, Hera, rich or
 # the output schemas (tests/test_cli_face.py). `load_every_rule` reaches every rule's module.
 from renderer import report
+from renderer.cli_fit import fit
+from renderer.cli_support import (
+    CRDS,
+    FORMAT,
+    STRICT_SCHEMAS,
+    TEXT_OR_JSON,
+    emit,
+    load_every_rule,
+    load_inputs,
+    root_of,
+    wants_colour,
+)
 from renderer.findings.diagnostics import Diagnostic, Location, closest, has_errors
 from renderer.findings.rules import all_rules, document_rule, explain
 
 if TYPE_CHECKING:
     from renderer.output.validation import OutputValidator
-    from renderer.pipeline import Loaded
-
-FORMAT = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(sorted(report.REPORTERS)),
-    default="text",
-    show_default=True,
-    help="How findings are printed: for people (text), for tools (json), as GitHub annotations, "
-    "as SARIF for code scanning, or as a JUnit XML report.",
-)
-
-
-CRDS = click.option(
-    "--crds",
-    multiple=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="CRD schemas for custom kinds: a folder, or a file as `kubectl get crd -o yaml` prints "
-    "(repeatable; looked up before $GPUPLANE_CRDS, separated by ':', gpuplane.yaml's "
-    "`schemas:` and the schema store).",
-)
-
-TEXT_OR_JSON = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Text for people, or JSON for tools.",
-)
-
-STRICT_SCHEMAS = click.option(
-    "--strict-schemas",
-    is_flag=True,
-    help="Make a custom kind with no schema to check it an error, not a warning (for CI).",
-)
-
-
-def _root(ctx: click.Context) -> Path:
-    root: Path = ctx.obj["root"]
-    return root
-
-
-def _load(ctx: click.Context, base: str | None = None) -> Loaded:
-    """The platform, knowing from git which input lines the change being checked touches (since
-    `base` when given), so a finding several files share lands on the changed entry."""
-    from renderer.inputs.changes import base_problem, changed_lines
-    from renderer.pipeline import load_platform
-
-    root = _root(ctx)
-    if base is not None and (problem := base_problem(root, base)):
-        raise click.UsageError(problem)  # asked for by name: not quietly ignored
-    return load_platform(root, changed=changed_lines(root, base))
-
-
-def _emit(
-    diagnostics: Sequence[Diagnostic], files: int, fmt: str, extra: dict[str, object] | None = None
-) -> None:
-    if fmt == "json":
-        body = json.loads(report.as_json(diagnostics, files))
-        body.update(extra or {})
-        click.echo(report.json_text(body))
-        return
-    if fmt == "sarif":
-        load_every_rule()  # the log's driver lists every rule, not only the imported ones
-    colour = fmt == "text" and _colour()
-    output = (
-        report.text(diagnostics, files, color=True)
-        if colour
-        else report.REPORTERS[fmt](diagnostics, files)
-    )
-    if output:
-        click.echo(output, color=colour)
-
-
-def load_every_rule() -> None:
-    """Import every module that documents rules. The registry imports none of them, and each
-    command imports only what it uses, so `explain` and the SARIF log call this to know them all
-    (tests/test_architecture.py and tests/test_cli_face.py check that it reaches every one)."""
-    import renderer.commands.acceptance.judge
-    import renderer.commands.acceptance.load
-    import renderer.pipeline  # noqa: F401
-
-
-def _colour() -> bool:
-    """What `main` decided about colour (`report.wants_color`), for the command running now."""
-    ctx = click.get_current_context(silent=True)
-    obj = ctx.find_root().obj if ctx is not None else None
-    return bool(obj and obj.get("color"))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -140,14 +62,17 @@ def main(ctx: click.Context, directory: Path, color: bool | None) -> None:
     }
 
 
+main.add_command(fit)
+
+
 @main.command()
 @FORMAT
 @click.option("--base", metavar="REF", help="Place shared findings on what changed since REF.")
 @click.pass_context
 def validate(ctx: click.Context, fmt: str, base: str | None) -> None:
     """Load, schema-check and policy-check every input file; write nothing."""
-    loaded = _load(ctx, base)
-    _emit(loaded.diagnostics, loaded.files, fmt)
+    loaded = load_inputs(ctx, base)
+    emit(loaded.diagnostics, loaded.files, fmt)
     if fmt == "text" and not loaded.diagnostics:
         click.echo(f"ok: {loaded.files} input files, no findings")
     ctx.exit(1 if has_errors(loaded.diagnostics) else 0)
@@ -191,7 +116,7 @@ def render(
     )
     from renderer.pipeline import render_platform
 
-    root = _root(ctx)
+    root = root_of(ctx)
     validator = _output_validator(crds, strict_schemas)
     with report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step:
         result = render_platform(
@@ -201,7 +126,7 @@ def render(
             on_cluster=lambda name: step(f"rendering and checking cluster {name}"),
         )
     if has_errors(result.diagnostics):
-        _emit(result.diagnostics, result.files, fmt)
+        emit(result.diagnostics, result.files, fmt)
         ctx.exit(1)
     files = build_tree(result.manifests, result.readmes, result.values)
     owners = codeowners(result.platform)
@@ -216,7 +141,7 @@ def render(
             + _stale_codeowners(root, owners)
         )
         if fmt == "json":
-            _emit(result.diagnostics, result.files, fmt, {"stale": listing})
+            emit(result.diagnostics, result.files, fmt, {"stale": listing})
         elif fmt in ("sarif", "junit"):  # one document: stale files are findings in it
             stale_findings = [
                 Diagnostic(
@@ -226,9 +151,9 @@ def render(
                 )
                 for item in listing
             ]
-            _emit([*result.diagnostics, *stale_findings], result.files, fmt)
+            emit([*result.diagnostics, *stale_findings], result.files, fmt)
         else:
-            _emit(result.diagnostics, result.files, fmt)
+            emit(result.diagnostics, result.files, fmt)
             for item in listing:
                 if fmt == "github":
                     click.echo(
@@ -249,7 +174,7 @@ def render(
     wrote_owners = owners is not None and write_file_atomically(
         root / CODEOWNERS_PATH, owners.encode("utf-8")
     )
-    _emit(result.diagnostics, result.files, fmt, {"written": len(files)} if fmt == "json" else None)
+    emit(result.diagnostics, result.files, fmt, {"written": len(files)} if fmt == "json" else None)
     if fmt in ("text", "github"):
         changed = len(changes.missing) + len(changes.extra) + len(changes.changed)
         click.echo(
@@ -342,9 +267,9 @@ def plan(
     from renderer.commands.plan_forms import plan_markdown, plan_tables
     from renderer.report import json_text
 
-    loaded = _load(ctx)
+    loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        _emit(loaded.diagnostics, loaded.files, "text" if fmt == "markdown" else fmt)
+        emit(loaded.diagnostics, loaded.files, "text" if fmt == "markdown" else fmt)
         ctx.exit(1)
     problem = unknown_names(loaded.platform, clusters, teams, pools)
     if problem is not None:
@@ -355,7 +280,7 @@ def plan(
     elif fmt == "markdown":
         click.echo(plan_markdown(report), nl=False)
     else:
-        colour = _colour()
+        colour = wants_colour()
         # a terminal's own width (or $COLUMNS); a pipe, a file or a CI log gets 100 columns
         width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
         console = Console(
@@ -366,34 +291,6 @@ def plan(
         )
         for renderable in plan_tables(report, None if wide else width):
             console.print(renderable)
-
-
-@main.command()
-@click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--namespace",
-    help="The namespace the job would be created in (default: its metadata.namespace).",
-)
-@click.option("--cluster", help="The cluster, when the namespace exists on more than one.")
-@TEXT_OR_JSON
-@click.pass_context
-def fit(
-    ctx: click.Context, job: Path, namespace: str | None, cluster: str | None, fmt: str
-) -> None:
-    """Would Kueue admit this job, where, and if not, why? Exit 1 if it never can be."""
-    from renderer.commands.fit.load import check_fit
-    from renderer.commands.fit.text import fit_json, fit_text
-
-    loaded = _load(ctx)
-    if has_errors(loaded.diagnostics):
-        _emit(loaded.diagnostics, loaded.files, fmt)
-        ctx.exit(1)
-    result = check_fit(loaded.platform, job, namespace=namespace, cluster=cluster)
-    if fmt == "json":
-        click.echo(report.json_text(fit_json(result)))
-    else:
-        click.echo(fit_text(result), nl=False)
-    ctx.exit(0 if result.admissible else 1)
 
 
 @main.command()
@@ -444,7 +341,7 @@ def diff(
     from renderer.commands.diff.text import diff_text
     from renderer.inputs.changes import changed_lines
 
-    root = _root(ctx)
+    root = root_of(ctx)
     validator = _output_validator(crds, strict_schemas)
     with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
         try:
@@ -464,7 +361,7 @@ def diff(
                 on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
             )
     if not result.head_valid:
-        _emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")
+        emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")
         ctx.exit(1)
     if fmt == "json":
         click.echo(report.json_text(diff_json(result), ensure_ascii=False))
@@ -510,9 +407,9 @@ def acceptance_report(
     from renderer.commands.acceptance.load import load_results
     from renderer.commands.acceptance.results import Status
 
-    loaded = _load(ctx)
+    loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        _emit(loaded.diagnostics, loaded.files, "json" if fmt == "json" else "text")
+        emit(loaded.diagnostics, loaded.files, "json" if fmt == "json" else "text")
         ctx.exit(1)
     unknown = sorted(set(pools) - set(loaded.platform.pools))
     if unknown:
@@ -549,7 +446,7 @@ def _pins_for_import(
     from renderer.commands.schemas import pinned_releases
     from renderer.pipeline import load_platform
 
-    loaded = load_platform(_root(ctx))
+    loaded = load_platform(root_of(ctx))
     if cluster is not None and cluster not in loaded.platform.clusters:
         known = sorted(loaded.platform.clusters)
         close = closest(cluster, known)
@@ -597,7 +494,7 @@ def schemas_import(
                 inputs.append(Input("stdin", sys.stdin.buffer.read()))
             else:
                 inputs.extend(read_inputs([Path(source)]))
-        imported = import_crds(_root(ctx), inputs, pins, release=release, operator=operator)
+        imported = import_crds(root_of(ctx), inputs, pins, release=release, operator=operator)
     except SchemaImportError as err:
         raise click.UsageError(str(err)) from err
     click.echo(import_text(imported), nl=False)
@@ -630,7 +527,7 @@ def schemas_pull(
     try:
         pulled = kubectl_crds(kube_context)
         imported = import_crds(
-            _root(ctx), [pulled], pins, release=release, known_only=not everything
+            root_of(ctx), [pulled], pins, release=release, known_only=not everything
         )
     except SchemaImportError as err:
         raise click.UsageError(str(err)) from err
@@ -651,7 +548,7 @@ def schemas_list(ctx: click.Context, fmt: str) -> None:
     )
     from renderer.pipeline import load_platform
 
-    root = _root(ctx)
+    root = root_of(ctx)
     loaded = load_platform(root)
     try:
         rows = store_rows(root, loaded.platform)
@@ -673,7 +570,7 @@ def new_file(ctx: click.Context, kind: str, name: str) -> None:
     fill in. An existing file is never overwritten."""
     from renderer.commands.new import MARK, ScaffoldError, scaffold, write_scaffold
 
-    root = _root(ctx)
+    root = root_of(ctx)
     try:
         made = scaffold(kind, name, root)
         write_scaffold(root, made)

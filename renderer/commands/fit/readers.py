@@ -3,7 +3,7 @@ sets and counts Kueue's Workload would hold (`pkg/controller/jobs/*` in kubernet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Any
@@ -486,8 +486,12 @@ def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
-def workload_from(document: Any) -> Workload | Unreadable:
-    """The Workload a document describes, or why it does not describe one fit can check."""
+def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unreadable:
+    """The Workload a document describes, or why it does not describe one fit can check.
+
+    `others` are the file's other documents, as `kubectl apply -f` would create them beside it
+    (a TrainJob's TrainingRuntime)."""
+    del others  # no reader needs them yet
     if not isinstance(document, dict):
         return Unreadable("", "the document is not a Kubernetes object (a mapping)", False)
     api_version = document.get("apiVersion")
