@@ -14,6 +14,7 @@ import jinja2
 from renderer.model import catalog
 from renderer.model.admission import CPU, MEMORY, cluster_queues
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
+from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.security import admission_policies_served, priority_enforcement
 from renderer.model.view import ClusterView
@@ -137,8 +138,28 @@ def cluster_readme(view: ClusterView) -> str:
         fabrics=fabrics,
         teams=teams,
         guardrails=guardrail_notes(view),
+        integrations=integration_notes(view),
     )
     return text.rstrip("\n") + "\n"
+
+
+def integration_notes(view: ClusterView) -> dict[str, list[str]] | None:
+    """The kinds this cluster's Kueue admits as workloads, as the README lists them."""
+    if view.cluster.scheduler != "kueue":
+        return None
+    enabled = set(enabled_frameworks(view.cluster))
+    gang = []
+    for integration in KUEUE_INTEGRATIONS:
+        if integration.framework not in enabled or integration.kind in PER_REPLICA_KINDS:
+            continue
+        group = integration.group or "core"
+        version = f" {'/'.join(integration.versions)}" if integration.versions else ""
+        gang.append(f"`{integration.kind}` ({group}{version})")
+    return {"gang": gang}
+
+
+PER_REPLICA_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "LeaderWorkerSet"})
+"""Kinds the README names in a sentence of their own (how Kueue splits them into workloads)."""
 
 
 def guardrail_notes(view: ClusterView) -> list[str]:

@@ -14,11 +14,13 @@ quota (`resources.excludeResourcePrefixes`). See docs/kueue.md, docs/dra.md and 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 from renderer.findings.diagnostics import Location
@@ -32,6 +34,7 @@ from renderer.model.admission import (
     cluster_queues,
 )
 from renderer.model.capacity import pool_offers
+from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
 from renderer.model.names import COST_CENTER_LABEL, SUITE_JOBS_NAMESPACE
 from renderer.model.nodes import node_labels, tolerations
 from renderer.model.platform import Pool, Queue
@@ -56,18 +59,32 @@ centre) and on the suites' Jobs namespace (the platform's), on no other. Kueue v
 reconciler ignores a Job in any other namespace, queue-name label or not (its webhook would still
 suspend it, for ever), and Argo's pods in `gpuplane-acceptance` stay out of Kueue's reach."""
 
-FRAMEWORKS = (
-    "batch/job",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "jobset.x-k8s.io/jobset",
-    "trainer.kubeflow.org/trainjob",
-    "pod",
-    "deployment",
-    "statefulset",
+CHART_MANAGER_SETTINGS: Mapping[str, Any] = MappingProxyType(
+    {
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+    }
 )
-"""The workload APIs the platform offers (Jobs, distributed training, Ray, inference
-Deployments), in the order of Kueue's own chart; `deployment` and `statefulset` need `pod`."""
+"""The settings of the Kueue chart's own `managerConfig.controllerManagerConfigYaml` (v0.19.2)
+that gpuplane keeps as they are. The chart parses that string and uses it whole, so a
+configuration that leaves one out does not get the chart's value but the manager's built-in
+default: without `controller.groupKindConcurrency` every Kueue controller runs one worker
+instead of the chart's five or ten. The chart adds `internalCertManagement` itself when the
+string has none (`templates/manager/manager-config.yaml`), so it is not set here.
+`tests/test_kueue_config.py` compares these with the pinned chart's values."""
 
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 """Kueue's recommended (and former default) preemption strategies for fair sharing."""
@@ -141,7 +158,7 @@ def render(view: ClusterView) -> Iterator[Output]:
     yield Values(
         layer=LAYER,
         chart="kueue",
-        body=helm_values(view.queues, view.pools),
+        body=helm_values(view.queues, view.pools, enabled_frameworks(view.cluster)),
         source=view.cluster.origin.location,
     )
 
@@ -434,9 +451,14 @@ def device_class_mappings(pools: Iterable[Pool]) -> list[dict[str, Any]]:
     ]
 
 
-def manager_config(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> dict[str, Any]:
-    """The Kueue `Configuration` the queues (and the cluster's DRA and RDMA pools) need; Kueue
-    defaults everything else."""
+def manager_config(
+    queues: tuple[Queue, ...],
+    pools: tuple[Pool, ...] = (),
+    frameworks: Sequence[str] = DEFAULT_FRAMEWORKS,
+) -> dict[str, Any]:
+    """The Kueue `Configuration`: the chart's own settings (`CHART_MANAGER_SETTINGS`), the
+    integrations the cluster enables (`renderer.model.integrations`), and what the queues and the
+    cluster's DRA and RDMA pools need; Kueue defaults everything else."""
     resources: dict[str, Any] = {"excludeResourcePrefixes": list(excluded_resource_prefixes(pools))}
     mappings = device_class_mappings(pools)
     if mappings:
@@ -444,10 +466,11 @@ def manager_config(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> d
     config: dict[str, Any] = {
         "apiVersion": CONFIG_API_VERSION,
         "kind": "Configuration",
+        **copy.deepcopy(dict(CHART_MANAGER_SETTINGS)),
         "managedJobsNamespaceSelector": {
             "matchExpressions": [{"key": MANAGED_NAMESPACE_LABEL, "operator": "Exists"}]
         },
-        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "integrations": {"frameworks": list(frameworks)},
         "resources": resources,
     }
     timeout = gang_timeout(queues)
@@ -458,7 +481,12 @@ def manager_config(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> d
     return config
 
 
-def helm_values(queues: tuple[Queue, ...], pools: tuple[Pool, ...] = ()) -> dict[str, Any]:
+def helm_values(
+    queues: tuple[Queue, ...],
+    pools: tuple[Pool, ...] = (),
+    frameworks: Sequence[str] = DEFAULT_FRAMEWORKS,
+) -> dict[str, Any]:
     """Values for the Kueue chart: its `managerConfig.controllerManagerConfigYaml` is a string
     the chart parses (`fromYaml`) into the manager ConfigMap."""
-    return {"managerConfig": {"controllerManagerConfigYaml": dump(manager_config(queues, pools))}}
+    config = manager_config(queues, pools, frameworks)
+    return {"managerConfig": {"controllerManagerConfigYaml": dump(config)}}
