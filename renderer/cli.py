@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,8 +71,21 @@ main.add_command(fit)
 @click.option("--base", metavar="REF", help="Place shared findings on what changed since REF.")
 @click.pass_context
 def validate(ctx: click.Context, fmt: str, base: str | None) -> None:
-    """Load, schema-check and policy-check every input file; write nothing."""
+    """Load, schema-check and policy-check every input file; write nothing.
+
+    With --base, also render in memory and refuse a change the API server would refuse as an
+    update of what is committed in rendered/ at REF (immutable fields, docs/cel.md)."""
     loaded = load_inputs(ctx, base)
+    if base is not None and not has_errors(loaded.diagnostics):
+        from renderer.findings.diagnostics import sort_diagnostics
+        from renderer.output.transitions import committed_tree
+        from renderer.pipeline import check_transitions
+
+        root = root_of(ctx)
+        previous = committed_tree(root, base)
+        if previous:
+            found = check_transitions(root, loaded.platform, _output_validator((), False), previous)
+            loaded = replace(loaded, diagnostics=sort_diagnostics([*loaded.diagnostics, *found]))
     emit(loaded.diagnostics, loaded.files, fmt)
     if fmt == "text" and not loaded.diagnostics:
         click.echo(f"ok: {loaded.files} input files, no findings")
@@ -97,16 +111,28 @@ def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputVal
 
 @main.command()
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 listing files that are stale.")
+@click.option(
+    "--allow-recreate",
+    is_flag=True,
+    help="Write even when a change edits a field the API server keeps immutable "
+    "(output-immutable-field becomes a warning): those objects must be deleted and recreated.",
+)
 @CRDS
 @STRICT_SCHEMAS
 @FORMAT
 @click.pass_context
 def render(
-    ctx: click.Context, check: bool, crds: tuple[Path, ...], strict_schemas: bool, fmt: str
+    ctx: click.Context,
+    check: bool,
+    allow_recreate: bool,
+    crds: tuple[Path, ...],
+    strict_schemas: bool,
+    fmt: str,
 ) -> None:
     """Validate, render every cluster, validate the output, and write rendered/."""
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
+    from renderer.output.transitions import committed_tree
     from renderer.output.writer import (
         OUTPUT_DIR,
         build_tree,
@@ -124,6 +150,17 @@ def render(
             validator,
             changed=changed_lines(root),
             on_cluster=lambda name: step(f"rendering and checking cluster {name}"),
+            previous=committed_tree(root),
+        )
+    if allow_recreate:
+        from renderer.findings.diagnostics import Severity
+
+        result = replace(
+            result,
+            diagnostics=[
+                replace(d, severity=Severity.WARNING) if d.rule == "output-immutable-field" else d
+                for d in result.diagnostics
+            ],
         )
     if has_errors(result.diagnostics):
         emit(result.diagnostics, result.files, fmt)

@@ -29,7 +29,9 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from renderer.findings.diagnostics import Location
+from renderer.output.cel import CelViolation, CompiledRules, UncheckedRule, compile_rules
 from renderer.output.crds import Crd, CrdSet, CrdValidatorClass, convert_crd_root
+from renderer.output.defaults import apply_defaults
 from renderer.output.kubernetes_schemas import (
     DEFINITIONS_URI,
     KNOWN_BUILTIN_GROUPS,
@@ -178,10 +180,16 @@ class Unchecked:
 
 @dataclass(frozen=True, slots=True)
 class Checked:
-    """What checking one object found: its problems, or that no schema could check it."""
+    """What checking one object found: its problems, or that no schema could check it; for a
+    custom kind also the `x-kubernetes-validations` rules it breaks (`cel`, transition rules
+    against the old object included) and the rules of its CRD that cannot be evaluated."""
 
     problems: list[SchemaProblem]
     unchecked: Unchecked | None = None
+    cel: tuple[CelViolation, ...] = ()
+    cel_unchecked: tuple[UncheckedRule, ...] = ()
+    crd: str | None = None
+    """The CRD that checked it (`resourceflavors.kueue.x-k8s.io`), None for a built-in kind."""
 
 
 class OutputValidator:
@@ -210,6 +218,7 @@ class OutputValidator:
         self._registries: dict[str, Registry[Any]] = {}
         self._builtin: dict[tuple[str, str], _Compiled | None] = {}
         self._custom: dict[tuple[str, str, str], _Validator] = {}
+        self._cel: dict[tuple[str, str, str], CompiledRules] = {}
 
     def for_repository(self, root: Path, sources: Sequence[Path] = ()) -> OutputValidator:
         """This validator with a repository's `schemas:` files and its schema store added after
@@ -250,6 +259,10 @@ class OutputValidator:
             self._store_sets[(pin.operator, release)] = crd_set
             crd_set.load_all()
         return crd_set.find(group, kind)
+
+    def has_custom_schemas(self) -> bool:
+        """Whether any CRD source or schema store release is there to look custom kinds up in."""
+        return any(self._explicit) or any(self.store_releases().values())
 
     def load_all(self) -> None:
         """Parse every explicit CRD source now; raises CrdLoadError for the first broken one."""
@@ -296,9 +309,13 @@ class OutputValidator:
         obj: Mapping[str, Any],
         kubernetes_version: str,
         pin_of: Callable[[str, str], Pin] | None = None,
+        old_of: Callable[[], Mapping[str, Any] | None] | None = None,
     ) -> Checked:
         """Check one rendered object against the schema its cluster would use: `pin_of(group,
         kind)` says which operator release the cluster runs for a custom kind, for the store.
+        A custom object is defaulted first, as the API server defaults it, then checked against
+        its schema and its CRD's CEL rules; `old_of()` gives the object it replaces (None: it is
+        created), asked for only when the CRD has transition rules.
 
         Raises UnsupportedKubernetesVersion when no bundled schemas cover the cluster version.
         """
@@ -349,6 +366,7 @@ class OutputValidator:
                     ]
                 )
             compiled = self._custom_validator(crd, version)
+            return self._check_custom(obj, crd, version, compiled, old_of)
         else:
             builtin = self._builtin_validator(schema_dir, group, version, kind)
             if builtin is None:
@@ -363,6 +381,40 @@ class OutputValidator:
             found.update(messages(error))
         ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
         return Checked([SchemaProblem(format_path(path), message) for path, message in ordered])
+
+    def _check_custom(
+        self,
+        obj: Mapping[str, Any],
+        crd: Crd,
+        version: str,
+        compiled: _Validator,
+        old_of: Callable[[], Mapping[str, Any] | None] | None,
+    ) -> Checked:
+        schema = crd.schemas[version]
+        body = apply_defaults(obj, schema)
+        found: set[Found] = set(_metadata_problems(body))
+        for error in compiled.iter_errors(body):
+            found.update(messages(error))
+        ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
+        problems = [SchemaProblem(format_path(path), message) for path, message in ordered]
+        rules = self.cel_rules(crd, version)
+        old = old_of() if rules.transition and old_of is not None else None
+        if old is not None:
+            old = apply_defaults(old, schema)
+        if problems:  # the rules run on an object of the schema's types
+            return Checked(problems, None, (), rules.unchecked, crd.name)
+        evaluation = rules.evaluate(body, old)
+        unchecked = (*rules.unchecked, *evaluation.unchecked)
+        return Checked(problems, None, tuple(evaluation.violations), unchecked, crd.name)
+
+    def cel_rules(self, crd: Crd, version: str) -> CompiledRules:
+        """The CEL rules of one CRD version, compiled once per validator family."""
+        key = (str(crd.source), crd.name, version)
+        rules = self._cel.get(key)
+        if rules is None:
+            rules = compile_rules(crd.schemas[version])
+            self._cel[key] = rules
+        return rules
 
     # -- compilation --------------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ TITLES: dict[str, str] = {
     "team-changed": "team settings changed",
     "gpu-quota": "GPU quota changed",
     "gpu-affected": "GPU reach changed",
+    "immutable-field": "immutable field changed",
     "objects": "rendered objects",
 }
 """Every finding code, in the order findings of one group are listed, with its title."""

@@ -19,6 +19,7 @@ from typing import Any
 from renderer.commands.diff.egress import egress
 from renderer.commands.diff.field_changes import camel, changed_fields, field_lines, other_fields
 from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding, Risk, Side
+from renderer.commands.diff.immutable import immutable_fields
 from renderer.commands.diff.objects import objects
 from renderer.commands.diff.quotas import quotas
 from renderer.commands.diff.revision import render
@@ -84,6 +85,7 @@ def diff_platforms(
     compared = base.side.valid or base.files == 0
     if compared:
         findings += objects(base.tree, head.tree)
+        findings += immutable_fields(head_root, head, base, validator, base_commit)
     names = sorted(set(base.platform.clusters) | set(head.platform.clusters))
     headings = []
     for name in names:

@@ -5,13 +5,14 @@ Every comparison reads the same two revisions, so rendering them is done here an
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from renderer.commands.diff.findings import Side
 from renderer.findings.diagnostics import Diagnostic, Severity
 from renderer.model.platform import Changes, Platform
+from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
 from renderer.pipeline import render_platform
@@ -26,6 +27,8 @@ class Revision:
     side: Side
     diagnostics: tuple[Diagnostic, ...]
     files: int
+    manifests: Mapping[str, tuple[Manifest, ...]] = field(default_factory=dict)
+    """Each cluster's rendered objects (for the transition rules against the base)."""
 
 
 def render(
@@ -53,4 +56,5 @@ def render(
         side=Side(label, commit, errors == 0, errors, len(diagnostics) - errors),
         diagnostics=diagnostics,
         files=rendered.files,
+        manifests=rendered.manifests,
     )

@@ -1,0 +1,44 @@
+"""Changes the API server refuses as updates: a rendered object that edits a field its CRD keeps
+immutable (transition rules, `oldSelf`) against the object committed at the base revision.
+
+Argo CD applies what is committed, so the base's object is the one in `rendered/` at the base
+commit; when the base commit has no `rendered/` (or the base is no commit), the base's own render
+stands in for it. Every such change is high risk: the sync fails until the object is renamed or
+deleted and recreated (docs/cel.md, docs/diff.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from renderer.commands.diff.findings import Finding, Risk
+from renderer.commands.diff.revision import Revision
+from renderer.output.cel_report import HINT
+from renderer.output.transitions import CommittedTree, committed_tree
+from renderer.output.validation import OutputValidator
+from renderer.pipeline import transition_changes
+
+
+def immutable_fields(
+    head_root: Path,
+    head: Revision,
+    base: Revision,
+    validator: OutputValidator,
+    base_commit: str | None,
+) -> Iterator[Finding]:
+    previous = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
+    if not previous:
+        previous = CommittedTree(base.tree, base.side.label)
+    for cluster, manifest, found in transition_changes(
+        head_root, head.platform, validator, previous, head.manifests
+    ):
+        yield Finding(
+            Risk.HIGH,
+            "immutable-field",
+            cluster,
+            None,
+            f"{manifest.kind} {manifest.name}",
+            found.message,
+            (f"from {manifest.source.file}", HINT),
+        )

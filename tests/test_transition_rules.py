@@ -1,0 +1,156 @@
+"""Transition rules (`oldSelf`) against the object committed in `rendered/`.
+
+A change that edits a field the CRD keeps immutable (here the `topologyName` of a Kueue
+ResourceFlavor, which Kueue's CRD freezes once set: a pool's topology levels name its Topology,
+so new levels point the flavor at another one) is caught between two commits of a real git repository: on
+`render` against HEAD, on `validate --base` and `diff --base` against the base revision (high
+risk), and outside git against the files on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from renderer.findings.diagnostics import Location
+from renderer.output.manifest import Manifest
+from renderer.output.transitions import committed_tree
+from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once, git, tree
+
+BLOCK_LEVEL = "      - topology.gpuplane.dev/block\n"
+
+
+def _flavor_message() -> str:
+    """The message of Kueue's rule freezing a ResourceFlavor's topologyName, from its CRD."""
+    path = SHARED_CRDS / "kueue" / "kueue.x-k8s.io_resourceflavors.yaml"
+    document = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+    for version in document["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        for rule in spec["x-kubernetes-validations"]:
+            if "self.topologyName == oldSelf.topologyName" in rule["rule"]:
+                return str(rule["message"])
+    raise AssertionError("Kueue's ResourceFlavor CRD has no rule freezing topologyName")
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
+    """The example platform rendered with the upstream CRDs and committed."""
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    from click.testing import CliRunner
+
+    from renderer.cli import main
+
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("transitions") / "repo")
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    done = CliRunner().invoke(main, ["-C", str(root), "render", "--crds", str(SHARED_CRDS)])
+    assert done.exit_code == 0, done.output  # no commit yet: every object is created
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the example platform, rendered")
+    return root
+
+
+@pytest.fixture
+def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
+    """A copy of the committed repository whose pool h100-train loses its block level."""
+    target = tmp_path / "repo"
+    shutil.copytree(committed, target, symlinks=True)
+    edit_once(target / "pools" / "h100-train.yaml", BLOCK_LEVEL, "")
+    return target
+
+
+def _render(gpuplane: Callable[..., Any], root: Path, *args: str) -> Any:
+    return gpuplane("-C", str(root), "render", "--crds", str(SHARED_CRDS), *args)
+
+
+def test_the_committed_tree_is_read_from_git(committed: Path) -> None:
+    at_head = committed_tree(committed)
+    assert at_head.origin == "HEAD"
+    assert at_head.files == {
+        p.removeprefix("rendered/"): b
+        for p, b in tree(committed).items()
+        if p.startswith("rendered/") and p.endswith(".yaml")
+    }
+    body = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "h100-train"},
+    }
+    found = at_head.find("prod-east", Manifest("queueing", body, Location("pools/h100-train.yaml")))
+    assert found is not None and found["spec"]["topologyName"]
+    assert committed_tree(committed, "no-such-ref").files == {}
+
+
+def test_an_unchanged_render_refuses_nothing(committed: Path, gpuplane: Callable[..., Any]) -> None:
+    result = _render(gpuplane, committed, "--check")
+    assert result.exit_code == 0, result.output
+    assert "output-immutable-field" not in result.output
+
+
+def test_render_refuses_an_immutable_edit(repo: Path, gpuplane: Callable[..., Any]) -> None:
+    before = tree(repo / "rendered")
+    result = _render(gpuplane, repo)
+    assert result.exit_code == 1, result.output
+    found = [line for line in result.output.splitlines() if "output-immutable-field" in line]
+    assert found, result.output
+    assert all(line.startswith("pools/h100-train.yaml:") for line in found), found
+    assert any(
+        "ResourceFlavor 'h100-train'" in line
+        and f'spec: Invalid value: "object": {_flavor_message()}' in line
+        for line in found
+    ), found
+    assert "Force=true,Replace=true" in result.output and "new name" in result.output
+    assert tree(repo / "rendered") == before  # nothing written
+
+
+def test_render_allow_recreate_writes(repo: Path, gpuplane: Callable[..., Any]) -> None:
+    result = _render(gpuplane, repo, "--allow-recreate")
+    assert result.exit_code == 0, result.output
+    assert "warning[output-immutable-field]" in result.output
+    written = repo / "rendered" / "prod-east" / "queueing" / "resourceflavor-h100-train.yaml"
+    assert "topologyName: rack-hostname" in written.read_text()
+
+
+def test_validate_base_refuses_an_immutable_edit(
+    repo: Path, gpuplane: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUPLANE_CRDS", str(SHARED_CRDS))
+    assert gpuplane("-C", str(repo), "validate").exit_code == 0  # without --base: inputs only
+    result = gpuplane("-C", str(repo), "validate", "--base", "HEAD", "--format", "json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    found = [d for d in report["diagnostics"] if d["rule"] == "output-immutable-field"]
+    assert found and all(d["file"] == "pools/h100-train.yaml" for d in found), report
+    assert any(_flavor_message() in d["message"] for d in found)
+
+
+def test_diff_marks_an_immutable_edit_high_risk(repo: Path, gpuplane: Callable[..., Any]) -> None:
+    result = gpuplane(
+        "-C", str(repo), "diff", "--base", "HEAD", "--crds", str(SHARED_CRDS), "--format", "json"
+    )
+    assert result.exit_code == 0, result.output
+    findings = [f for f in json.loads(result.output)["findings"] if f["code"] == "immutable-field"]
+    assert findings, result.output
+    assert {f["risk"] for f in findings} == {"high"}
+    assert any(
+        f["cluster"] == "prod-east"
+        and f["subject"] == "ResourceFlavor h100-train"
+        and _flavor_message() in f["summary"]
+        for f in findings
+    ), findings
+
+
+def test_outside_git_the_files_on_disk_are_the_old_objects(
+    repo: Path, tmp_path: Path, gpuplane: Callable[..., Any]
+) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(repo, plain, ignore=shutil.ignore_patterns(".git"))
+    assert committed_tree(plain).origin == "disk"
+    result = _render(gpuplane, plain)
+    assert result.exit_code == 1 and "output-immutable-field" in result.output, result.output
