@@ -8,7 +8,7 @@ CLI decides whether to call it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -31,12 +31,15 @@ from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
 from renderer.model import platform as model
 from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
+from renderer.model.topology import with_topology_peers
 from renderer.model.view import ClusterView
+from renderer.output.cel_report import UncheckedRules, cel_diagnostics
 from renderer.output.coverage import UncheckedObject, coverage_findings
 from renderer.output.crds import CrdLoadError
 from renderer.output.identity import clashes_across, identity_clashes
-from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
+from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion, is_builtin_group
 from renderer.output.manifest import Manifest, Output, Values
+from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator, Pin
 from renderer.policy.check import check_policy
 
@@ -248,7 +251,7 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
         )
     platform = model.Platform(
         clusters=objects["Cluster"],
-        pools=objects["Pool"],
+        pools=MappingProxyType(with_topology_peers(objects["Pool"], objects["Queue"])),
         teams=objects["Team"],
         queues=objects["Queue"],
         broken=frozenset(broken),
@@ -279,10 +282,13 @@ def render_platform(
     *,
     changed: model.Changes | None = None,
     on_cluster: Callable[[str], None] | None = None,
+    previous: CommittedTree | None = None,
 ) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced.
 
     `on_cluster` is told each cluster's name before it is rendered (the CLI's progress display).
+    `previous`: the objects committed in `rendered/` that these would replace, for the CRDs'
+    transition rules (`renderer.output.transitions.committed_tree`); None checks no transition.
     """
     loaded = load_platform(root, changed=changed)
     if has_errors(loaded.diagnostics):
@@ -299,6 +305,7 @@ def render_platform(
     values: dict[str, tuple[Values, ...]] = {}
     readmes: dict[str, str] = {}
     unchecked: list[UncheckedObject] = []
+    rules = UncheckedRules()
     for name in sorted(loaded.platform.clusters):
         if on_cluster is not None:
             on_cluster(name)
@@ -307,12 +314,13 @@ def render_platform(
         outputs = render_cluster(view)
         manifests = tuple(o for o in outputs if isinstance(o, Manifest))
         values[name] = tuple(o for o in outputs if isinstance(o, Values))
-        diagnostics.extend(_check_output(cluster, manifests, validator, unchecked))
+        diagnostics.extend(_check_output(cluster, manifests, validator, unchecked, rules, previous))
         diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
         rendered[name] = manifests
         readmes[name] = cluster_readme(view)
     diagnostics.extend(clashes_across(rendered, argocd.LAYER, "Argo CD's cluster"))
     diagnostics.extend(coverage_findings(unchecked, validator.strict_schemas))
+    diagnostics.extend(rules.diagnostics())
     return Rendered(
         loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
     )
@@ -414,9 +422,12 @@ def _check_output(
     manifests: tuple[Manifest, ...],
     validator: OutputValidator,
     unchecked: list[UncheckedObject],
+    rules: UncheckedRules | None = None,
+    previous: CommittedTree | None = None,
 ) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
     pin_of = schema_pins(cluster)
+    origin = previous.origin if previous is not None else ""
     seen: dict[str, Manifest] = {}
     for manifest in manifests:
         earlier = seen.setdefault(manifest.path, manifest)
@@ -431,7 +442,12 @@ def _check_output(
                 )
             )
         try:
-            checked = validator.check(manifest.body, cluster.kubernetes_version, pin_of)
+            checked = validator.check(
+                manifest.body,
+                cluster.kubernetes_version,
+                pin_of,
+                _old_of(previous, cluster.name, manifest),
+            )
         except CrdLoadError as err:
             return [_crd_load(err)]
         except UnsupportedKubernetesVersion as err:
@@ -454,5 +470,77 @@ def _check_output(
                     manifest.source,
                 )
             )
+        problems.extend(cel_diagnostics(cluster.name, manifest, checked, origin))
+        if rules is not None:
+            rules.add(manifest, checked)
     problems.extend(identity_clashes(manifests, f"cluster '{cluster.name}'"))
     return problems
+
+
+def _old_of(
+    previous: CommittedTree | None, cluster: str, manifest: Manifest
+) -> Callable[[], Mapping[str, Any] | None] | None:
+    """How to find the committed object `manifest` replaces, asked only for a CRD with
+    transition rules."""
+    if previous is None:
+        return None
+    return lambda: previous.find(cluster, manifest)
+
+
+def check_transitions(
+    root: Path, platform: model.Platform, validator: OutputValidator, previous: CommittedTree
+) -> list[Diagnostic]:
+    """The updates the API server would refuse (`output-immutable-field`): every cluster
+    rendered in memory and each custom object compared with the one committed in `previous`.
+    What `validate --base REF` adds; schema and other CEL problems are `render`'s to report."""
+    return sort_diagnostics(
+        [d for _, _, d in transition_changes(root, platform, validator, previous)]
+    )
+
+
+def transition_changes(
+    root: Path,
+    platform: model.Platform,
+    validator: OutputValidator,
+    previous: CommittedTree,
+    manifests: Mapping[str, Sequence[Manifest]] | None = None,
+) -> list[tuple[str, Manifest, Diagnostic]]:
+    """(cluster, object, finding) for every rendered object whose CRD's transition rules refuse
+    the change from the object committed in `previous`; `manifests`: each cluster's objects when
+    already rendered (`diff`), else every cluster is rendered here."""
+    try:
+        validator = validator.for_repository(
+            root, _repository_schemas(root, platform.repository)[0]
+        )
+    except CrdLoadError:
+        return []  # render reports it
+    if not validator.has_custom_schemas():
+        return []  # no CRD, no rule: nothing to render for
+    found: list[tuple[str, Manifest, Diagnostic]] = []
+    for name in sorted(platform.clusters):
+        cluster = platform.clusters[name]
+        if manifests is not None:
+            objects = list(manifests.get(name, ()))
+        else:
+            view = ClusterView.of(platform, cluster)
+            objects = [o for o in render_cluster(view) if isinstance(o, Manifest)]
+        pin_of = schema_pins(cluster)
+        for manifest in objects:
+            group = manifest.body["apiVersion"].rpartition("/")[0]
+            if is_builtin_group(group) or previous.find(name, manifest) is None:
+                continue
+            try:
+                checked = validator.check(
+                    manifest.body,
+                    cluster.kubernetes_version,
+                    pin_of,
+                    _old_of(previous, name, manifest),
+                )
+            except (CrdLoadError, UnsupportedKubernetesVersion):
+                return found  # render reports both
+            found.extend(
+                (name, manifest, d)
+                for d in cel_diagnostics(name, manifest, checked, previous.origin)
+                if d.rule == "output-immutable-field"
+            )
+    return found

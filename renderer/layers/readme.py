@@ -17,6 +17,7 @@ from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.security import admission_policies_served, priority_enforcement
+from renderer.model.topology import spans_nodes, topology_aware
 from renderer.model.view import ClusterView
 from renderer.output import markdown
 from renderer.output.text import environment
@@ -136,11 +137,36 @@ def cluster_readme(view: ClusterView) -> str:
         cluster=view.cluster,
         pools=pools,
         fabrics=fabrics,
+        topology=topology_notes(view),
         teams=teams,
         guardrails=guardrail_notes(view),
         integrations=integration_notes(view),
     )
     return text.rstrip("\n") + "\n"
+
+
+def topology_notes(view: ClusterView) -> list[dict[str, str]]:
+    """Per pool, whether Kueue places its pods itself (topology-aware scheduling) and why;
+    empty off Kueue. See `renderer.model.topology`."""
+    if view.cluster.scheduler != "kueue":
+        return []
+    rows = []
+    spanning = [p.name for p in view.pools if spans_nodes(p)]
+    for pool in view.pools:
+        levels = ", ".join(pool.topology_levels) or "none"
+        if spans_nodes(pool):
+            why = f"levels {levels}: Kueue packs a gang into one domain of the level it asks for"
+        elif topology_aware(pool):
+            why = (
+                f"levels {levels}: a ClusterQueue may list it beside {', '.join(spanning)}, and "
+                "Kueue would refuse a topology-aware pool to every job that asks for no topology "
+                "in a ClusterQueue whose pools are not all topology-aware"
+            )
+        else:
+            why = f"levels {levels}: no domain above the node to pack a gang into"
+        aware = "yes" if topology_aware(pool) else "no"
+        rows.append({"pool": pool.name, "aware": aware, "why": why})
+    return rows
 
 
 def integration_notes(view: ClusterView) -> dict[str, list[str]] | None:
@@ -184,17 +210,28 @@ def guardrail_notes(view: ClusterView) -> list[str]:
         "the team and cost-center labels, and secret-named environment variables with literal "
         "values."
     )
+    workloads = (
+        "A workload of any kind Kueue manages (jobs, and Deployments, StatefulSets, "
+        "LeaderWorkerSets, RayServices and pods of their own too)"
+        if cluster.scheduler == "kueue"
+        else "A Volcano Job"
+    )
     if priority_enforcement(cluster) == "mutating":
         notes.append(
-            "A job without a `kueue.x-k8s.io/priority-class` label gets its team's priority: a "
-            "MutatingAdmissionPolicy sets the label."
+            f"{workloads} without a `kueue.x-k8s.io/priority-class` label gets its team's "
+            "priority: a MutatingAdmissionPolicy sets the label."
         )
     else:
+        label = (
+            "`kueue.x-k8s.io/priority-class`"
+            if cluster.scheduler == "kueue"
+            else "`spec.priorityClassName`"
+        )
         notes.append(
-            f"A job must carry a priority label (`kueue.x-k8s.io/priority-class`, or "
-            f"`spec.priorityClassName` on Volcano): Kubernetes {cluster.kubernetes_version} "
-            "serves no MutatingAdmissionPolicy (1.36 and later), so a ValidatingAdmissionPolicy "
-            "refuses a job without one and names the team's priority; `gpuplane fit` says the same."
+            f"{workloads} must carry a priority ({label}): Kubernetes "
+            f"{cluster.kubernetes_version} serves no MutatingAdmissionPolicy (1.36 and later), "
+            "so a ValidatingAdmissionPolicy refuses one without it and names the team's "
+            "priority; `gpuplane fit` says the same."
         )
     if cluster.secret_store is not None:
         notes.append(

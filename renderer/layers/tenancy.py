@@ -177,6 +177,12 @@ def team_roles(view: ClusterView) -> Iterator[Manifest]:
 
 
 DEFAULT_CONTAINER = {"cpu": "1", "memory": "2Gi"}
+"""The requests a container that asks for none gets (the LimitRange's `defaultRequest`), so it
+counts against the namespace's ResourceQuota instead of being refused by it. There is no default
+limit: a LimitRange `default` fills in the limit of a container that set only a request, so one
+asking for more memory than the default would get a limit below its request, which the API
+server refuses for a Pod and Kueue for a job (`workload.ValidateResources`, "requests must not
+exceed its limits", after `handlePodLimitRange`)."""
 
 
 def render(view: ClusterView) -> Iterator[Manifest]:
@@ -256,7 +262,6 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
                     {
                         "type": "Container",
                         "defaultRequest": {"cpu": defaults["cpu"], "memory": defaults["memory"]},
-                        "default": {"memory": defaults["memory"]},
                     }
                 ]
             }

@@ -174,6 +174,9 @@ class Pool:
     image: Mapping[str, str]
     description: str
     origin: Origin
+    topology_peer: bool = False
+    """Topology-aware because a ClusterQueue may list it beside a pool whose levels go above the
+    node (`renderer.model.topology.with_topology_peers`), though its own levels do not."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,9 @@ from renderer.model.names import (
     gpu_memory_utilization,
 )
 from renderer.model.nodes import node_labels, tolerations
+from renderer.model.topology import PREFERRED as PREFERRED_TOPOLOGY
+from renderer.model.topology import topology_aware as pool_topology_aware
+from renderer.model.topology import widest_level
 from workflows.suites.placement import Target
 from workflows.suites.program import (
     Probe,
@@ -227,8 +230,9 @@ def topology_aware(target: Target) -> bool:
     """Whether Kueue places the pool's pods itself (its flavor names a Topology): it then writes
     each pod's node into a nodeSelector, packing pods smaller than a node together, so a
     required anti-affinity would leave all but one Pending until waitForPodsReady evicts the Job,
-    again and again. There the suite leaves placement to Kueue (docs/acceptance-suites.md)."""
-    return target.cluster.scheduler == "kueue" and bool(target.pool.topology_levels)
+    again and again. There the suite leaves placement to Kueue (docs/acceptance-suites.md). A
+    pool whose only level is the node has no Topology (`renderer.model.topology`)."""
+    return target.cluster.scheduler == "kueue" and pool_topology_aware(target.pool)
 
 
 def job_manifest(target: Target, step: Step) -> dict[str, Any]:
@@ -256,6 +260,11 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
         labels[QUEUE_LABEL] = target.local_queue
         if target.priority_class is not None:
             labels[PRIORITY_LABEL] = target.priority_class
+        level = widest_level(pool)
+        if level is not None:
+            # the suite's ClusterQueue mixes TAS and other flavors: Kueue gives a TAS flavor
+            # only to a pod set that asks for TAS (checkPodSetAndFlavorMatchForTAS)
+            pod_annotations[PREFERRED_TOPOLOGY] = level
     plan: dict[str, Any] = {
         "run": [[p.key, _command(target, p, shape), p.writes] for p in step.probes]
     }

@@ -5,7 +5,8 @@ Everything here is a rendering of `renderer.model.admission.cluster_queues`: a C
 and namespace purpose, in the Cohort of the team's Queue, listing as flavors only the pools
 that serve the purpose, and a `default` LocalQueue in each of its namespaces (Kueue sends jobs
 that name no queue there). ResourceFlavors carry the pool's node labels and tolerations from
-`renderer.model.nodes`, and a Topology when the pool declares topology levels. The objects are valid
+`renderer.model.nodes`, and a Topology when the pool is topology-aware (`renderer.model.topology`:
+its levels go above the node). The objects are valid
 by construction against the CRDs' CEL rules, which the output validator does not evaluate.
 The controller configuration maps each DRA pool's DeviceClass to the logical resource its
 ClusterQueues cover (`resources.deviceClassMappings`) and keeps the pools' RDMA resources out of
@@ -38,6 +39,7 @@ from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
 from renderer.model.names import COST_CENTER_LABEL, SUITE_JOBS_NAMESPACE
 from renderer.model.nodes import node_labels, tolerations
 from renderer.model.platform import Pool, Queue
+from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import Manifest, Output, Values, metadata
@@ -180,10 +182,11 @@ def _digest(levels: tuple[str, ...]) -> str:
 
 
 def topology_names(pools: Iterable[Pool]) -> dict[tuple[str, ...], str]:
-    """A Topology name per distinct list of levels: the levels' last segments joined
-    (`block-rack-hostname`), with a digest of the whole list added where two lists on the
-    cluster would read the same (or the name would be too long), so names never collide."""
-    lists = sorted({p.topology_levels for p in pools if p.topology_levels})
+    """A Topology name per distinct list of levels of the topology-aware pools: the levels'
+    last segments joined (`block-rack-hostname`), with a digest of the whole list added where
+    two lists on the cluster would read the same (or the name would be too long), so names
+    never collide. A pool whose only level is the node gets no Topology (`topology_aware`)."""
+    lists = sorted({p.topology_levels for p in pools if topology_aware(p)})
     readable = {levels: "-".join(_segment(level) for level in levels) for levels in lists}
     taken = Counter(readable.values())
     names = {}
@@ -208,12 +211,14 @@ def _topologies(pools: tuple[Pool, ...], names: Mapping[tuple[str, ...], str]) -
 
 
 def _resource_flavor(pool: Pool, topologies: Mapping[tuple[str, ...], str]) -> Manifest:
-    """Kueue adds the node labels as a node selector, and the tolerations, to admitted pods."""
+    """Kueue adds the node labels as a node selector, and the tolerations, to admitted pods.
+    `topologyName` only on a topology-aware pool: a flavor with it is TAS-only, and Kueue then
+    places the pods itself on the nodes it reads (`renderer.model.topology`)."""
     spec: dict[str, Any] = {"nodeLabels": node_labels(pool)}
     pool_tolerations = tolerations(pool)
     if pool_tolerations:
         spec["tolerations"] = pool_tolerations
-    if pool.topology_levels:
+    if topology_aware(pool):
         spec["topologyName"] = topologies[pool.topology_levels]
     return _manifest(
         {"kind": "ResourceFlavor", "metadata": metadata(pool.name, pool=pool.name), "spec": spec},

@@ -30,7 +30,6 @@ from renderer.model.names import DEFAULT_FINISHED_JOBS
 from renderer.model.platform import Team
 
 MASTER_PORT = 29500
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
@@ -129,9 +128,6 @@ def jobset(target: Target) -> dict[str, Any]:
         template = pod_template(
             target, "JobSet", "trainer", pod_spec(target, [container], volumes, claims)
         )
-        if target.pool.topology_levels:
-            # pack the gang into the pool's widest topology domain when it fits; never required
-            template["metadata"]["annotations"][PREFERRED_TOPOLOGY] = target.pool.topology_levels[0]
         return {
             "name": role,
             "replicas": 1,

@@ -23,6 +23,8 @@ from renderer.model.capacity import Offer, rdma_requests
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.nodes import PREFIX, tolerations
 from renderer.model.platform import Cluster, Namespace, Pool, Team
+from renderer.model.topology import PREFERRED as PREFERRED_TOPOLOGY
+from renderer.model.topology import widest_level
 from renderer.output.manifest import MANAGED_BY, labels
 
 PLACEHOLDER_TAG = "replace-me"
@@ -370,9 +372,16 @@ def pod_spec(
 def pod_template(
     target: Target, kind: str, container: str, spec: dict[str, Any], **labels: str
 ) -> dict[str, Any]:
+    """A pod template of the target. On a topology-aware pool under Kueue it asks for the
+    pool's widest domain, never requiring it (`podset-preferred-topology`): Kueue gives a TAS
+    flavor only to a pod set that asks for TAS where the ClusterQueue also has flavors without
+    a Topology ("supports only TopologyAwareScheduling", `checkPodSetAndFlavorMatchForTAS`), and
+    packs a gang into one block or rack when it fits."""
     annotations = _pod_annotations(container)
     if not target.kueue:
         annotations[VOLCANO_QUEUE] = target.plan.name
+    elif (level := widest_level(target.pool)) is not None:
+        annotations[PREFERRED_TOPOLOGY] = level
     return {
         "metadata": {"labels": {**_pod_labels(target, kind), **labels}, "annotations": annotations},
         "spec": spec,
