@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from renderer.layers.security import gpus, host, images, secret_refs
-from renderer.layers.security.admission import QUEUE_SUSPENDED_KINDS
+from renderer.layers.security.admission import pod_owner_kinds, suspendable_kinds
 from renderer.layers.tenancy import WORKLOADS
 from renderer.pipeline import Rendered
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
@@ -210,17 +210,22 @@ def test_argo_workflows_cannot_create_an_ungated_gpu_pod_whatever_it_owns(
 
 
 def test_every_parent_whose_pods_pass_ungated_is_held_suspended(example: Rendered) -> None:
-    """A parent in `POD_OWNER_KINDS` starts pods only once unsuspended, so the suspend policy
+    """A parent of `admission.pod_owner_kinds` starts pods only once unsuspended, so the suspend policy
     must match each of them, or a team would create one unsuspended past Kueue."""
     rules = policy(example, gpus.SUSPEND_POLICY)["spec"]["matchConstraints"]["resourceRules"]
     matched = {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]}
-    for kind in gpus.POD_OWNER_KINDS:
+    cluster = example.platform.clusters["prod-east"]
+    owners = pod_owner_kinds(cluster)
+    assert owners
+    for kind in owners:
         assert (kind.group, kind.resource) in matched, kind.kind
-        assert kind in QUEUE_SUSPENDED_KINDS
-    # and every Kubeflow job kind of those is one a member may create (the team roles' names)
+        assert kind in suspendable_kinds(cluster)
+    # and every one of those but AppWrapper (whose controller creates what it wraps, with its
+    # own rights) is one a member may create (the team roles' names)
     granted = {(group, r) for group, resources in WORKLOADS for r in resources}
-    for kind in gpus.POD_OWNER_KINDS:
-        assert (kind.group, kind.resource) in granted, kind.kind
+    for kind in owners:
+        if kind.kind != "AppWrapper":
+            assert (kind.group, kind.resource) in granted, kind.kind
 
 
 @pytest.mark.parametrize(

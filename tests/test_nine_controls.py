@@ -145,16 +145,17 @@ def namespace_object(rendered: Rendered, cluster: str, ns: str) -> dict[str, Any
 
 
 def team_pod(team: Team, ns: Namespace, **spec: Any) -> dict[str, Any]:
-    """A pod as a member of the team would write it: the team's labels, its first image prefix."""
+    """A pod as a member of the team would write it: the team's labels, its first image prefix,
+    and its priority (a pod without an owner is a Kueue workload of its own: below Kubernetes
+    1.36 the priority policy requires the label, docs/security.md)."""
     image = (team.images[0] if team.images else "registry.example.com/x/") + "app:1"
+    labels = {TEAM_LABEL: team.name, COST_LABEL: team.cost_center}
+    if team.priority:
+        labels["kueue.x-k8s.io/priority-class"] = f"{team.queue}-{team.priority}"
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": "p",
-            "namespace": ns.name,
-            "labels": {TEAM_LABEL: team.name, COST_LABEL: team.cost_center},
-        },
+        "metadata": {"name": "p", "namespace": ns.name, "labels": labels},
         "spec": {"containers": [{"name": "main", "image": image}], **spec},
     }
 

@@ -201,11 +201,12 @@ def test_a_136_cluster_gets_the_mutating_priority_policy_and_it_validates(tmp_pa
     (mutation,) = mutating["spec"]["mutations"]
     # celpy parses Kubernetes' typed Object{...} construction but cannot build it: parse only
     compile_expression(mutation["applyConfiguration"]["expression"])
-    (condition,) = mutating["spec"]["matchConditions"]
-    unlabelled = compile_expression(condition["expression"])
+    conditions = [compile_expression(c["expression"]) for c in mutating["spec"]["matchConditions"]]
     for labels, mutate in (({"kueue.x-k8s.io/priority-class": "prod-high"}, False), ({}, True)):
-        created = json_to_cel({"metadata": {"labels": labels}})
-        assert bool(unlabelled.evaluate({"object": created})) is mutate
+        created = json_to_cel(
+            {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"labels": labels}}
+        )
+        assert all(bool(c.evaluate({"object": created})) for c in conditions) is mutate
 
     # with the mutation served, a job without the label is not refused, only a foreign one
     validating = policy(rendered, "prod-east", "gpuplane-priority-llm")
@@ -1241,7 +1242,9 @@ def test_what_a_team_application_syncs_is_held_like_kubectl(
     assert "gpuplane-common-labels" in said(deployment)
     # a GPU pod: created ungated (a made-up Job owner), or ungated by the next sync
     gpu = pod({"containers": [container(**GPU)]})
-    gpu["metadata"]["ownerReferences"] = [{**FAKE_JOBSET_OWNER, "kind": "Job"}]
+    gpu["metadata"]["ownerReferences"] = [
+        {**FAKE_JOBSET_OWNER, "apiVersion": "batch/v1", "kind": "Job"}
+    ]
     assert "gpuplane-gpu-queue" in said(kueue_webhook(gpu))
     gated = kueue_webhook(pod({"containers": [container(**GPU)]}))
     ungated = copy.deepcopy(gated)

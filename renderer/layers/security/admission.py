@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from renderer.findings.diagnostics import Location
+from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
 from renderer.model.names import ARGO_CD_NAMESPACE, ARGO_WORKFLOWS_NAMESPACE
+from renderer.model.platform import Cluster
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, metadata
 
@@ -64,14 +66,30 @@ def cel_list(items: Iterable[str]) -> str:
 class WorkloadKind:
     """A kind whose objects are pods or hold pod templates: where its pod specs are (a CEL list
     expression over `object`), so a policy refuses a bad Job at `kubectl apply`, not only when
-    its pods are created."""
+    its pods are created. For the kinds Kueue integrates, what Kueue v0.19.2 does with one."""
 
     group: str
     resource: str
     kind: str
     pod_specs: str
-    suspend: str = "spec.suspend"
-    """Where a batch kind that Kueue admits by suspending it keeps the flag."""
+    suspend: str | None = None
+    """Where Kueue's job webhook suspends it (`GenericJob.Suspend` of its integration, through
+    `jobframework.ApplyDefaultForSuspend`); None for a kind Kueue does not suspend: a Pod (gated
+    instead), a Deployment, StatefulSet or LeaderWorkerSet (its pods are gated, their templates
+    annotated `kueue.x-k8s.io/pod-suspending-parent` by its webhook)."""
+    framework: str | None = None
+    """Kueue's integration for it (`renderer.model.integrations`), None for a kind Kueue does
+    not integrate (CronJob, ReplicaSet, DaemonSet, Volcano's Job)."""
+    versions: tuple[str, ...] = ()
+    """The only API versions that are this kind (Kueue matches a kind and an ownerReference by
+    its exact GroupVersionKind: a training-operator v1 MPIJob is not its v2beta1 MPIJob); empty
+    for any version of the group."""
+    owns_pods: bool = False
+    """Its controller creates pods itself, which Kueue's pod webhook leaves ungated because their
+    controller is a job Kueue manages (`jobframework.FindAncestorJobManagedByKueue`)."""
+    kueue_version: str | None = None
+    """The API version of Kueue's integration (its `gvk`): Kueue knows an ownerReference as this
+    kind only at exactly this version (`ownerReferenceMatchingGVK`)."""
 
     @property
     def condition(self) -> str:
@@ -81,12 +99,23 @@ class WorkloadKind:
     def condition_on(self, obj: str) -> str:
         """CEL: `obj` (an object, or an ownerReference: both carry apiVersion and kind) is of
         this kind."""
-        version = (
-            f"{obj}.apiVersion == 'v1'"
-            if not self.group
-            else (f"{obj}.apiVersion.startsWith('{self.group}/')")
-        )
+        if not self.group:
+            version = f"{obj}.apiVersion == 'v1'"
+        elif self.versions:
+            exact = [f"{self.group}/{v}" for v in self.versions]
+            version = " || ".join(f"{obj}.apiVersion == '{v}'" for v in exact)
+            version = version if len(exact) == 1 else f"({version})"
+        else:
+            version = f"{obj}.apiVersion.startsWith('{self.group}/')"
         return f"{version} && {obj}.kind == '{self.kind}'"
+
+    def owner_condition(self, ref: str) -> str:
+        """CEL: the ownerReference `ref` names this kind as Kueue knows it: at exactly the API
+        version of Kueue's integration, where it has one (an ownerReference is not converted)."""
+        if self.kueue_version is None:
+            return self.condition_on(ref)
+        api_version = f"{self.group}/{self.kueue_version}" if self.group else self.kueue_version
+        return f"{ref}.apiVersion == '{api_version}' && {ref}.kind == '{self.kind}'"
 
 
 def _ray_specs(cluster_spec: str) -> str:
@@ -97,30 +126,97 @@ def _ray_specs(cluster_spec: str) -> str:
     )
 
 
-POD = WorkloadKind("", "pods", "Pod", "[object.spec]")
-BATCH_JOB = WorkloadKind("batch", "jobs", "Job", "[object.spec.template.spec]")
+def _managed(
+    framework: str, resource: str, pod_specs: str, suspend: str | None, owns_pods: bool = False
+) -> WorkloadKind:
+    """The kind of a Kueue integration: its group, kind and versions are the integration's
+    (`renderer.model.integrations.KUEUE_INTEGRATIONS`), so the two lists cannot drift."""
+    (integration,) = [i for i in KUEUE_INTEGRATIONS if i.framework == framework]
+    version = integration.versions[0] if integration.versions else _KUEUE_VERSIONS[framework]
+    return WorkloadKind(
+        integration.group,
+        resource,
+        integration.kind,
+        pod_specs,
+        suspend=suspend,
+        framework=framework,
+        versions=integration.versions,
+        owns_pods=owns_pods,
+        kueue_version=version,
+    )
+
+
+_KUEUE_VERSIONS = {
+    "batch/job": "v1",
+    "ray.io/rayjob": "v1",
+    "ray.io/rayservice": "v1",
+    "ray.io/raycluster": "v1",
+    "jobset.x-k8s.io/jobset": "v1alpha2",
+    "workload.codeflare.dev/appwrapper": "v1beta2",
+    "trainer.kubeflow.org/trainjob": "v1alpha1",
+    "sparkoperator.k8s.io/sparkapplication": "v1beta2",
+    "pod": "v1",
+    "deployment": "v1",
+    "statefulset": "v1",
+    "leaderworkerset.x-k8s.io/leaderworkerset": "v1",
+}
+"""The API version of each integration's `gvk` in Kueue v0.19.2 (pkg/controller/jobs/*:
+`batchv1`, `rayv1`, `jobsetapi` v1alpha2, `awv1beta2`, `kftrainer` v1alpha1, `sparkv1beta2`,
+`corev1`, `appsv1`, `leaderworkersetv1`), where `Integration.versions` does not pin it."""
+
+
+_SUSPEND = "spec.suspend"
+_RUN_POLICY_SUSPEND = "spec.runPolicy.suspend"
+
+POD = _managed("pod", "pods", "[object.spec]", None)
+BATCH_JOB = _managed("batch/job", "jobs", "[object.spec.template.spec]", _SUSPEND, True)
 CRONJOB = WorkloadKind(
     "batch", "cronjobs", "CronJob", "[object.spec.jobTemplate.spec.template.spec]"
 )
-DEPLOYMENT = WorkloadKind("apps", "deployments", "Deployment", "[object.spec.template.spec]")
-STATEFULSET = WorkloadKind("apps", "statefulsets", "StatefulSet", "[object.spec.template.spec]")
+DEPLOYMENT = _managed("deployment", "deployments", "[object.spec.template.spec]", None)
+STATEFULSET = _managed("statefulset", "statefulsets", "[object.spec.template.spec]", None)
 REPLICASET = WorkloadKind("apps", "replicasets", "ReplicaSet", "[object.spec.template.spec]")
 DAEMONSET = WorkloadKind("apps", "daemonsets", "DaemonSet", "[object.spec.template.spec]")
-JOBSET = WorkloadKind(
-    "jobset.x-k8s.io",
+JOBSET = _managed(
+    "jobset.x-k8s.io/jobset",
     "jobsets",
-    "JobSet",
     "object.spec.replicatedJobs.map(r, r.template.spec.template.spec)",
+    _SUSPEND,
 )
-RAYJOB = WorkloadKind(
-    "ray.io",
+RAYJOB = _managed(
+    "ray.io/rayjob",
     "rayjobs",
-    "RayJob",
     f"has(object.spec.rayClusterSpec) ? {_ray_specs('object.spec.rayClusterSpec')} : []",
+    _SUSPEND,
 )
-RAYCLUSTER = WorkloadKind("ray.io", "rayclusters", "RayCluster", _ray_specs("object.spec"))
-TRAINJOB = WorkloadKind("trainer.kubeflow.org", "trainjobs", "TrainJob", "[]")
+RAYCLUSTER = _managed("ray.io/raycluster", "rayclusters", _ray_specs("object.spec"), _SUSPEND, True)
+RAYSERVICE = _managed(
+    "ray.io/rayservice",
+    "rayservices",
+    _ray_specs("object.spec.rayClusterConfig"),
+    "spec.rayClusterConfig.suspend",
+)
+"""Kueue suspends the RayCluster spec inside it (`RayService.Suspend`); KubeRay creates a
+RayCluster from it, whose pods pass as a RayCluster's."""
+TRAINJOB = _managed("trainer.kubeflow.org/trainjob", "trainjobs", "[]", _SUSPEND)
 """A TrainJob holds no pod template (its runtime does): its pods are checked as pods."""
+LEADERWORKERSET = _managed(
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+    "leaderworkersets",
+    "[object.spec.leaderWorkerTemplate.workerTemplate.spec] + "
+    "(has(object.spec.leaderWorkerTemplate.leaderTemplate) ? "
+    "[object.spec.leaderWorkerTemplate.leaderTemplate.spec] : [])",
+    None,
+)
+APPWRAPPER = _managed(
+    "workload.codeflare.dev/appwrapper", "appwrappers", "[]", _SUSPEND, owns_pods=True
+)
+"""Its components are objects of any kind (their pod templates at paths it names): the pods it
+wraps are checked as pods, owned by it."""
+SPARKAPPLICATION = _managed(
+    "sparkoperator.k8s.io/sparkapplication", "sparkapplications", "[]", _SUSPEND, True
+)
+"""The operator creates the driver pod, owned by it; the driver creates the executors."""
 VOLCANO_JOB = WorkloadKind(
     "batch.volcano.sh", "jobs", "Job", "object.spec.tasks.map(t, t.template.spec)"
 )
@@ -128,14 +224,15 @@ VOLCANO_JOB = WorkloadKind(
 
 def _kubeflow_job(kind: str, replica_specs: str) -> WorkloadKind:
     """A Kubeflow training-operator (or MPI operator v2) job: its pods are templated per role
-    in a map, and Kueue suspends it by `spec.runPolicy.suspend`."""
+    in a map, created by its operator, and Kueue suspends it by `spec.runPolicy.suspend`
+    (`KubeflowJob.Suspend`, `MPIJob.Suspend`)."""
     specs = f"object.spec.{replica_specs}"
-    return WorkloadKind(
-        "kubeflow.org",
+    return _managed(
+        f"kubeflow.org/{kind.lower()}",
         kind.lower() + "s",
-        kind,
         f"has({specs}) ? {specs}.map(k, {specs}[k].template.spec) : []",
-        suspend="spec.runPolicy.suspend",
+        _RUN_POLICY_SUSPEND,
+        owns_pods=True,
     )
 
 
@@ -147,9 +244,30 @@ KUBEFLOW_JOBS = (
     _kubeflow_job("TFJob", "tfReplicaSpecs"),
     _kubeflow_job("XGBoostJob", "xgbReplicaSpecs"),
 )
-"""The Kubeflow jobs Kueue v0.19 integrates (`pkg/controller/jobs/kubeflow`) that the team roles
-let members create. MXJob is granted too but is no Kueue integration: its pods are gated by
-Kueue's pod webhook one by one, like any pod whose owner Kueue does not manage."""
+"""The Kubeflow jobs Kueue v0.19 integrates (`pkg/controller/jobs/kubeflow`: v1 of the training
+operator; `pkg/controller/jobs/mpijob`: the MPI Operator's v2beta1). MXJob and a v1 MPIJob are
+no Kueue integration: their pods are gated by Kueue's pod webhook one by one, like any pod
+whose owner Kueue does not manage."""
+
+KUEUE_KINDS: tuple[WorkloadKind, ...] = (
+    BATCH_JOB,
+    *(k for k in KUBEFLOW_JOBS if k.kind == "MPIJob"),
+    RAYJOB,
+    RAYSERVICE,
+    RAYCLUSTER,
+    JOBSET,
+    *(k for k in KUBEFLOW_JOBS if k.kind != "MPIJob"),
+    APPWRAPPER,
+    TRAINJOB,
+    SPARKAPPLICATION,
+    POD,
+    DEPLOYMENT,
+    STATEFULSET,
+    LEADERWORKERSET,
+)
+"""One kind per Kueue integration (`tests/test_priority_kinds.py` holds it to
+`KUEUE_INTEGRATIONS`). What a cluster's policies cover is the part its Kueue enables:
+`kueue_kinds`."""
 
 POD_TEMPLATE_KINDS = (
     POD,
@@ -166,14 +284,39 @@ POD_TEMPLATE_KINDS = (
 """Pods are the floor (every workload ends in pods, whoever creates them); the templates of the
 kinds a team submits are checked too, for an early and readable refusal."""
 
-SUSPENDABLE_KINDS = (BATCH_JOB, JOBSET, RAYJOB, RAYCLUSTER, TRAINJOB)
-"""The batch kinds Kueue admits by `spec.suspend`: created suspended by Kueue's webhook, let go
-by Kueue's controller once admitted."""
 
-QUEUE_SUSPENDED_KINDS = (*SUSPENDABLE_KINDS, *KUBEFLOW_JOBS)
-"""Every kind `gpuplane-queue-suspend` holds to "created suspended, unsuspended only by the
-platform": the batch kinds above and the Kubeflow jobs, whose operators create GPU pods that
-Kueue's pod webhook leaves ungated (`gpus.POD_OWNER_KINDS`)."""
+def kueue_kinds(cluster: Cluster) -> tuple[WorkloadKind, ...]:
+    """The kinds this cluster's Kueue manages (`integrations.enabled_frameworks`), in
+    `KUEUE_KINDS`' order: each is admitted by Kueue as a Workload of its own when nothing
+    Kueue manages owns it. None on a cluster that schedules with Volcano."""
+    if cluster.scheduler != "kueue":
+        return ()
+    enabled = set(enabled_frameworks(cluster))
+    return tuple(k for k in KUEUE_KINDS if k.framework in enabled)
+
+
+def suspendable_kinds(cluster: Cluster) -> tuple[WorkloadKind, ...]:
+    """The kinds this cluster's Kueue admits by suspending them: created suspended by Kueue's
+    job webhook, let go by Kueue's controller once admitted. `gpuplane-queue-suspend` holds
+    them to that."""
+    return tuple(k for k in kueue_kinds(cluster) if k.suspend is not None)
+
+
+def pod_owner_kinds(cluster: Cluster) -> tuple[WorkloadKind, ...]:
+    """The parents whose controllers create GPU pods that this cluster's Kueue leaves ungated
+    (`pod_webhook.go` Default skips a pod whose ancestor job Kueue manages): the Job
+    controller's for a Job (a JobSet's, a TrainJob's, a RayJob's submitter, an MPIJob's
+    launcher), KubeRay's for a RayCluster (a RayJob's or a RayService's), the training and MPI
+    operators' for their jobs, the AppWrapper controller's for the pods it wraps. Each is in
+    `suspendable_kinds`: it starts pods only once Kueue (or its platform parent) unsuspends it."""
+    return tuple(k for k in suspendable_kinds(cluster) if k.owns_pods)
+
+
+def any_kind(kinds: Iterable[WorkloadKind], obj: str = "object", *, owner: bool = False) -> str:
+    """CEL: `obj` is of one of `kinds` (false for none); `owner`: `obj` is an ownerReference,
+    matched as Kueue matches one (`WorkloadKind.owner_condition`)."""
+    conditions = [f"({k.owner_condition(obj) if owner else k.condition_on(obj)})" for k in kinds]
+    return " || ".join(conditions) if conditions else "false"
 
 
 def _set_and_true(obj: str, path: str) -> str:
@@ -183,11 +326,13 @@ def _set_and_true(obj: str, path: str) -> str:
     return "(" + " && ".join([*present, ".".join(parts)]) + ")"
 
 
-def suspended(obj: str, kinds: Sequence[WorkloadKind] = QUEUE_SUSPENDED_KINDS) -> str:
+def suspended(obj: str, kinds: Sequence[WorkloadKind]) -> str:
     """CEL: `obj` (`object` or `oldObject`: an UPDATE does not change the kind, so the kind is
-    read from `object`) is suspended, at the field its kind keeps the flag in."""
-    expression = _set_and_true(obj, "spec.suspend")
-    for path in sorted({kind.suspend for kind in kinds} - {"spec.suspend"}):
+    read from `object`) is suspended, at the field its kind keeps the flag in (`spec.suspend`
+    for a kind not in `kinds`)."""
+    expression = _set_and_true(obj, _SUSPEND)
+    paths = {kind.suspend for kind in kinds if kind.suspend is not None}
+    for path in sorted(paths - {_SUSPEND}):
         of_kind = " || ".join(f"({k.condition})" for k in kinds if k.suspend == path)
         expression = f"(({of_kind}) ? {_set_and_true(obj, path)} : {expression})"
     return expression
@@ -333,12 +478,20 @@ def workload_controller(view: ClusterView) -> str:
 
 
 def controlled_by(kinds: Iterable[WorkloadKind], obj: str = "object") -> str:
-    """CEL: `obj`'s controller ownerReference is of one of `kinds`. Only worth something when
-    the requester is a controller: an ownerReference is written by the client."""
-    of_kind = " || ".join(f"({kind.condition_on('r')})" for kind in kinds)
+    """CEL: `obj`'s controller ownerReference is of one of `kinds`, as Kueue matches it (at the
+    exact API version of its integration, for a kind Kueue integrates). Only worth something
+    when the requester is a controller: an ownerReference is written by the client."""
     return (
         f"(has({obj}.metadata.ownerReferences) && {obj}.metadata.ownerReferences.exists(r, "
-        f"has(r.controller) && r.controller && ({of_kind})))"
+        f"has(r.controller) && r.controller && ({any_kind(kinds, 'r', owner=True)})))"
+    )
+
+
+def has_controller(obj: str = "object") -> str:
+    """CEL: `obj` has a controller ownerReference, of any kind."""
+    return (
+        f"(has({obj}.metadata.ownerReferences) && "
+        f"{obj}.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))"
     )
 
 

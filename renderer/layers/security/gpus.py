@@ -13,20 +13,28 @@ Kueue (v0.19), what an admitted pod really carries and what a team could fake:
   removes the gate once the pod's Workload is admitted. In team namespaces it manages every pod:
   the manager config's `managedJobsNamespaceSelector` selects them, and LocalQueue defaulting
   gives a pod without `kueue.x-k8s.io/queue-name` the namespace's `default` LocalQueue.
-- It skips a pod whose controller ownerReference is a job kind it integrates (a Job, a
-  RayCluster, a PyTorchJob, ...): the parent is what it suspends. ownerReferences are written
-  by the client, so a pod created with a made-up `ownerReferences: [{kind: Job, controller:
-  true}]` is not gated, and the queue-name label proves nothing either (anyone sets it).
-  Neither is trusted from a team.
-- A batch Job (JobSet, RayJob, RayCluster, TrainJob) is created with `spec.suspend: true` by
-  Kueue's job webhook (a Kubeflow job with `spec.runPolicy.suspend: true`), and Kueue's
-  controller sets it to false on admission. Kueue's own reconciler suspends again a job that
+- It skips a pod whose controller ownerReference is a job kind it integrates, with that
+  integration enabled (a Job, a RayCluster, a PyTorchJob, ...): the parent is what it
+  suspends. ownerReferences are written by the client, so a pod created with a made-up
+  `ownerReferences: [{kind: Job, controller: true}]` is not gated, and the queue-name label
+  proves nothing either (anyone sets it). Neither is trusted from a team.
+- A job of a kind Kueue suspends (`admission.suspendable_kinds`: Job, JobSet, RayJob,
+  RayCluster, RayService, TrainJob, AppWrapper, the Kubeflow jobs) is created suspended by
+  Kueue's job webhook (`jobframework.ApplyDefaultForSuspend`: `spec.suspend`, a Kubeflow
+  job's `spec.runPolicy.suspend`, a RayService's `spec.rayClusterConfig.suspend`), and
+  Kueue's controller lets it go on admission. Kueue's own reconciler suspends again a job that
   runs unadmitted, but only after its pods have started.
 - Its pod webhook (v0.19.2 `pkg/controller/jobs/pod/pod_webhook.go`, Default) also leaves
-  ungated a pod whose ancestor job Kueue already manages (`FindAncestorJobManagedByKueue`): the
-  pods the KubeRay operator creates for a RayCluster (a RayJob's included), those the
-  training operator (or MPI operator) creates for a PyTorchJob, TFJob, MPIJob, ..., the Job
-  controller's for a Job. The parent was suspended until Kueue admitted it; its pods are not.
+  ungated a pod whose ancestor job Kueue already manages (`FindAncestorJobManagedByKueue`,
+  matching each ownerReference by its exact apiVersion and kind): the pods the KubeRay
+  operator creates for a RayCluster (a RayJob's or a RayService's included), those the
+  training operator creates for a v1 PyTorchJob, TFJob, XGBoostJob, PaddleJob or JAXJob, the
+  MPI Operator's workers of a v2beta1 MPIJob, the pods an AppWrapper wraps, the Job
+  controller's for a Job (a JobSet's, a TrainJob's, a RayJob's submitter, an MPIJob's
+  launcher). The parent was suspended until Kueue admitted it; its pods are not.
+- Deployments, StatefulSets and LeaderWorkerSets are not suspended: their webhooks annotate
+  the pod templates `kueue.x-k8s.io/pod-suspending-parent`, and the pod webhook gates every
+  pod so annotated (an LWS's as a group), whoever creates it.
 
 The sound check, then, looks at who acts, which a client cannot fake (`request.userInfo`):
 
@@ -34,19 +42,22 @@ The sound check, then, looks at who acts, which a client cannot fake (`request.u
    harmless: it cannot be scheduled until the gate goes), or by a workload controller
    (`admission.workload_controller`: Kubernetes' controller manager, in either credential mode,
    or a service account outside the team namespaces and Argo CD's) for a parent Kueue admits
-   by suspending it: the pod's controller ownerReference is a Job, a RayCluster or a Kubeflow
-   job (`POD_OWNER_KINDS`). gpuplane does not know where KubeRay or the training operator run
-   (they are no add-ons), so it trusts the controller, not a namespace; the ownerReference is
-   only believed from a controller, which sets it to the parent it acts for.
+   by suspending it: the pod's controller ownerReference is one of `admission.pod_owner_kinds`
+   (the kinds above whose integration the cluster's Kueue enables,
+   `renderer.model.integrations.enabled_frameworks`, at the API version Kueue's is for).
+   gpuplane does not know where KubeRay or the training operator run (they are no add-ons),
+   so it trusts the controller, not a namespace; the ownerReference is only believed from a
+   controller, which sets it to the parent it acts for.
 2. Only a platform service account (outside every team namespace and not Argo CD's, which
    syncs the teams' own Applications: Kueue's controller) may remove that gate from a GPU pod.
-3. Every kind of `POD_OWNER_KINDS`, and the JobSets, RayJobs and TrainJobs above them
-   (`admission.QUEUE_SUSPENDED_KINDS`), must be created suspended when a team creates it (as
-   Kueue's webhook leaves it), and only a platform service account (Kueue's controller, or the
-   JobSet, KubeRay or trainer controller for the jobs it owns) may unsuspend it. Otherwise a
-   Job or PyTorchJob created unsuspended with a made-up owner (Kueue's webhooks skip a job
-   whose owner they think is managed) would have its controller start GPU pods that check 1
-   lets through.
+3. Every kind Kueue suspends (`admission.suspendable_kinds`, every pod owner among them) must
+   be created suspended when a team creates it (as Kueue's webhook leaves it), and only a
+   platform service account (Kueue's controller, or the JobSet, KubeRay, MPI or trainer
+   controller for the jobs it owns) may unsuspend it. Otherwise a Job or PyTorchJob created
+   unsuspended with a made-up owner (Kueue's webhooks skip a job whose owner they think is
+   managed) would have its controller start GPU pods that check 1 lets through. A kind whose
+   integration is off is not held to it: Kueue never suspends it, and its pods are gated one
+   by one.
 
 Who else creates pods from what a team wrote, and why none of it opens check 1:
 
@@ -59,14 +70,16 @@ Who else creates pods from what a team wrote, and why none of it opens check 1:
   one that passes ungated.
 - CronJob to Job: the CronJob controller creates Jobs, which Kueue's job webhook suspends
   (a CronJob is no parent Kueue manages); the Job controller starts their pods once admitted.
-- Deployments, StatefulSets, LeaderWorkerSets: Kueue's pod integration gates their pods one by
-  one (the ReplicaSet or StatefulSet is no job Kueue suspends), so they pass as gated pods.
-- Spark applications, MXJobs: their owners are no Kueue integration in v0.19; their pods are
-  gated like a lone pod's.
+- MXJobs, training-operator v1 MPIJobs, and any kind whose integration a cluster turns off:
+  their owners are no Kueue-managed job; their pods are gated like a lone pod's.
 
-Limits: pods that another operator creates ungated for a parent of its own (an AppWrapper's,
-which team roles do not grant) are refused until its kind is added to `POD_OWNER_KINDS` and
-`QUEUE_SUSPENDED_KINDS` together.
+Limits: an AppWrapper that wraps a Deployment: the ReplicaSet's pods are left ungated by
+Kueue (their ancestor AppWrapper is managed) but their controller is a ReplicaSet, which this
+policy cannot trace to the AppWrapper, so they are refused; wrap the pods, a Job or a Kubeflow
+job instead. A SparkApplication's executors are created by its driver, as a team service
+account, and refused likewise (Spark is off by default). A kind a parent creates its pods
+through (a JobSet's Jobs, a RayService's RayCluster) must have its own integration enabled,
+as it is by default.
 
 Volcano: a GPU pod must be scheduled by Volcano (`schedulerName: volcano`: the default
 scheduler knows nothing of Volcano's queues), and every queue a team object names must be its
@@ -86,25 +99,25 @@ Deployment's template reaches its pods through the ReplicaSet controller, a plat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from renderer.layers.security.admission import (
-    BATCH_JOB,
-    KUBEFLOW_JOBS,
     POD,
-    QUEUE_SUSPENDED_KINDS,
-    RAYCLUSTER,
     VOLCANO_JOB,
     WorkloadKind,
     all_containers,
+    any_kind,
     cel_list,
     cel_string,
     controlled_by,
     every_pod_spec,
+    kueue_kinds,
     platform_account_variable,
+    pod_owner_kinds,
     pod_specs_variable,
     policy_pair,
     resource_rules,
+    suspendable_kinds,
     suspended,
     team_namespaces,
     validating_policy,
@@ -117,13 +130,6 @@ from renderer.output.manifest import Manifest
 
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 """The scheduling gate Kueue's pod webhook adds to the pods it manages."""
-
-POD_OWNER_KINDS = (BATCH_JOB, RAYCLUSTER, *KUBEFLOW_JOBS)
-"""The parents whose controllers create GPU pods that Kueue's pod webhook leaves ungated: the Job
-controller's for a Job (a JobSet's, a TrainJob's, a RayJob's submitter), KubeRay's for a
-RayCluster (a RayJob's too), the training and MPI operators' for their jobs. Each is in
-`admission.QUEUE_SUSPENDED_KINDS`: it starts pods only once Kueue (or its platform parent)
-unsuspended it."""
 
 GPU_PREFIXES = ("nvidia.com/",)
 VOLCANO_SCHEDULER = "volcano"
@@ -182,8 +188,22 @@ def render(view: ClusterView) -> Iterator[Manifest]:
         yield from _kueue(view, namespaces)
 
 
+def _names(kinds: Iterable[WorkloadKind]) -> str:
+    """`Job, JobSet or RayJob`: the kinds' names for a message."""
+    names = [k.kind for k in kinds]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def _kueue(view: ClusterView, namespaces: list[str]) -> Iterator[Manifest]:
     source = view.cluster.origin.location
+    owners = pod_owner_kinds(view.cluster)
+    jobs = suspendable_kinds(view.cluster)
+    gated = [k for k in kueue_kinds(view.cluster) if k.suspend is None and k is not POD]
+    submit = ""
+    if jobs:
+        submit = f", or submit a {_names(jobs)} and let its controller create the pods once "
+        submit += "Kueue admits it"
+    through = f" (the pods of a {_names(gated)} are gated by Kueue too)" if gated else ""
     pods = validating_policy(
         QUEUE_POLICY,
         resource_rules([POD]),
@@ -191,12 +211,11 @@ def _kueue(view: ClusterView, namespaces: list[str]) -> Iterator[Manifest]:
             {
                 "expression": "request.operation != 'CREATE' || !variables.gpu || "
                 f"{_gated('object')} || ({workload_controller(view)} && "
-                f"{controlled_by(POD_OWNER_KINDS)})",
+                f"{controlled_by(owners)})",
                 "message": "a pod that uses GPUs must be admitted by Kueue: create it without "
                 "ownerReferences of your own, so Kueue gates it (label "
-                "kueue.x-k8s.io/queue-name, or none for the namespace's default LocalQueue), or "
-                "submit a Job, JobSet, RayJob, RayCluster, TrainJob or PyTorchJob (or another "
-                "Kubeflow job) and let its controller create the pods once Kueue admits it",
+                f"kueue.x-k8s.io/queue-name, or none for the namespace's default LocalQueue)"
+                f"{submit}{through}",
                 "reason": "Forbidden",
             },
             {
@@ -215,32 +234,41 @@ def _kueue(view: ClusterView, namespaces: list[str]) -> Iterator[Manifest]:
         ],
     )
     yield from policy_pair(pods, namespaces, source)
-    jobs = validating_policy(
+    if not jobs:
+        return
+    elsewhere = sorted({k.suspend for k in jobs if k.suspend not in (None, "spec.suspend")})
+    fields = "; ".join(
+        f"{', '.join(k.kind for k in jobs if k.suspend == path)}: {path}: false"
+        for path in elsewhere
+        if path is not None
+    )
+    suspend_policy = validating_policy(
         SUSPEND_POLICY,
-        resource_rules(QUEUE_SUSPENDED_KINDS),
+        resource_rules(jobs),
         [
             {
                 "expression": "variables.platformAccount || request.operation != 'CREATE' || "
-                + suspended("object"),
+                + suspended("object", jobs),
                 "message": "Kueue did not take this job in: it must be created suspended, which "
                 "Kueue's webhook does for jobs of a namespace with a default LocalQueue. Remove "
-                "spec.suspend: false (spec.runPolicy.suspend: false for a Kubeflow job) and any "
+                f"spec.suspend: false{f' ({fields})' if fields else ''} and any "
                 "ownerReferences you set, and keep kueue.x-k8s.io/queue-name to a LocalQueue of "
                 "this namespace",
                 "reason": "Forbidden",
             },
             {
                 "expression": "variables.platformAccount || request.operation != 'UPDATE' || "
-                f"!{suspended('oldObject')} || {suspended('object')}",
-                "message": "only Kueue unsuspends a job: leave spec.suspend (a Kubeflow job's "
-                "spec.runPolicy.suspend) as it is and wait for the job's Workload to be admitted "
-                "(kubectl get workloads)",
+                f"!{suspended('oldObject', jobs)} || {suspended('object', jobs)}",
+                "message": "only Kueue unsuspends a job: leave spec.suspend (or the field its "
+                "kind keeps the flag in) as it is and wait for the job's Workload to be "
+                "admitted (kubectl get workloads)",
                 "reason": "Forbidden",
             },
         ],
         variables=[platform_account_variable(view)],
+        match_conditions=[{"name": "a-kind-kueue-suspends", "expression": any_kind(jobs)}],
     )
-    yield from policy_pair(jobs, namespaces, source)
+    yield from policy_pair(suspend_policy, namespaces, source)
 
 
 def namespace_queues(view: ClusterView) -> dict[str, str]:

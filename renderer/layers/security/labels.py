@@ -3,12 +3,15 @@
 
 Cost reports and the audit trail group by these labels, so a workload without them, or with
 another team's, would bill the wrong cost centre. The policy compares with `namespaceObject`,
-which the requester cannot change. It holds for the kinds teams submit (Jobs, CronJobs, JobSets,
-Deployments, StatefulSets, ReplicaSets, DaemonSets, RayJobs, RayClusters, TrainJobs, Volcano
-Jobs) and for Pods. Objects a platform controller creates (a Job's pods, a JobSet's Jobs, a
-CronJob's Jobs: requests from a platform service account, `admission.platform_account`, which
-Argo CD's are not: it syncs the teams' own Applications) are left alone:
-they inherit what the team submitted, and their templates are not the policy's to rewrite. An
+which the requester cannot change. It holds for the kinds teams submit: those whose pod
+templates the policies check (Pods, Jobs, CronJobs, Deployments, StatefulSets, ReplicaSets,
+DaemonSets, JobSets, RayJobs, RayClusters, Volcano Jobs) and every kind Kueue has an
+integration for (`admission.KUEUE_KINDS`: TrainJobs, RayServices, LeaderWorkerSets, the Kubeflow
+jobs, AppWrappers, SparkApplications too), on Volcano clusters as well: the cost labels do not
+depend on which scheduler admits the workload. Objects a platform
+controller creates (a Job's pods, a JobSet's Jobs, a CronJob's Jobs: requests from a platform
+service account, `admission.platform_account`, which Argo CD's are not: it syncs the teams' own
+Applications) are left alone: they inherit what the team submitted, and their templates are not the policy's to rewrite. An
 ownerReference does not exempt a pod: it is client-set.
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from renderer.layers.security.admission import (
-    SUSPENDABLE_KINDS,
+    KUEUE_KINDS,
     platform_account,
     pod_template_kinds,
     policy_pair,
@@ -46,7 +49,9 @@ def label_matches(key: str) -> str:
 
 
 def render(view: ClusterView) -> Iterator[Manifest]:
-    kinds = {k.group + "/" + k.resource: k for k in (*pod_template_kinds(view), *SUSPENDABLE_KINDS)}
+    # every workload kind a team submits carries its cost labels, whichever scheduler admits it
+    submitted = (*pod_template_kinds(view), *KUEUE_KINDS)
+    kinds = {k.group + "/" + k.resource: k for k in submitted}
     validations = [
         {
             "expression": label_matches(key),

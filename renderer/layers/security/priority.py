@@ -1,22 +1,39 @@
-"""The team's `priority` on the jobs that ask for none, and no priority from another queue.
+"""The team's `priority` on the workloads that ask for none, and no priority from another queue.
 
-Kueue reads a job's priority from its `kueue.x-k8s.io/priority-class` label: the name of a
-WorkloadPriorityClass, `<queue>-<priority>` (the queueing layer). WorkloadPriorityClasses are
-cluster-wide, so without a check a team could label its jobs with another queue's top priority;
-every team therefore gets a ValidatingAdmissionPolicy allowing only its own queue's classes.
-For jobs without the label, `renderer.model.security.priority_enforcement` decides:
+Kueue reads a workload's priority from its `kueue.x-k8s.io/priority-class` label: the name of a
+WorkloadPriorityClass, `<queue>-<priority>` (the queueing layer); without one, from the
+PriorityClass of a pod template's `priorityClassName`, else 0 (Kueue v0.19.2
+`jobframework.ExtractPriority`, `pkg/util/priority`). WorkloadPriorityClasses are cluster-wide,
+so without a check a team could label its workloads with another queue's top priority; every
+team therefore gets a ValidatingAdmissionPolicy allowing only its own queue's classes. For
+workloads without the label, `renderer.model.security.priority_enforcement` decides:
 
 - `mutating` (Kubernetes 1.36+): a MutatingAdmissionPolicy sets the label to the team's
-  priority (`spec.priority`, or the queue's default priority) when a job is created without one;
-- `validating`: the validating policy also refuses a job without the label, and its message
-  names the value to set.
+  priority (`spec.priority`, or the queue's default priority) when a workload is created
+  without one;
+- `validating`: the validating policy also refuses a workload without the label, and its
+  message names the value to set.
 
-The kinds are the batch kinds Kueue admits (Jobs, JobSets, RayJobs, RayClusters, TrainJobs) and,
-in the validating form, CronJobs (the label on `spec.jobTemplate`); serving workloads
-(Deployments, StatefulSets) are left to the queue's default priority. Objects a platform
-controller creates (a JobSet's Jobs) are not checked: Kueue takes the priority from their parent.
-Argo CD is no such controller (`admission.platform_account`): a job a team's Application syncs
-is checked like one applied with kubectl.
+The kinds (`priority_kinds`) are every kind the cluster's Kueue manages as a Workload
+(`admission.kueue_kinds`, from `renderer.model.integrations.enabled_frameworks`): the batch
+kinds (Jobs, JobSets, RayJobs, RayClusters, TrainJobs, the Kubeflow jobs, MPIJobs,
+AppWrappers) and the serving ones (Deployments, StatefulSets, LeaderWorkerSets, RayServices),
+each read from its own labels as Kueue reads them: Kueue's Deployment and LeaderWorkerSet
+webhooks copy the label onto the pod templates (`deployment_webhook.go`,
+`leaderworkerset_webhook.go` Default), its StatefulSet pod reconciler onto each pod
+(`statefulset_pod_reconciler.go`), and a Pod is its own. Kueue's admission webhooks run after
+MutatingAdmissionPolicies (kube-apiserver's plugin order: MutatingAdmissionPolicy, then
+MutatingAdmissionWebhook), so they copy the label the mutating policy set.
+
+Only objects Kueue makes a Workload of are covered, as Kueue's own priority defaulting
+(`jobframework.ApplyDefaultWorkloadPriorityClass`) skips an object whose controller is a kind it
+manages: a JobSet's Jobs and a RayJob's RayCluster take their parent's priority, and a Pod only
+when it has no controller at all (a Deployment's or a Job's pods are the parent's). CronJobs are
+covered too: the validating form reads the label on `spec.jobTemplate`; the mutating form
+labels each Job as the CronJob controller creates it (a CronJob is no kind Kueue manages). The
+validating policy leaves alone what a platform controller creates (`admission.platform_account`;
+Argo CD is no such controller: a workload a team's Application syncs is checked like one
+applied with kubectl).
 
 Volcano clusters get the validating form on every version: a Volcano Job takes a PriorityClass
 name (`spec.priorityClassName`, the tenancy layer's `<queue>-<priority>`, which Volcano's
@@ -33,10 +50,15 @@ from renderer.layers.security.admission import (
     API_VERSION,
     CRONJOB,
     LAYER,
-    SUSPENDABLE_KINDS,
+    POD,
     VOLCANO_JOB,
+    WorkloadKind,
+    any_kind,
     cel_list,
     cel_string,
+    controlled_by,
+    has_controller,
+    kueue_kinds,
     namespace_selector,
     platform_account,
     policy_pair,
@@ -44,7 +66,7 @@ from renderer.layers.security.admission import (
     validating_policy,
 )
 from renderer.model.names import PRIORITY_LABEL
-from renderer.model.platform import Priority, Queue, Team
+from renderer.model.platform import Cluster, Priority, Queue, Team
 from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, metadata
@@ -64,6 +86,55 @@ def team_priority(team: Team, queue: Queue) -> Priority | None:
     if team.priority:
         return queue.priority(team.priority)
     return queue.default_priority
+
+
+def priority_kinds(cluster: Cluster) -> tuple[WorkloadKind, ...]:
+    """The kinds the priority policy covers on this cluster: every kind its Kueue manages as a
+    Workload, and CronJobs (whose Jobs are such workloads); none where Kueue is not the
+    scheduler."""
+    kinds = kueue_kinds(cluster)
+    return (*kinds, CRONJOB) if kinds else ()
+
+
+def covered_kind(cluster: Cluster, api_version: str, kind: str) -> WorkloadKind | None:
+    """The kind of `priority_kinds` an object of this apiVersion and kind is, as the policy's
+    CEL condition matches it (`WorkloadKind.condition_on`); None where the policy does not
+    cover it (a kind Kueue does not manage, or whose integration is off)."""
+    group, _, version = api_version.rpartition("/")
+    for covered in priority_kinds(cluster):
+        if covered.kind != kind or covered.group != group:
+            continue
+        if not covered.group:
+            return covered if api_version == "v1" else None
+        return covered if not covered.versions or version in covered.versions else None
+    return None
+
+
+def foreign_message(team: Team, queue: Queue) -> str:
+    """The policy's message to a workload labelled with a class not of the team's queue."""
+    allowed = [class_name(queue, p) for p in queue.priorities]
+    return (
+        f"team {team.name} may use only the priorities of queue {queue.name}: "
+        f"set the label {PRIORITY_LABEL} to one of {', '.join(allowed)}"
+    )
+
+
+def required_message(team: Team, queue: Queue, value: str) -> str:
+    """The validating policy's message to a workload without the label: fit quotes it."""
+    allowed = [class_name(queue, p) for p in queue.priorities]
+    return (
+        f"workloads of team {team.name} must name their priority: set the label "
+        f"{PRIORITY_LABEL}: {value} (the team's priority) or another of {', '.join(allowed)} "
+        "(on a CronJob, in spec.jobTemplate.metadata.labels)"
+    )
+
+
+def _own_workload(kinds: tuple[WorkloadKind, ...]) -> str:
+    """CEL: Kueue makes the object a Workload of its own: a Pod without a controller, another
+    kind whose controller is none of the kinds Kueue manages (`IsOwnerManagedByKueueForObject`,
+    which Kueue's priority defaulting checks)."""
+    managed = tuple(k for k in kinds if k.framework is not None)
+    return f"(({POD.condition}) ? !{has_controller()} : !{controlled_by(managed)})"
 
 
 def render(view: ClusterView) -> Iterator[Manifest]:
@@ -98,29 +169,32 @@ def _kueue(view: ClusterView, tenant: Tenant, queue: Queue) -> Iterator[Manifest
         {
             "expression": f"!('{PRIORITY_LABEL}' in variables.labels) || "
             f"variables.labels['{PRIORITY_LABEL}'] in {cel_list(allowed)}",
-            "message": f"team {team.name} may use only the priorities of queue {queue.name}: "
-            f"set the label {PRIORITY_LABEL} to one of {', '.join(allowed)}",
+            "message": foreign_message(team, queue),
             "reason": "Forbidden",
         }
     ]
+    kinds = priority_kinds(view.cluster)
+    if not kinds:  # a Kueue that manages no kind: nothing to give a priority to
+        return
     if default is not None and not mutating:
         validations.append(
             {
-                "expression": f"'{PRIORITY_LABEL}' in variables.labels",
-                "message": f"jobs of team {team.name} must name their priority: set the label "
-                f"{PRIORITY_LABEL}: {class_name(queue, default)} (the team's priority) or "
-                f"another of {', '.join(allowed)}",
+                "expression": f"!variables.ownWorkload || '{PRIORITY_LABEL}' in variables.labels",
+                "message": required_message(team, queue, class_name(queue, default)),
                 "reason": "Forbidden",
             }
         )
-    kinds = SUSPENDABLE_KINDS if mutating else (*SUSPENDABLE_KINDS, CRONJOB)
     policy = validating_policy(
         policy_name(team),
         resource_rules(kinds),
         validations,
-        variables=[_labels_variable()],
+        variables=[
+            _labels_variable(),
+            {"name": "ownWorkload", "expression": _own_workload(kinds)},
+        ],
         match_conditions=[
-            {"name": "submitted-by-a-team", "expression": f"!({platform_account(view)})"}
+            {"name": "submitted-by-a-team", "expression": f"!({platform_account(view)})"},
+            {"name": "a-kind-kueue-manages", "expression": any_kind(kinds)},
         ],
         team=team.name,
         cost_center=team.cost_center,
@@ -129,12 +203,19 @@ def _kueue(view: ClusterView, tenant: Tenant, queue: Queue) -> Iterator[Manifest
     source = team.origin.at("spec", "priority") if team.priority else team.origin.location
     yield from policy_pair(policy, namespaces, source)
     if mutating and default is not None:
-        yield from _mutating(team, class_name(queue, default), namespaces, source)
+        managed = kueue_kinds(view.cluster)
+        yield from _mutating(team, class_name(queue, default), managed, namespaces, source)
 
 
 def _mutating(
-    team: Team, value: str, namespaces: list[str], source: Location
+    team: Team,
+    value: str,
+    kinds: tuple[WorkloadKind, ...],
+    namespaces: list[str],
+    source: Location,
 ) -> Iterator[Manifest]:
+    """The label set on create, for the objects Kueue makes a Workload of (whoever creates
+    them: a CronJob's Jobs come from the CronJob controller)."""
     name = policy_name(team)
     apply = (
         "Object{metadata: Object.metadata{labels: "
@@ -147,15 +228,15 @@ def _mutating(
         "metadata": metadata(name, **common),
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": resource_rules(SUSPENDABLE_KINDS, operations=("CREATE",))
-            },
+            "matchConstraints": {"resourceRules": resource_rules(kinds, operations=("CREATE",))},
             "matchConditions": [
                 {
                     "name": "no-priority-label",
                     "expression": "!has(object.metadata.labels) || "
                     f"!('{PRIORITY_LABEL}' in object.metadata.labels)",
-                }
+                },
+                {"name": "a-kind-kueue-manages", "expression": any_kind(kinds)},
+                {"name": "its-own-workload", "expression": _own_workload(kinds)},
             ],
             "mutations": [
                 {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": apply}}
