@@ -19,22 +19,39 @@ from renderer.findings.diagnostics import has_errors
     help="The namespace the job would be created in (default: its metadata.namespace).",
 )
 @click.option("--cluster", help="The cluster, when the namespace exists on more than one.")
+@click.option(
+    "--usage",
+    "usage_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The cluster's usage now: the JSON of `kubectl get workloads,clusterqueues -A -o json` "
+    "or of Kueue's visibility API (pendingworkloads); repeat to combine. Without it fit assumes "
+    "an empty cluster.",
+)
 @TEXT_OR_JSON
 @click.pass_context
 def fit(
-    ctx: click.Context, job: Path, namespace: str | None, cluster: str | None, fmt: str
+    ctx: click.Context,
+    job: Path,
+    namespace: str | None,
+    cluster: str | None,
+    usage_files: tuple[Path, ...],
+    fmt: str,
 ) -> None:
-    """Would Kueue admit this job, where, and if not, why? Exit 1 if it never can be."""
-    from renderer.commands.fit.load import check_fit
-    from renderer.commands.fit.text import fit_json, fit_text
+    """Would Kueue admit each workload of this file, where, and if not, why? Exit 1 unless
+    every one can be."""
+    from renderer.commands.fit.load import check_file
+    from renderer.commands.fit.text import file_json, file_text
+    from renderer.commands.fit.usage import read_snapshot
 
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
         emit(loaded.diagnostics, loaded.files, fmt)
         ctx.exit(1)
-    result = check_fit(loaded.platform, job, namespace=namespace, cluster=cluster)
+    usage = read_snapshot(usage_files) if usage_files else None
+    answer = check_file(loaded.platform, job, namespace=namespace, cluster=cluster, usage=usage)
     if fmt == "json":
-        click.echo(report.json_text(fit_json(result)))
+        click.echo(report.json_text(file_json(answer)))
     else:
-        click.echo(fit_text(result), nl=False)
-    ctx.exit(0 if result.admissible else 1)
+        click.echo(file_text(answer), nl=False)
+    ctx.exit(0 if answer.admissible else 1)  # every workload of the file

@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from renderer.commands.fit import readers
-from renderer.commands.fit.load import check_fit
+from renderer.commands.fit.load import check_file, check_fit
 from renderer.commands.fit.podsets import Unreadable, Workload
 from renderer.commands.fit.readers import workload_from
 from renderer.commands.fit.result import BORROWS, ERROR, FITS, NEVER, FitResult
@@ -189,10 +189,18 @@ def test_job_over_nominal_plus_what_the_cohort_lends_never_fits(example: Platfor
     # the borrowing limit alone would allow 24; the cohort lends only 12 of it
     assert nominal + (borrowing or 0) == 24 and most == 20
     assert result.verdict == NEVER and not result.admissible
+    # the pod set asks for TAS at level block (podset-preferred-topology); a100-mig is a TAS
+    # flavor too (it shares ClusterQueues with h100-train, topology.with_topology_peers) but its
+    # Topology has only kubernetes.io/hostname, so Kueue skips it before its quota
+    # (checkPodSetAndFlavorMatchForTAS: TASFlavorSnapshot.HasLevel is false). The quota reason
+    # is fitsResourceQuota's format string, amounts in Kueue's ResourceQuantity; Status.Message
+    # sorts the reasons ("F" < "i") and joins them with ", "
+    assert "topology.gpuplane.dev/block" not in example.pools["a100-mig"].topology_levels
     assert result.message == (
-        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in "
-        "flavor a100-mig, request > maximum capacity (24 > 0), insufficient quota for "
-        f"nvidia.com/gpu in flavor h100-train, request > maximum capacity (24 > {most})"
+        'couldn\'t assign flavors to pod set main: Flavor "a100-mig" does not contain the '
+        "requested level, insufficient quota for nvidia.com/gpu in flavor h100-train, "
+        "previously considered podsets requests (0) + current podset request (24) > maximum "
+        f"capacity ({most})"
     )
     assert any("lends at most 12" in r for r in result.reasons)
     # limits without requests: Kueue counts the LimitRange default, and fit says so
@@ -200,14 +208,24 @@ def test_job_over_nominal_plus_what_the_cohort_lends_never_fits(example: Platfor
 
 
 def test_pod_larger_than_a_node_never_fits(example: Platform) -> None:
+    """The quota would hold 16 GPUs, but h100-train is a topology-aware flavor: once quota
+    holds the pod, Kueue's TAS places it on the pool's nodes itself and finds none with 16
+    GPUs (`findTopologyAssignment`), so Kueue never admits it and says so in `notFitMessage`'s
+    words; fit adds which resource is short."""
     result = fit(example, "pod-larger-than-node")
-    per_node = example.pools["h100-train"].gpus_per_node
+    pool = example.pools["h100-train"]
     assert result.verdict == NEVER
-    assert result.pod_sets[0].flavor == "h100-train"  # Kueue's quota would admit it...
-    assert maximum(example, "llm", "h100-train") >= 16
-    assert (  # ...but no node can run it
-        f"a pod of pod set main requests 16 nvidia.com/gpu, but a node of pool h100-train has {per_node}"
-        in result.reasons
+    assert maximum(example, "llm", "h100-train") >= 16  # the quota is not what stops it
+    assert result.pod_sets[0].flavor is None and result.pod_sets[0].tried
+    assert result.message_from == "Kueue"
+    assert result.message == (
+        "couldn't assign flavors to pod set main: topology \"block-rack-hostname\" doesn't "
+        f"allow to fit any of 1 pod(s). Total nodes: {pool.nodes.max}; excluded: resource "
+        f'"nvidia.com/gpu": {pool.nodes.max}'
+    )
+    assert (
+        f"a pod of pod set main requests 16 nvidia.com/gpu, but a node of pool h100-train has "
+        f"{pool.gpus_per_node}" in result.reasons
     )
 
 
@@ -243,11 +261,12 @@ def test_time_sliced_inference_deployment(example: Platform) -> None:
     assert [(ps.name, ps.count, ps.flavor) for ps in result.pod_sets] == [("main", 1, "l40s-infer")]
     gpus = gpu_quota(result, "l40s-infer")
     assert gpus.requested == 4 <= nominal
-    # recsys's team priority is what fit advises, since Kueue itself applies none
+    # the Deployment names recsys's team priority (below 1.36 the priority policy requires it)
     assert example.teams["recsys"].priority == "production"
-    assert (result.priority, result.priority_value) == (None, 0)
-    assert result.priority_source is not None
-    assert "prod-production for team recsys's priority (1000)" in result.priority_source
+    production = example.queues["prod"].priority("production")
+    assert production is not None
+    assert (result.priority, result.priority_value) == ("prod-production", production.value)
+    assert result.priority_source == "label kueue.x-k8s.io/priority-class"
     assert any("time-slicing" in n for n in result.notes)
 
 
@@ -281,6 +300,10 @@ def test_trainjob(example: Platform) -> None:
 def test_rayjob(example: Platform) -> None:
     result = fit(example, "rayjob")
     nominal, _, _ = quota(example.teams["speech"], "h100-train")
+    # head and workers ask for TAS; KubeRay's default submitter template carries no annotation,
+    # but every flavor of speech-training is topology-aware (a100-mig is h100-train's topology
+    # peer), so the ClusterQueue is TAS-only (clusterqueue.go isTASOnly): TAS is implied for the
+    # submitter (isTASImplied) and it takes h100-train, the first flavor, like the others
     assert result.verdict == FITS
     assert [(ps.name, ps.count, ps.flavor) for ps in result.pod_sets] == [
         ("head", 1, "h100-train"),
@@ -318,10 +341,18 @@ def test_inference_namespace_cannot_reach_a_training_flavor(example: Platform) -
 
 
 def test_unknown_priority_class(example: Platform) -> None:
+    """A class not of the team's queue is refused by the priority policy at admission, before
+    Kueue would look the class up (tests/test_priority_kinds.py evaluates the policy itself)."""
     result = fit(example, "unknown-priority")
     assert result.verdict == NEVER
-    assert result.message == 'workloadpriorityclasses.kueue.x-k8s.io "prod-urgent" not found'
-    assert "prod-production, prod-standard, prod-preemptible" in result.reasons[0]
+    assert result.message_from == "API server"
+    assert result.message is not None
+    assert (
+        result.message.startswith('jobs.batch "')
+        and "ValidatingAdmissionPolicy 'gpuplane-priority-" in result.message
+    )
+    assert "prod-production, prod-standard, prod-preemptible" in result.message
+    assert "prod-urgent" in result.reasons[0]
 
 
 def test_partial_admission(example: Platform) -> None:
@@ -334,16 +365,20 @@ def test_partial_admission(example: Platform) -> None:
     assert "partial admission: pod set main runs 2 of 4 pods" in result.summary
 
 
-def test_a_file_with_two_documents_is_refused_with_the_count(example: Platform) -> None:
-    result = fit(example, "two-documents")
-    assert result.verdict == ERROR and not result.admissible
-    assert "holds 2 YAML documents (Job, Job)" in result.reasons[0]
+def test_a_file_with_two_documents_gets_an_answer_for_each(example: Platform) -> None:
+    """What `kubectl apply -f` creates: both Jobs (tests/test_fit_documents.py has the rest)."""
+    name = "two-documents"
+    path = CASES / f"{name}.yaml"
+    result = check_file(example, path)
+    assert [(w.kind, w.name) for w in result.workloads] == [("Job", "first"), ("Job", "second")]
+    assert result.ignored == ()
+    assert check_fit(example, path) == result.worst
 
 
 def test_not_a_workload(example: Platform) -> None:
     result = fit(example, "not-a-workload")
     assert result.verdict == ERROR
-    assert result.reasons[0].startswith("v1 ConfigMap is not a workload")
+    assert result.reasons[0] == "no workload in the file; it holds ConfigMap settings"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in HOSTILE.glob("*.yaml")))
@@ -435,7 +470,7 @@ def test_deployment_larger_than_the_quota_admits_some_replicas(
         ("job-within-nominal", 0, FITS),
         ("job-borrows", 0, BORROWS),
         ("job-over-maximum", 1, NEVER),
-        ("two-documents", 1, ERROR),
+        ("not-a-workload", 1, ERROR),
     ],
 )
 def test_cli_exit_codes_and_json(gpuplane, name: str, code: int, verdict: str) -> None:
@@ -449,11 +484,12 @@ def test_cli_exit_codes_and_json(gpuplane, name: str, code: int, verdict: str) -
     body = json.loads(as_json.output)
     assert body["verdict"] == verdict
     assert body["admissible"] is (code == 0)
+    assert [w["verdict"] for w in body["workloads"]] == ([] if verdict == ERROR else [verdict])
 
 
 def test_cli_json_numbers(gpuplane) -> None:
     result = gpuplane("-C", str(REPO), "fit", str(CASES / "job-borrows.yaml"), "--format", "json")
-    body = json.loads(result.output)
+    (body,) = json.loads(result.output)["workloads"]
     (gpus,) = [q for q in body["quota"] if q["resource"] == GPU]
     assert gpus == {
         "flavor": "h100-train",
@@ -515,11 +551,13 @@ def test_the_same_jobset_never_fits_where_kueue_does_not_exclude_them(example: P
     assert sorted(declaring) == ["a100-mig", "h100-train"]
     result = fit(_without_rdma(example, *declaring), "jobset-rdma")
     assert (result.verdict, result.admissible) == (NEVER, False)
+    # assignFlavors returns at the first pod set no flavor holds (atLeastOnePodsAssignmentFailed),
+    # so Kueue's message names pod set leader only, and workers is not tried
     assert result.message == (
         f"couldn't assign flavors to pod set leader: resource {resource} unavailable in "
-        f"ClusterQueue; couldn't assign flavors to pod set workers: resource {resource} "
-        "unavailable in ClusterQueue"
+        "ClusterQueue"
     )
+    assert [(ps.name, ps.tried) for ps in result.pod_sets] == [("leader", True), ("workers", False)]
     assert any("spec.fabric.rdma" in r and resource in r for r in result.reasons)
     # one pool still declaring it is enough: the exclusion is per cluster
     assert fit(_without_rdma(example, "a100-mig"), "jobset-rdma").verdict == FITS
@@ -661,7 +699,13 @@ def test_kueue_examples_by_hand() -> None:
     pods = [_read("pods-kueue/kueue-pod-group.yaml", i) for i in (0, 1)]
     assert all(_shape(p) == [("main", 1)] for p in pods)
     wrapped = _read("appwrapper/pytorch-sample.yaml")
-    assert _shape(wrapped) == [("0-master", 1), ("0-worker", 1)]
+    # Kueue's AppWrapper.PodSets (pkg/controller/jobs/appwrapper/appwrapper_controller.go) names
+    # pod set i of all the components' pod sets fmt.Sprintf("%s-%v", j.Name, psIndex), lower-cased
+    # by NewPodSetReference, counting awutils.Replicas (the PyTorchJob's Master, then Worker)
+    assert _shape(wrapped) == [
+        ("sample-appwrapper-pytorch-job-0", 1),
+        ("sample-appwrapper-pytorch-job-1", 1),
+    ]
     claims = _read("dra/sample-dra-rct-job.yaml", 1)
     assert claims.pod_sets[0].resource_claims == ("gpu",)
 
@@ -709,10 +753,10 @@ def test_requests_follow_kubernetes_for_init_containers_and_sidecars() -> None:
         "memory": 2 * 2**30,
         "nvidia.com/gpu": 1,
     }
-    # a LimitRange default request comes before the limit, as Kueue applies it
+    # a Pod's limits become its requests (the API server's SetDefaults_Pod) before the
+    # LimitRange fills what is still missing: a and the sidecar 1Gi each, b its 2Gi limit
     defaults = {"cpu": Decimal(1), "memory": Decimal(2**30)}
-    # memory: a, b (whose limit loses to the default request) and the sidecar get 1Gi each
-    assert pod.pod_sets[0].requests(defaults)["memory"] == 3 * 2**30
+    assert pod.pod_sets[0].requests(defaults)["memory"] == 4 * 2**30
 
 
 @pytest.mark.parametrize(

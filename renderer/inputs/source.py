@@ -154,6 +154,14 @@ class LoadResult:
 
 def load_file(file: Path, display: str) -> LoadResult:
     """Read and check one input file; `display` is the repository-relative name used in reports."""
+    raw = _read_raw(file, display)
+    if isinstance(raw, LoadResult):
+        return raw
+    return load_bytes(raw, display)
+
+
+def _read_raw(file: Path, display: str) -> bytes | LoadResult:
+    """The file's bytes, or why not: unreadable, or over MAX_FILE_BYTES (never read past it)."""
     try:
         size = file.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -174,11 +182,10 @@ def load_file(file: Path, display: str) -> LoadResult:
             Location(display),
             "split it, or remove what does not belong in a gpuplane object",
         )
-    return load_bytes(raw, display)
+    return raw
 
 
-def load_bytes(raw: bytes, display: str) -> LoadResult:
-    """Check and load the bytes of one input file."""
+def _decode(raw: bytes, display: str) -> str | LoadResult:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -190,7 +197,14 @@ def load_bytes(raw: bytes, display: str) -> LoadResult:
             Location(display, line, col),
             "save the file as UTF-8",
         )
-    text = text.removeprefix("\ufeff")
+    return text.removeprefix("\ufeff")
+
+
+def load_bytes(raw: bytes, display: str) -> LoadResult:
+    """Check and load the bytes of one input file."""
+    text = _decode(raw, display)
+    if isinstance(text, LoadResult):
+        return text
     tabs = list(_tab_indents(text, display))
     if tabs:
         return LoadResult(None, tuple(tabs))
@@ -215,15 +229,8 @@ def _compose(text: str, display: str) -> LoadResult:
         documents = yaml.compose_all(text)
         first = next(documents, None)
         second = next(documents, None) if first is not None else None
-    except MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
-        problem = err.problem or err.context or "invalid YAML"
-        return _fail("yaml-syntax", str(problem), where, _syntax_hint(str(problem)))
-    except RecursionError:
-        return _fail("yaml-too-deep", "nesting is too deep to parse", Location(display), None)
-    except YAMLError as err:
-        return _fail("yaml-syntax", str(err).splitlines()[0], Location(display), None)
+    except (YAMLError, RecursionError) as err:
+        return _parse_error(err, display)
     if first is None or _is_null(first):
         return _fail(
             "yaml-empty",
@@ -248,6 +255,90 @@ def _compose(text: str, display: str) -> LoadResult:
         return LoadResult(None, tuple(builder.problems))
     source = SourceMap(display, builder.values, builder.keys)
     return LoadResult(Document(display, data, source, builder.plain_text), ())
+
+
+def _parse_error(err: YAMLError | RecursionError, display: str) -> LoadResult:
+    if isinstance(err, MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
+        problem = err.problem or err.context or "invalid YAML"
+        return _fail("yaml-syntax", str(problem), where, _syntax_hint(str(problem)))
+    if isinstance(err, RecursionError):
+        return _fail("yaml-too-deep", "nesting is too deep to parse", Location(display), None)
+    return _fail("yaml-syntax", str(err).splitlines()[0], Location(display), None)
+
+
+MAX_STREAM_DOCUMENTS = 200
+"""The most YAML documents, empty ones included, that a multi-document file may hold. A file for
+`kubectl apply -f` holds a handful; parsing the 260,000 empty documents that fit in a megabyte
+takes seconds."""
+
+MAX_STREAM_NODES = 100_000
+"""The most nodes all documents of a multi-document file may hold together, aliases expanded
+(each document alone stays within MAX_EXPANDED_NODES)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResult:
+    """The documents of a multi-document file that hold something, in file order (empty,
+    `null` and comment-only documents are left out, as kubectl skips them), or why none."""
+
+    documents: tuple[Document, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def load_stream(file: Path, display: str) -> StreamResult:
+    """Every document of a multi-document YAML file, the input of `kubectl apply -f` (a job file
+    for `gpuplane fit`), with `load_file`'s protections: size, encoding, tags, alias bombs, depth,
+    duplicate keys, plus a cap on the number of documents and on their nodes together. Tabs are
+    left to the parser: it refuses them where they indent, and in a block scalar they are text."""
+    raw = _read_raw(file, display)
+    if isinstance(raw, LoadResult):
+        return StreamResult((), raw.diagnostics)
+    text = _decode(raw, display)
+    if isinstance(text, LoadResult):
+        return StreamResult((), text.diagnostics)
+    try:
+        return _compose_stream(text, display)
+    except (YAMLError, RecursionError) as err:
+        return StreamResult((), _parse_error(err, display).diagnostics)
+
+
+def _compose_stream(text: str, display: str) -> StreamResult:
+    documents: list[Document] = []
+    total = 0
+    for count, node in enumerate(YAML(typ="safe", pure=False).compose_all(text), start=1):
+        if count > MAX_STREAM_DOCUMENTS:
+            return _stream_fail(
+                "yaml-too-large",
+                f"the file holds more than {MAX_STREAM_DOCUMENTS} YAML documents",
+                _loc(display, node),
+                "split it: a job file holds the job and the few objects it needs",
+            )
+        if node is None or _is_null(node):
+            continue
+        builder = _Builder(display)
+        problems = builder.check(node)
+        if problems:
+            return StreamResult((), tuple(problems))
+        total += builder.size
+        if total > MAX_STREAM_NODES:
+            return _stream_fail(
+                "yaml-alias-bomb",
+                f"the documents hold more than {MAX_STREAM_NODES:,} nodes together",
+                _loc(display, node),
+                "split the file, or write the repeated values out instead of aliases",
+            )
+        data = builder.build(node, ())
+        if builder.problems:
+            return StreamResult((), tuple(builder.problems))
+        source = SourceMap(display, builder.values, builder.keys)
+        documents.append(Document(display, data, source, builder.plain_text))
+    return StreamResult(tuple(documents), ())
+
+
+def _stream_fail(rule: str, message: str, at: Location, hint: str) -> StreamResult:
+    return StreamResult((), (Diagnostic(rule, message, at, hint=hint),))
 
 
 def _is_null(node: Node) -> bool:
@@ -283,6 +374,8 @@ class _Builder:
         self.keys: dict[PathKey, Location] = {}
         self.plain_text: dict[PathKey, str] = {}
         self.problems: list[Diagnostic] = []
+        self.size = 0
+        """The number of nodes `check` counted, aliases expanded."""
 
     def check(self, root: Node) -> list[Diagnostic]:
         """Tags, depth, duplicate keys and the expanded size, on the graph (aliases unexpanded)."""
@@ -330,7 +423,7 @@ class _Builder:
             return size
 
         try:
-            visit(root, 0)
+            self.size = visit(root, 0)
         except _TooDeep as deep:
             return [
                 Diagnostic(

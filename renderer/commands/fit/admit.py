@@ -4,29 +4,40 @@ and what the nodes and the namespace's ResourceQuota decide beyond Kueue."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import ROUND_FLOOR, Decimal
+from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit import podsets
-from renderer.commands.fit.flavors import Assigner, Assignment, rdma_notes, sharing_notes
+from renderer.commands.fit import beyond, podsets, tas
+from renderer.commands.fit.flavors import (
+    Assigner,
+    Assignment,
+    rdma_notes,
+    sharing_notes,
+    topology_notes,
+)
 from renderer.commands.fit.podsets import Workload
+from renderer.commands.fit.preempt import CohortNow, Preemption, pending_ahead
 from renderer.commands.fit.result import (
     BORROWS,
+    ERROR,
     FITS,
     HOST_RESOURCES,
     NEVER,
+    WAITS,
     FitResult,
     PodSetFit,
     amount,
-    resource_order,
 )
-from renderer.layers.gpu import sharing as gpu_sharing
+from renderer.commands.fit.usage import Snapshot
 from renderer.layers.queueing import kueue
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import nodes, quantity
-from renderer.model.admission import ClusterQueuePlan, amount_text, limits_of
-from renderer.model.capacity import PURPOSE_ORDER, maximum_holding, pool_offers, usable_quotas
-from renderer.model.platform import Namespace, Platform, Pool, Queue, Team
+from renderer.model.admission import ClusterQueuePlan, cluster_queues, limits_of
+from renderer.model.capacity import PURPOSE_ORDER, pool_offers
+from renderer.model.platform import Namespace, Platform, Queue, Team
+from renderer.model.topology import topology_aware
+from renderer.model.view import ClusterView
 
 RDMA_RESOURCE_PREFIXES = ("rdma/", "vpc.amazonaws.com/efa")
 """The names RDMA device plugins advertise (the Network Operator's and CoreWeave's `rdma/…`,
@@ -37,17 +48,49 @@ class Admitter:
     """One job against one platform, once its ClusterQueue and priority are known: assign
     flavors, then check what Kueue does not."""
 
-    def __init__(self, platform: Platform, display: str, workload: Workload) -> None:
+    def __init__(
+        self,
+        platform: Platform,
+        display: str,
+        workload: Workload,
+        snapshot: Snapshot | None = None,
+    ) -> None:
+        """`snapshot`: the cluster's usage now (`fit --usage`); None for an empty cluster."""
         self.platform = platform
         self.display = display
         self.workload = workload
+        self.snapshot = snapshot
         self.notes: list[str] = list(workload.notes)
+        self.limit_range: dict[str, Decimal] = {}
+        """The `defaultRequest` of the namespace's LimitRange, once the team is known."""
+        self.excluded: tuple[str, ...] = ()
+        """The cluster's `excludeResourcePrefixes`, once the cluster is known."""
 
     def result(self, verdict: str, summary: str, **fields: Any) -> FitResult:
+        """The answer; a Workload's pod sets are listed even where Kueue assigned none of them
+        (no LocalQueue, a webhook's refusal, requests over limits): they are what the Workload
+        holds, with the requests Kueue counts and no flavor."""
         base: dict[str, Any] = {"kind": self.workload.kind, "name": self.workload.name}
         base.update(fields)
         base.setdefault("notes", tuple(self.notes))
+        if not base.get("pod_sets"):
+            base["pod_sets"] = self.unassigned()
         return FitResult(self.display, verdict, summary, **base)
+
+    def unassigned(self) -> tuple[PodSetFit, ...]:
+        """The workload's pod sets before any flavor assignment: each pod's requests after the
+        namespace LimitRange's defaults where fit knows the namespace (`limit_range`), without
+        the resources the cluster's Kueue excludes."""
+        out = []
+        for ps in self.workload.pod_sets:
+            per_pod = ps.requests(self.limit_range, {})
+            per_pod = podsets.drop_excluded(per_pod, self.excluded)
+            out.append(
+                PodSetFit(
+                    ps.name, ps.count, ps.count, MappingProxyType(per_pod), None, False, tried=False
+                )
+            )
+        return tuple(out)
 
     def admit(
         self,
@@ -64,12 +107,44 @@ class Admitter:
         `excluded` is the cluster's `resources.excludeResourcePrefixes`: Kueue drops those
         resources from every pod set before it assigns flavors (the pools' RDMA resources)."""
         priority, fair_sharing = policy
-        defaults = {**DEFAULT_CONTAINER, **team.defaults}
-        default_requests = {
-            "cpu": quantity.parse(defaults["cpu"]),
-            "memory": quantity.parse(defaults["memory"]),
-        }
-        default_limits = {"memory": quantity.parse(defaults["memory"])}
+        if self.snapshot is not None and not self.snapshot.readable:
+            return self.result(
+                ERROR,
+                "cannot read the usage snapshot",
+                **context,
+                reasons=(
+                    *self.snapshot.problems,
+                    "pass the JSON of `kubectl get workloads,clusterqueues -A -o json`, or of "
+                    "Kueue's visibility API (pendingworkloads); see docs/fit.md",
+                ),
+            )
+        self.limit_range = limit_range_defaults(team)
+        self.excluded = excluded
+        if self.workload.refused is not None and self.workload.refused_by is not None:
+            return self.result(
+                NEVER,
+                f"never runs: {self.workload.refused_by} refuses it",
+                **context,
+                message_from=self.workload.refused_by,
+                message=self.workload.refused,
+                reasons=self.workload.refused_why,
+            )
+        if self.workload.refused is not None:  # Kueue's validating webhook for the kind
+            return self.result(
+                NEVER,
+                "refused at admission",
+                **context,
+                message_from="Kueue's webhook",
+                message=self.workload.refused,
+                reasons=(
+                    f"Kueue's webhook for {self.workload.kind} denies the object on create, so "
+                    "no Workload is ever made; change the fields it names",
+                ),
+            )
+        default_requests = self.limit_range
+        # the tenancy layer's LimitRange `gpuplane-defaults` has a `defaultRequest` and no
+        # `default`: Kueue's handlePodLimitRange fills no limit
+        default_limits: dict[str, Decimal] = {}
         for ps in self.workload.pod_sets:
             for container, resource in ps.limit_without_request():
                 if resource in default_requests:
@@ -84,22 +159,60 @@ class Admitter:
                     f"pod set {ps.name} claims devices through DRA ({', '.join(ps.resource_claims)}): "
                     "fit does not count them"
                 )
-            over = ps.over_limit()
-            if over:
-                listed = ", ".join(f"{c} {r}" for c, r in over)
+            over = ps.over_limit(default_requests, default_limits)
+            if over and ps.from_pod:  # the API server refuses the Pod itself
+                listed = ", ".join(f"spec.{f} {'/'.join(r)}" for f, r in over)
                 return self.result(
                     NEVER,
-                    "requests exceed limits",
+                    "refused at admission: requests exceed limits",
                     **context,
-                    message="requests must not exceed its limits",
-                    reasons=(f"pod set {ps.name}: the request exceeds the limit for {listed}",),
+                    message_from="API server",
+                    message=f"the API server refuses the pod: a request exceeds its limit ({listed})",
+                    reasons=(
+                        f"pod set {ps.name}: after the API server's defaulting and the namespace "
+                        "LimitRange, a request exceeds its limit; raise the limit or lower the "
+                        "request",
+                    ),
                 )
+            refused = tas.refusals(ps)
+            if refused:  # Kueue's job webhooks (ValidateTASPodSetRequest)
+                return self.result(
+                    NEVER,
+                    "refused at admission: topology annotations",
+                    **context,
+                    message_from="Kueue's webhook",
+                    message="; ".join(refused),
+                    reasons=("Kueue's webhook refuses the object: fix the pod template's "
+                             "kueue.x-k8s.io/podset-* annotations",),
+                )  # fmt: skip
+        invalid = podsets.resources_validation_message(
+            self.workload.pod_sets, default_requests, default_limits
+        )
+        if invalid is not None:  # workload.ValidateAdmissibility: reason Misconfigured
+            return self.result(
+                NEVER,
+                "requests exceed limits",
+                **context,
+                message=invalid,
+                reasons=(
+                    "Kueue fills missing requests from the namespace LimitRange's defaultRequest "
+                    f"({_listed(default_requests)}; it sets no default limit) before limits "
+                    "stand in for requests still missing, then refuses a pod whose request "
+                    "exceeds its limit: set the request (or raise the limit)",
+                ),
+            )
         # resources the Kueue configuration excludes are not counted against any quota
         requested = {
             ps.name: ps.requests(default_requests, default_limits) for ps in self.workload.pod_sets
         }
         per_pod = {name: podsets.drop_excluded(r, excluded) for name, r in requested.items()}
-        assigner = Assigner(plan, cohort, per_pod)
+        assigner = Assigner(
+            plan,
+            cohort,
+            per_pod,
+            cluster=self.platform.clusters.get(plan.namespaces[0].cluster),
+            requested=requested,
+        )
         counts = {ps.name: ps.count for ps in self.workload.pod_sets}
         unit = assigner.assign(self.workload.pod_sets, counts)
         admitted_replicas = 1
@@ -129,10 +242,14 @@ class Admitter:
             replica_unit=self.workload.replica_unit,
             flavors_tried=tuple(f.pool.name for f in assigner.flavors),
         )
+        if self.snapshot is not None:  # never does not depend on usage; say what was read
+            fields["usage"] = self.cohort_now(plan, cohort, fair_sharing).report({}, None, ())
+        self.notes.extend(topology_notes(final))
         if final.failed:
             fields["admitted_replicas"] = 0
             return self.never(assigner, plan, final, fields)
-        physical = self.physical(assigner, final) + self.namespace_quota(team, ns, final)
+        found = beyond.check(self.platform, team, ns, assigner, final, self.workload.pod_sets)
+        physical = found.problems
         quotas = assigner.quotas(final.usage)
         lenders = assigner.lenders(quotas)
         one = unit if replicas > 1 else final  # one Workload's pod sets; the quota of them all
@@ -145,23 +262,28 @@ class Admitter:
             for ps in one.pod_sets
             if ps.flavor and not any(r not in HOST_RESOURCES for r in ps.per_pod)
         )
+        self.notes.extend(n for n in found.notes if n not in self.notes)
         if physical:
             chosen = ", ".join(sorted({ps.flavor or "" for ps in final.pod_sets}))
+            self.notes.append(
+                f"Kueue alone admits it to flavor {chosen} (the quota allows it), but the pods "
+                "would stay Pending"
+                + (
+                    f"; waitForPodsReady evicts and requeues it every {plan.queue.gang_timeout}"
+                    if plan.queue.wait_for_pods_ready and plan.queue.gang_timeout
+                    else ""
+                )
+            )
             return self.result(
                 NEVER,
                 "its pods could never be scheduled",
                 **fields,
-                reasons=(
-                    *physical,
-                    f"Kueue would admit it to flavor {chosen} (the quota allows it), but the "
-                    "pods would stay Pending"
-                    + (
-                        f"; waitForPodsReady evicts and requeues it every {plan.queue.gang_timeout}"
-                        if plan.queue.wait_for_pods_ready and plan.queue.gang_timeout
-                        else ""
-                    ),
-                ),
+                message_from="gpuplane",
+                message="; ".join(physical),
+                reasons=tuple(physical),
             )
+        if self.snapshot is not None:
+            return self.admit_now(plan, cohort, per_pod, counts, fields, policy)
         borrowed = [q for q in quotas if q.borrowed > 0]
         verdict = BORROWS if borrowed else FITS
         partial_note = self.partial_note(final, admitted_replicas)
@@ -180,6 +302,158 @@ class Admitter:
             summary += f" ({partial_note})"
         fields["preemption"] = _preemption(plan, priority, verdict == BORROWS, fair_sharing)
         return self.result(verdict, summary, **fields)
+
+    def cohort_now(
+        self, plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], fair_sharing: bool
+    ) -> CohortNow:
+        assert self.snapshot is not None
+        elsewhere = {
+            other.name: name
+            for name, cluster in sorted(self.platform.clusters.items())
+            if name != plan.namespaces[0].cluster and cluster.scheduler == "kueue"
+            for other in cluster_queues(ClusterView.of(self.platform, cluster))
+        }
+        return CohortNow(self.snapshot, plan, cohort, fair_sharing, elsewhere)
+
+    def admit_now(
+        self,
+        plan: ClusterQueuePlan,
+        cohort: Sequence[ClusterQueuePlan],
+        per_pod: Mapping[str, Mapping[str, Decimal]],
+        counts: Mapping[str, int],
+        fields: dict[str, Any],
+        policy: tuple[int, bool],
+    ) -> FitResult:
+        """The admission against the snapshot's usage, once the job is known to be admissible
+        on an idle cluster: `fits` or `borrows` now, or `waits`, with Kueue's message and what
+        its preemptor would do (renderer.commands.fit.preempt)."""
+        priority, fair_sharing = policy
+        assert self.snapshot is not None
+        now = self.cohort_now(plan, cohort, fair_sharing)
+        assigner = Assigner(plan, cohort, per_pod, now=now)
+        sets = self.workload.pod_sets
+        current = assigner.assign(sets, counts)
+        replicas, admitted = self.workload.replicas, 1
+        if current.failed:
+            partial = self.partial(assigner, counts)
+            # the partial trials overwrote which flavors wait: assign the whole job again
+            current = partial if partial is not None else assigner.assign(sets, counts)
+        elif replicas > 1:
+            low, high = 2, replicas
+            while low <= high:
+                mid = (low + high) // 2
+                trial = assigner.assign(sets, {k: v * mid for k, v in counts.items()})
+                if trial.failed:
+                    high = mid - 1
+                else:
+                    current, admitted, low = trial, mid, mid + 1
+        pending = pending_ahead(self.snapshot, plan, priority)
+        fields = dict(fields, admitted_replicas=0 if current.failed else admitted)
+        fields.pop("preemption", None)
+        if pending:
+            self.notes.append(
+                f"{len(pending)} pending workload(s) of ClusterQueue {plan.name} have priority "
+                f"{priority} or higher: Kueue's queue orders them before this job"
+                + (
+                    " and, with StrictFIFO, admits none behind them first"
+                    if plan.queue.strategy == "StrictFIFO"
+                    else ""
+                )
+            )
+        if not current.failed:
+            fields["quotas"] = assigner.quotas(current.usage)
+            fields["pod_sets"] = tuple(current.pod_sets)
+            fields["usage"] = now.report(current.usage, None, pending)
+            borrowed = {
+                fr: now.own_usage(*fr) + v - max(limits_of(plan, *fr).nominal, now.own_usage(*fr))
+                for fr, v in current.usage.items()
+            }
+            borrowed = {fr: v for fr, v in borrowed.items() if v > 0}
+            if borrowed:
+                listed = "; ".join(
+                    f"{amount(r, v)} {r} on {f}" for (f, r), v in sorted(borrowed.items())
+                )
+                summary = f"admitted now by borrowing {listed} from cohort {plan.queue.name}"
+            else:
+                flavors = ", ".join(sorted({ps.flavor or "" for ps in current.pod_sets}))
+                summary = (
+                    f"admitted now within the nominal quota of ClusterQueue {plan.name} on "
+                    f"{flavors}"
+                )
+            note = self.partial_note(current, admitted)
+            if note:
+                summary += f" ({note})"
+            return self.result(BORROWS if borrowed else FITS, summary, **fields)
+        failing = [ps for ps in current.pod_sets if ps.flavor is None and ps.tried]
+        message = "; ".join(
+            f"couldn't assign flavors to pod set {ps.name}: {', '.join(ps.reasons)}"
+            for ps in failing
+        )
+        preemption = self.preemption_now(now, assigner, current, failing, priority)
+        requested = dict(current.usage)
+        if preemption is not None:
+            requested.update(preemption[1])
+        fields.update(
+            pod_sets=tuple(current.pod_sets),
+            message=message,
+            usage=now.report(requested, preemption[0] if preemption else None, pending),
+        )
+        names = ", ".join(ps.name for ps in failing)
+        chosen = preemption[0] if preemption else None
+        if chosen is not None and chosen.frees_enough:
+            summary = (
+                f"not admissible now: Kueue would preempt {len(chosen.targets)} workload(s) to "
+                f"admit pod set {names}"
+            )
+        else:
+            summary = (
+                f"not admissible now: pod set {names} waits for quota in ClusterQueue {plan.name}"
+            )
+        return self.result(
+            WAITS,
+            summary,
+            reasons=(
+                "it fits this ClusterQueue on an idle cluster (fit without --usage); the quota "
+                "it needs is held now",
+            ),
+            **fields,
+        )
+
+    def preemption_now(
+        self,
+        now: CohortNow,
+        assigner: Assigner,
+        current: Assignment,
+        failing: Sequence[PodSetFit],
+        priority: int,
+    ) -> tuple[Preemption, dict[tuple[str, str], Decimal]] | None:
+        """Kueue's preemptor for the pod sets that wait: each tries its flavors in order and
+        takes the first whose candidates free enough (flavor fungibility ranks a flavor without
+        candidates last, `isPreferred`), else the first one."""
+        totals: dict[tuple[str, str], Decimal] = dict(current.usage)
+        needs: set[tuple[str, str]] = set()
+        found: Preemption | None = None
+        for ps in failing:
+            flavors = assigner.waiting.get(ps.name, [])
+            per_pod = assigner.per_pod[ps.name]
+            best: tuple[Preemption, dict[tuple[str, str], Decimal], set[tuple[str, str]]] | None
+            best = None
+            for flavor in flavors:
+                trial = dict(totals)
+                for resource, value in podsets.scaled(per_pod, ps.count).items():
+                    key = (flavor, resource)
+                    trial[key] = trial.get(key, Decimal(0)) + value
+                short = {
+                    fr for fr, v in trial.items() if fr[0] == flavor and v > now.available(*fr)
+                }
+                plan = now.preempt(trial, needs | short, priority)
+                if best is None or (plan.frees_enough and not best[0].frees_enough):
+                    best = (plan, trial, needs | short)
+                if plan.frees_enough:
+                    break
+            if best is not None:
+                found, totals, needs = best
+        return None if found is None else (found, totals)
 
     def partial(self, assigner: Assigner, counts: Mapping[str, int]) -> Assignment | None:
         """Kueue's partial admission: a pod set with a minimum count may run with fewer pods
@@ -220,11 +494,17 @@ class Admitter:
         final: Assignment,
         fields: dict[str, Any],
     ) -> FitResult:
-        failing = [ps for ps in final.pod_sets if ps.flavor is None]
+        failing = [ps for ps in final.pod_sets if ps.flavor is None and ps.tried]
         message = "; ".join(
             f"couldn't assign flavors to pod set {ps.name}: {', '.join(ps.reasons)}"
             for ps in failing
         )
+        untried = [ps.name for ps in final.pod_sets if not ps.tried]
+        if untried:
+            self.notes.append(
+                f"Kueue stops at the first pod set no flavor holds (assignFlavors): it did not "
+                f"try pod set {', '.join(untried)}"
+            )
         reasons: list[str] = []
         for ps in failing:
             reasons.extend(self.explain(assigner, plan, ps))
@@ -288,7 +568,12 @@ class Admitter:
                     f"{plan.name}, whose flavors are {', '.join(f.pool.name for f in plan.flavors)}"
                 )
         for reason in ps.reasons:
-            if "request > maximum capacity" not in reason:
+            for tried in assigner.flavors:  # Kueue's TAS notFitMessage names the Topology
+                topology = tas.topology_name(tried.pool, assigner.topology_names)
+                if reason.startswith(f'topology "{topology}"') and topology_aware(tried.pool):
+                    requested = assigner.requested.get(ps.name, ps.per_pod)
+                    out.extend(beyond.node_problems(tried.pool, ps.name, requested))
+            if "> maximum capacity (" not in reason:
                 continue
             flavor = reason.split(" in flavor ", 1)[1].split(",", 1)[0]
             resource = reason.removeprefix("insufficient quota for ").split(" in flavor ", 1)[0]
@@ -297,7 +582,7 @@ class Admitter:
                 continue  # the flavor has none of it: Kueue's reason says all there is
             lenders = assigner.lenders_of(flavor, resource)
             lent = sum((lendable for _, lendable in lenders), Decimal(0))
-            text = amount_text
+            text = amount
             limit = (
                 "no borrowing limit"
                 if own.borrowing is None
@@ -311,92 +596,13 @@ class Admitter:
             )
         return out
 
-    def namespace_quota(self, team: Team, ns: Namespace, final: Assignment) -> list[str]:
-        """The namespace's ResourceQuota (tenancy layer): the API server refuses pods beyond it,
-        whatever Kueue admitted. GPUs: the team's maximum on the pools the namespace may use;
-        cpu and memory: the team's `resources`."""
-        hard: dict[str, Decimal] = {}
-        for _, quota, offer in usable_quotas(self.platform, team, ns):
-            hard[offer.resource] = hard.get(offer.resource, Decimal(0)) + maximum_holding(
-                offer, quota
-            )
-        for resource in ("cpu", "memory"):
-            if resource in team.resources:
-                hard[resource] = quantity.parse(team.resources[resource])
-        total: dict[str, Decimal] = {}
-        for (_, resource), value in final.usage.items():
-            total[resource] = total.get(resource, Decimal(0)) + value
-        return [
-            f"the pods request {amount(r, total[r])} {r} in all, but namespace {ns.name}'s "
-            f"ResourceQuota allows requests.{r} up to {amount(r, hard[r])}: the API server "
-            "refuses the pods beyond it"
-            for r in sorted(total, key=resource_order)
-            if r in hard and total[r] > hard[r]
-        ]
 
-    def physical(self, assigner: Assigner, final: Assignment) -> list[str]:
-        """What Kueue does not check but the nodes decide: one pod must fit one node, and the
-        pool must have room for all the pods (quotas may oversubscribe a pool)."""
-        problems: list[str] = []
-        for ps in final.pod_sets:
-            pool = assigner.pool(ps.flavor)
-            if pool is None:
-                continue
-            node = _node_capacity(pool)
-            if pool.sharing in ("time-slicing", "mps") and gpu_sharing.has_plugin_config(pool):
-                shared = {o.resource for o in pool_offers(pool)}
-                for resource in sorted(shared & set(ps.per_pod)):
-                    if ps.per_pod[resource] > 1:
-                        problems.append(
-                            f"a pod of pod set {ps.name} requests {amount(resource, ps.per_pod[resource])} "
-                            f"{resource} on pool {pool.name}, whose {pool.sharing} replicas are "
-                            "one per pod: the device plugin refuses the pod "
-                            "(failRequestsGreaterThanOne, UnexpectedAdmissionError)"
-                        )
-            for resource, value in ps.per_pod.items():
-                have = node.get(resource)
-                if have is not None and value > have:
-                    problems.append(
-                        f"a pod of pod set {ps.name} requests {amount(resource, value)} "
-                        f"{resource}, but a node of pool {pool.name} has "
-                        f"{amount(resource, have)}"
-                    )
-            if problems:
-                continue
-            per_node = _pods_per_node(ps.per_pod, node)
-            if (
-                per_node is not None
-                and per_node * pool.nodes.min < ps.count <= per_node * pool.nodes.max
-            ):
-                self.notes.append(
-                    f"pod set {ps.name} needs more than the {pool.nodes.min} node(s) pool "
-                    f"{pool.name} always runs: its pods wait for the autoscaler to add nodes"
-                )
-            if per_node is not None and ps.count > per_node * pool.nodes.max:
-                problems.append(
-                    f"pod set {ps.name} needs {ps.count} pods, but pool {pool.name} has room for "
-                    f"{per_node * pool.nodes.max} of them ({per_node} per node, "
-                    f"{pool.nodes.max} nodes at most)"
-                )
-        return problems
-
-
-def _node_capacity(pool: Pool) -> dict[str, Decimal]:
-    capacity = {o.resource: Decimal(o.per_node) for o in pool_offers(pool)}
-    if pool.host_cpus is not None:
-        capacity["cpu"] = Decimal(pool.host_cpus)
-    if pool.host_memory is not None:
-        capacity["memory"] = quantity.parse(pool.host_memory)
-    return capacity
-
-
-def _pods_per_node(per_pod: Mapping[str, Decimal], node: Mapping[str, Decimal]) -> int | None:
-    counts = [
-        int((node[r] / v).to_integral_value(ROUND_FLOOR))
-        for r, v in per_pod.items()
-        if v > 0 and r in node
-    ]
-    return min(counts) if counts else None
+def limit_range_defaults(team: Team) -> dict[str, Decimal]:
+    """The `defaultRequest` of the namespace's LimitRange `gpuplane-defaults` (tenancy layer:
+    the team's `defaults`, else `DEFAULT_CONTAINER`); it has no `default`, so Kueue's
+    `handlePodLimitRange` fills requests, never limits."""
+    defaults = {**DEFAULT_CONTAINER, **team.defaults}
+    return {"cpu": quantity.parse(defaults["cpu"]), "memory": quantity.parse(defaults["memory"])}
 
 
 def _preemption(
@@ -459,3 +665,7 @@ def _preemption(
             "what it borrows can be taken back: a lender reclaiming its nominal quota may evict it"
         )
     return tuple(out)
+
+
+def _listed(resources: Mapping[str, Decimal]) -> str:
+    return ", ".join(f"{r} {amount(r, v)}" for r, v in sorted(resources.items()))

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from renderer.commands.fit.admit import Admitter
+from renderer.commands.fit.admit import Admitter, limit_range_defaults
 from renderer.commands.fit.result import ERROR, NEVER, FitResult
 from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
-from renderer.layers.security.admission import CRONJOB, SUSPENDABLE_KINDS
 from renderer.model import names
 from renderer.model.admission import ClusterQueuePlan, cluster_queues
 from renderer.model.platform import Namespace, Priority, Team
@@ -121,6 +120,9 @@ class Checker(Admitter):
                     "Kueue's admission",
                 ),
             )
+        view = ClusterView.of(self.platform, cluster)
+        self.limit_range = limit_range_defaults(team)  # the pod sets' requests from here on
+        self.excluded = kueue.excluded_resource_prefixes(view.pools)
         lq = self.workload.queue_name or DEFAULT_LOCAL_QUEUE
         context["local_queue"] = lq
         if self.workload.queue_name is None:
@@ -128,7 +130,6 @@ class Checker(Admitter):
                 f"no {names.QUEUE_LABEL} label: Kueue's LocalQueue defaulting sends the job "
                 f"to LocalQueue {DEFAULT_LOCAL_QUEUE}"
             )
-        view = ClusterView.of(self.platform, cluster)
         plans = cluster_queues(view)
         plan = next((p for p in plans if any(n.name == ns.name for n in p.namespaces)), None)
         if plan is None:
@@ -152,6 +153,12 @@ class Checker(Admitter):
                 ),
             )
         if lq != DEFAULT_LOCAL_QUEUE:
+            # the API server's admission policies run on create, before Kueue; Kueue's
+            # reconciler resolves the priority (ExtractPriority) before it makes the Workload
+            # whose LocalQueue it then looks for (getQueueBlocker)
+            first = self.priority(team, plan, plans, dict(context))
+            if isinstance(first, FitResult):
+                return first
             return self.result(
                 NEVER,
                 f"LocalQueue {lq} doesn't exist",
@@ -194,6 +201,9 @@ class Checker(Admitter):
         own = ", ".join(f"{queue.name}-{p.name}" for p in queue.priorities)
         label = self.workload.priority_class
         if label is not None:
+            refused = self.foreign_priority(team, plan, label, context)
+            if refused is not None:
+                return refused
             found = classes.get(label)
             if found is None:
                 return self.result(
@@ -212,6 +222,13 @@ class Checker(Admitter):
                     f"{team.name}'s queue {queue.name}"
                 )
             return label, found[1].value, f"label {names.PRIORITY_LABEL}"
+        # The security layer's priority policy runs at admission, before Kueue reads the
+        # labels: where it covers the kind, a label it sets wins over a priorityClassName, and
+        # where it refuses the object Kueue never sees it.
+        intended = security_priority.team_priority(team, queue)
+        admission = self.priority_admission(team, queue.name, intended, context)
+        if admission is not None:
+            return admission
         pod_class = next(
             (ps.priority_class_name for ps in self.workload.pod_sets if ps.priority_class_name),
             None,
@@ -231,13 +248,8 @@ class Checker(Admitter):
                 )
             return pod_class, found[1].value, "the pod template's priorityClassName"
         # Kueue has no per-namespace default priority: a workload with neither label nor
-        # priorityClassName runs at 0. Name the class the team's file intends, so the author
-        # can add the label.
-        intended: Priority | None = queue.priority(team.priority) if team.priority else None
-        intended = intended or queue.default_priority
-        admission = self.priority_admission(team, queue.name, intended, context)
-        if admission is not None:
-            return admission
+        # priorityClassName runs at 0 (`pkg/util/priority`, no global default PriorityClass).
+        # Name the class the team's file intends, so the author can add the label.
         advice = ""
         if intended is not None:
             whose = f"team {team.name}'s" if team.priority else f"queue {queue.name}'s default"
@@ -247,42 +259,76 @@ class Checker(Admitter):
             )
         return None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}"
 
+    def foreign_priority(
+        self, team: Team, plan: ClusterQueuePlan, label: str, context: dict[str, Any]
+    ) -> FitResult | None:
+        """The priority policy refuses a workload of a kind it covers whose label names a class
+        not of the team's queue, before Kueue looks for the class."""
+        cluster = self.platform.clusters[plan.queue.cluster]
+        wl = self.workload
+        covered = security_priority.covered_kind(cluster, wl.api_version, wl.kind)
+        own = {security_priority.class_name(plan.queue, p) for p in plan.queue.priorities}
+        if covered is None or label in own or not plan.queue.priorities:
+            return None
+        policy = security_priority.policy_name(team)
+        resource = f"{covered.resource}.{covered.group}" if covered.group else covered.resource
+        return self.result(
+            NEVER,
+            f"refused at admission: priority {label} is not queue {plan.queue.name}'s",
+            **context,
+            message_from="API server",
+            message=f'{resource} "{wl.name}" is forbidden: ValidatingAdmissionPolicy '
+            f"'{policy}' with binding '{policy}' denied request: "
+            + security_priority.foreign_message(team, plan.queue),
+            reasons=(
+                f"the {names.PRIORITY_LABEL} label names {label}; team {team.name} may use "
+                f"only its queue's classes: {', '.join(sorted(own))}",
+            ),
+        )
+
     def priority_admission(
         self, team: Team, queue: str, intended: Priority | None, context: dict[str, Any]
     ) -> tuple[str, int, str] | FitResult | None:
-        """What the security layer's priority policy does to a batch job without a priority
-        label (`renderer.layers.security.priority`): on a cluster that serves
-        MutatingAdmissionPolicies it sets the team's priority; elsewhere a
-        ValidatingAdmissionPolicy refuses the job, as the API server would. None: the policy
-        does not apply (serving kinds, or no priority to give)."""
+        """What the security layer's priority policy does to a workload without a priority
+        label (`renderer.layers.security.priority`), for every kind it covers
+        (`priority.covered_kind`: each kind the cluster's Kueue manages, and CronJobs): on a
+        cluster that serves MutatingAdmissionPolicies it sets the team's priority; elsewhere a
+        ValidatingAdmissionPolicy refuses the object, as the API server would, with the
+        policy's own message. None: the workload has a label, the policy does not cover its
+        kind, or there is no priority to give."""
         cluster = self.platform.clusters[self.platform.queues[queue].cluster]
         wl = self.workload
-        batch = {(k.group, k.kind) for k in (*SUSPENDABLE_KINDS, CRONJOB)}
-        group = wl.api_version.rpartition("/")[0] if "/" in wl.api_version else ""
-        if intended is None or cluster.scheduler != "kueue" or (group, wl.kind) not in batch:
+        if wl.priority_class is not None or intended is None:
             return None
-        value = f"{queue}-{intended.name}"
+        covered = security_priority.covered_kind(cluster, wl.api_version, wl.kind)
+        if covered is None:
+            return None
+        queue_obj = self.platform.queues[queue]
+        value = security_priority.class_name(queue_obj, intended)
         policy = security_priority.policy_name(team)
+        whose = f"team {team.name}'s" if team.priority else f"queue {queue}'s default"
         if priority_enforcement(cluster) == "mutating":
+            where = " on each Job it creates" if covered.kind == "CronJob" else ""
             return (
                 value,
                 intended.value,
                 f"no priority label: MutatingAdmissionPolicy {policy} sets "
-                f"{names.PRIORITY_LABEL}: {value} (team {team.name}'s priority)",
+                f"{names.PRIORITY_LABEL}: {value}{where} ({whose} priority)",
             )
+        resource = f"{covered.resource}.{covered.group}" if covered.group else covered.resource
         return self.result(
             NEVER,
             "refused at admission: no priority label",
             **context,
             message_from="API server",
-            message=f"{wl.kind.lower()}s is forbidden: ValidatingAdmissionPolicy '{policy}' "
-            f"with binding '{policy}' denied request: jobs of team {team.name} must name their "
-            f"priority",
+            message=f'{resource} "{wl.name}" is forbidden: ValidatingAdmissionPolicy '
+            f"'{policy}' with binding '{policy}' denied request: "
+            + security_priority.required_message(team, queue_obj, value),
             reasons=(
                 f"cluster {cluster.name} runs Kubernetes {cluster.kubernetes_version}, which "
                 "serves no MutatingAdmissionPolicy (v1 from 1.36), so a validating policy "
-                f"requires the label instead of setting it",
-                f"label the job {names.PRIORITY_LABEL}: {value} for team {team.name}'s "
+                f"requires the label on every {covered.kind} instead of setting it",
+                f"label the {covered.kind} {names.PRIORITY_LABEL}: {value} for {whose} "
                 f"priority ({intended.value})",
             ),
         )

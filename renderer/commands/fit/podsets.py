@@ -4,8 +4,8 @@ an `Unreadable`, so nothing raises past them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
@@ -96,27 +96,78 @@ class PodSet:
     resource_claims: tuple[str, ...]
     path: FieldPath
     """Where the pod template is in the file, for messages that point at it."""
+    annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """The pod template's annotations: Kueue reads a pod set's topology request from them
+    (`jobframework.NewPodSetTopologyRequest`, the `kueue.x-k8s.io/podset-*-topology` keys)."""
+
+    pod_requests: Resources = field(default_factory=lambda: EMPTY_RESOURCES)
+    """Pod-level `spec.resources.requests` (PodLevelResources, Kubernetes 1.32+)."""
+    pod_limits: Resources = field(default_factory=lambda: EMPTY_RESOURCES)
+    """Pod-level `spec.resources.limits`."""
+    pod_resources: bool = False
+    """Whether the pod spec has a `resources` field at all (Kueue's `pod.Resources != nil`)."""
+    scheduler_name: str | None = None
+    """The pod spec's `schedulerName` (None: the API server's default, `default-scheduler`).
+    Kueue does not read it; the scheduler it names must exist for the pods to start."""
+    from_pod: bool = False
+    """Kueue builds this pod set from a Pod the API server created (the `pod` integration: a
+    Pod, a Deployment's or ReplicaSet's pods), not from a template: the API server's Pod
+    defaulting (`SetDefaults_Pod`: a container's limits stand in for its missing requests) and
+    its LimitRanger have run before Kueue sees it."""
+
+    def adjusted(
+        self,
+        default_requests: Resources = EMPTY_RESOURCES,
+        default_limits: Resources = EMPTY_RESOURCES,
+    ) -> tuple[Container, ...]:
+        """The containers as Kueue's Workload holds them after `workload.AdjustResources`
+        (`pkg/workload/resources.go`): `handlePodLimitRange` merges the namespace LimitRange's
+        `default` into missing limits and its `defaultRequest` into missing requests first,
+        then `handleLimitsToRequests` (`UseLimitsAsMissingRequestsInPod`) copies limits into
+        requests still missing. A pod from the API server (`from_pod`) had its limits copied
+        into missing requests first (`SetDefaults_Pod`), then the LimitRanger's defaults."""
+        result = []
+        for c in self.containers:
+            limits = dict(c.limits)
+            requests = dict(c.requests)
+            if self.from_pod:
+                requests = {**limits, **requests}
+            limits = {**default_limits, **limits}
+            requests = {**default_requests, **requests}
+            requests = {**limits, **requests}
+            result.append(
+                Container(c.name, c.role, MappingProxyType(requests), MappingProxyType(limits))
+            )
+        return tuple(result)
+
+    def pod_level(self) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
+        """Pod-level requests and limits after `UseLimitsAsMissingRequestsInPod` (pod limits
+        stand in for missing pod requests). The namespace LimitRange of gpuplane has no `Pod`
+        item, so `handlePodLimitRange` adds nothing here."""
+        limits = dict(self.pod_limits)
+        return {**limits, **self.pod_requests}, limits
 
     def requests(
         self,
         default_requests: Resources = EMPTY_RESOURCES,
         default_limits: Resources = EMPTY_RESOURCES,
     ) -> dict[str, Decimal]:
-        """One pod's requests as Kueue counts them.
+        """One pod's requests as Kueue counts them: `resourcehelpers.PodRequests` of
+        k8s.io/component-helpers (called by Kueue's `workload.totalRequestsFromPodSets` and
+        `resources.NewRequestsFromPodSpec`) on the adjusted pod (`adjusted`).
 
-        Kueue's order (`workload.AdjustResources`): a namespace's LimitRange defaults fill in
-        missing limits and requests first, then limits stand in for requests still missing.
-        Then Kubernetes' pod rule: the containers add up, sidecars run beside them, and each
-        init container needs its own request plus the sidecars started before it; the pod needs
-        the larger of the two, plus the pod overhead.
+        `AggregateContainerRequests`: the containers add up; a sidecar (an init container with
+        restartPolicy Always) adds to them and to every init container after it; each init
+        container needs its own request plus the sidecars started before it; the pod needs the
+        larger of the two. Then pod-level requests (`spec.resources.requests`), where set,
+        replace that sum for the resources pod-level resources support (cpu, memory,
+        hugepages-*: `IsSupportedPodLevelResource`); then the pod overhead is added.
         """
         running: dict[str, Decimal] = {}
         sidecars: dict[str, Decimal] = {}
         init_peak: dict[str, Decimal] = {}
-        for container in self.containers:
-            limits = {**default_limits, **container.limits}
-            asked = {**default_requests, **container.requests}
-            effective = {**limits, **asked}
+        for container in self.adjusted(default_requests, default_limits):
+            effective = container.requests
             if container.role == "container":
                 _add(running, effective)
             elif container.role == "sidecar":
@@ -130,24 +181,87 @@ class PodSet:
             n: max(running.get(n, Decimal(0)), init_peak.get(n, Decimal(0)))
             for n in {*running, *init_peak}
         }
+        pod_requests, _ = self.pod_level()
+        if any(pod_level_resource(n) for n in pod_requests):
+            for name, value in pod_requests.items():
+                if pod_level_resource(name):
+                    pod[name] = value
         _add(pod, self.overhead)
         return {n: v for n, v in sorted(pod.items()) if v != 0}
 
     def limit_without_request(self) -> tuple[tuple[str, str], ...]:
-        """(container, resource) pairs with a limit but no request: where a LimitRange's default
-        request, not the limit, is what Kueue counts."""
+        """(container, resource) pairs with a limit but no request in the template: where a
+        LimitRange's default request, not the limit, is what Kueue counts. None for a pod
+        from the API server, whose limits became its requests before the LimitRanger ran."""
+        if self.from_pod:
+            return ()
         return tuple(
             (c.name, r) for c in self.containers for r in sorted(c.limits) if r not in c.requests
         )
 
-    def over_limit(self) -> tuple[tuple[str, str], ...]:
-        """(container, resource) pairs whose request exceeds its limit (the API server refuses)."""
-        return tuple(
-            (c.name, r)
-            for c in self.containers
-            for r, v in sorted(c.requests.items())
-            if r in c.limits and v > c.limits[r]
-        )
+    def over_limit(
+        self,
+        default_requests: Resources = EMPTY_RESOURCES,
+        default_limits: Resources = EMPTY_RESOURCES,
+    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Where a request exceeds its limit once Kueue has adjusted the pod: (the field below
+        the pod spec, the resources, sorted), in `workload.ValidateResources`' order (init
+        containers, containers, then pod-level resources)."""
+        found: list[tuple[str, tuple[str, ...]]] = []
+        index = {"initContainers": 0, "containers": 0}
+        for c in self.adjusted(default_requests, default_limits):
+            kind = "containers" if c.role == "container" else "initContainers"
+            i = index[kind]
+            index[kind] += 1
+            over = tuple(
+                sorted(r for r, v in c.requests.items() if r in c.limits and v > c.limits[r])
+            )
+            if over:
+                found.append((f"{kind}[{i}]", over))
+        found.sort(key=lambda item: not item[0].startswith("initContainers"))
+        if self.pod_resources:
+            requests, limits = self.pod_level()
+            over = tuple(sorted(r for r, v in requests.items() if r in limits and v > limits[r]))
+            if over:
+                found.append(("resources", over))
+        return tuple(found)
+
+
+REQUESTS_EXCEED_LIMITS = "requests must not exceed its limits"
+"""Kueue's `workload.RequestsMustNotExceedLimitMessage`."""
+RESOURCES_VALIDATION_FAILED = "resources validation failed"
+"""Kueue's `workload.ErrInvalidWLResources`."""
+
+
+def resources_validation_message(
+    pod_sets: Sequence[PodSet],
+    default_requests: Resources = EMPTY_RESOURCES,
+    default_limits: Resources = EMPTY_RESOURCES,
+) -> str | None:
+    """The message Kueue sets on a Workload whose adjusted requests exceed their limits, as
+    `workload.ValidateAdmissibility` words it (reason `Misconfigured`, the Workload stays
+    inadmissible): `resources validation failed: ` and the field errors of
+    `ValidateResources`, aggregated as apimachinery's `errors.NewAggregate` prints them (one
+    error alone, several in brackets joined by ", "). None when every request is within its
+    limit."""
+    errors: list[str] = []
+    for p, ps in enumerate(pod_sets):
+        for where, names in ps.over_limit(default_requests, default_limits):
+            listed = ",".join(f'"{n}"' for n in names)
+            errors.append(
+                f"spec.podSets[{p}].template.spec.{where}: Invalid value: [{listed}]: "
+                f"{REQUESTS_EXCEED_LIMITS}"
+            )
+    if not errors:
+        return None
+    unique = list(dict.fromkeys(errors))
+    joined = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    return f"{RESOURCES_VALIDATION_FAILED}: {joined}"
+
+
+def pod_level_resource(name: str) -> bool:
+    """`resourcehelpers.IsSupportedPodLevelResource`: cpu, memory and hugepages-*."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +283,15 @@ class Workload:
     replicas: int = 1
     replica_unit: str = "workload"
     notes: tuple[str, ...] = ()
+    refused: str | None = None
+    """The API server's answer where Kueue's validating webhook for the kind denies the object
+    on create (`pkg/controller/jobs/<kind>/*_webhook.go` `ValidateCreate`): the object is never
+    created, so no Workload exists. With `refused_by`, the message of whoever else stops it."""
+    refused_by: str | None = None
+    """Who stops the object, where it is not Kueue's validating webhook (`KubeRay` for a RayJob
+    Kueue suspends but never admits); None: Kueue's webhook."""
+    refused_why: tuple[str, ...] = ()
+    """Plain-words reasons for `refused_by`'s answer, and the way out."""
 
     @property
     def display(self) -> str:
@@ -274,12 +397,12 @@ def read_resources(data: Any, path: FieldPath) -> dict[str, Decimal]:
 
 def _containers(data: Any, spec: FieldPath) -> tuple[Container, ...]:
     result: list[Container] = []
-    for field, role in (("initContainers", "init"), ("containers", "container")):
-        items = read_field(data, (*spec, field), list) or []
+    for key, role in (("initContainers", "init"), ("containers", "container")):
+        items = read_field(data, (*spec, key), list) or []
         for index, _ in enumerate(items):
-            here = (*spec, field, index)
+            here = (*spec, key, index)
             read_field(data, here, dict, required=True)
-            name = read_field(data, (*here, "name"), str) or f"{field}[{index}]"
+            name = read_field(data, (*here, "name"), str) or f"{key}[{index}]"
             restart = read_field(data, (*here, "restartPolicy"), str)
             result.append(
                 Container(
@@ -351,8 +474,10 @@ def read_pod_set(
     *,
     min_count: int | None = None,
     extra: Iterable[Container] = (),
+    from_pod: bool = False,
 ) -> PodSet:
-    """A pod set from a PodTemplateSpec at `template` (its `spec` holds the pod)."""
+    """A pod set from a PodTemplateSpec at `template` (its `spec` holds the pod); `extra`
+    containers are appended to its containers (what an operator injects into the pod)."""
     read_field(data, template, dict, required=True)
     spec = (*template, "spec")
     read_field(data, spec, dict, required=True)
@@ -362,6 +487,11 @@ def read_pod_set(
         count=count,
         min_count=min_count,
         containers=(*_containers(data, spec), *extra),
+        pod_requests=MappingProxyType(read_resources(data, (*spec, "resources", "requests"))),
+        pod_limits=MappingProxyType(read_resources(data, (*spec, "resources", "limits"))),
+        pod_resources=read_field(data, (*spec, "resources"), dict) is not None,
+        from_pod=from_pod,
+        scheduler_name=read_field(data, (*spec, "schedulerName"), str) or None,
         overhead=MappingProxyType(read_resources(data, (*spec, "overhead"))),
         node_selector=MappingProxyType(read_strings(data, (*spec, "nodeSelector"))),
         affinity=read_affinity(data, spec),
@@ -371,6 +501,7 @@ def read_pod_set(
             str(c.get("name", "")) for c in claims if isinstance(c, dict) and c.get("name")
         ),
         path=template,
+        annotations=MappingProxyType(read_strings(data, (*template, "metadata", "annotations"))),
     )
 
 

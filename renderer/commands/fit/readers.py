@@ -3,19 +3,19 @@ sets and counts Kueue's Workload would hold (`pkg/controller/jobs/*` in kubernet
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Any
 
+from renderer.commands.fit import readers_ray, readers_trainer
 from renderer.commands.fit.podsets import (
     EMPTY_RESOURCES,
     BadField,
     Container,
     FieldPath,
     PodSet,
-    Requirement,
-    Toleration,
     Unreadable,
     Workload,
     job_pod_count,
@@ -24,7 +24,6 @@ from renderer.commands.fit.podsets import (
     read_count,
     read_field,
     read_pod_set,
-    read_resources,
     read_strings,
     read_tolerations,
 )
@@ -78,16 +77,16 @@ def _pod(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
             f"this pod belongs to pod group {group} ({total} pods in all); Kueue admits the group "
             "as one Workload, fit checks this pod only"
         )
-    return [read_pod_set(data, (), "main", 1)], {"notes": tuple(notes)}
+    return [read_pod_set(data, (), "main", 1, from_pod=True)], {"notes": tuple(notes)}
 
 
 def _pod_template(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    return [read_pod_set(data, ("template",), "main", 1)], {}
+    return [read_pod_set(data, ("template",), "main", 1, from_pod=True)], {}
 
 
 def _deployment(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     replicas = read_count(data, ("spec", "replicas"), 1)
-    return [read_pod_set(data, ("spec", "template"), "main", 1)], {
+    return [read_pod_set(data, ("spec", "template"), "main", 1, from_pod=True)], {
         "replicas": replicas,
         "replica_unit": "pod",
         "notes": ("Kueue admits each pod of a Deployment as a Workload of its own",),
@@ -111,220 +110,34 @@ def _jobset(data: Any, spec: FieldPath = ("spec",)) -> tuple[list[PodSet], dict[
         job_spec = (*here, "template", "spec")
         read_field(data, job_spec, dict, required=True)
         count = replicas * job_pod_count(data, job_spec)
-        pod_sets.append(read_pod_set(data, (*job_spec, "template"), name, count))
+        pod_sets.append(read_pod_set(data, (*job_spec, "template"), name.lower(), count))
     if not pod_sets:
         raise BadField((*spec, "replicatedJobs"), "the JobSet has no replicatedJobs")
     return pod_sets, {}
 
 
-KUBEFLOW_REPLICAS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        "PyTorchJob": ("pytorchReplicaSpecs", ("Master", "Worker")),
-        "TFJob": ("tfReplicaSpecs", ("Chief", "Master", "PS", "Worker", "Evaluator")),
-        "XGBoostJob": ("xgbReplicaSpecs", ("Master", "Worker")),
-        "PaddleJob": ("paddleReplicaSpecs", ("Master", "Worker")),
-        "JAXJob": ("jaxReplicaSpecs", ("Worker",)),
-        "MXJob": (
-            "mxReplicaSpecs",
-            ("Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"),
-        ),
-        "MPIJob": ("mpiReplicaSpecs", ("Launcher", "Worker")),
-    }
-)
-"""Kubeflow training jobs: the replica-spec field and Kueue's `OrderedReplicaTypes`."""
-
-
-def _kubeflow(kind: str) -> _Reader:
-    field, ordered = KUBEFLOW_REPLICAS[kind]
-
-    def read(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-        specs = read_field(data, ("spec", field), dict, required=True)
-        pod_sets = []
-        for replica_type in ordered:
-            if replica_type not in specs:
-                continue
-            here = ("spec", field, replica_type)
-            read_field(data, here, dict, required=True)
-            count = read_count(data, (*here, "replicas"), 1)
-            pod_sets.append(read_pod_set(data, (*here, "template"), replica_type.lower(), count))
-        unknown = sorted(set(specs) - set(ordered))
-        notes = []
-        if unknown:
-            notes.append(
-                f"replica types {', '.join(unknown)} are not among {kind}'s ({', '.join(ordered)}); "
-                "Kueue does not count them"
-            )
-        if not pod_sets:
-            raise BadField(("spec", field), f"spec.{field} holds none of {', '.join(ordered)}")
-        return pod_sets, {"notes": tuple(notes)}
-
-    return read
-
-
-def _trainjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    """A Kubeflow Trainer v2 TrainJob: the runtime's `node` job, numNodes pods of
-    resourcesPerNode each. The runtime itself (its initializer jobs, its defaults) lives in the
-    cluster, so fit sees only what the TrainJob overrides."""
-    trainer = ("spec", "trainer")
-    read_field(data, trainer, dict)
-    notes = []
-    count = read_field(data, (*trainer, "numNodes"), int)
-    if count is None:
-        count = 1
-        notes.append("spec.trainer.numNodes is not set: the runtime decides; fit assumes 1 node")
-    runtime = read_field(data, ("spec", "runtimeRef", "name"), str)
-    notes.append(
-        f"pods come from runtime {runtime or '?'}: fit counts the trainer's `node` job only, not "
-        "the runtime's initializer jobs"
-    )
-    container = Container(
-        name="node",
-        role="container",
-        requests=MappingProxyType(read_resources(data, (*trainer, "resourcesPerNode", "requests"))),
-        limits=MappingProxyType(read_resources(data, (*trainer, "resourcesPerNode", "limits"))),
-    )
-    selector: dict[str, str] = {}
-    tolerations: list[Toleration] = []
-    affinity: list[tuple[Requirement, ...]] = []
-    for spec in _trainjob_node_specs(data):
-        selector.update(read_strings(data, (*spec, "nodeSelector")))
-        tolerations.extend(read_tolerations(data, spec))
-        affinity.extend(read_affinity(data, spec))
-    pod_set = PodSet(
-        name="node",
-        count=count,
-        min_count=None,
-        containers=(container,),
-        overhead=EMPTY_RESOURCES,
-        node_selector=MappingProxyType(selector),
-        affinity=tuple(affinity),
-        tolerations=tuple(tolerations),
-        priority_class_name=None,
-        resource_claims=(),
-        path=trainer,
-    )
-    return [pod_set], {"notes": tuple(notes)}
-
-
-def _trainjob_node_specs(data: Any) -> list[FieldPath]:
-    """Pod spec patches aimed at the `node` job: `runtimePatches` (Trainer v2.1+) and the older
-    `podSpecOverrides` / `podTemplateOverrides` lists with `targetJobs`."""
-    found: list[FieldPath] = []
-    patches = read_field(data, ("spec", "runtimePatches"), list) or []
-    for p, _ in enumerate(patches):
-        jobs_path = (
-            "spec",
-            "runtimePatches",
-            p,
-            "trainingRuntimeSpec",
-            "template",
-            "spec",
-            "replicatedJobs",
-        )
-        for j, job in enumerate(read_field(data, jobs_path, list) or []):
-            if isinstance(job, dict) and job.get("name") == "node":
-                found.append((*jobs_path, j, "template", "spec", "template", "spec"))
-    for field in ("podSpecOverrides", "podTemplateOverrides"):
-        for o, item in enumerate(read_field(data, ("spec", field), list) or []):
-            if not isinstance(item, dict):
-                continue
-            targets = item.get("targetJobs") or []
-            if any(isinstance(t, dict) and t.get("name") == "node" for t in targets):
-                base = ("spec", field, o)
-                found.append((*base, "spec") if field == "podTemplateOverrides" else base)
-    return found
-
-
-RAY_AUTOSCALER = MappingProxyType({"cpu": Decimal("0.5"), "memory": quantity.parse("512Mi")})
-"""KubeRay's autoscaler sidecar in the head pod, when in-tree autoscaling is on."""
-
-RAY_SUBMITTER_REQUESTS = MappingProxyType(
-    {"cpu": Decimal("0.5"), "memory": quantity.parse("200Mi")}
-)
-RAY_SUBMITTER_LIMITS = MappingProxyType({"cpu": Decimal(1), "memory": quantity.parse("1Gi")})
-"""The default submitter pod of a RayJob in K8sJobMode (Kueue's `getSubmitterTemplate`)."""
-
-
-def _ray_cluster(data: Any, spec: FieldPath) -> list[PodSet]:
-    read_field(data, spec, dict, required=True)
-    extra: list[Container] = []
-    if read_field(data, (*spec, "enableInTreeAutoscaling"), bool):
-        own = read_resources(data, (*spec, "autoscalerOptions", "resources", "requests"))
-        limits = read_resources(data, (*spec, "autoscalerOptions", "resources", "limits"))
-        extra.append(
-            Container(
-                "autoscaler",
-                "container",
-                MappingProxyType(own or ({} if limits else dict(RAY_AUTOSCALER))),
-                MappingProxyType(limits or dict(RAY_AUTOSCALER)),
-            )
-        )
-    pod_sets = [read_pod_set(data, (*spec, "headGroupSpec", "template"), "head", 1, extra=extra)]
-    groups = read_field(data, (*spec, "workerGroupSpecs"), list) or []
-    for index, _ in enumerate(groups):
-        here = (*spec, "workerGroupSpecs", index)
-        name = read_field(data, (*here, "groupName"), str, required=True)
-        count = read_count(data, (*here, "replicas"), 1)
-        hosts = read_count(data, (*here, "numOfHosts"), 1)
-        pod_sets.append(
-            read_pod_set(data, (*here, "template"), name.lower(), count * max(hosts, 1))
-        )
-    return pod_sets
-
-
-def _raycluster(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    return _ray_cluster(data, ("spec",)), {}
-
-
-def _rayservice(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    return _ray_cluster(data, ("spec", "rayClusterConfig")), {}
-
-
-def _rayjob(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    if read_field(data, ("spec", "clusterSelector"), dict):
-        raise _NotManaged(
-            "the RayJob runs on an existing RayCluster (spec.clusterSelector); Kueue does not "
-            "manage it, the RayCluster was admitted on its own"
-        )
-    pod_sets = _ray_cluster(data, ("spec", "rayClusterSpec"))
-    mode = read_field(data, ("spec", "submissionMode"), str) or "K8sJobMode"
-    if mode == "K8sJobMode":
-        template = ("spec", "submitterPodTemplate")
-        if read_field(data, template, dict) is not None:
-            pod_sets.append(read_pod_set(data, template, "submitter", 1))
-        else:
-            submitter = Container(
-                "ray-job-submitter", "container", RAY_SUBMITTER_REQUESTS, RAY_SUBMITTER_LIMITS
-            )
-            pod_sets.append(
-                PodSet(
-                    name="submitter",
-                    count=1,
-                    min_count=None,
-                    containers=(submitter,),
-                    overhead=EMPTY_RESOURCES,
-                    node_selector=MappingProxyType({}),
-                    affinity=(),
-                    tolerations=(),
-                    priority_class_name=None,
-                    resource_claims=(),
-                    path=("spec",),
-                )
-            )
-    return pod_sets, {}
+_kubeflow = readers_trainer.kubeflow
+_raycluster = readers_ray.raycluster
+_rayservice = readers_ray.rayservice
+_rayjob = readers_ray.rayjob
+KUBEFLOW_REPLICAS = readers_trainer.KUBEFLOW_REPLICAS
 
 
 def _leaderworkerset(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
+    """Kueue's `leaderworkerset.podSets`: with a `leaderTemplate`, a `leader` pod set of 1 and
+    a `worker` pod set of size - 1; without one, a single `main` pod set of `size` pods from the
+    worker template. Each group (`replicas` of them) is a Workload of its own."""
     replicas = read_count(data, ("spec", "replicas"), 1)
     lwt = ("spec", "leaderWorkerTemplate")
-    size = max(read_count(data, (*lwt, "size"), 1), 1)
+    size = read_count(data, (*lwt, "size"), 1)
     worker = (*lwt, "workerTemplate")
-    leader = (
-        (*lwt, "leaderTemplate") if read_field(data, (*lwt, "leaderTemplate"), dict) else worker
-    )
-    pod_sets = [read_pod_set(data, leader, "leader", 1)]
-    if size > 1:
-        pod_sets.append(read_pod_set(data, worker, "worker", size - 1))
+    if read_field(data, (*lwt, "leaderTemplate"), dict) is not None:
+        pod_sets = [
+            read_pod_set(data, (*lwt, "leaderTemplate"), "leader", 1),
+            read_pod_set(data, worker, "worker", max(size - 1, 0)),
+        ]
+    else:
+        pod_sets = [read_pod_set(data, worker, "main", size)]
     return pod_sets, {
         "replicas": replicas,
         "replica_unit": "group",
@@ -409,8 +222,10 @@ def _spark(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
 
 def _appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     """An AppWrapper admits all its components together: each component's pod sets, each
-    repeated as often as that component creates Workloads."""
+    repeated as often as that component creates Workloads, named `<appwrapper>-<n>` over all
+    of them (Kueue's `AppWrapper.PodSets`, from the AppWrapper's inferred `podSets`)."""
     components = read_field(data, ("spec", "components"), list, required=True)
+    aw_name = _metadata_name(data)
     pod_sets: list[PodSet] = []
     notes: list[str] = []
     for index, _ in enumerate(components):
@@ -424,27 +239,17 @@ def _appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
             continue
         for ps in inner.pod_sets:
             pod_sets.append(
-                PodSet(
-                    name=f"{index}-{ps.name}",
+                dataclasses.replace(
+                    ps,
+                    name=f"{aw_name}-{len(pod_sets)}".lower(),
                     count=ps.count * inner.replicas,
                     min_count=None,
-                    containers=ps.containers,
-                    overhead=ps.overhead,
-                    node_selector=ps.node_selector,
-                    affinity=ps.affinity,
-                    tolerations=ps.tolerations,
-                    priority_class_name=ps.priority_class_name,
-                    resource_claims=ps.resource_claims,
                     path=(*here, *ps.path),
                 )
             )
     if not pod_sets:
         raise BadField(("spec", "components"), "the AppWrapper has no component that creates pods")
     return pod_sets, {"notes": tuple(notes)}
-
-
-class _NotManaged(Exception):
-    pass
 
 
 READERS: Mapping[tuple[str, str], _Reader] = MappingProxyType(
@@ -457,7 +262,6 @@ READERS: Mapping[tuple[str, str], _Reader] = MappingProxyType(
         ("apps", "ReplicaSet"): _deployment,
         ("apps", "StatefulSet"): _statefulset,
         ("jobset.x-k8s.io", "JobSet"): _jobset,
-        ("trainer.kubeflow.org", "TrainJob"): _trainjob,
         ("ray.io", "RayJob"): _rayjob,
         ("ray.io", "RayCluster"): _raycluster,
         ("ray.io", "RayService"): _rayservice,
@@ -479,19 +283,50 @@ POD_BY_POD: Mapping[tuple[str, str], str] = MappingProxyType(
 )
 """Workload kinds Kueue admits pod by pod (its pod integration): no pod sets to read up front."""
 
-SUPPORTED_KINDS = tuple(sorted({kind for _, kind in READERS}))
+_FileReader = Callable[[Any, Sequence[Any]], tuple[list[PodSet], dict[str, Any]]]
+"""A reader that also reads the file's other documents (a TrainJob's TrainingRuntime)."""
+
+FILE_READERS: Mapping[tuple[str, str], _FileReader] = MappingProxyType(
+    {("trainer.kubeflow.org", "TrainJob"): readers_trainer.trainjob}
+)
+"""Kinds whose pod sets depend on other objects of the file; used instead of READERS' entry."""
+
+NO_INTEGRATION: Mapping[tuple[str, str], str] = MappingProxyType(
+    {
+        ("serving.kserve.io", "InferenceService"): "Deployment's pods",
+        ("serving.kserve.io", "LLMInferenceService"): "Deployments' pods",
+        ("serving.knative.dev", "Service"): "Revisions' Deployments' pods",
+        ("batch.volcano.sh", "Job"): "pods",
+        ("batch.volcano.sh", "CronJob"): "Jobs' pods",
+    }
+)
+"""Workload kinds Kueue v0.19.2 has no integration for (`pkg/controller/jobs/*`) and whose pods
+fit cannot read up front: another controller builds them. What Kueue queues instead, one by one
+(its deployment or pod integration): the value."""
+
+VOLCANO_GROUP = "batch.volcano.sh"
+
+SUPPORTED_KINDS = tuple(sorted({kind for _, kind in (*READERS, *FILE_READERS)}))
 
 
 def _group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def is_workload(api_version: str, kind: str) -> bool:
+    """Whether objects of this apiVersion and kind make pods fit could be asked about: a kind
+    fit reads, one Kueue admits pod by pod, one it cannot see into, or a kind fit reads under
+    another API group (a mistake worth an answer, not silence)."""
+    key = (_group(api_version), kind)
+    known = (*READERS, *FILE_READERS, *POD_BY_POD, *NO_INTEGRATION)
+    return key in known or kind in SUPPORTED_KINDS
+
+
 def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unreadable:
     """The Workload a document describes, or why it does not describe one fit can check.
 
     `others` are the file's other documents, as `kubectl apply -f` would create them beside it
-    (a TrainJob's TrainingRuntime)."""
-    del others  # no reader needs them yet
+    (a TrainJob's TrainingRuntime); FILE_READERS' readers get them."""
     if not isinstance(document, dict):
         return Unreadable("", "the document is not a Kubernetes object (a mapping)", False)
     api_version = document.get("apiVersion")
@@ -511,7 +346,17 @@ def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unrea
             "fit checks a pod: put the pod template of one step in a Pod or PodTemplate file",
             True,
         )
+    if key in NO_INTEGRATION:
+        return Unreadable(
+            shown,
+            f"fit cannot see the pods {shown} creates; Kueue has no integration for it (its "
+            f"{NO_INTEGRATION[key]} are queued one by one)",
+            True,
+        )
+    file_reader = FILE_READERS.get(key)
     reader = READERS.get(key)
+    if file_reader is not None:
+        reader = _with_others(file_reader, others)
     if reader is None:
         known = kind in SUPPORTED_KINDS
         why = (
@@ -528,8 +373,6 @@ def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unrea
         namespace = read_field(document, ("metadata", "namespace"), str)
     except BadField as bad:
         return Unreadable(shown, bad.message, True, bad.path)
-    except _NotManaged as skip:
-        return Unreadable(shown, str(skip), False)
     except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as err:
         return Unreadable(shown, f"cannot read the {kind}: {err}", True)
     template_labels = _template_labels(document, pod_sets)
@@ -545,7 +388,17 @@ def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unrea
         replicas=int(extra.get("replicas", 1)),
         replica_unit=str(extra.get("replica_unit", "workload")),
         notes=tuple(extra.get("notes", ())),
+        refused=extra.get("refused"),
+        refused_by=extra.get("refused_by"),
+        refused_why=tuple(extra.get("refused_why", ())),
     )
+
+
+def _with_others(reader: _FileReader, others: Sequence[Any]) -> _Reader:
+    def read(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
+        return reader(data, others)
+
+    return read
 
 
 def _metadata_name(document: Any) -> str:

@@ -9,16 +9,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from renderer.commands.fit.usage import UsageReport
 from renderer.model import quantity
-from renderer.model.admission import amount_text
 
 FITS = "fits"
 BORROWS = "borrows"
+WAITS = "waits"
 NEVER = "never"
 ERROR = "error"
-VERDICTS = (FITS, BORROWS, NEVER, ERROR)
+VERDICTS = (FITS, BORROWS, WAITS, NEVER, ERROR)
 """fits: within the ClusterQueue's nominal quota. borrows: admitted only by borrowing from the
-cohort. never: can never be admitted as written. error: fit could not read the job or place it."""
+cohort. waits (only with `--usage`): admissible on an idle cluster, not with the snapshot's
+usage. never: can never be admitted as written. error: fit could not read the job or place it."""
 
 
 # --- the result ----------------------------------------------------------------------------------
@@ -36,6 +38,10 @@ class PodSetFit:
     borrows: bool
     reasons: tuple[str, ...] = ()
     """Kueue's reasons, when no flavor fits (sorted, as Kueue prints them)."""
+    tried: bool = True
+    """Whether Kueue's flavor assignment reached this pod set: `assignFlavors` stops at the
+    first pod set no flavor can hold, and a Workload refused before any assignment (no
+    LocalQueue, a webhook, requests over limits) still lists its pod sets, none tried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,22 +108,104 @@ class FitResult:
     preemption: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     flavors_tried: tuple[str, ...] = field(default=())
+    gang: bool = False
+    """Kueue admits the object's pods together, as one Workload (all or none of them); False
+    when they are admitted one by one (a Deployment's pods, the pods of a kind Kueue does not
+    manage) or when Kueue never sees them."""
+    integration: str | None = None
+    """The Kueue framework that admits it (`integrations.frameworks`: `batch/job`, `pod`, ...),
+    or None when none does."""
+    usage: UsageReport | None = None
+    """With `--usage`: the ClusterQueue's and the cohort's usage now, and the preemption
+    candidates; None for the empty-cluster answer."""
 
     @property
     def admissible(self) -> bool:
-        return self.verdict in (FITS, BORROWS)
+        """Kueue can admit it, now or once quota frees up (`waits`): docs/fit.md says why a
+        busy cluster does not fail the exit code."""
+        return self.verdict in (FITS, BORROWS, WAITS)
+
+
+def worse(a: str, b: str) -> bool:
+    """Whether verdict `a` is worse than `b`, in VERDICTS' order (an unknown one is worst)."""
+
+    def rank(verdict: str) -> int:
+        return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
+
+    return rank(a) > rank(b)
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """An object of the file that is no workload: `kubectl apply` creates it, fit skips it."""
+
+    kind: str
+    name: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileFit:
+    """The answer for one job file: one FitResult per workload it holds, in file order, and the
+    objects it skipped. `problem` is the file's own answer when it has no workload to check
+    (unreadable, hostile, or only other objects)."""
+
+    file: str
+    workloads: tuple[FitResult, ...]
+    ignored: tuple[Ignored, ...] = ()
+    problem: FitResult | None = None
+
+    def __post_init__(self) -> None:
+        if not self.workloads and self.problem is None:
+            raise ValueError("a file's answer without workloads says why (its problem)")
+
+    @property
+    def results(self) -> tuple[FitResult, ...]:
+        """What there is to print: the workloads, or the file's problem."""
+        return self.workloads if self.problem is None else (self.problem,)
+
+    @property
+    def worst(self) -> FitResult:
+        """The first result with the worst verdict: the file's answer in one FitResult."""
+        found = self.results[0]
+        for result in self.results[1:]:
+            if worse(result.verdict, found.verdict):
+                found = result
+        return found
+
+    @property
+    def verdict(self) -> str:
+        return self.worst.verdict
+
+    @property
+    def admissible(self) -> bool:
+        """Every workload can be admitted (and there is at least one)."""
+        return all(r.admissible for r in self.results)
 
 
 # --- quantities ------------------------------------------------------------------------------
 
 
+BINARY_RESOURCES = ("memory", "ephemeral-storage")
+"""Resources counted in bytes (with `hugepages-*`): written in binary units where they are whole."""
+
+MEBIBYTE = Decimal(2) ** 20
+
+
 def amount(resource: str, value: Decimal) -> str | int:
-    """A quantity as Kubernetes prints it: cores, bytes in binary units, counts as integers."""
-    if resource == "ephemeral-storage" or resource.startswith("hugepages-"):
-        return quantity.memory(value)
-    if resource not in ("cpu", "memory") and value != value.to_integral_value():
-        return str(value.normalize())
-    return amount_text(resource, value)
+    """A quantity exactly, as a Kubernetes quantity string (never rounded): cpu in cores or
+    the finest decimal unit that keeps it whole (`64`, `500m`, `36500m`); bytes in the largest
+    binary unit that keeps them whole where they are whole mebibytes (`512Gi`, `200Mi`), else
+    in the largest decimal unit that does (`8G` stays `8G`, not `7629Mi`; `144G`); counts
+    (`nvidia.com/gpu`) as integers, a fraction of one as its decimal."""
+    if resource == "cpu":
+        return quantity.go_string(value, binary=False)
+    if resource in BINARY_RESOURCES or resource.startswith("hugepages-"):
+        whole_mebibytes = value % MEBIBYTE == 0
+        return quantity.go_string(value, binary=bool(whole_mebibytes))
+    if value == value.to_integral_value():
+        return int(value)
+    return str(value.normalize())
 
 
 HOST_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
@@ -133,7 +221,10 @@ __all__ = [
     "FITS",
     "NEVER",
     "VERDICTS",
+    "WAITS",
+    "FileFit",
     "FitResult",
+    "Ignored",
     "Lender",
     "PodSetFit",
     "Quota",

@@ -11,6 +11,8 @@ from renderer.commands.fit.result import (
     ERROR,
     HOST_RESOURCES,
     NEVER,
+    WAITS,
+    FileFit,
     FitResult,
     amount,
     resource_order,
@@ -18,6 +20,7 @@ from renderer.commands.fit.result import (
 from renderer.findings.diagnostics import inert_lines
 
 ASSUMPTION = "assumes an empty cluster: no other workload holds quota (see docs/fit.md)"
+SNAPSHOT = "admitted against the usage of the --usage snapshot (see docs/fit.md)"
 
 
 def _resources_text(values: Mapping[str, Decimal]) -> str:
@@ -36,6 +39,14 @@ def fit_text(result: FitResult) -> str:
         if result.team:
             head += f" (team {result.team}, {result.purpose} namespace)"
         lines.append(head)
+    if result.integration:
+        if not result.pod_sets:  # a RayJob on an existing cluster: Kueue skips it
+            how = "it makes no Workload for this object"
+        elif result.gang:
+            how = "its pods are admitted together, as one Workload"
+        else:
+            how = "its pods are admitted one by one"
+        lines.append(f"  Kueue integration {result.integration}: {how}")
     if result.cluster_queue:
         lines.append(
             f"  LocalQueue {result.local_queue} -> ClusterQueue {result.cluster_queue} "
@@ -47,7 +58,7 @@ def fit_text(result: FitResult) -> str:
     if result.message:
         lines.append(f"  {result.message_from}: {result.message}")
     if result.reasons:
-        lines.append("why:" if result.verdict in (NEVER, ERROR) else "reasons:")
+        lines.append("why:" if result.verdict in (NEVER, ERROR, WAITS) else "reasons:")
         lines.extend(f"  - {r}" for r in result.reasons)
     if result.pod_sets:
         lines.append("pod sets:")
@@ -58,11 +69,10 @@ def fit_text(result: FitResult) -> str:
                 if ps.count == ps.requested_count
                 else f"{ps.count} of {ps.requested_count}"
             )
-            target = (
-                f"-> {ps.flavor}" + (" (borrows)" if ps.borrows else "")
-                if ps.flavor
-                else "-> no flavor"
-            )
+            if ps.flavor:
+                target = f"-> {ps.flavor}" + (" (borrows)" if ps.borrows else "")
+            else:
+                target = "-> no flavor" if ps.tried else "-> not assigned"
             lines.append(f"  {ps.name:<{width}}  {count} x {_resources_text(ps.per_pod)} {target}")
         if result.replicas > 1:
             unit = result.replica_unit
@@ -109,11 +119,13 @@ def fit_text(result: FitResult) -> str:
     if result.preemption:
         lines.append("preemption, once the cluster is busy:")
         lines.extend(f"  - {p}" for p in result.preemption)
+    if result.usage is not None:
+        lines.extend(result.usage.lines())
     if result.notes:
         lines.append("notes:")
         lines.extend(f"  - {n}" for n in result.notes)
-    if result.pod_sets:
-        lines.append(ASSUMPTION)
+    if result.quotas or any(ps.tried for ps in result.pod_sets):  # Kueue assigned flavors
+        lines.append(ASSUMPTION if result.usage is None else SNAPSHOT)
     return inert_lines("\n".join(lines)) + "\n"  # names from the job file: no runner command
 
 
@@ -121,17 +133,46 @@ def _json_amount(resource: str, value: Decimal | None) -> str | int | None:
     return None if value is None else amount(resource, value)
 
 
+def file_text(answer: FileFit) -> str:
+    """The answer for a whole file: one block per workload (or the file's problem), then the
+    objects fit skipped; ends with a newline."""
+    blocks = [fit_text(result) for result in answer.results]
+    if answer.ignored:
+        listed = [f"  - {i.kind or '?'} {i.name}: {i.why}" for i in answer.ignored]
+        blocks.append(inert_lines("\n".join(["ignored (not workloads):", *listed])) + "\n")
+    return "\n".join(blocks)
+
+
+def file_json(answer: FileFit) -> dict[str, Any]:
+    """The answer for a whole file, for tools: the worst verdict, whether every workload can be
+    admitted, one object per workload (`fit_json`'s), and the objects fit skipped. `summary`
+    and `reasons` are the file's own when it has no workload to check."""
+    worst = answer.worst
+    return {
+        "file": answer.file,
+        "verdict": answer.verdict,
+        "admissible": answer.admissible,
+        "summary": worst.summary,
+        "reasons": list(answer.problem.reasons) if answer.problem is not None else [],
+        "workloads": [fit_json(result) for result in answer.workloads],
+        "ignored": [{"kind": i.kind, "name": i.name, "why": i.why} for i in answer.ignored],
+    }
+
+
 def fit_json(result: FitResult) -> dict[str, Any]:
-    """The answer for tools: plain JSON types, quantities as Kubernetes writes them."""
+    """The answer for one workload, for tools: plain JSON types, quantities as Kubernetes
+    writes them."""
     return {
         "file": result.file,
         "verdict": result.verdict,
         "admissible": result.admissible,
         "summary": result.summary,
-        "assumption": "empty-cluster",
+        "assumption": "empty-cluster" if result.usage is None else "snapshot",
         "workload": {"kind": result.kind, "name": result.name, "namespace": result.namespace}
         if result.kind
         else None,
+        "gang": result.gang,
+        "integration": result.integration,
         "cluster": result.cluster,
         "team": result.team,
         "purpose": result.purpose,
@@ -153,6 +194,7 @@ def fit_json(result: FitResult) -> dict[str, Any]:
                 "perPod": {r: amount(r, v) for r, v in ps.per_pod.items()},
                 "flavor": ps.flavor,
                 "borrows": ps.borrows,
+                "tried": ps.tried,
                 "reasons": list(ps.reasons),
             }
             for ps in result.pod_sets
@@ -189,8 +231,9 @@ def fit_json(result: FitResult) -> dict[str, Any]:
         "messageFrom": result.message_from,
         "reasons": list(result.reasons),
         "preemption": list(result.preemption),
+        "usage": None if result.usage is None else result.usage.to_json(),
         "notes": list(result.notes),
     }
 
 
-__all__ = ["fit_json", "fit_text"]
+__all__ = ["file_json", "file_text", "fit_json", "fit_text"]

@@ -1,0 +1,495 @@
+"""What `kubectl apply -f FILE` would create, as `gpuplane fit` reads it: every object of every
+document, the workloads among them, and which Kueue integration admits each on its cluster.
+
+kubectl reads a file as a stream of YAML documents and skips the empty ones (an empty,
+`null` or comment-only document is no object). An object with an `items` list is a List:
+kubectl's `FlattenListVisitor` (k8s.io/cli-runtime `pkg/resource/visitor.go`) replaces it by its
+items, Lists inside it included. Each object that makes pods is a workload and gets an answer;
+the rest (Services, ConfigMaps, PersistentVolumeClaims, a TrainJob's TrainingRuntime) are listed
+as ignored, with why.
+
+Kueue admits an object as one Workload only when the cluster's Kueue manages its kind
+(`renderer.model.integrations`, Kueue's `integrations.frameworks`). The pods of any other kind
+reach Kueue's pod webhook (`pkg/controller/jobs/pod/pod_webhook.go` `Default`): their owner is no
+job Kueue manages (`jobframework.FindAncestorJobManagedByKueue` finds none), the namespace is a
+managed one, LocalQueue defaulting gives them the `default` queue, and each pod is gated and
+admitted as a Workload of its own. fit then checks each pod set's pod on its own and says that
+nothing keeps the gang together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from renderer.commands.fit import readers
+from renderer.commands.fit.checker import Checker
+from renderer.commands.fit.podsets import FieldPath, PodSet, Unreadable, Workload, read_strings
+from renderer.commands.fit.result import (
+    ERROR,
+    FileFit,
+    FitResult,
+    Ignored,
+    Lender,
+    Quota,
+    worse,
+)
+from renderer.commands.fit.usage import Snapshot
+from renderer.findings.diagnostics import Location
+from renderer.inputs.source import Document
+from renderer.model import integrations
+from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.model.platform import Cluster, Platform
+
+MAX_OBJECTS = 100
+"""The most objects (List items included) fit reads from one file: a job file holds the job and
+the few objects it needs, not a whole cluster's worth."""
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+DEFAULT_RUNTIME_KIND = "ClusterTrainingRuntime"
+"""`TrainJob.spec.runtimeRef.kind`'s default (Kubeflow Trainer v2 `RuntimeRef`)."""
+
+ADMITTED_AS: dict[tuple[str, str], tuple[str, str]] = {
+    ("batch", "CronJob"): ("batch/v1", "Job"),
+    ("", "PodTemplate"): ("v1", "Pod"),
+}
+"""Kinds Kueue admits through what they stand for: a CronJob's runs are Jobs (the batch/job
+integration manages them), and fit reads a PodTemplate as the Pod it describes."""
+
+
+# --- the file's objects ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileObject:
+    """One object of the file, and where it is: its document, and its path in it (a List's
+    item is at `items[i]` of the List's document)."""
+
+    data: Any
+    document: Document
+    prefix: FieldPath = ()
+    moved: tuple[FieldPath, FieldPath] | None = None
+    """For an object fit builds from another (a RayCronJob's run): a path of `data` that
+    starts with the first is written in the file where the second is."""
+
+    def locate(self, path: FieldPath) -> Location:
+        if self.moved is not None and path[: len(self.moved[0])] == self.moved[0]:
+            path = (*self.moved[1], *path[len(self.moved[0]) :])
+        return self.document.locate((*self.prefix, *path))
+
+    @property
+    def api_version(self) -> str:
+        value = self.data.get("apiVersion") if isinstance(self.data, dict) else None
+        return value if isinstance(value, str) else ""
+
+    @property
+    def kind(self) -> str:
+        value = self.data.get("kind") if isinstance(self.data, dict) else None
+        return value if isinstance(value, str) else ""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        metadata = self.data.get("metadata") if isinstance(self.data, dict) else None
+        if isinstance(metadata, dict):
+            for key in ("name", "generateName"):
+                if isinstance(metadata.get(key), str) and metadata[key]:
+                    return str(metadata[key])
+        return "(unnamed)"
+
+    @property
+    def namespace(self) -> str | None:
+        metadata = self.data.get("metadata") if isinstance(self.data, dict) else None
+        value = metadata.get("namespace") if isinstance(metadata, dict) else None
+        return value if isinstance(value, str) and value else None
+
+
+class TooMany(Exception):
+    pass
+
+
+RAY_CRONJOB = ("ray.io", "RayCronJob")
+
+
+def run_of(obj: FileObject) -> FileObject | None:
+    """The object one run of a scheduled kind Kueue has no integration for creates, where Kueue
+    admits that one: a KubeRay RayCronJob's RayJob (`raycronjob_controller.go` `constructRayJob`:
+    the RayJob's spec is `spec.jobTemplate`; its labels are the controller's own, none of the
+    RayCronJob's). None for every other object."""
+    if (obj.group, obj.kind) != RAY_CRONJOB:
+        return None
+    spec = obj.data.get("spec")
+    template = spec.get("jobTemplate") if isinstance(spec, dict) else None
+    metadata: dict[str, Any] = {"name": f"{obj.name}-<run>"}
+    if obj.namespace:
+        metadata["namespace"] = obj.namespace
+    run = {"apiVersion": obj.api_version, "kind": "RayJob", "metadata": metadata, "spec": template}
+    return FileObject(run, obj.document, obj.prefix, (("spec",), ("spec", "jobTemplate")))
+
+
+def objects_of(documents: Iterable[Document]) -> list[FileObject]:
+    """Every object kubectl would create, in file order, Lists flattened; raises TooMany past
+    MAX_OBJECTS."""
+    found: list[FileObject] = []
+
+    def add(data: Any, document: Document, prefix: FieldPath) -> None:
+        items = data.get("items") if isinstance(data, dict) else None
+        if isinstance(items, list):
+            for index, item in enumerate(items):
+                add(item, document, (*prefix, "items", index))
+            return
+        if data is None:  # a List's null item
+            return
+        if len(found) >= MAX_OBJECTS:
+            raise TooMany
+        found.append(FileObject(data, document, prefix))
+
+    for document in documents:
+        add(document.data, document, ())
+    return found
+
+
+def _runtime_users(objects: Sequence[FileObject], namespace: str | None) -> dict[int, str]:
+    """Each TrainingRuntime or ClusterTrainingRuntime of the file a TrainJob of the file runs on
+    (`spec.runtimeRef`), by its index: the name of the first such TrainJob."""
+    users: dict[int, str] = {}
+    for job in objects:
+        if (job.group, job.kind) != (TRAINER_GROUP, "TrainJob"):
+            continue
+        spec = job.data.get("spec")
+        ref = spec.get("runtimeRef") if isinstance(spec, dict) else None
+        if not isinstance(ref, dict):
+            continue
+        ref_kind = ref.get("kind") or DEFAULT_RUNTIME_KIND
+        for index, runtime in enumerate(objects):
+            if (runtime.group, runtime.kind) != (TRAINER_GROUP, ref_kind) or index in users:
+                continue
+            same_namespace = ref_kind != "TrainingRuntime" or (
+                (runtime.namespace or namespace) == (job.namespace or namespace)
+            )
+            if runtime.name == ref.get("name") and same_namespace:
+                users[index] = job.name
+    return users
+
+
+# --- the answer for the file -----------------------------------------------------------------
+
+
+class FileChecker:
+    """Every workload of one file against one platform."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        display: str,
+        namespace: str | None = None,
+        cluster: str | None = None,
+        usage: Snapshot | None = None,
+    ) -> None:
+        self.platform = platform
+        self.display = display
+        self.namespace = namespace
+        self.cluster = cluster
+        self.usage = usage
+        """`fit --usage`: the cluster's usage now (renderer.commands.fit.usage)."""
+
+    def check(self, documents: Sequence[Document]) -> FileFit:
+        try:
+            objects = objects_of(documents)
+        except TooMany:
+            return self.problem(
+                "the file holds too many objects",
+                f"the file holds more than {MAX_OBJECTS} objects; fit reads a job file (the job "
+                "and the few objects it needs)",
+            )
+        runtimes = _runtime_users(objects, self.namespace)
+        workloads: list[FitResult] = []
+        ignored: list[Ignored] = []
+        for index, obj in enumerate(objects):
+            others = [o.data for o in objects if o is not obj]
+            if not isinstance(obj.data, dict) or not obj.api_version or not obj.kind:
+                ignored.append(
+                    Ignored(
+                        obj.kind,
+                        obj.name if isinstance(obj.data, dict) else "",
+                        f"{obj.locate(())}: not a Kubernetes object (no apiVersion and kind); "
+                        "kubectl apply refuses it",
+                    )
+                )
+            elif (run := run_of(obj)) is not None:
+                result = self.workload(run, others)
+                if isinstance(result, Ignored):
+                    ignored.append(dataclasses.replace(result, kind=obj.kind, name=obj.name))
+                else:
+                    workloads.append(self.one_run(obj, result))
+            elif index in runtimes:
+                ignored.append(
+                    Ignored(
+                        obj.kind, obj.name, f"used as the runtime of TrainJob {runtimes[index]}"
+                    )
+                )
+            elif not readers.is_workload(obj.api_version, obj.kind):
+                ignored.append(Ignored(obj.kind, obj.name, "not a workload"))
+            else:
+                result = self.workload(obj, others)
+                if isinstance(result, Ignored):
+                    ignored.append(result)
+                else:
+                    workloads.append(result)
+        if not workloads:
+            if not objects:
+                return self.problem("the file holds no object", "the file holds no object")
+            held = ", ".join(f"{i.kind or '?'} {i.name}".rstrip() for i in ignored)
+            why = [f"no workload in the file; it holds {held}"]
+            why.extend(f"{i.kind} {i.name}: {i.why}" for i in ignored if i.why != "not a workload")
+            return FileFit(
+                self.display,
+                (),
+                tuple(ignored),
+                FitResult(self.display, ERROR, "no workload in the file", reasons=tuple(why)),
+            )
+        return FileFit(self.display, tuple(workloads), tuple(ignored))
+
+    def one_run(self, obj: FileObject, result: FitResult) -> FitResult:
+        note = (
+            f"each run of the {obj.kind} is a RayJob of its own, created by KubeRay's RayCronJob "
+            "controller (its RayCronJob feature gate must be on) with none of the RayCronJob's "
+            "labels: fit checks one run"
+        )
+        return dataclasses.replace(
+            result, kind=obj.kind, name=obj.name, notes=_unique((note,), result.notes)
+        )
+
+    def checker(self, workload: Workload) -> Checker:
+        return Checker(self.platform, self.display, workload, self.usage)
+
+    def problem(self, summary: str, reason: str) -> FileFit:
+        return FileFit(
+            self.display, (), (), FitResult(self.display, ERROR, summary, reasons=(reason,))
+        )
+
+    # --- one workload ------------------------------------------------------------------------
+
+    def workload(self, obj: FileObject, others: Sequence[Any]) -> FitResult | Ignored:
+        parsed = readers.workload_from(obj.data, others)
+        cluster = self.cluster_of(obj.namespace)
+        if isinstance(parsed, Unreadable):
+            if not parsed.workload:
+                return Ignored(obj.kind, obj.name, parsed.reason)
+            return self.unreadable(obj, parsed, cluster)
+        if cluster is None or cluster.scheduler != "kueue":
+            # the checker says why (no team namespace, several clusters, not Kueue)
+            result = self.checker(parsed).run(self.namespace, self.cluster)
+            return dataclasses.replace(result, integration=None, gang=False)
+        framework = self.framework(cluster, parsed)
+        if framework is None:
+            return self.pod_by_pod(obj, parsed, cluster)
+        result = self.checker(parsed).run(self.namespace, self.cluster)
+        gang = (
+            bool(parsed.pod_sets)
+            and parsed.replica_unit != "pod"
+            and (framework != "pod" or readers.POD_GROUP_LABEL in _labels(obj.data, ("metadata",)))
+        )
+        return dataclasses.replace(result, integration=framework, gang=gang)
+
+    def cluster_of(self, object_namespace: str | None) -> Cluster | None:
+        """The cluster the workload's namespace is a team namespace on, when there is exactly
+        one (the checker explains every other case)."""
+        name = self.namespace or object_namespace
+        found = {
+            ns.cluster
+            for team in self.platform.teams.values()
+            for ns in team.namespaces
+            if ns.name == name and (self.cluster is None or ns.cluster == self.cluster)
+        }
+        if len(found) != 1:
+            return None
+        return self.platform.clusters.get(found.pop())
+
+    def framework(self, cluster: Cluster, workload: Workload) -> str | None:
+        """The Kueue framework that admits this workload as one Workload on the cluster, or
+        None when the cluster's Kueue does not manage its kind."""
+        group = workload.api_version.rpartition("/")[0]
+        api_version, kind = ADMITTED_AS.get(
+            (group, workload.kind), (workload.api_version, workload.kind)
+        )
+        if not integrations.manages(cluster, api_version, kind):
+            return None
+        found = integrations.integration_for(api_version, kind)
+        return found.framework if found is not None else None
+
+    def unreadable(self, obj: FileObject, parsed: Unreadable, cluster: Cluster | None) -> FitResult:
+        where = obj.locate(parsed.path) if parsed.path else None
+        prefix = f"{where}: " if where is not None and where.line > 0 else ""
+        reasons = [f"{prefix}{parsed.reason}"]
+        key = (obj.group, obj.kind)
+        summary = f"cannot read the {obj.kind or 'job'}"
+        integration: str | None = None
+        if key in readers.NO_INTEGRATION:
+            summary = f"fit cannot see the pods {obj.kind} creates"
+            if obj.group == readers.VOLCANO_GROUP and cluster and cluster.scheduler == "kueue":
+                summary = "this cluster runs Kueue, not Volcano"
+                reasons.insert(
+                    0,
+                    f"cluster {cluster.name} runs Kueue, not Volcano: it serves no "
+                    f"{readers.VOLCANO_GROUP} API, so the API server refuses the {obj.kind}",
+                )
+        elif key in readers.POD_BY_POD:
+            integration = "pod"
+        elif (found := integrations.integration_for(obj.api_version, obj.kind)) is not None:
+            integration = found.framework
+        return FitResult(
+            self.display,
+            ERROR,
+            summary,
+            kind=obj.kind,
+            name=obj.name,
+            namespace=self.namespace or obj.namespace,
+            cluster=cluster.name if cluster else None,
+            reasons=tuple(reasons),
+            integration=integration,
+        )
+
+    def pod_by_pod(self, obj: FileObject, workload: Workload, cluster: Cluster) -> FitResult:
+        """A kind the cluster's Kueue does not manage: each of its pods is a Pod Workload of its
+        own (the pod integration), so each pod set's pod is checked on its own, as many times
+        as the object makes such pods. Kueue sees these pods as the API server created them
+        (`from_pod`: its Pod defaulting and LimitRanger ran first)."""
+        shown = f"{workload.api_version} {workload.kind}"
+        not_managed = f"this cluster's Kueue does not manage {shown}"
+        why = _why_not_managed(cluster, workload)
+        if not integrations.manages(cluster, "v1", "Pod"):
+            return self.checker(workload).result(
+                ERROR,
+                not_managed,
+                cluster=cluster.name,
+                namespace=self.namespace or workload.namespace,
+                reasons=(
+                    f"{not_managed}{why}, and its pod integration is off: Kueue never sees the "
+                    "pods, so no queue holds them",
+                ),
+            )
+        subs: list[FitResult] = []
+        for ps in workload.pod_sets:
+            labels = _labels(obj.data, (*ps.path, "metadata"))
+            one = Workload(
+                api_version=workload.api_version,
+                kind=workload.kind,
+                name=workload.name,
+                namespace=workload.namespace,
+                queue_name=labels.get(QUEUE_LABEL) or None,
+                priority_class=labels.get(PRIORITY_LABEL) or None,
+                pod_sets=(dataclasses.replace(ps, count=1, min_count=None, from_pod=True),),
+                replicas=ps.count * workload.replicas,
+                replica_unit="pod",
+                notes=workload.notes,
+            )
+            subs.append(self.checker(one).run(self.namespace, self.cluster))
+        merged = _merge(workload.pod_sets, subs)
+        notes = (
+            f"{not_managed}{why}: Kueue's pod integration admits each of its pods on its own, as "
+            "a Pod; nothing keeps the gang together, so some pods may run while others wait",
+            *merged.notes,
+        )
+        return dataclasses.replace(
+            merged,
+            summary=f"{not_managed}; pod by pod: {merged.summary}",
+            notes=_unique(notes),
+            integration="pod",
+            gang=False,
+        )
+
+
+def _why_not_managed(cluster: Cluster, workload: Workload) -> str:
+    """Why Kueue does not manage the kind: another version of it, an integration that is off,
+    or none at all."""
+    group, _, version = workload.api_version.rpartition("/")
+    same_kind = [
+        i for i in integrations.KUEUE_INTEGRATIONS if (i.group, i.kind) == (group, workload.kind)
+    ]
+    if not same_kind:
+        return " (Kueue has no integration for it)"
+    integration = same_kind[0]
+    if integration.versions and version not in integration.versions:
+        return (
+            f" (Kueue's {integration.framework} integration is for "
+            f"{', '.join(f'{group}/{v}' for v in integration.versions)}, another API)"
+        )
+    if integration.framework not in integrations.enabled_frameworks(cluster):
+        return f" (its {integration.framework} integration is off)"
+    return ""
+
+
+def _merge(pod_sets: Sequence[PodSet], subs: Sequence[FitResult]) -> FitResult:
+    """One answer from the answers for each pod set's pods: the worst verdict, every pod set,
+    the quota they take together, and with `--usage` the usage now (the worst answer's)."""
+    if len(subs) == 1:
+        return subs[0]
+    base = subs[0]
+    for sub in subs[1:]:
+        if worse(sub.verdict, base.verdict):
+            base = sub
+    quotas: dict[tuple[str, str], Quota] = {}
+    for sub in subs:
+        for q in sub.quotas:
+            key = (q.flavor, q.resource)
+            before = quotas.get(key)
+            quotas[key] = (
+                q
+                if before is None
+                else dataclasses.replace(before, requested=before.requested + q.requested)
+            )
+    lenders: dict[Lender, None] = {}
+    for sub in subs:
+        lenders.update(dict.fromkeys(sub.lenders))
+    reasons: list[str] = []
+    for ps, sub in zip(pod_sets, subs, strict=True):
+        if not sub.admissible:
+            reasons.extend(f"pod set {ps.name}: {r}" for r in sub.reasons)
+    return dataclasses.replace(
+        base,
+        summary="; ".join(
+            f"{ps.name}: {sub.summary}" for ps, sub in zip(pod_sets, subs, strict=True)
+        ),
+        pod_sets=tuple(p for sub in subs for p in sub.pod_sets),
+        quotas=tuple(quotas.values()) if base.admissible else base.quotas,
+        lenders=tuple(lenders),
+        replicas=sum(sub.replicas for sub in subs),
+        admitted_replicas=sum(sub.admitted_replicas for sub in subs),
+        replica_unit="pod",
+        reasons=tuple(reasons) or base.reasons,
+        preemption=_unique(*(sub.preemption for sub in subs)),
+        usage=base.usage or next((sub.usage for sub in subs if sub.usage is not None), None),
+        notes=_unique(*(sub.notes for sub in subs)),
+        flavors_tried=_unique(*(sub.flavors_tried for sub in subs)),
+    )
+
+
+def _unique(*groups: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(item for group in groups for item in group))
+
+
+def _field(data: Any, path: FieldPath) -> Any:
+    node = data
+    for part in path:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return None
+    return node
+
+
+def _labels(data: Any, metadata: FieldPath) -> dict[str, str]:
+    labels = _field(data, (*metadata, "labels"))
+    return read_strings(labels, ()) if isinstance(labels, dict) else {}
+
+
+__all__ = ["MAX_OBJECTS", "FileChecker", "FileObject", "objects_of"]

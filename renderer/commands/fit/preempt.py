@@ -1,0 +1,532 @@
+"""Admission against the cluster's current usage (`fit --usage`): what a ClusterQueue can be
+admitted now, what the cohort lends now, and whom Kueue's preemptor would evict.
+
+The numbers are Kueue's, for the flat cohorts gpuplane renders (a Cohort without quota of its
+own, every ClusterQueue a child of it), from pkg/cache/scheduler/resource_node.go:
+
+- a ClusterQueue's `localQuota` is nominal - lendingLimit (nothing when no lending limit is
+  set): quota only it may use; the rest of its nominal quota is stored in the cohort;
+- the cohort's quota is the sum of what its ClusterQueues store there, its usage the sum of
+  their usage beyond their local quota (`accumulateFromChild`);
+- `available` (what `ClusterQueueSnapshot.Available` returns, floored at 0) is the unused
+  local quota plus the cohort's unused quota, the latter capped by what the ClusterQueue
+  stores in the cohort, minus what it uses there, plus its borrowing limit;
+- `PotentialAvailable` is the same with no usage at all: fit's empty-cluster maximum.
+
+A pod set fits a flavor now when its request, with the pod sets before it, is within
+`Available`; otherwise Kueue says `insufficient unused quota for <resource> in flavor <flavor>,
+<n> more needed` (`FlavorAssigner.fitsResourceQuota`, pkg/scheduler/flavorassigner/
+flavorassigner.go) and, with flavor fungibility's default `whenCanPreempt: TryNextFlavor`,
+tries the next flavor before it preempts.
+
+Preemption follows pkg/scheduler/preemption: the candidates (`Preemptor.findCandidates`) are
+the Workloads of the job's own ClusterQueue that its `withinClusterQueue` policy allows, and
+those of the cohort's other ClusterQueues that borrow on a contested flavor and resource and
+that its `reclaimWithinCohort` policy allows (`common.SatisfiesPreemptionPolicy`), ordered by
+`common.CandidatesOrdering` (other ClusterQueues first, then lower priority, then the most
+recently admitted). Classical preemption (`classicalPreemptions`, `classical/
+candidate_generator.go`, `hierarchical_preemption.go`) removes them in that order until the
+job fits, then puts back those it did not need (`fillBackWorkloads`); with fair sharing
+(`fairPreemptions`) a candidate of another ClusterQueue may be taken unconditionally only while
+the job's ClusterQueue stays within its nominal quota (`FairSharingPreemptWithinNominal`, on by
+default); beyond that Kueue compares dominant resource shares, which fit does not compute, and
+says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from renderer.commands.fit.result import amount
+from renderer.commands.fit.usage import (
+    CandidateNow,
+    FlavorResource,
+    Holder,
+    Pending,
+    ResourceNow,
+    Snapshot,
+    UsageReport,
+)
+from renderer.layers.queueing import kueue
+from renderer.model.admission import ClusterQueuePlan, Limits, limits_of
+
+ZERO = Decimal(0)
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+"""Kueue's preemption reasons (apis/kueue/v1beta2/workload_types.go)."""
+
+_HIERARCHICAL = "hierarchical"
+_WITHOUT_BORROWING = "without-borrowing"
+_WHILE_BORROWING = "while-borrowing"
+_WITHIN = "within"
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    holder: Holder
+    variant: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """Kueue's preemptor for one job: whom it may evict, whom it would, and whether enough."""
+
+    needs: tuple[FlavorResource, ...]
+    candidates: tuple[_Candidate, ...]
+    targets: tuple[str, ...]
+    frees_enough: bool
+    says: tuple[str, ...]
+
+
+def satisfies(policy: str, preemptor: int, candidate: int) -> bool:
+    """`common.SatisfiesPreemptionPolicy` for a job submitted now: it is newer than every
+    admitted Workload, so `LowerOrNewerEqualPriority` allows only lower priorities."""
+    if policy in ("LowerPriority", "LowerOrNewerEqualPriority"):
+        return preemptor > candidate
+    return policy == "Any"
+
+
+def _local(limits: Limits) -> Decimal:
+    """`resourceNode.localQuota`: nominal - lendingLimit, 0 without a lending limit."""
+    if limits.lending is None:
+        return ZERO
+    return max(ZERO, limits.nominal - limits.lending)
+
+
+class CohortNow:
+    """The job's cohort as the snapshot shows it: usage per ClusterQueue, Kueue's `Available`,
+    and the preemptor's choice."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        plan: ClusterQueuePlan,
+        cohort: Sequence[ClusterQueuePlan],
+        fair_sharing: bool,
+        elsewhere: Mapping[str, str],
+    ) -> None:
+        """`elsewhere`: the ClusterQueues gpuplane renders on other clusters, by cluster."""
+        self.snapshot = snapshot
+        self.plan = plan
+        self.fair_sharing = fair_sharing
+        self.policy = kueue.preemption(plan.queue, fair_sharing)
+        self.plans = {p.name: p for p in cohort}
+        cohort_name = plan.queue.name
+        self.foreign = {
+            q.name: q
+            for q in snapshot.queues.values()
+            if q.cohort == cohort_name and q.name not in self.plans
+        }
+        members = [*self.plans, *sorted(self.foreign)]
+        self.holders: dict[str, list[Holder]] = {m: [] for m in members}
+        self.notes: list[str] = []
+        ignored: dict[str, int] = {}
+        for h in snapshot.holders:
+            if h.cluster_queue in self.holders:
+                self.holders[h.cluster_queue].append(h)
+            elif h.cluster_queue in elsewhere:
+                ignored[f"{h.cluster_queue} (cluster {elsewhere[h.cluster_queue]})"] = (
+                    ignored.get(f"{h.cluster_queue} (cluster {elsewhere[h.cluster_queue]})", 0) + 1
+                )
+            elif h.cluster_queue not in snapshot.queues:
+                ignored[f"{h.cluster_queue} (not rendered by gpuplane)"] = (
+                    ignored.get(f"{h.cluster_queue} (not rendered by gpuplane)", 0) + 1
+                )
+        for queue, count in sorted(ignored.items()):
+            self.notes.append(
+                f"{count} Workload(s) of ClusterQueue {queue} ignored: not in cohort {cohort_name}"
+            )
+        for name in sorted(self.foreign):
+            self.notes.append(
+                f"ClusterQueue {name} of cohort {cohort_name} is not rendered by gpuplane: fit "
+                "takes its quota from the snapshot"
+            )
+        self.used: dict[str, dict[FlavorResource, Decimal]] = {}
+        self.source: dict[str, str] = {}
+        for member in members:
+            state = snapshot.queues.get(member)
+            if state is not None and state.reservation is not None:
+                self.used[member] = dict(state.reservation)
+                self.source[member] = "status.flavorsReservation"
+                summed = _sum(h.usage for h in self.holders[member])
+                if self.holders[member] and summed != {
+                    k: v for k, v in state.reservation.items() if v
+                }:
+                    self.notes.append(
+                        f"ClusterQueue {member}'s status.flavorsReservation differs from the sum "
+                        "of its Workloads in the snapshot: fit counts the ClusterQueue's status"
+                    )
+            else:
+                self.used[member] = _sum(h.usage for h in self.holders[member])
+                self.source[member] = "Workloads" if self.holders[member] else "none"
+        if not snapshot.queues and not snapshot.holders:
+            self.notes.append(
+                "the snapshot holds no ClusterQueue and no Workload holding quota: fit counts no "
+                "usage (the visibility API lists pending workloads only)"
+            )
+
+    # --- Kueue's numbers ----------------------------------------------------------------------
+
+    def limits(self, member: str, fr: FlavorResource) -> Limits:
+        plan = self.plans.get(member)
+        if plan is not None:
+            return limits_of(plan, fr[0], fr[1])
+        found = self.foreign[member].quotas.get(fr)
+        return found if found is not None else Limits(ZERO, None, None)
+
+    def usage(self, member: str, fr: FlavorResource) -> Decimal:
+        return self.used.get(member, {}).get(fr, ZERO)
+
+    def cohort_available(self, fr: FlavorResource) -> Decimal:
+        """The cohort's quota minus its usage (`available` at the root)."""
+        quota = ZERO
+        used = ZERO
+        for member in self.used:
+            limits = self.limits(member, fr)
+            local = _local(limits)
+            quota += limits.nominal - local
+            used += max(ZERO, self.usage(member, fr) - local)
+        return quota - used
+
+    def parent_available(self, fr: FlavorResource, member: str | None = None) -> Decimal:
+        """What the cohort can lend the ClusterQueue now, capped by its borrowing limit."""
+        member = member or self.plan.name
+        limits = self.limits(member, fr)
+        parent = self.cohort_available(fr)
+        if limits.borrowing is not None:
+            local = _local(limits)
+            stored = limits.nominal - local
+            used_there = max(ZERO, self.usage(member, fr) - local)
+            parent = min(stored - used_there + limits.borrowing, parent)
+        return parent
+
+    def available(self, flavor: str, resource: str) -> Decimal:
+        """`ClusterQueueSnapshot.Available` of the job's ClusterQueue."""
+        fr = (flavor, resource)
+        limits = self.limits(self.plan.name, fr)
+        local_free = max(ZERO, _local(limits) - self.usage(self.plan.name, fr))
+        return max(ZERO, local_free + self.parent_available(fr))
+
+    def own_usage(self, flavor: str, resource: str) -> Decimal:
+        return self.usage(self.plan.name, (flavor, resource))
+
+    def borrowing(self, member: str, needs: Iterable[FlavorResource]) -> bool:
+        return any(self.usage(member, fr) > self.limits(member, fr).nominal for fr in needs)
+
+    # --- the preemptor ------------------------------------------------------------------------
+
+    def preempt(
+        self, totals: Mapping[FlavorResource, Decimal], needs: set[FlavorResource], priority: int
+    ) -> Preemption:
+        """Whom Kueue would evict so that the job's `totals` fit, on the flavors and resources
+        that need it (`needs`)."""
+        ordered_needs = tuple(sorted(needs))
+        cq = self.plan.name
+        within = str(self.policy["withinClusterQueue"])
+        reclaim = str(self.policy["reclaimWithinCohort"])
+        borrow = self.policy.get("borrowWithinCohort", {}).get("policy")
+        can_while_borrowing = (borrow not in (None, "Never")) or (
+            self.fair_sharing and reclaim != "Never"
+        )
+        gate = [
+            fr
+            for fr in ordered_needs
+            if not (
+                self.limits(cq, fr).nominal >= totals[fr]
+                or self.usage(cq, fr) + totals[fr] <= self.limits(cq, fr).nominal
+                or can_while_borrowing
+            )
+        ]
+        if gate:
+            return Preemption(
+                ordered_needs, (), (), False,
+                (
+                    f"Kueue does not try to preempt: the job would borrow {gate[0][1]} on "
+                    f"{gate[0][0]} and ClusterQueue {cq} may not preempt while borrowing "
+                    "(no borrowWithinCohort); it waits for quota to free up",
+                ),
+            )  # fmt: skip
+        advantage = all(
+            self.usage(cq, fr) + v <= self.limits(cq, fr).nominal for fr, v in totals.items()
+        )
+        same: list[_Candidate] = []
+        others: list[_Candidate] = []
+        if within != "Never":
+            same = [
+                _Candidate(h, _WITHIN, IN_CLUSTER_QUEUE)
+                for h in self.holders.get(cq, [])
+                if satisfies(within, priority, h.priority) and _uses(h, needs)
+            ]
+        if reclaim != "Never":
+            for member, holders in self.holders.items():
+                if member == cq or not self.borrowing(member, needs):
+                    continue
+                for h in holders:
+                    if not (satisfies(reclaim, priority, h.priority) and _uses(h, needs)):
+                        continue
+                    others.append(self._classify(h, advantage, borrow, priority))
+        says: list[str] = []
+        if self.fair_sharing:
+            targets, fits = self._fair(totals, needs, sorted(same + others, key=self._order), says)
+        else:
+            targets, fits = self._classical(totals, needs, same, others, advantage, borrow)
+        candidates = tuple(sorted(same + others, key=self._order))
+        if not candidates:
+            says.append(self._nobody(within, reclaim, priority))
+        elif fits:
+            names = ", ".join(targets)
+            says.append(
+                f"Kueue's preemptor would evict {names}; the job is admitted once they stop"
+            )
+        elif not says:
+            says.append(
+                "evicting every candidate would not free enough: the job waits for quota held "
+                "by workloads it may not preempt"
+            )
+        return Preemption(ordered_needs, candidates, tuple(targets), fits, tuple(says))
+
+    def _classify(self, h: Holder, advantage: bool, borrow: object, priority: int) -> _Candidate:
+        """`classical.classifyPreemptionVariant` for a Workload of another ClusterQueue."""
+        if self.fair_sharing:
+            return _Candidate(h, _HIERARCHICAL, IN_COHORT_FAIR_SHARING)
+        if advantage:
+            return _Candidate(h, _HIERARCHICAL, IN_COHORT_RECLAMATION)
+        if borrow in (None, "Never") or h.priority >= priority:
+            return _Candidate(h, _WITHOUT_BORROWING, IN_COHORT_RECLAMATION)
+        return _Candidate(h, _WHILE_BORROWING, IN_COHORT_RECLAIM_WHILE_BORROWING)
+
+    def _order(self, c: _Candidate) -> tuple[bool, int, str, str]:
+        """`common.CandidatesOrdering`: other ClusterQueues first, lower priority first, the
+        most recently admitted first (a missing time counts as now), then by UID."""
+        since = c.holder.reserved_at or "9999"
+        inverted = "".join(chr(0x10FFFF - ord(ch)) for ch in since)
+        return (c.holder.cluster_queue == self.plan.name, c.holder.priority, inverted, c.holder.uid)
+
+    def _fits(self, totals: Mapping[FlavorResource, Decimal], allow_borrowing: bool) -> bool:
+        """`preemption.workloadFits`."""
+        for fr, v in totals.items():
+            if (
+                not allow_borrowing
+                and self.usage(self.plan.name, fr) + v > self.limits(self.plan.name, fr).nominal
+            ):
+                return False
+            if v > self.available(*fr):
+                return False
+        return True
+
+    def _remove(self, h: Holder, sign: int = -1) -> None:
+        used = self.used.setdefault(h.cluster_queue, {})
+        for fr, v in h.usage.items():
+            used[fr] = used.get(fr, ZERO) + sign * v
+
+    def _greedy(
+        self,
+        totals: Mapping[FlavorResource, Decimal],
+        needs: set[FlavorResource],
+        ordered: Sequence[_Candidate],
+        allow: bool,
+        valid: object,
+    ) -> tuple[list[_Candidate], bool]:
+        taken: list[_Candidate] = []
+        fits = False
+        for c in ordered:
+            if callable(valid) and not valid(c):
+                continue
+            self._remove(c.holder)
+            taken.append(c)
+            if self._fits(totals, allow):
+                fits = True
+                break
+        if fits:  # fillBackWorkloads: put back, newest choice last, what is not needed
+            for c in list(reversed(taken[:-1])):
+                self._remove(c.holder, +1)
+                if self._fits(totals, allow):
+                    taken.remove(c)
+                else:
+                    self._remove(c.holder)
+        for c in taken:
+            self._remove(c.holder, +1)
+        return taken, fits
+
+    def _classical(
+        self,
+        totals: Mapping[FlavorResource, Decimal],
+        needs: set[FlavorResource],
+        same: list[_Candidate],
+        others: list[_Candidate],
+        advantage: bool,
+        borrow: object,
+    ) -> tuple[list[str], bool]:
+        """`Preemptor.classicalPreemptions`."""
+        hierarchy = sorted((c for c in others if c.variant == _HIERARCHICAL), key=self._order)
+        by_priority = sorted((c for c in others if c.variant != _HIERARCHICAL), key=self._order)
+        ordered = [*hierarchy, *by_priority, *sorted(same, key=self._order)]
+        forbidden = borrow in (None, "Never")
+        under_nominal = all(
+            self.limits(self.plan.name, fr).nominal > self.usage(self.plan.name, fr) for fr in needs
+        )
+        if not others or (forbidden and not under_nominal):
+            attempts = [True]
+        elif forbidden and not hierarchy:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for allow in attempts:
+
+            def valid(c: _Candidate, allow: bool = allow) -> bool:
+                """`candidateIterator.candidateIsValid`."""
+                if c.holder.cluster_queue == self.plan.name:
+                    return True
+                if allow and c.variant == _WITHOUT_BORROWING:
+                    return False
+                return self.borrowing(c.holder.cluster_queue, needs)
+
+            taken, fits = self._greedy(totals, needs, ordered, allow, valid)
+            if fits:
+                return [c.holder.key for c in taken], True
+        return [], False
+
+    def _fair(
+        self,
+        totals: Mapping[FlavorResource, Decimal],
+        needs: set[FlavorResource],
+        ordered: Sequence[_Candidate],
+        says: list[str],
+    ) -> tuple[list[str], bool]:
+        """`Preemptor.fairPreemptions`, as far as it does not depend on shares."""
+        cq = self.plan.name
+        within_nominal = all(
+            self.usage(cq, fr) + totals.get(fr, ZERO) <= self.limits(cq, fr).nominal for fr in needs
+        )
+        shared = [c for c in ordered if c.holder.cluster_queue != cq]
+
+        def valid(c: _Candidate) -> bool:
+            return c.holder.cluster_queue == cq or within_nominal
+
+        taken, fits = self._greedy(totals, needs, ordered, True, valid)
+        if shared and not within_nominal:
+            says.append(
+                f"ClusterQueue {cq} would borrow: whether Kueue may evict workloads of other "
+                f"ClusterQueues of cohort {self.plan.queue.name} is decided by fair sharing's "
+                "dominant resource shares (LessThanOrEqualToFinalShare, LessThanInitialShare), "
+                "which fit does not compute; it counts only its own ClusterQueue's"
+            )
+        return ([c.holder.key for c in taken], fits)
+
+    def _nobody(self, within: str, reclaim: str, priority: int) -> str:
+        cq = self.plan.name
+        lower = any(h.priority < priority for h in self.holders.get(cq, []))
+        if within == "Never":
+            return f"no candidate: ClusterQueue {cq} never preempts within itself"
+        own = (
+            f"no Workload of {cq} below priority {priority} uses the contested quota"
+            if not lower
+            else f"no Workload of {cq} below priority {priority} holds the contested flavor"
+        )
+        cohort = (
+            "and reclaimWithinCohort is Never"
+            if reclaim == "Never"
+            else "and no other ClusterQueue of the cohort borrows it"
+        )
+        return f"no candidate: {own}, {cohort}"
+
+    # --- the report ---------------------------------------------------------------------------
+
+    def report(
+        self,
+        requested: Mapping[FlavorResource, Decimal],
+        preemption: Preemption | None,
+        pending: Sequence[Pending],
+    ) -> UsageReport:
+        cq = self.plan.name
+        resources = tuple(
+            ResourceNow(
+                flavor=fr[0],
+                resource=fr[1],
+                requested=amount(fr[1], v),
+                nominal=amount(fr[1], self.limits(cq, fr).nominal),
+                used=amount(fr[1], self.usage(cq, fr)),
+                cohort_available=amount(fr[1], max(ZERO, self.parent_available(fr))),
+                available=amount(fr[1], self.available(*fr)),
+            )
+            for fr, v in requested.items()
+        )
+        candidates: tuple[CandidateNow, ...] = ()
+        says: tuple[str, ...] = ()
+        frees: bool | None = None
+        if preemption is not None:
+            frees = preemption.frees_enough
+            says = preemption.says
+            candidates = tuple(
+                CandidateNow(
+                    c.holder.name,
+                    c.holder.namespace,
+                    c.holder.cluster_queue,
+                    c.holder.priority,
+                    {
+                        f"{r} on {f}": amount(r, v)
+                        for (f, r), v in sorted(c.holder.usage.items())
+                        if (f, r) in preemption.needs
+                    },
+                    c.reason,
+                    c.holder.key in preemption.targets,
+                )
+                for c in preemption.candidates
+            )
+        notes = [*self.notes]
+        if self.snapshot.skipped:
+            shown = "; ".join(self.snapshot.skipped[:5])
+            more = (
+                f" and {len(self.snapshot.skipped) - 5} more"
+                if len(self.snapshot.skipped) > 5
+                else ""
+            )
+            notes.append(f"skipped: {shown}{more}")
+        return UsageReport(
+            source=self.snapshot.source,
+            cluster_queue=cq,
+            usage_from=self.source.get(cq, "none"),
+            workloads=len(self.holders.get(cq, [])),
+            resources=resources,
+            candidates=candidates,
+            frees_enough=frees,
+            preemption=says,
+            queued_ahead=tuple(pending),
+            notes=tuple(notes),
+        )
+
+
+def _uses(h: Holder, needs: set[FlavorResource]) -> bool:
+    """`classical.WorkloadUsesResources`."""
+    return any(fr in needs for fr in h.usage)
+
+
+def _sum(usages: Iterable[Mapping[FlavorResource, Decimal]]) -> dict[FlavorResource, Decimal]:
+    out: dict[FlavorResource, Decimal] = {}
+    for usage in usages:
+        for fr, v in usage.items():
+            if v:
+                out[fr] = out.get(fr, ZERO) + v
+    return out
+
+
+def pending_ahead(snapshot: Snapshot, plan: ClusterQueuePlan, priority: int) -> tuple[Pending, ...]:
+    """The pending workloads of the job's ClusterQueue that Kueue's queue orders before it:
+    higher or equal priority (equal ones are older), as the ClusterQueue's heap orders by
+    priority, then creation time (`queue.Ordering`). The visibility API names no
+    ClusterQueue: the namespace finds it (each team namespace has one LocalQueue)."""
+    namespaces = {ns.name for ns in plan.namespaces}
+    return tuple(
+        sorted(
+            (p for p in snapshot.pending if p.namespace in namespaces and p.priority >= priority),
+            key=lambda p: (p.position, p.namespace, p.name),
+        )
+    )
+
+
+__all__ = ["CohortNow", "Preemption", "pending_ahead", "satisfies"]

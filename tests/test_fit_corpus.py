@@ -1,0 +1,400 @@
+"""`gpuplane fit` on real, unmodified upstream workloads, against expectations written from
+Kueue's source.
+
+`../shared/reference/workloads/` holds several dozen upstream manifests, byte for byte, with
+their sources in its SOURCES.md. `tests/fit_corpus/*.yaml` holds, for each file, what Kueue
+v0.19.2 does with it on the example platform's cluster prod-east (Kubernetes 1.36, so the
+priority policy is the mutating one): each workload's verdict, whether Kueue admits it as one
+gang, the integration, the ClusterQueue, each pod set's count, flavor and per-pod requests, and
+for `never` Kueue's message. Each entry names the Kueue (or upstream) source file and function
+that decides it; none was copied from fit's output. Failing cases are fit's to-do list. An
+entry's `kueue:` (Kueue's own verdict, where gpuplane's checks beyond Kueue change the answer)
+and `beyond:` (what those checks conclude) document the difference; the verdict compared is
+the one fit must give. For a `never` that comes from gpuplane's own checks rather than Kueue
+(an entry with `kueue:`, or `messageFrom: gpuplane`), the expected message may be fit's
+`message` or one of its `reasons`. A TrainJob whose runtime is not in the file (`runtime:
+not-in-file`) is expected as its trainer `node` job alone, with a note of fit's that names the
+runtime as not in the file.
+
+The upstream files are never copied into this repository: the tests read them beside the
+checkout (`REPO.parent / "shared"`) and skip where that folder is absent. Their git blob ids
+are checked against SOURCES.md first, so an expectation is known to be about the upstream file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from renderer.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+WORKLOADS = REPO.parent / "shared" / "reference" / "workloads"
+SOURCES = WORKLOADS / "SOURCES.md"
+CORPUS = REPO / "tests" / "fit_corpus"
+PLATFORM_PARTS = ("clusters", "pools", "queues", "teams", "gpuplane.yaml", "schemas")
+KUBERNETES_VERSION = "1.36"
+
+needs_shared = pytest.mark.skipif(
+    not SOURCES.is_file(), reason="../shared/reference/workloads is not beside this checkout"
+)
+
+
+# --- the expectations ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    corpus: str
+    """The expectations file (`batch.yaml`, `serving.yaml`)."""
+    file: str
+    """The workload file, relative to the corpus folder."""
+    entry: dict[str, Any]
+
+
+def _expectations() -> dict[str, tuple[str, dict[str, Any]]]:
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in sorted(CORPUS.glob("*.yaml")):
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        assert isinstance(loaded, dict), f"{path.name}: a mapping of file -> expectation"
+        for file, entry in loaded.items():
+            assert file not in found, f"{file} is expected both in {found[file][0]} and {path.name}"
+            found[str(file)] = (path.name, entry)
+    return found
+
+
+EXPECTED = _expectations()
+CASES = [Case(corpus, file, entry) for file, (corpus, entry) in EXPECTED.items()]
+
+
+def _sources() -> dict[str, str]:
+    """file -> git blob id, from the table of SOURCES.md."""
+    blobs: dict[str, str] = {}
+    for line in SOURCES.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and re.fullmatch(r"[0-9a-f]{40}", cells[5]):
+            blobs[cells[0]] = cells[5]
+    return blobs
+
+
+def _git_blob_id(path: Path) -> str:
+    """What `git hash-object FILE` prints."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+# --- quantities ---------------------------------------------------------------------------
+
+_SUFFIX = {
+    "": Fraction(1),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?)$")
+
+
+def quantity(value: object) -> Fraction:
+    """A Kubernetes quantity as an exact number (`500m`, `2Gi`, `8G`, `1e3`, 4)."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a quantity: {value!r}")
+    if isinstance(value, int | float):
+        return Fraction(str(value))
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise ValueError(f"not a quantity: {value!r}")
+    number, exponent, suffix = match.groups()
+    scale = Fraction(10) ** int(exponent) if exponent else _SUFFIX[suffix or ""]
+    return Fraction(number) * scale
+
+
+def test_quantities_compare_as_kubernetes_does() -> None:
+    assert quantity("500m") == quantity("0.5") == Fraction(1, 2)
+    assert quantity("2Gi") == quantity(2 * 2**30) == quantity("2048Mi")
+    assert quantity("8G") == quantity("8e9") != quantity("8Gi")
+    assert quantity(4) == quantity("4")
+    with pytest.raises(ValueError):
+        quantity("lots")
+
+
+# --- running fit --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example platform, both clusters at Kubernetes 1.36."""
+    root = tmp_path_factory.mktemp("platform")
+    for part in PLATFORM_PARTS:
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, root / part)
+        else:
+            shutil.copy2(source, root / part)
+    pattern = re.compile(r'^(\s*kubernetesVersion:\s*)"?[0-9.]+"?', re.M)
+    for cluster in sorted((root / "clusters").glob("*.yaml")):
+        text = cluster.read_text(encoding="utf-8")
+        changed, count = pattern.subn(rf'\g<1>"{KUBERNETES_VERSION}"', text)
+        assert count == 1, f"{cluster.name}: one kubernetesVersion expected"
+        cluster.write_text(changed, encoding="utf-8")
+    return root
+
+
+_FIT_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def run_fit(platform: Path, file: str, namespace: str) -> dict[str, Any]:
+    """fit's JSON for one corpus file (run once per file and namespace)."""
+    key = (file, namespace)
+    if key not in _FIT_CACHE:
+        args = ["-C", str(platform), "fit", str(WORKLOADS / file), "--namespace", namespace]
+        result = CliRunner().invoke(main, [*args, "--format", "json"], catch_exceptions=True)
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            f"fit crashed on {file}: {result.exception!r}\n{result.output}"
+        )
+        try:
+            answer = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            pytest.fail(
+                f"fit printed no JSON for {file} (exit {result.exit_code}):\n{result.output}"
+            )
+        assert isinstance(answer, dict), f"fit's JSON for {file} is not an object"
+        _FIT_CACHE[key] = answer
+    return _FIT_CACHE[key]
+
+
+def workloads_of(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-workload objects: `workloads` of the file's answer (one job's answer, before
+    the multi-document shape, counts as a file of one workload)."""
+    listed = answer.get("workloads")
+    if isinstance(listed, list):
+        return [w for w in listed if isinstance(w, dict)]
+    return [answer]
+
+
+def _object_of(workload: dict[str, Any]) -> tuple[str, str]:
+    identity = workload.get("workload") or {}
+    return str(identity.get("kind") or ""), str(identity.get("name") or "")
+
+
+def _same_object(expected: str, workload: dict[str, Any]) -> bool:
+    kind, _, name = expected.partition(" ")
+    got_kind, got_name = _object_of(workload)
+    if got_kind != kind:
+        return False
+    if name.endswith("-"):  # generateName: fit may keep the prefix or add a suffix
+        return got_name == name or got_name.startswith(name) or got_name == ""
+    return got_name == name
+
+
+def _ignored_of(answer: dict[str, Any]) -> list[str]:
+    return sorted(
+        f"{i.get('kind')} {i.get('name')}"
+        for i in answer.get("ignored") or []
+        if isinstance(i, dict)
+    )
+
+
+def _pod_sets_of(workload: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(ps.get("name")): ps for ps in workload.get("podSets") or [] if isinstance(ps, dict)}
+
+
+def _nonzero(requests: dict[str, Any]) -> dict[str, Fraction]:
+    return {k: quantity(v) for k, v in requests.items() if quantity(v) != 0}
+
+
+def _messages(workload: dict[str, Any]) -> str:
+    return str(workload.get("message") or "")
+
+
+def _reasons(workload: dict[str, Any]) -> list[str]:
+    return [str(r) for r in workload.get("reasons") or [] if r]
+
+
+def _notes(workload: dict[str, Any]) -> list[str]:
+    return [str(n) for n in workload.get("notes") or [] if n]
+
+
+def _from_gpuplane(want: dict[str, Any]) -> bool:
+    """A `never` that gpuplane's own checks decide (Kueue alone would answer otherwise, or the
+    platform refuses the object before Kueue sees it)."""
+    return "kueue" in want or want.get("messageFrom") == "gpuplane"
+
+
+def _runtime_name(file: str, want: dict[str, Any]) -> str:
+    """spec.runtimeRef.name of the TrainJob `want` names, read from the upstream file."""
+    kind, _, name = str(want["object"]).partition(" ")
+    text = (WORKLOADS / file).read_text(encoding="utf-8")
+    for document in yaml.safe_load_all(text):
+        if not isinstance(document, dict) or document.get("kind") != kind:
+            continue
+        metadata = document.get("metadata") or {}
+        if name not in (metadata.get("name"), metadata.get("generateName")):
+            continue
+        ref = (document.get("spec") or {}).get("runtimeRef") or {}
+        if ref.get("name"):
+            return str(ref["name"])
+    raise AssertionError(f"{file}: {want['object']} has no spec.runtimeRef.name")
+
+
+# --- the tests ----------------------------------------------------------------------------
+
+
+@needs_shared
+def test_the_corpus_is_the_upstream_files_byte_for_byte() -> None:
+    blobs = _sources()
+    assert blobs, "SOURCES.md lists no file with a blob id"
+    wrong = {
+        file: (_git_blob_id(WORKLOADS / file), blob)
+        for file, blob in blobs.items()
+        if not (WORKLOADS / file).is_file() or _git_blob_id(WORKLOADS / file) != blob
+    }
+    assert not wrong, f"files that are not the upstream blob (got, SOURCES.md): {wrong}"
+
+
+@needs_shared
+def test_every_corpus_file_has_an_expectation() -> None:
+    on_disk = sorted(
+        str(p.relative_to(WORKLOADS)) for p in WORKLOADS.rglob("*") if p.is_file() and p != SOURCES
+    )
+    missing = [f for f in on_disk if f not in EXPECTED]
+    unknown = [f for f in EXPECTED if f not in on_disk]
+    unsourced = [f for f in on_disk if f not in _sources()]
+    assert not missing, f"corpus files without an expectation in tests/fit_corpus: {missing}"
+    assert not unknown, f"expectations for files the corpus does not have: {unknown}"
+    assert not unsourced, f"corpus files SOURCES.md does not list: {unsourced}"
+
+
+def test_every_expectation_is_complete() -> None:
+    """The expectations themselves: the keys the format allows, a reason for each workload."""
+    workload_keys = {
+        "object", "verdict", "gang", "integration", "clusterQueue", "podSets", "message", "why",
+        "kueue", "beyond", "messageFrom", "runtime",
+    }  # fmt: skip
+    pod_set_keys = {"count", "flavor", "borrows", "perPod"}
+    for case in CASES:
+        entry = case.entry
+        assert set(entry) <= {"namespace", "workloads", "ignored"}, case.file
+        assert entry.get("namespace") in {"llm-train", "llm-serve", "llm-notebooks"}, case.file
+        for workload in entry.get("workloads") or []:
+            assert set(workload) <= workload_keys, (case.file, set(workload) - workload_keys)
+            assert re.fullmatch(r"[A-Za-z]+ \S+", str(workload.get("object"))), case.file
+            assert workload.get("verdict") in {"fits", "borrows", "never", "error"}, case.file
+            assert str(workload.get("why") or "").strip(), f"{case.file}: no why"
+            if workload["verdict"] == "never":
+                assert workload.get("message"), f"{case.file}: a never without Kueue's message"
+            if "kueue" in workload:  # Kueue's own answer where gpuplane's checks change it
+                assert workload["kueue"].get("verdict") in {"fits", "borrows", "never"}, case.file
+            if "messageFrom" in workload:
+                assert workload["messageFrom"] == "gpuplane", (case.file, workload["messageFrom"])
+            if "runtime" in workload:
+                assert workload["runtime"] == "not-in-file", (case.file, workload["runtime"])
+                assert str(workload["object"]).startswith("TrainJob "), case.file
+                _runtime_name(case.file, workload)
+            for name, pod_set in (workload.get("podSets") or {}).items():
+                assert set(pod_set) <= pod_set_keys, (case.file, name, set(pod_set))
+                assert isinstance(pod_set.get("count"), int), (case.file, name)
+                for value in (pod_set.get("perPod") or {}).values():
+                    quantity(value)
+        assert entry.get("workloads") or entry.get("ignored"), f"{case.file}: nothing expected"
+
+
+@needs_shared
+@pytest.mark.parametrize("case", CASES, ids=[c.file for c in CASES])
+def test_fit_agrees_with_kueue(case: Case, platform: Path) -> None:
+    answer = run_fit(platform, case.file, case.entry["namespace"])
+    got = workloads_of(answer)
+    problems: list[str] = []
+    expected_workloads = case.entry.get("workloads") or []
+    if len(got) != len(expected_workloads):
+        problems.append(
+            f"{len(got)} workload(s) {[' '.join(_object_of(w)) for w in got]}, "
+            f"expected {[w['object'] for w in expected_workloads]}"
+        )
+    for want in expected_workloads:
+        matches = [w for w in got if _same_object(want["object"], w)]
+        if not matches:
+            problems.append(f"{want['object']}: not among fit's workloads")
+            continue
+        problems.extend(_compare(want, matches[0]))
+        if want.get("runtime") == "not-in-file":
+            problems.extend(_runtime_noted(case.file, want, matches[0]))
+    want_ignored = sorted(case.entry.get("ignored") or [])
+    got_ignored = _ignored_of(answer)
+    if got_ignored != want_ignored:
+        problems.append(f"ignored {got_ignored}, expected {want_ignored}")
+    assert not problems, f"{case.file}:\n  " + "\n  ".join(problems)
+
+
+def _runtime_noted(file: str, want: dict[str, Any], got: dict[str, Any]) -> Iterator[str]:
+    """fit must say that the TrainJob's runtime is not in the file (and so that it counts only
+    the trainer `node` job)."""
+    runtime = _runtime_name(file, want)
+    noted = [n for n in _notes(got) if runtime in n and "not in the file" in n.lower()]
+    if not noted:
+        yield (
+            f"{want['object']}: no note says that runtime {runtime} is not in the file "
+            f"(notes: {_notes(got)!r})"
+        )
+
+
+def _compare(want: dict[str, Any], got: dict[str, Any]) -> Iterator[str]:
+    label = want["object"]
+    for key in ("verdict", "gang", "integration", "clusterQueue"):
+        if key in want and got.get(key) != want[key]:
+            yield f"{label}: {key} {got.get(key)!r}, expected {want[key]!r}"
+    if want["verdict"] == "never" and want.get("message"):
+        needles = want["message"] if isinstance(want["message"], list) else [want["message"]]
+        text = _messages(got)
+        # gpuplane's own checks may put the fact among the reasons, beside Kueue's message
+        texts = [text, *_reasons(got)] if _from_gpuplane(want) else [text]
+        for needle in needles:
+            if not any(needle in t for t in texts):
+                where = "message or reasons" if len(texts) > 1 else "message"
+                yield f"{label}: {where} {texts!r} lacks {needle!r}"
+    want_sets = want.get("podSets") or {}
+    if not want_sets:
+        return
+    got_sets = _pod_sets_of(got)
+    if list(got_sets) != list(want_sets):
+        yield f"{label}: pod sets {list(got_sets)}, expected {list(want_sets)} (in Kueue's order)"
+    for name, want_set in want_sets.items():
+        got_set = got_sets.get(name)
+        if got_set is None:
+            continue
+        if got_set.get("count") != want_set["count"]:
+            yield f"{label} {name}: count {got_set.get('count')}, expected {want_set['count']}"
+        if "flavor" in want_set and got_set.get("flavor") != want_set["flavor"]:
+            yield f"{label} {name}: flavor {got_set.get('flavor')!r}, expected {want_set['flavor']!r}"
+        if "borrows" in want_set and got_set.get("borrows") != want_set["borrows"]:
+            yield f"{label} {name}: borrows {got_set.get('borrows')!r}, expected {want_set['borrows']!r}"
+        if "perPod" in want_set:
+            try:
+                have = _nonzero(dict(got_set.get("perPod") or {}))
+            except ValueError as error:
+                yield f"{label} {name}: perPod {got_set.get('perPod')!r}: {error}"
+                continue
+            need = _nonzero(want_set["perPod"])
+            if have != need:
+                shown = {k: str(v) for k, v in got_set.get("perPod", {}).items()}
+                yield f"{label} {name}: perPod {shown}, expected {want_set['perPod']}"

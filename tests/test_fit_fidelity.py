@@ -1,0 +1,401 @@
+"""`gpuplane fit` where it used to disagree with Kueue, the API server, KubeRay and the nodes.
+
+Each expectation comes from the upstream source named in its docstring (Kueue v0.19.2,
+KubeRay v1.7.0, the NVIDIA device plugin's GPU Feature Discovery) and from the example
+platform's own inputs (teams/*.yaml, pools/*.yaml), never from fit's output.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from renderer.commands.fit.load import check_file, check_fit
+from renderer.commands.fit.result import NEVER, FitResult
+from renderer.commands.fit.text import file_json, fit_json, fit_text
+from renderer.commands.fit.usage import read_snapshot
+from renderer.layers.tenancy import DEFAULT_CONTAINER
+from renderer.model import quantity
+from renderer.model.platform import Platform
+from renderer.pipeline import load_platform
+from tests.conftest import REPO
+
+PRIORITY = "kueue.x-k8s.io/priority-class: prod-standard"
+"""prod-east runs Kubernetes 1.33: the priority policy requires the label (docs/fit.md)."""
+
+
+@pytest.fixture(scope="module")
+def example() -> Platform:
+    loaded = load_platform(REPO)
+    assert not loaded.diagnostics
+    return loaded.platform
+
+
+def run(platform: Platform, tmp_path: Path, text: str, **options: object) -> FitResult:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    result = check_fit(platform, path, **options)  # type: ignore[arg-type]
+    json.dumps(fit_json(result))
+    assert fit_text(result).endswith("\n")
+    return result
+
+
+def job(namespace: str, container: str, *, labels: str = PRIORITY, parallelism: int = 1) -> str:
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata:
+  name: probe
+  namespace: {namespace}
+  labels: {{{labels}}}
+spec:
+  parallelism: {parallelism}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - {container}
+"""
+
+
+def deployment(pod_spec: str, *, namespace: str = "recsys-serve") -> str:
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: {namespace}
+  labels: {{kueue.x-k8s.io/priority-class: prod-production}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+{pod_spec}      containers:
+        - name: c
+          image: registry.example.com/recsys/x:1
+          resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+
+
+def default_request(platform: Platform, team: str, resource: str) -> Decimal:
+    """The namespace LimitRange's defaultRequest (tenancy layer), from the team file."""
+    return quantity.parse({**DEFAULT_CONTAINER, **platform.teams[team].defaults}[resource])
+
+
+# --- pod sets are always listed ------------------------------------------------------------
+
+
+def test_pod_sets_are_listed_when_the_local_queue_does_not_exist(
+    example: Platform, tmp_path: Path
+) -> None:
+    """Kueue makes the Workload, with its pod sets, and marks it inadmissible: "LocalQueue
+    research doesn't exist" (`getQueueBlocker`). No flavor was tried."""
+    text = job(
+        "vision-train",
+        "{name: c, image: 'registry.example.com/vision/x:1', resources: {limits: {nvidia.com/gpu: 1}}}",
+        labels=f"{PRIORITY}, kueue.x-k8s.io/queue-name: research",
+        parallelism=2,
+    )
+    result = run(example, tmp_path, text)
+    assert (result.verdict, result.message) == (NEVER, "LocalQueue research doesn't exist")
+    (main,) = result.pod_sets
+    assert (main.name, main.count, main.flavor, main.tried) == ("main", 2, None, False)
+    # requests after Kueue's AdjustResources: the LimitRange's defaultRequest, the gpu limit
+    assert main.per_pod == {
+        "cpu": default_request(example, "vision", "cpu"),
+        "memory": default_request(example, "vision", "memory"),
+        "nvidia.com/gpu": 1,
+    }
+    assert "-> not assigned" in fit_text(result)
+    assert "assumes an empty cluster" not in fit_text(result)  # no quota was looked at
+    assert fit_json(result)["podSets"][0]["tried"] is False
+
+
+def test_pod_sets_are_listed_when_kueues_webhook_refuses(example: Platform, tmp_path: Path) -> None:
+    """`RayJobWebhook.validateCreate` refuses a RayJob that does not shut its cluster down;
+    the answer still lists the pod sets `RayJob.PodSets` would give: head, the worker group,
+    the default submitter (K8sJobMode)."""
+    text = """apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: r
+  namespace: speech-train
+  labels: {kueue.x-k8s.io/priority-class: prod-standard}
+spec:
+  entrypoint: python x.py
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: head, image: 'registry.example.com/speech/ray:1'}]
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 2
+        template:
+          spec:
+            containers:
+              - {name: w, image: 'registry.example.com/speech/ray:1', resources: {limits: {nvidia.com/gpu: 1}}}
+"""
+    result = run(example, tmp_path, text)
+    assert (result.verdict, result.message_from) == (NEVER, "Kueue's webhook")
+    assert result.message is not None and "shutdownAfterJobFinishes" in result.message
+    assert [(ps.name, ps.count, ps.tried) for ps in result.pod_sets] == [
+        ("head", 1, False),
+        ("gpu", 2, False),
+        ("submitter", 1, False),
+    ]
+
+
+def test_pod_sets_are_listed_when_requests_exceed_limits(example: Platform, tmp_path: Path) -> None:
+    """The LimitRange's defaultRequest fills the missing memory request above the container's
+    own limit; Kueue's `ValidateResources` then refuses the Workload (Misconfigured), whose pod
+    sets are still there."""
+    memory = default_request(example, "vision", "memory")
+    limit = quantity.go_string(memory / 2, binary=True)
+    container = (
+        "{name: c, image: 'registry.example.com/vision/x:1', "
+        f"resources: {{limits: {{memory: {limit}}}}}}}"
+    )
+    result = run(example, tmp_path, job("vision-train", container))
+    assert result.verdict == NEVER
+    assert result.message == (
+        "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid "
+        'value: ["memory"]: requests must not exceed its limits'
+    )
+    (main,) = result.pod_sets
+    assert (main.name, main.flavor, main.tried) == ("main", None, False)
+    assert main.per_pod["memory"] == memory
+
+
+# --- Kueue stops at the first pod set that fails -------------------------------------------
+
+
+def test_kueue_names_only_the_first_pod_set_that_fails(example: Platform, tmp_path: Path) -> None:
+    """`FlavorAssigner.assignFlavors` returns at the first pod set no flavor can hold
+    (`atLeastOnePodsAssignmentFailed`): a PyTorchJob whose Master asks for a MIG profile no
+    pool offers gets a message about pod set master only, and worker is not tried."""
+    assert not any("7g.80gb" in p.mig_layout for p in example.pools.values())
+    text = """apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: pt
+  namespace: vision-train
+  labels: {kueue.x-k8s.io/priority-class: prod-standard}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        metadata:
+          annotations: {kueue.x-k8s.io/podset-preferred-topology: topology.gpuplane.dev/block}
+        spec:
+          containers:
+            - {name: pytorch, image: 'registry.example.com/vision/x:1', resources: {limits: {nvidia.com/mig-7g.80gb: 1}}}
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {kueue.x-k8s.io/podset-preferred-topology: topology.gpuplane.dev/block}
+        spec:
+          containers:
+            - {name: pytorch, image: 'registry.example.com/vision/x:1', resources: {limits: {nvidia.com/mig-7g.80gb: 1}}}
+"""
+    result = run(example, tmp_path, text)
+    assert result.verdict == NEVER
+    assert result.message == (
+        "couldn't assign flavors to pod set master: resource nvidia.com/mig-7g.80gb "
+        "unavailable in ClusterQueue"
+    )
+    assert [(ps.name, ps.tried) for ps in result.pod_sets] == [("master", True), ("worker", False)]
+    assert any("did not try pod set worker" in n for n in result.notes)
+
+
+# --- exact quantities ----------------------------------------------------------------------
+
+
+def test_amounts_are_exact(example: Platform, tmp_path: Path) -> None:
+    """8G of memory is 8·10⁹ bytes: not 7629Mi. JSON `perPod` and the text keep it exact."""
+    container = (
+        "{name: c, image: 'registry.example.com/vision/x:1', resources: "
+        "{requests: {cpu: 1500m, memory: 8G}, limits: {nvidia.com/gpu: 1, memory: 144G}}}"
+    )
+    result = run(example, tmp_path, job("vision-train", container))
+    (main,) = result.pod_sets
+    assert main.per_pod["memory"] == 8 * 10**9
+    per_pod = fit_json(result)["podSets"][0]["perPod"]
+    assert (per_pod["memory"], per_pod["cpu"]) == ("8G", "1500m")
+    assert quantity.parse(per_pod["memory"]) == 8 * 10**9
+    assert "memory: 8G" in fit_text(result)
+
+
+# --- a RayJob on an existing cluster -------------------------------------------------------
+
+
+def test_a_rayjob_with_a_cluster_selector_never_runs(example: Platform, tmp_path: Path) -> None:
+    """Kueue's webhook defaults the LocalQueue and suspends the RayJob (`Default`,
+    `ApplyDefaultForSuspend`), validation lets it pass, and no Workload is made for it; KubeRay
+    v1.7.0's `ValidateRayJobSpec` then fails a suspended ClusterSelector RayJob."""
+    text = """apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: on-existing
+  namespace: speech-train
+  labels: {kueue.x-k8s.io/priority-class: prod-standard}
+spec:
+  entrypoint: python -c "print(1)"
+  clusterSelector: {ray.io/cluster: shared}
+"""
+    path = tmp_path / "rayjob.yaml"
+    path.write_text(text)
+    answer = check_file(example, path)
+    (result,) = answer.workloads
+    assert not answer.ignored
+    assert (result.verdict, result.message_from) == (NEVER, "KubeRay")
+    assert result.message == (
+        "The RayJob spec is invalid: the ClusterSelector mode doesn't support the suspend operation"
+    )
+    assert (result.integration, result.gang, result.pod_sets) == ("ray.io/rayjob", False, ())
+    assert "it makes no Workload for this object" in fit_text(result)
+    assert file_json(answer)["admissible"] is False
+
+
+# --- gpuplane's own nevers say why in `message` --------------------------------------------
+
+
+def test_the_device_plugins_refusal_is_the_message(example: Platform) -> None:
+    """Two time-sliced GPUs in one pod: the device plugin refuses it on the node
+    (failRequestsGreaterThanOne), whatever Kueue admitted."""
+    pool = example.pools["l40s-infer"]
+    assert pool.sharing == "time-slicing"
+    result = check_fit(example, REPO / "tests/cases/fit/shared-gpu-two-replicas.yaml")
+    assert (result.verdict, result.message_from) == (NEVER, "gpuplane")
+    assert result.message is not None and "failRequestsGreaterThanOne" in result.message
+    assert any("Kueue alone admits it to flavor l40s-infer" in n for n in result.notes)
+
+
+def test_a_pod_larger_than_a_node_of_a_pool_without_topology(
+    example: Platform, tmp_path: Path
+) -> None:
+    """l40s-infer names no Topology, so Kueue does not look at its nodes: it admits a pod with
+    more CPUs than a node has; gpuplane's check says no node can run it."""
+    pool = example.pools["l40s-infer"]
+    assert pool.host_cpus is not None and not pool.topology_peer
+    cpus = pool.host_cpus + 1
+    text = deployment("").replace(
+        "resources: {limits: {nvidia.com/gpu: 1}}",
+        f'resources: {{requests: {{cpu: "{cpus}"}}, limits: {{nvidia.com/gpu: 1}}}}',
+    )
+    result = run(example, tmp_path, text)
+    assert (result.verdict, result.message_from) == (NEVER, "gpuplane")
+    assert result.message == (
+        f"a pod of pod set main requests {cpus} cpu, but a node of pool l40s-infer has "
+        f"{pool.host_cpus}"
+    )
+    assert result.pod_sets[0].flavor == "l40s-infer"  # Kueue's own answer
+
+
+# --- node labels no node carries -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("selector", "runs"),
+    [
+        ("nvidia.com/gpu.product: Tesla-T4-SHARED", False),  # another GPU model
+        ("nvidia.com/gpu.sharing-strategy: mps", False),  # the pool time-slices
+        ("nvidia.com/gpu.sharing-strategy: time-slicing", True),
+        ("nvidia.com/gpu.product: NVIDIA-L40S-SHARED", True),  # GFD's name on a shared pool
+        ("nvidia.com/gpu.product: NVIDIA-L40S", False),  # GFD adds -SHARED there
+        ("node-type: inference", False),  # an unprefixed label the pool file does not declare
+    ],
+)
+def test_node_labels_no_node_of_the_pool_carries(
+    example: Platform, tmp_path: Path, selector: str, runs: bool
+) -> None:
+    """A flavor without a Topology matches only its own label keys (Kueue's `flavorSelector`),
+    so Kueue admits the pod; GPU Feature Discovery labels l40s-infer's time-sliced nodes
+    `nvidia.com/gpu.sharing-strategy: time-slicing` and suffixes the product with `-SHARED`
+    (renameByDefault false), so a pod asking for other values never starts."""
+    pool = example.pools["l40s-infer"]
+    assert (pool.sharing, pool.rename_by_default, pool.accelerator) == (
+        "time-slicing",
+        False,
+        "l40s",
+    )
+    result = run(example, tmp_path, deployment(f"      nodeSelector: {{{selector}}}\n"))
+    assert result.pod_sets[0].flavor == "l40s-infer"  # Kueue admits it either way
+    if runs:
+        assert result.verdict in ("fits", "borrows"), result.reasons
+        return
+    assert (result.verdict, result.message_from) == (NEVER, "gpuplane")
+    key, _, value = selector.partition(": ")
+    assert result.message is not None
+    assert f"nodeSelector asks for {key}={value}, which no node of pool l40s-infer" in (
+        result.message
+    )
+    assert any(n.startswith("Kueue admits pod set main to flavor l40s-infer") for n in result.notes)
+
+
+def test_a_required_affinity_no_node_matches(example: Platform, tmp_path: Path) -> None:
+    affinity = (
+        "      affinity:\n        nodeAffinity:\n"
+        "          requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "            nodeSelectorTerms:\n"
+        "              - matchExpressions:\n"
+        "                  - {key: nvidia.com/gpu.sharing-strategy, operator: In, values: [mps]}\n"
+    )
+    result = run(example, tmp_path, deployment(affinity))
+    assert (result.verdict, result.message_from) == (NEVER, "gpuplane")
+    assert result.message is not None and "required node affinity matches no node" in result.message
+
+
+# --- pods Kueue does not manage as a job ---------------------------------------------------
+
+
+MPI_V1 = """apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata:
+  name: mpi
+  namespace: vision-train
+spec:
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        metadata: {labels: {kueue.x-k8s.io/priority-class: prod-standard}}
+        spec:
+          containers:
+            - {name: mpi, image: 'registry.example.com/vision/x:1', resources: {limits: {cpu: 3, memory: 6Gi}}}
+    Worker:
+      replicas: 2
+      template:
+        metadata: {labels: {kueue.x-k8s.io/priority-class: prod-standard}}
+        spec:
+          containers:
+            - {name: mpi, image: 'registry.example.com/vision/x:1', resources: {limits: {cpu: 5, memory: 10Gi}}}
+"""
+
+
+def test_a_v1_mpijobs_pods_are_the_api_servers(example: Platform, tmp_path: Path) -> None:
+    """Kueue's MPIJob integration is v2beta1 only, so the training operator's pods reach the
+    pod integration as the API server stored them: `SetDefaults_Pod` copied their limits to
+    the missing requests before the LimitRanger's defaultRequest could apply."""
+    assert default_request(example, "vision", "cpu") not in (3, 5)
+    result = run(example, tmp_path, MPI_V1)
+    assert (result.integration, result.gang) == ("pod", False)
+    assert [(ps.name, ps.count, dict(ps.per_pod)) for ps in result.pod_sets] == [
+        ("launcher", 1, {"cpu": Decimal(3), "memory": Decimal(6 * 2**30)}),
+        ("worker", 1, {"cpu": Decimal(5), "memory": Decimal(10 * 2**30)}),
+    ]
+    assert (result.replicas, result.replica_unit) == (3, "pod")
+
+
+def test_pod_by_pod_answers_keep_the_usage_now(example: Platform, tmp_path: Path) -> None:
+    """With --usage every answer has its `usage`, a merged pod-by-pod one too."""
+    snapshot = tmp_path / "usage.json"
+    snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    result = run(example, tmp_path, MPI_V1, usage=read_snapshot([snapshot]))
+    assert result.usage is not None
+    assert fit_json(result)["assumption"] == "snapshot"
