@@ -399,3 +399,32 @@ def test_pod_by_pod_answers_keep_the_usage_now(example: Platform, tmp_path: Path
     result = run(example, tmp_path, MPI_V1, usage=read_snapshot([snapshot]))
     assert result.usage is not None
     assert fit_json(result)["assumption"] == "snapshot"
+
+
+def test_a_priority_label_only_on_the_pod_template_does_not_count(
+    example: Platform, tmp_path: Path
+) -> None:
+    """Kueue reads the priority of the object it makes the Workload of
+    (`jobframework.WorkloadPriorityClassName(job.Object())`, the Job's own labels), and the
+    rendered ValidatingAdmissionPolicy reads `object.metadata.labels`: a label on the Job's pod
+    template is neither's, so on prod-east (1.33) the Job is refused for having none."""
+    text = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: template-label
+  namespace: llm-train
+spec:
+  template:
+    metadata:
+      labels: {kueue.x-k8s.io/priority-class: prod-production}
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: registry.example.com/llm/train:1
+          resources: {requests: {cpu: "1"}}
+"""
+    result = run(example, tmp_path, text)
+    assert result.verdict == NEVER
+    assert result.message_from == "API server"
+    assert "must name their priority" in (result.message or "")

@@ -383,7 +383,15 @@ def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unrea
         name=name,
         namespace=namespace or None,
         queue_name=_first(QUEUE_LABEL, labels, extra_labels, annotations, template_labels),
-        priority_class=_first(PRIORITY_LABEL, labels, extra_labels, template_labels),
+        # Kueue reads the priority label of the object it makes the Workload of
+        # (`jobframework.WorkloadPriorityClassName`), and the priority policy the object's own:
+        # a label only on a pod template counts only where the template is the object's pods
+        priority_class=_first(
+            PRIORITY_LABEL,
+            labels,
+            extra_labels,
+            template_labels if key in TEMPLATE_IS_THE_POD else {},
+        ),
         pod_sets=tuple(pod_sets),
         replicas=int(extra.get("replicas", 1)),
         replica_unit=str(extra.get("replica_unit", "workload")),
@@ -409,6 +417,10 @@ def _metadata_name(document: Any) -> str:
     if not isinstance(name, str):
         raise BadField(("metadata", "name"), "metadata.name must be a string")
     return name
+
+
+TEMPLATE_IS_THE_POD = frozenset({("", "PodTemplate"), ("agents.x-k8s.io", "Sandbox")})
+"""Kinds whose pod template's labels are the labels of the pod Kueue admits as the Workload."""
 
 
 def _template_labels(document: Any, pod_sets: list[PodSet]) -> dict[str, str]:
