@@ -27,6 +27,7 @@ from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.layers import workflows as layer
 from renderer.model.nodes import tolerations
 from renderer.model.platform import NodeCount, Platform
+from renderer.model.topology import topology_aware as pool_topology_aware
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import Manifest
@@ -591,10 +592,13 @@ def test_pods_smaller_than_a_node_spread_unless_kueue_places_them(platform: Plat
     seen = {True: 0, False: 0}
     for target in all_targets(platform):
         for aware in (True, False):
-            levels = target.pool.topology_levels if aware else ()
-            if aware and levels in ((), ("kubernetes.io/hostname",)):
-                continue  # a pool whose only level is the node is not topology-aware
-            pool = dataclasses.replace(target.pool, topology_levels=levels)
+            if aware and not pool_topology_aware(target.pool):
+                continue  # neither its levels nor a ClusterQueue beside one make it so
+            pool = (
+                target.pool
+                if aware
+                else dataclasses.replace(target.pool, topology_levels=(), topology_peer=False)
+            )
             variant = dataclasses.replace(target, pool=pool)
             assert jobs.topology_aware(variant) is aware
             for step in program.acceptance_steps(variant):
