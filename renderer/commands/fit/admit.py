@@ -121,9 +121,13 @@ class Admitter:
         self.limit_range = limit_range_defaults(team)
         self.excluded = excluded
         if self.workload.refused is not None and self.workload.refused_by is not None:
+            # another admission webhook (AppWrapper's) denies the create: the API server's words
+            at_admission = self.workload.refused.startswith("admission webhook ")
             return self.result(
                 NEVER,
-                f"never runs: {self.workload.refused_by} refuses it",
+                "refused at admission"
+                if at_admission
+                else f"never runs: {self.workload.refused_by} refuses it",
                 **context,
                 message_from=self.workload.refused_by,
                 message=self.workload.refused,

@@ -3,13 +3,12 @@ sets and counts Kueue's Workload would hold (`pkg/controller/jobs/*` in kubernet
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit import readers_ray, readers_trainer
+from renderer.commands.fit import readers_appwrapper, readers_ray, readers_trainer
 from renderer.commands.fit.podsets import (
     EMPTY_RESOURCES,
     BadField,
@@ -220,38 +219,6 @@ def _spark(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     }
 
 
-def _appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
-    """An AppWrapper admits all its components together: each component's pod sets, each
-    repeated as often as that component creates Workloads, named `<appwrapper>-<n>` over all
-    of them (Kueue's `AppWrapper.PodSets`, from the AppWrapper's inferred `podSets`)."""
-    components = read_field(data, ("spec", "components"), list, required=True)
-    aw_name = _metadata_name(data)
-    pod_sets: list[PodSet] = []
-    notes: list[str] = []
-    for index, _ in enumerate(components):
-        here = ("spec", "components", index, "template")
-        template = read_field(data, here, dict, required=True)
-        inner = workload_from(template)
-        if isinstance(inner, Unreadable):
-            if inner.workload:
-                raise BadField((*here, *inner.path), f"component {index}: {inner.reason}")
-            notes.append(f"component {index} ({inner.kind}) creates no pods; not counted")
-            continue
-        for ps in inner.pod_sets:
-            pod_sets.append(
-                dataclasses.replace(
-                    ps,
-                    name=f"{aw_name}-{len(pod_sets)}".lower(),
-                    count=ps.count * inner.replicas,
-                    min_count=None,
-                    path=(*here, *ps.path),
-                )
-            )
-    if not pod_sets:
-        raise BadField(("spec", "components"), "the AppWrapper has no component that creates pods")
-    return pod_sets, {"notes": tuple(notes)}
-
-
 READERS: Mapping[tuple[str, str], _Reader] = MappingProxyType(
     {
         ("batch", "Job"): _job,
@@ -266,7 +233,7 @@ READERS: Mapping[tuple[str, str], _Reader] = MappingProxyType(
         ("ray.io", "RayCluster"): _raycluster,
         ("ray.io", "RayService"): _rayservice,
         ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leaderworkerset,
-        ("workload.codeflare.dev", "AppWrapper"): _appwrapper,
+        ("workload.codeflare.dev", "AppWrapper"): readers_appwrapper.appwrapper,
         ("sparkoperator.k8s.io", "SparkApplication"): _spark,
         ("agents.x-k8s.io", "Sandbox"): _sandbox,
         **{("kubeflow.org", kind): _kubeflow(kind) for kind in KUBEFLOW_REPLICAS},
