@@ -147,6 +147,19 @@ def copy_inputs(source: Path, target: Path) -> Path:
     return target
 
 
+def example_at_kubernetes(target: Path, version: str) -> Path:
+    """A copy of the example platform's inputs with every cluster on this Kubernetes version
+    (1.36 serves MutatingAdmissionPolicy: the team's priority is set, not required)."""
+    copy_inputs(REPO, target)
+    pattern = re.compile(r'^(\s*kubernetesVersion:\s*)"?[0-9.]+"?', re.M)
+    for cluster in sorted((target / "clusters").glob("*.yaml")):
+        text = cluster.read_text(encoding="utf-8")
+        changed, count = pattern.subn(rf'\g<1>"{version}"', text)
+        assert count == 1, f"{cluster.name}: one kubernetesVersion expected"
+        cluster.write_text(changed, encoding="utf-8")
+    return target
+
+
 def golden_diff(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
     """Files missing, extra and differing, then the first differing file's lines (Kapitan's way)."""
     missing = sorted(set(expected) - set(actual))

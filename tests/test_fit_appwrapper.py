@@ -19,8 +19,6 @@ Expectations come from the sources, not from fit's output:
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +29,9 @@ from click.testing import CliRunner
 from renderer.cli import main
 from renderer.commands.fit.podsets import Workload
 from renderer.commands.fit.readers import workload_from
+from tests.conftest import example_at_kubernetes
 
 REPO = Path(__file__).resolve().parents[1]
-PLATFORM_PARTS = ("clusters", "pools", "queues", "teams", "gpuplane.yaml", "schemas")
 DENIED = 'admission webhook "vappwrapper.kb.io" denied the request: '
 SMALL = {"cpu": "1", "memory": "1Gi"}
 
@@ -247,20 +245,7 @@ def test_refusal_words() -> None:
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example platform, both clusters at Kubernetes 1.36 (as `tests/test_fit_corpus.py`)."""
-    root = tmp_path_factory.mktemp("platform")
-    for part in PLATFORM_PARTS:
-        source = REPO / part
-        if source.is_dir():
-            shutil.copytree(source, root / part)
-        else:
-            shutil.copy2(source, root / part)
-    pattern = re.compile(r'^(\s*kubernetesVersion:\s*)"?[0-9.]+"?', re.M)
-    for cluster in sorted((root / "clusters").glob("*.yaml")):
-        text = cluster.read_text(encoding="utf-8")
-        changed, count = pattern.subn(r'\g<1>"1.36"', text)
-        assert count == 1, f"{cluster.name}: one kubernetesVersion expected"
-        cluster.write_text(changed, encoding="utf-8")
-    return root
+    return example_at_kubernetes(tmp_path_factory.mktemp("platform"), "1.36")
 
 
 def fit(platform: Path, tmp_path: Path, document: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -38,12 +37,12 @@ import yaml
 from click.testing import CliRunner
 
 from renderer.cli import main
+from tests.conftest import example_at_kubernetes
 
 REPO = Path(__file__).resolve().parents[1]
 WORKLOADS = REPO.parent / "shared" / "reference" / "workloads"
 SOURCES = WORKLOADS / "SOURCES.md"
 CORPUS = REPO / "tests" / "fit_corpus"
-PLATFORM_PARTS = ("clusters", "pools", "queues", "teams", "gpuplane.yaml", "schemas")
 KUBERNETES_VERSION = "1.36"
 
 needs_shared = pytest.mark.skipif(
@@ -144,20 +143,7 @@ def test_quantities_compare_as_kubernetes_does() -> None:
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example platform, both clusters at Kubernetes 1.36."""
-    root = tmp_path_factory.mktemp("platform")
-    for part in PLATFORM_PARTS:
-        source = REPO / part
-        if source.is_dir():
-            shutil.copytree(source, root / part)
-        else:
-            shutil.copy2(source, root / part)
-    pattern = re.compile(r'^(\s*kubernetesVersion:\s*)"?[0-9.]+"?', re.M)
-    for cluster in sorted((root / "clusters").glob("*.yaml")):
-        text = cluster.read_text(encoding="utf-8")
-        changed, count = pattern.subn(rf'\g<1>"{KUBERNETES_VERSION}"', text)
-        assert count == 1, f"{cluster.name}: one kubernetesVersion expected"
-        cluster.write_text(changed, encoding="utf-8")
-    return root
+    return example_at_kubernetes(tmp_path_factory.mktemp("platform"), KUBERNETES_VERSION)
 
 
 _FIT_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
