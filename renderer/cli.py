@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,8 +70,14 @@ main.add_command(fit)
 @main.command()
 @FORMAT
 @click.option("--base", metavar="REF", help="Place shared findings on what changed since REF.")
+@click.option(
+    "--allow-recreate",
+    is_flag=True,
+    help="With --base: report a change the API server keeps immutable "
+    "(output-immutable-field) as a warning, not an error: the objects will be recreated.",
+)
 @click.pass_context
-def validate(ctx: click.Context, fmt: str, base: str | None) -> None:
+def validate(ctx: click.Context, fmt: str, base: str | None, allow_recreate: bool) -> None:
     """Load, schema-check and policy-check every input file; write nothing.
 
     With --base, also render in memory and refuse a change the API server would refuse as an
@@ -85,11 +92,23 @@ def validate(ctx: click.Context, fmt: str, base: str | None) -> None:
         previous = committed_tree(root, base)
         if previous:
             found = check_transitions(root, loaded.platform, _output_validator((), False), previous)
+            if allow_recreate:
+                found = _recreate_allowed(found)
             loaded = replace(loaded, diagnostics=sort_diagnostics([*loaded.diagnostics, *found]))
     emit(loaded.diagnostics, loaded.files, fmt)
     if fmt == "text" and not loaded.diagnostics:
         click.echo(f"ok: {loaded.files} input files, no findings")
     ctx.exit(1 if has_errors(loaded.diagnostics) else 0)
+
+
+def _recreate_allowed(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """`--allow-recreate`: an immutable-field update is a warning, the rest stays."""
+    from renderer.findings.diagnostics import Severity
+
+    return [
+        replace(d, severity=Severity.WARNING) if d.rule == "output-immutable-field" else d
+        for d in diagnostics
+    ]
 
 
 def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputValidator:
@@ -153,15 +172,7 @@ def render(
             previous=committed_tree(root),
         )
     if allow_recreate:
-        from renderer.findings.diagnostics import Severity
-
-        result = replace(
-            result,
-            diagnostics=[
-                replace(d, severity=Severity.WARNING) if d.rule == "output-immutable-field" else d
-                for d in result.diagnostics
-            ],
-        )
+        result = replace(result, diagnostics=_recreate_allowed(result.diagnostics))
     if has_errors(result.diagnostics):
         emit(result.diagnostics, result.files, fmt)
         ctx.exit(1)

@@ -33,7 +33,7 @@ from renderer.model import platform as model
 from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
 from renderer.model.topology import with_topology_peers
 from renderer.model.view import ClusterView
-from renderer.output.cel_report import UncheckedRules, cel_diagnostics
+from renderer.output.cel_report import UncheckedRules, cel_diagnostics, unreadable_diagnostics
 from renderer.output.coverage import UncheckedObject, coverage_findings
 from renderer.output.crds import CrdLoadError
 from renderer.output.identity import clashes_across, identity_clashes
@@ -471,6 +471,8 @@ def _check_output(
                 )
             )
         problems.extend(cel_diagnostics(cluster.name, manifest, checked, origin))
+        if previous is not None:
+            problems.extend(unreadable_diagnostics(cluster.name, manifest, checked, previous))
         if rules is not None:
             rules.add(manifest, checked)
     problems.extend(identity_clashes(manifests, f"cluster '{cluster.name}'"))
@@ -484,18 +486,19 @@ def _old_of(
     transition rules."""
     if previous is None:
         return None
-    return lambda: previous.find(cluster, manifest)
+    return lambda: previous.old_self(cluster, manifest)
 
 
 def check_transitions(
     root: Path, platform: model.Platform, validator: OutputValidator, previous: CommittedTree
 ) -> list[Diagnostic]:
     """The updates the API server would refuse (`output-immutable-field`): every cluster
-    rendered in memory and each custom object compared with the one committed in `previous`.
-    What `validate --base REF` adds; schema and other CEL problems are `render`'s to report."""
-    return sort_diagnostics(
-        [d for _, _, d in transition_changes(root, platform, validator, previous)]
-    )
+    rendered in memory and each custom object compared with the one committed in `previous`;
+    and, as warnings, the transition rules that could not be evaluated. What `validate --base
+    REF` adds; schema and other CEL problems are `render`'s to report."""
+    rules = UncheckedRules(only_transition=True)
+    found = [d for _, _, d in transition_changes(root, platform, validator, previous, rules=rules)]
+    return sort_diagnostics([*found, *rules.diagnostics()])
 
 
 def transition_changes(
@@ -504,10 +507,13 @@ def transition_changes(
     validator: OutputValidator,
     previous: CommittedTree,
     manifests: Mapping[str, Sequence[Manifest]] | None = None,
+    rules: UncheckedRules | None = None,
 ) -> list[tuple[str, Manifest, Diagnostic]]:
     """(cluster, object, finding) for every rendered object whose CRD's transition rules refuse
-    the change from the object committed in `previous`; `manifests`: each cluster's objects when
-    already rendered (`diff`), else every cluster is rendered here."""
+    the change from the object committed in `previous`, or could not be evaluated against it
+    (a committed file that cannot be read: a warning `output-cel-unchecked`); `manifests`: each
+    cluster's objects when already rendered (`diff`), else every cluster is rendered here.
+    `rules` collects the transition rules gpuplane could not evaluate."""
     try:
         validator = validator.for_repository(
             root, _repository_schemas(root, platform.repository)[0]
@@ -527,7 +533,7 @@ def transition_changes(
         pin_of = schema_pins(cluster)
         for manifest in objects:
             group = manifest.body["apiVersion"].rpartition("/")[0]
-            if is_builtin_group(group) or previous.find(name, manifest) is None:
+            if is_builtin_group(group) or not previous.could_hold(name, manifest):
                 continue
             try:
                 checked = validator.check(
@@ -543,4 +549,10 @@ def transition_changes(
                 for d in cel_diagnostics(name, manifest, checked, previous.origin)
                 if d.rule == "output-immutable-field"
             )
+            found.extend(
+                (name, manifest, d)
+                for d in unreadable_diagnostics(name, manifest, checked, previous)
+            )
+            if rules is not None:
+                rules.add(manifest, checked)
     return found

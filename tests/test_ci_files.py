@@ -164,6 +164,38 @@ def test_diff_step_writes_the_summary_only_when_diff_succeeds(
     assert failed.returncode == 1 and not summary.exists()
 
 
+def test_validate_refuses_an_immutable_edit_unless_the_pull_request_allows_it(
+    steps: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """On a pull request the validate step checks the transition rules against the base branch
+    (`--base origin/<base>`), and passes `--allow-recreate` only for the label
+    `gpuplane-allow-recreate`; a push validates the inputs alone. Adding or removing the label
+    runs the check again."""
+    step = step_running(steps, "validate --format github")
+    label = step["env"]["ALLOW_RECREATE"]
+    assert label == (
+        "${{ contains(github.event.pull_request.labels.*.name, 'gpuplane-allow-recreate') }}"
+    )
+    assert step["env"]["BASE_REF"] == "${{ github.base_ref }}"
+    assert step["env"]["EVENT"] == "${{ github.event_name }}"
+    script = step["run"]
+    pull = {"EVENT": "pull_request", "BASE_REF": "main", "ALLOW_RECREATE": "false"}
+    assert _bash(script, pull, tmp_path).stdout.strip() == (
+        "args:validate --format github --base origin/main"
+    )
+    labelled = _bash(script, {**pull, "ALLOW_RECREATE": "true"}, tmp_path)
+    assert labelled.stdout.strip() == (
+        "args:validate --format github --base origin/main --allow-recreate"
+    )
+    push = _bash(script, {"EVENT": "push", "BASE_REF": "", "ALLOW_RECREATE": "false"}, tmp_path)
+    assert push.stdout.strip() == "args:validate --format github"
+    assert _bash(script, {**pull, "STUB_EXIT": "1"}, tmp_path).returncode == 1
+    known = {opt for p in main.commands["validate"].params for opt in getattr(p, "opts", ())}
+    assert {"--base", "--allow-recreate"} <= known
+    types = load_yaml_12(WORKFLOW)["on"]["pull_request"]["types"]
+    assert {"opened", "synchronize", "labeled", "unlabeled"} <= set(types)
+
+
 def test_sarif_step_tolerates_findings_but_not_usage_errors(
     steps: list[dict[str, Any]], tmp_path: Path
 ) -> None:

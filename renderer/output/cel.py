@@ -3,10 +3,12 @@ the API server evaluates them (apiextensions-apiserver, `pkg/apiserver/schema/ce
 `Validator.Validate` and `validateExpressions`).
 
 A rule is evaluated at its schema node on every value present there (never on an absent or null
-one), with `self` bound to that value and, for a transition rule (one that names `oldSelf`),
-`oldSelf` bound to the same field of the object it replaces: only where the two correlate, that is
-through object properties, map keys, and the items of a `x-kubernetes-list-type: map` list with
-the same keys; a transition rule without an old value is not evaluated (it cannot fail on create).
+one), with `self` bound to that value and, for a transition rule (one that references the
+variable `oldSelf`, not the word in a string: `uses_old_self`), `oldSelf` bound to the same field
+of the object it replaces: only where the two correlate, that is through object properties, map
+keys, and the items of a `x-kubernetes-list-type: map` list with the same keys; a transition rule
+without an old value (absent or null) is not evaluated (it cannot fail on create). `set` and
+`map` lists compare regardless of order, as the API server compares them (`aligned`).
 A failing rule reads as the API server words it: `<path>: Invalid value: "<type>": <message>`
 (`fieldErrorForReason`, `ruleMessageOrDefault`), with `fieldPath` added to the path, `reason`
 choosing Forbidden, Required or Duplicate, `messageExpression` evaluated for the message, and a
@@ -16,8 +18,11 @@ CEL is Google's C++ implementation (cel-expr-python), with the strings and optio
 the API server also gives CRD rules; `self` and `oldSelf` are typed `dyn`. A rule that does not
 compile there (another Kubernetes library: `quantity`, `format.*`, `url`, `ip`, lists' `sum`...),
 a rule with `optionalOldSelf`, and a rule that fails at run time only because a value is not
-typed as the API server types it (`no matching overload`) are not evaluated and say why:
-`CompiledRules.unchecked`, `Evaluation.unchecked`. See docs/cel.md.
+typed as the API server types it (`no matching overload` where no value is `dyn` to the API
+server, or a string it makes a timestamp) are not evaluated and say why:
+`CompiledRules.unchecked`, `Evaluation.unchecked`. A `no matching overload` on a value the API
+server types `dyn` too (int-or-string, preserved unknown fields) is its refusal, worded as
+`validateExpressions` words it. See docs/cel.md.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ class UncheckedRule:
     path: str
     rule: str
     why: str
+    transition: bool = False
+    """The rule names `oldSelf`: `validate --base` and `diff` report it too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +143,33 @@ _PROGRAMS: dict[str, tuple[Any, str | None, bool]] = {}
 same rule text recurs in many places of one schema (Argo Workflows has one rule in 22) and in
 every CRD version."""
 
-_OLD_SELF = re.compile(r"\boldSelf\b")
+_Q3 = "'''"
+_D3 = '"""'
+_TOKENS = re.compile(
+    "|".join(
+        (
+            rf"(?P<raw>[rR][bB]?|[bB][rR])(?:{_Q3}.*?{_Q3}|{_D3}.*?{_D3}|'[^'\n]*'|\"[^\"\n]*\")",
+            rf"[bB]?(?:{_Q3}(?:\\.|.)*?{_Q3}|{_D3}(?:\\.|.)*?{_D3}",
+            r"'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\")",
+            r"//[^\n]*",
+            r"(?P<dot>\.\s*)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)",
+            r".",
+        )
+    ),
+    re.DOTALL,
+)
+"""CEL's tokens as far as `oldSelf` matters (cel-spec `CEL.g4`: STRING, raw strings, comments,
+IDENTIFIER, and `.` before a field name): string literals and comments are skipped whole."""
+
+
+def uses_old_self(text: str) -> bool:
+    """Whether a rule references the variable `oldSelf`, as apiextensions-apiserver's
+    `compilation.go` decides it from the checked AST's references (`UsesOldSelf`): never for
+    the word inside a string literal or a comment, nor for a field selected as `x.oldSelf`."""
+    for match in _TOKENS.finditer(text):
+        if match["name"] == "oldSelf" and match["dot"] is None:
+            return True
+    return False
 
 
 def _environment() -> Any:
@@ -154,7 +187,7 @@ def _program(text: str) -> tuple[Any, str | None, bool]:
     cached = _PROGRAMS.get(text)
     if cached is not None:
         return cached
-    uses_old = bool(_OLD_SELF.search(text))
+    uses_old = uses_old_self(text)
     try:
         result: tuple[Any, str | None, bool] = (_environment().compile(text), None, uses_old)
     except (RuntimeError, ValueError) as err:
@@ -188,7 +221,9 @@ def _compile(
         if why is None and entry.get("optionalOldSelf") is True:
             why = "it sets optionalOldSelf, which needs CEL optionals that cel-python does not have"
         if program is None or why is not None:
-            unchecked.append(UncheckedRule(path or ROOT, text, why or "it does not compile"))
+            unchecked.append(
+                UncheckedRule(path or ROOT, text, why or "it does not compile", uses_old)
+            )
             continue
         message_program = None
         expression = entry.get("messageExpression")
@@ -259,11 +294,11 @@ def _walk(
     if isinstance(value, Mapping):
         for key, child in node.properties.items():
             if key in value:
-                here = has_old and isinstance(old, Mapping) and key in old
+                here = has_old and isinstance(old, Mapping) and old.get(key) is not None
                 _walk(child, value[key], old[key] if here else None, here, (*path, key), found)
         if node.additional is not None:
             for key, item in value.items():
-                here = has_old and isinstance(old, Mapping) and key in old
+                here = has_old and isinstance(old, Mapping) and old.get(key) is not None
                 _walk(
                     node.additional,
                     item,
@@ -355,16 +390,25 @@ def _outcomes(node: _Node, value: Any, old: Any, has_old: bool) -> tuple[_Outcom
         if "self" not in data:
             data["self"] = to_cel(value, node.schema)
         if rule.transition and "oldSelf" not in data:
-            data["oldSelf"] = to_cel(old, node.schema)
+            data["oldSelf"] = to_cel(aligned(old, value, node.schema), node.schema)
         state, result = _run(rule.program, data)
         if state == "true":
             continue
         if state == "error" and "No matching overloads" in str(result):
-            why = (
-                "at run time it met a value typed otherwise than the API server types it "
-                f"({_error_text(str(result))})"
-            )
-            failed.append((rule, "unchecked", why))
+            if _typed_alike(node):
+                # validateExpressions: a run-time overload error on a dyn value (int-or-string,
+                # x-kubernetes-preserve-unknown-fields) refuses the object
+                detail = (
+                    "'no such overload': call arguments did not match a supported operator, "
+                    f"function or macro signature for rule: {_rule_string(rule)}"
+                )
+                failed.append((rule, "error", detail))
+            else:
+                why = (
+                    "at run time it met a value typed otherwise than the API server types it "
+                    f"({_error_text(str(result))})"
+                )
+                failed.append((rule, "unchecked", why))
         elif state == "error":
             detail = f"{_error_text(str(result))} evaluating rule: {_rule_string(rule)}"
             failed.append((rule, "error", detail))
@@ -379,6 +423,82 @@ def _outcomes(node: _Node, value: Any, old: Any, has_old: bool) -> tuple[_Outcom
     return outcome
 
 
+_ALIKE: dict[int, tuple[Mapping[str, Any], bool]] = {}
+"""Schema node (by id, kept alive by the entry) -> whether `_typed_alike` holds."""
+
+_RETYPED_FORMATS = frozenset({"byte", "date", "date-time", "duration"})
+"""String formats the API server gives CEL as bytes, timestamps and durations
+(apiserver `pkg/cel/common/schemas.go`, `SchemaDeclType`); gpuplane keeps them strings."""
+
+
+def _typed_alike(node: _Node) -> bool:
+    """Whether a run-time `no matching overload` here is the API server's too: the values under
+    the node include one the API server types `dyn` as well (int-or-string, preserved unknown
+    fields: the only way past its type checker), and none it types otherwise than gpuplane does
+    (a string of a format in `_RETYPED_FORMATS`)."""
+    cached = _ALIKE.get(id(node.schema))
+    if cached is not None and cached[0] is node.schema:
+        return cached[1]
+    dyn, retyped = _typing(node.schema)
+    _ALIKE[id(node.schema)] = (node.schema, dyn and not retyped)
+    return dyn and not retyped
+
+
+def _typing(schema: Any) -> tuple[bool, bool]:
+    """(some value under `schema` is dyn to the API server, some is retyped there)."""
+    if not isinstance(schema, Mapping):
+        return False, False
+    if schema.get("x-kubernetes-int-or-string") is True:
+        return True, False
+    if schema.get("type") == "string":
+        return False, schema.get("format") in _RETYPED_FORMATS
+    dyn = schema.get("x-kubernetes-preserve-unknown-fields") is True or "type" not in schema
+    retyped = False
+    children: list[Any] = [schema.get("items"), schema.get("additionalProperties")]
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        children.extend(properties.values())
+    for child in children:
+        child_dyn, child_retyped = _typing(child)
+        dyn, retyped = dyn or child_dyn, retyped or child_retyped
+    return dyn, retyped
+
+
+def aligned(old: Any, new: Any, schema: Any) -> Any:
+    """`old` with its `set` and `map` lists in `new`'s order where they hold the same elements:
+    the API server compares such lists regardless of order (apiserver `pkg/cel/common/values.go`,
+    `unstructuredSetList.Equal`, `unstructuredMapList.Equal`), CEL's lists in order."""
+    if not isinstance(schema, Mapping):
+        return old
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        extra = schema.get("additionalProperties")
+        return {
+            k: aligned(v, new[k], properties.get(k, extra)) if k in new else v
+            for k, v in old.items()
+        }
+    if not isinstance(old, list) or not isinstance(new, list):
+        return old
+    kind = schema.get("x-kubernetes-list-type")
+    items = schema.get("items")
+    if kind == "set":
+        if len(old) == len(new) and {_key(v) for v in old} == {_key(v) for v in new}:
+            return list(new)
+        return old
+    if kind == "map" and len(old) == len(new):
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+
+        def key_of(item: Any) -> str:
+            return _key([item.get(k) if isinstance(item, Mapping) else None for k in keys])
+
+        by_key = {key_of(item): item for item in old}
+        if len(by_key) == len(old) and set(by_key) == {key_of(item) for item in new}:
+            return [aligned(by_key[key_of(item)], item, items) for item in new]
+        return old
+    return [aligned(o, n, items) for o, n in zip(old, new, strict=False)] + old[len(new) :]
+
+
 def _evaluate(
     node: _Node,
     value: Any,
@@ -390,7 +510,7 @@ def _evaluate(
     type_name = str(node.schema.get("type", ""))
     for rule, state, detail in _outcomes(node, value, old, has_old):
         if state == "unchecked":
-            found.unchecked.append(UncheckedRule(rule.path, rule.text, detail))
+            found.unchecked.append(UncheckedRule(rule.path, rule.text, detail, rule.transition))
             continue
         if state == "error":
             shown = root_path(path)

@@ -38,22 +38,30 @@ class CommittedTree:
         self.files = dict(files)
         self.origin = origin
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
-        self._parsed: dict[str, Any] = {}
+        self._parsed: dict[str, tuple[list[Any], str | None]] = {}
+        self._unread: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.files)
 
-    def _object(self, path: str) -> Any:
+    def _documents(self, path: str) -> tuple[list[Any], str | None]:
+        """The file's YAML documents, or why it cannot be read."""
         if path not in self._parsed:
             try:
-                self._parsed[path] = yaml.load(self.files[path], Loader=_Loader)
-            except (yaml.YAMLError, ValueError, RecursionError):
-                self._parsed[path] = None
+                docs = list(yaml.load_all(self.files[path], Loader=_Loader))
+                self._parsed[path] = (docs, None)
+            except yaml.MarkedYAMLError as err:
+                mark = err.problem_mark or err.context_mark
+                line = f" (line {mark.line + 1})" if mark is not None else ""
+                self._parsed[path] = ([], f"it is not YAML: {err.problem or err.context}{line}")
+            except (yaml.YAMLError, ValueError, RecursionError) as err:
+                self._parsed[path] = ([], f"it is not YAML: {type(err).__name__}")
         return self._parsed[path]
 
-    def find(self, cluster: str, manifest: Manifest) -> Mapping[str, Any] | None:
-        """The committed object with the manifest's identity (group, kind, namespace, name) on
-        the cluster: at the same path, else in another layer's folder of the same name."""
+    def _lookup(
+        self, cluster: str, manifest: Manifest
+    ) -> tuple[Mapping[str, Any] | None, list[tuple[str, str]]]:
+        """The committed object, and the candidate files that could not be read."""
         exact = f"{cluster}/{manifest.path}"
         candidates = [exact] if exact in self.files else []
         suffix = f"/{manifest.filename}"
@@ -62,11 +70,39 @@ class CommittedTree:
             for p in self.files
             if p != exact and p.startswith(f"{cluster}/") and p.endswith(suffix)
         )
+        unread: list[tuple[str, str]] = []
         for path in candidates:
-            found = self._object(path)
-            if isinstance(found, Mapping) and same_object(found, manifest.body):
-                return found
-        return None
+            docs, why = self._documents(path)
+            if why is not None:
+                unread.append((path, why))
+            for found in docs:
+                if isinstance(found, Mapping) and same_object(found, manifest.body):
+                    return found, []
+        return None, unread
+
+    def find(self, cluster: str, manifest: Manifest) -> Mapping[str, Any] | None:
+        """The committed object with the manifest's identity (group, kind, namespace, name) on
+        the cluster: at the same path, else in another layer's folder of the same name (any
+        YAML document of the file)."""
+        return self._lookup(cluster, manifest)[0]
+
+    def could_hold(self, cluster: str, manifest: Manifest) -> bool:
+        """Whether the object is committed, or a file that could hold it cannot be read."""
+        found, unread = self._lookup(cluster, manifest)
+        return found is not None or bool(unread)
+
+    def old_self(self, cluster: str, manifest: Manifest) -> Mapping[str, Any] | None:
+        """`find`, for the transition rules: a candidate file that cannot be read is kept, for
+        `unreadable`, so that rules not evaluated against it are never passed silently."""
+        found, unread = self._lookup(cluster, manifest)
+        if found is None and unread:
+            self._unread[(cluster, manifest.path)] = unread
+        return found
+
+    def unreadable(self, cluster: str, manifest: Manifest) -> list[tuple[str, str]]:
+        """(path under rendered/, why) of the files `old_self` could not read for the manifest;
+        forgotten once asked."""
+        return self._unread.pop((cluster, manifest.path), [])
 
 
 def _group(api_version: Any) -> str:

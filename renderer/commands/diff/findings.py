@@ -60,6 +60,7 @@ TITLES: dict[str, str] = {
     "gpu-quota": "GPU quota changed",
     "gpu-affected": "GPU reach changed",
     "immutable-field": "immutable field changed",
+    "transition-unchecked": "update rules not evaluated",
     "objects": "rendered objects",
 }
 """Every finding code, in the order findings of one group are listed, with its title."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from renderer.commands.diff.findings import Finding, Risk
 from renderer.commands.diff.revision import Revision
-from renderer.output.cel_report import HINT
+from renderer.output.cel_report import UncheckedRules, recreate_hint
 from renderer.output.transitions import CommittedTree, committed_tree
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import transition_changes
@@ -27,18 +27,43 @@ def immutable_fields(
     validator: OutputValidator,
     base_commit: str | None,
 ) -> Iterator[Finding]:
+    """High-risk `immutable-field` findings; medium-risk `transition-unchecked` ones for the
+    transition rules gpuplane could not evaluate (a rule it cannot evaluate, a committed file it
+    cannot read): the reviewer checks those by hand."""
     previous = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
     if not previous:
         previous = CommittedTree(base.tree, base.side.label)
+    rules = UncheckedRules(only_transition=True)
     for cluster, manifest, found in transition_changes(
-        head_root, head.platform, validator, previous, head.manifests
+        head_root, head.platform, validator, previous, head.manifests, rules
     ):
+        if found.rule == "output-immutable-field":
+            yield Finding(
+                Risk.HIGH,
+                "immutable-field",
+                cluster,
+                None,
+                f"{manifest.kind} {manifest.name}",
+                found.message,
+                (f"from {manifest.source.file}", recreate_hint(manifest)),
+            )
+        else:
+            yield Finding(
+                Risk.MEDIUM,
+                "transition-unchecked",
+                cluster,
+                None,
+                f"{manifest.kind} {manifest.name}",
+                found.message,
+                (f"from {manifest.source.file}",),
+            )
+    for crd, found in zip(sorted(rules.by_crd), rules.diagnostics(), strict=True):
         yield Finding(
-            Risk.HIGH,
-            "immutable-field",
-            cluster,
+            Risk.MEDIUM,
+            "transition-unchecked",
             None,
-            f"{manifest.kind} {manifest.name}",
+            None,
+            f"CRD {crd}",
             found.message,
-            (f"from {manifest.source.file}", HINT),
+            (f"first from {found.at.file}",),
         )
