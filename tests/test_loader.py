@@ -145,3 +145,25 @@ def test_non_string_keys_and_infinities_are_refused() -> None:
         ("yaml-value", 1),
         ("yaml-value", 2),
     ]
+
+
+def test_a_team_file_nested_thirty_thousand_deep_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """ruamel's C composer recurses once per level: 30,000 nested `[` (a 60 KB file) overflowed
+    the C stack and killed the process with no output. The loader now counts the depth on the
+    parser's events first, so the file gets the same `yaml-too-deep` finding as 65 levels."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "deep.yaml"
+    path.write_text("spec: " + "[" * 30_000 + "]" * 30_000 + "\n")
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom renderer.inputs.source import load_file\n"
+        "r = load_file(Path(sys.argv[1]), 'teams/deep.yaml')\n"
+        "print([(d.rule, d.at.line, d.at.col) for d in r.diagnostics])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    # the document's mapping, then 65 sequences: the 65th `[` is column 6 + 65
+    assert done.stdout.strip() == "[('yaml-too-deep', 1, 71)]"
