@@ -9,7 +9,7 @@ import click
 
 from renderer import report
 from renderer.cli_support import TEXT_OR_JSON, emit, load_inputs
-from renderer.findings.diagnostics import has_errors
+from renderer.findings.diagnostics import closest, has_errors, inert
 
 
 @click.command()
@@ -48,6 +48,11 @@ def fit(
     if has_errors(loaded.diagnostics):
         emit(loaded.diagnostics, loaded.files, fmt)
         ctx.exit(1)
+    if cluster is not None and cluster not in loaded.platform.clusters:
+        known = sorted(loaded.platform.clusters)  # a mistyped option of the gate: exit 2, as plan
+        close = closest(cluster, known)
+        hint = f" Did you mean '{close}'?" if close else f" Clusters: {', '.join(known) or 'none'}."
+        raise click.UsageError(inert(f"unknown cluster '{cluster}'.{hint}"))
     usage = read_snapshot(usage_files) if usage_files else None
     answer = check_file(loaded.platform, job, namespace=namespace, cluster=cluster, usage=usage)
     if fmt == "json":

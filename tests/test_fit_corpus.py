@@ -35,6 +35,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from ruamel.yaml import YAML
 
 from renderer.cli import main
 from tests.conftest import example_at_kubernetes
@@ -149,11 +150,35 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _FIT_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
 
+def in_namespace(platform: Path, file: str, namespace: str) -> Path:
+    """The corpus file itself, or, where its objects name another namespace, a copy with
+    `metadata.namespace` set to the team's, as a team lead edits it before applying it there:
+    `kubectl apply -n` refuses an object of another namespace
+    (`test_a_file_of_another_namespace_is_refused_as_kubectl_refuses`)."""
+    source = WORKLOADS / file
+    yaml = YAML()
+    documents = list(yaml.load_all(source.read_text(encoding="utf-8")))
+    moved = False
+    for document in documents:
+        metadata = document.get("metadata") if isinstance(document, dict) else None
+        if isinstance(metadata, dict) and metadata.get("namespace") not in (None, namespace):
+            metadata["namespace"] = namespace
+            moved = True
+    if not moved:
+        return source
+    copy = platform.parent / "moved" / file
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    with copy.open("w", encoding="utf-8") as out:
+        yaml.dump_all(documents, out)
+    return copy
+
+
 def run_fit(platform: Path, file: str, namespace: str) -> dict[str, Any]:
     """fit's JSON for one corpus file (run once per file and namespace)."""
     key = (file, namespace)
     if key not in _FIT_CACHE:
-        args = ["-C", str(platform), "fit", str(WORKLOADS / file), "--namespace", namespace]
+        target = in_namespace(platform, file, namespace)
+        args = ["-C", str(platform), "fit", str(target), "--namespace", namespace]
         result = CliRunner().invoke(main, [*args, "--format", "json"], catch_exceptions=True)
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             f"fit crashed on {file}: {result.exception!r}\n{result.output}"
@@ -384,3 +409,17 @@ def _compare(want: dict[str, Any], got: dict[str, Any]) -> Iterator[str]:
             if have != need:
                 shown = {k: str(v) for k, v in got_set.get("perPod", {}).items()}
                 yield f"{label} {name}: perPod {shown}, expected {want_set['perPod']}"
+
+
+def test_a_file_of_another_namespace_is_refused_as_kubectl_refuses(platform: Path) -> None:
+    """kubectl (cli-runtime `RequireNamespace`) refuses `apply -n llm-train` of an object whose
+    `metadata.namespace` is another: the unmodified PaddleJob sample names `kubeflow`."""
+    file = "kubeflow-training-operator/paddle-simple-gpu.yaml"
+    if not (WORKLOADS / file).is_file():
+        pytest.skip("../shared is not beside this checkout")
+    args = ["-C", str(platform), "fit", str(WORKLOADS / file), "--namespace", "llm-train"]
+    result = CliRunner().invoke(main, [*args, "--format", "json"])
+    answer = json.loads(result.stdout)
+    assert answer["verdict"] == "error"
+    reasons = [r for w in answer["workloads"] for r in w["reasons"]]
+    assert any('does not match the namespace "llm-train"' in r for r in reasons), reasons

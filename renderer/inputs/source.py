@@ -310,7 +310,8 @@ takes seconds."""
 
 MAX_STREAM_NODES = 100_000
 """The most nodes all documents of a multi-document file may hold together, aliases expanded
-(each document alone stays within MAX_EXPANDED_NODES)."""
+(one document of them may hold them all: a job file's ConfigMap of a few thousand keys is no
+attack; `load_file`'s inputs keep MAX_EXPANDED_NODES per file)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +355,7 @@ def _compose_stream(text: str, display: str) -> StreamResult:
             )
         if node is None or _is_null(node):
             continue
-        builder = _Builder(display)
+        builder = _Builder(display, MAX_STREAM_NODES)  # one document may use the whole budget
         problems = builder.check(node)
         if problems:
             return StreamResult((), tuple(problems))
@@ -405,8 +406,10 @@ def _fail(rule: str, message: str, at: Location, hint: str | None) -> LoadResult
 class _Builder:
     """Walks the node graph: checks it, then builds plain data and the position maps."""
 
-    def __init__(self, display: str) -> None:
+    def __init__(self, display: str, max_nodes: int = MAX_EXPANDED_NODES) -> None:
         self.display = display
+        self.max_nodes = max_nodes
+        """The most nodes one document may hold, aliases expanded."""
         self.values: dict[PathKey, Location] = {}
         self.keys: dict[PathKey, Location] = {}
         self.plain_text: dict[PathKey, str] = {}
@@ -418,12 +421,15 @@ class _Builder:
         """Tags, depth, duplicate keys and the expanded size, on the graph (aliases unexpanded)."""
         problems: list[Diagnostic] = []
         sizes: dict[int, int] = {}
+        aliased = False
 
         def visit(node: Node, depth: int) -> int:
+            nonlocal aliased
             if depth > MAX_DEPTH:
                 raise _TooDeep(node)
             known = sizes.get(id(node))
             if known is not None:
+                aliased = True  # a node reached a second time: an alias of an anchor
                 return known
             tag = str(node.tag)
             size = 1
@@ -455,7 +461,7 @@ class _Builder:
                         seen.setdefault(key.value, key)
                     size += visit(key, depth + 1) + visit(value, depth + 1)
             sizes[id(node)] = size
-            if size > MAX_EXPANDED_NODES:
+            if size > self.max_nodes:
                 raise _Bomb(node, size)
             return size
 
@@ -471,10 +477,19 @@ class _Builder:
                 )
             ]
         except _Bomb as bomb:
+            if not aliased:  # as written, no alias: the document is simply that large
+                return [
+                    Diagnostic(
+                        "yaml-too-large",
+                        f"the document holds more than {self.max_nodes:,} nodes",
+                        _loc(self.display, bomb.node),
+                        hint="split it: an input holds a few hundred values, not thousands",
+                    )
+                ]
             return [
                 Diagnostic(
                     "yaml-alias-bomb",
-                    f"aliases expand this document beyond {MAX_EXPANDED_NODES:,} nodes",
+                    f"aliases expand this document beyond {self.max_nodes:,} nodes",
                     _loc(self.display, bomb.node),
                     hint="write the repeated values out instead of nesting aliases",
                 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
+from decimal import ROUND_UP, Context, Decimal
 
 _SUFFIX = {
     "": Decimal(1),
@@ -21,15 +21,107 @@ _SUFFIX = {
     "Pi": Decimal(2) ** 50,
     "Ei": Decimal(2) ** 60,
 }
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15}
+_DECIMAL_EXPONENT["E"] = 18
+_BINARY_EXPONENT = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_EXPONENT = re.compile(r"[eE][+-]?[0-9]+")
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_NANO = Decimal("1e-9")
+_BINARY_CAP = Decimal(2**63 - 1)
+MAX_MAGNITUDE_EXPONENT = 24
+"""fit refuses a quantity of 10^24 base units or more (`parse`). The API server takes any
+exponent, but Kueue counts every amount as an int64 (cpu in millicores, the rest in units:
+`pkg/resources`), so no larger amount means anything to it; bounded, fit's exact arithmetic
+stays within `decimal`'s default precision."""
+
+
+def _split(text: str) -> tuple[bool, str, str, str]:
+    """apimachinery `pkg/api/resource/quantity.go` `parseQuantityString`, step for step: the
+    sign, the digits before and after the point (either may be empty: `.5`, `5.`), and the
+    suffix (a run of `eEinumkKMGTP`, then an optional sign and digits). ValueError where it
+    returns `ErrFormatWrong`."""
+    positive, pos, end = True, 0, len(text)
+    if pos < end and text[0] in "+-":
+        positive = text[0] == "+"
+        pos += 1
+    number_end = pos
+    while number_end < end and text[number_end].isascii() and text[number_end].isdigit():
+        number_end += 1
+    num, denom = text[pos:number_end], ""
+    pos = number_end
+    if pos < end and text[pos] == ".":
+        pos += 1
+        denom_end = pos
+        while denom_end < end and text[denom_end].isascii() and text[denom_end].isdigit():
+            denom_end += 1
+        denom, pos = text[pos:denom_end], denom_end
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos].isascii() and text[pos].isdigit():
+        pos += 1
+    if pos < end:
+        raise ValueError("format")
+    return positive, num.lstrip("0") or "0", denom, text[suffix_start:]
+
+
+def _interpret(suffix: str) -> tuple[int, int] | None:
+    """`suffixHandler.interpret` (suffix.go): the decimal SI suffixes (n u m "" k M G T P E),
+    the binary ones (Ki ... Ei), or `e`/`E` and a signed int64 exponent, which Go then
+    converts to int32 (wrapping). None where it answers `ErrSuffix`."""
+    if suffix in _DECIMAL_EXPONENT:
+        return 10, _DECIMAL_EXPONENT[suffix]
+    if suffix in _BINARY_EXPONENT:
+        return 2, _BINARY_EXPONENT[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix):
+        exponent = int(suffix[1:])
+        if -(2**63) <= exponent < 2**63:  # strconv.ParseInt(..., 10, 64)
+            return 10, (exponent + 2**31) % 2**32 - 2**31  # int32(parsed)
+    return None
 
 
 def parse(value: str | int | float) -> Decimal:
-    """The quantity's value in base units (cores, bytes); ValueError when it is not one."""
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
+    """The quantity's value in base units (cores, bytes), as the API server reads it
+    (apimachinery `pkg/api/resource/quantity.go` `ParseQuantity`, after `UnmarshalJSON`'s
+    `strings.TrimSpace`): `<sign><digits>.<digits><suffix>` where the sign, either run of
+    digits and the point may be absent (`+1`, `.5`, `1.`, `-0`), and the suffix is a decimal SI
+    one (n u m k M G T P E), a binary one (Ki Mi Gi Ti Pi Ei) or an exponent (`1e3`,
+    `500E-3`). A value finer than a nano unit is rounded up, away from zero, to the next one
+    (`1e-12` is 1n), and a binary value over 2^63-1 is capped there, as `ParseQuantity` does.
+    ValueError when it is not one, and for 10^24 or more (`MAX_MAGNITUDE_EXPONENT`)."""
+    text = str(value).strip()
+    try:
+        positive, num, denom, suffix = _split(text)
+    except ValueError:
+        raise ValueError(f"not a Kubernetes quantity: {value!r}") from None
+    found = _interpret(suffix) if text else None
+    if found is None:
         raise ValueError(f"not a Kubernetes quantity: {value!r}")
-    return Decimal(match.group(1)) * _SUFFIX[match.group(2) or ""]
+    base, exponent = found
+    digits = (num + denom).lstrip("0")
+    if not digits:
+        return Decimal(0)
+    scale = exponent - len(denom) if base == 10 else -len(denom)
+    magnitude = len(digits) + scale  # 10^(magnitude-1) <= number < 10^magnitude
+    if base == 2 and magnitude > 20:  # over 10^19 bytes before the suffix: over the cap
+        return _BINARY_CAP if positive else -_BINARY_CAP
+    if base == 10 and magnitude > MAX_MAGNITUDE_EXPONENT:
+        raise ValueError(
+            f"not a quantity fit counts: {value!r} is 10^{MAX_MAGNITUDE_EXPONENT} or more, "
+            "beyond the int64 amounts Kueue counts"
+        )
+    if base == 10 and magnitude <= -9:  # under one nano unit: rounded up to it
+        return _NANO if positive else -_NANO
+    exact = Context(prec=len(digits) + 2 * MAX_MAGNITUDE_EXPONENT)
+    amount = Decimal((0, tuple(int(d) for d in digits), scale))
+    if base == 2:
+        amount = min(exact.multiply(amount, Decimal(2**exponent)), _BINARY_CAP)
+    places = amount.as_tuple().exponent
+    if isinstance(places, int) and places < -9:
+        amount = amount.quantize(_NANO, rounding=ROUND_UP, context=exact)
+    return amount if positive else -amount
 
 
 def cpu(cores: Decimal) -> str:
@@ -49,6 +141,9 @@ def memory(size: Decimal) -> str:
     return f"{mebibytes}Mi"
 
 
+_DECIMAL_EXPONENT = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15}
+_DECIMAL_EXPONENT["E"] = 18
+_BINARY_EXPONENT = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL_SUFFIX = {-3: "n", -2: "u", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
 _BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit import beyond, podsets, tas
+from renderer.commands.fit import apiserver, beyond, podsets, tas
 from renderer.commands.fit.flavors import (
     Assigner,
     Assignment,
@@ -189,6 +189,22 @@ class Admitter:
                     reasons=("Kueue's webhook refuses the object: fix the pod template's "
                              "kueue.x-k8s.io/podset-* annotations",),
                 )  # fmt: skip
+        too_many = apiserver.too_many_pod_sets(
+            self.workload.kind, self.workload.name, len(self.workload.pod_sets)
+        )
+        if too_many is not None:  # Kueue's reconciler creates the Workload; the API server refuses
+            return self.result(
+                NEVER,
+                "never admitted: too many pod sets for a Workload",
+                **context,
+                message_from="API server",
+                message=too_many,
+                reasons=(
+                    f"Kueue makes one Workload of {len(self.workload.pod_sets)} pod sets for the "
+                    f"{self.workload.kind}; a Workload holds at most {apiserver.MAX_POD_SETS}, "
+                    "so the Workload is never created and the job stays suspended; split it",
+                ),
+            )
         invalid = podsets.resources_validation_message(
             self.workload.pod_sets, default_requests, default_limits
         )

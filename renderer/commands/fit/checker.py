@@ -27,9 +27,7 @@ class Checker(Admitter):
         wl = self.workload
         ns_name = namespace or wl.namespace
         if namespace and wl.namespace and namespace != wl.namespace:
-            self.notes.append(
-                f"--namespace {namespace} overrides the job's metadata.namespace {wl.namespace}"
-            )
+            return self.namespace_refused(namespace, wl.namespace)
         if not ns_name:
             return self.result(
                 ERROR,
@@ -67,6 +65,25 @@ class Checker(Admitter):
             )
         team, ns = found[0]
         return self.in_namespace(team, ns)
+
+    def namespace_refused(self, option: str, own: str) -> FitResult:
+        """`kubectl apply -f FILE --namespace OPTION` on an object of another metadata.namespace:
+        the builder's `RequireNamespace` visitor (k8s.io/cli-runtime pkg/resource/visitor.go)
+        refuses it before anything is sent, so no object is created and Kueue sees none."""
+        refusal = (
+            f'the namespace from the provided object "{own}" does not match the namespace '
+            f"\"{option}\". You must pass '--namespace={own}' to perform this operation."
+        )
+        return self.result(
+            ERROR,
+            "--namespace does not match the job's metadata.namespace",
+            namespace=own,
+            reasons=(
+                f"kubectl refuses the object: {refusal}",
+                f"drop --namespace, or pass the job's own namespace {own} (or change its "
+                "metadata.namespace)",
+            ),
+        )
 
     def not_a_team_namespace(self, ns_name: str, cluster: str | None) -> FitResult:
         elsewhere = sorted(

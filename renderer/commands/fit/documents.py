@@ -24,11 +24,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from renderer.commands.fit import readers
+from renderer.commands.fit import apiserver, readers
 from renderer.commands.fit.checker import Checker
 from renderer.commands.fit.podsets import FieldPath, PodSet, Unreadable, Workload, read_strings
 from renderer.commands.fit.result import (
     ERROR,
+    NEVER,
     FileFit,
     FitResult,
     Ignored,
@@ -266,6 +267,30 @@ class FileChecker:
             result, kind=obj.kind, name=obj.name, notes=_unique((note,), result.notes)
         )
 
+    def refused_on_create(self, obj: FileObject, parsed: Workload) -> FitResult | None:
+        """What stops the object before it exists, whatever its namespace and cluster: kubectl
+        itself (a --namespace other than the object's), then the API server (a name that is no
+        RFC 1123 subdomain, `apiserver.name_refusal`). Kueue never sees such an object."""
+        checker = self.checker(parsed)
+        if self.namespace and obj.namespace and self.namespace != obj.namespace:
+            return checker.namespace_refused(self.namespace, obj.namespace)
+        # a run fit builds (a RayCronJob's RayJob) is named by its controller, not the file
+        message = apiserver.name_refusal(obj.data) if obj.moved is None else None
+        if message is None:
+            return None
+        return checker.result(
+            NEVER,
+            "refused by the API server: invalid name",
+            namespace=self.namespace or obj.namespace,
+            message_from="API server",
+            message=message,
+            reasons=(
+                f"the API server creates no {obj.kind} of this name, so Kueue never sees it: "
+                "a name (or generateName) is at most 253 lower-case letters, digits, '-' and "
+                "'.', starting and ending with a letter or digit",
+            ),
+        )
+
     def checker(self, workload: Workload) -> Checker:
         return Checker(self.platform, self.display, workload, self.usage)
 
@@ -283,6 +308,9 @@ class FileChecker:
             if not parsed.workload:
                 return Ignored(obj.kind, obj.name, parsed.reason)
             return self.unreadable(obj, parsed, cluster)
+        refused = self.refused_on_create(obj, parsed)
+        if refused is not None:
+            return refused
         if cluster is None or cluster.scheduler != "kueue":
             # the checker says why (no team namespace, several clusters, not Kueue)
             result = self.checker(parsed).run(self.namespace, self.cluster)

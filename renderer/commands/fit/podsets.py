@@ -392,6 +392,11 @@ def read_resources(data: Any, path: FieldPath) -> dict[str, Decimal]:
             result[str(name)] = quantity.parse(value)
         except ValueError as err:
             raise BadField((*path, name), f"{path_text((*path, name))}: {err}") from None
+        if result[str(name)] < 0:  # ValidateNonnegativeQuantity: the API server refuses it
+            raise BadField(
+                (*path, name),
+                f"{path_text((*path, name))}: must be greater than or equal to 0",
+            )
     return result
 
 

@@ -17,7 +17,7 @@ from renderer.commands.fit.result import (
     amount,
     resource_order,
 )
-from renderer.findings.diagnostics import inert_lines
+from renderer.findings.diagnostics import inert
 
 ASSUMPTION = "assumes an empty cluster: no other workload holds quota (see docs/fit.md)"
 SNAPSHOT = "admitted against the usage of the --usage snapshot (see docs/fit.md)"
@@ -126,7 +126,14 @@ def fit_text(result: FitResult) -> str:
         lines.extend(f"  - {n}" for n in result.notes)
     if result.quotas or any(ps.tried for ps in result.pod_sets):  # Kueue assigned flavors
         lines.append(ASSUMPTION if result.usage is None else SNAPSHOT)
-    return inert_lines("\n".join(lines)) + "\n"  # names from the job file: no runner command
+    return _inert_block(lines)
+
+
+def _inert_block(lines: list[str]) -> str:
+    """The lines as one text, each made `inert` on its own before they are joined: a newline
+    inside a value from the job file (a name, a label) prints as `\\n` and stays on its line,
+    so it can never start a line of its own that reads as fit's answer or a runner command."""
+    return "".join(inert(line) + "\n" for line in lines)
 
 
 def _json_amount(resource: str, value: Decimal | None) -> str | int | None:
@@ -139,7 +146,7 @@ def file_text(answer: FileFit) -> str:
     blocks = [fit_text(result) for result in answer.results]
     if answer.ignored:
         listed = [f"  - {i.kind or '?'} {i.name}: {i.why}" for i in answer.ignored]
-        blocks.append(inert_lines("\n".join(["ignored (not workloads):", *listed])) + "\n")
+        blocks.append(_inert_block(["ignored (not workloads):", *listed]))
     return "\n".join(blocks)
 
 

@@ -350,9 +350,12 @@ def _quantity(value: Any, where: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or len(str(value)) > 64:
         raise SnapshotError(where, f"expected a Kubernetes quantity, found {_type(value)}")
     try:
-        return quantity.parse(value)
+        parsed = quantity.parse(value)
     except ValueError:
         raise SnapshotError(where, f"not a Kubernetes quantity: {str(value)[:64]!r}") from None
+    if parsed < 0:  # a quantity may carry a sign; what a Workload holds never does
+        raise SnapshotError(where, f"a negative quantity: {str(value)[:64]!r}")
+    return parsed
 
 
 def _optional_quantity(value: Any, where: str) -> Decimal | None:
