@@ -34,6 +34,7 @@ from renderer.output.manifest import Manifest
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import Checked, OutputValidator
 from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.test_cel_rules import widget_crd
 
 SHARED = REPO.parent / "shared"
 CRDS = SHARED / "crds"
@@ -46,26 +47,7 @@ _COUNTER = itertools.count()
 
 def widget_validator(tmp_path: Path, spec: Mapping[str, Any]) -> OutputValidator:
     """An output validator for one made-up CRD whose `spec` has the schema `spec`."""
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "properties": {"spec": dict(spec)}}
-                    },
-                }
-            ],
-        },
-    }
+    crd = widget_crd(spec)
     folder = tmp_path / f"crd{next(_COUNTER)}"
     folder.mkdir(parents=True)
     (folder / "widget.yaml").write_text(yaml.safe_dump(crd))

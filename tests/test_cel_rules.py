@@ -360,8 +360,9 @@ def test_argo_workflow_template_types(validator: OutputValidator) -> None:
 # --- rule options and rules gpuplane cannot evaluate -------------------------------------------
 
 
-def write_crd(folder: Path, rules: list[dict[str, Any]]) -> Path:
-    crd = {
+def widget_crd(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A made-up namespaced CRD, widgets.example.com/v1 Widget, whose `spec` has this schema."""
+    return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
@@ -375,25 +376,26 @@ def write_crd(folder: Path, rules: list[dict[str, Any]]) -> Path:
                     "served": True,
                     "storage": True,
                     "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "x-kubernetes-validations": rules,
-                                    "properties": {
-                                        "size": {"type": "integer"},
-                                        "max": {"type": "integer", "default": 4},
-                                        "memory": {"type": "string"},
-                                    },
-                                }
-                            },
-                        }
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": dict(spec)}}
                     },
                 }
             ],
         },
     }
+
+
+def write_crd(folder: Path, rules: list[dict[str, Any]]) -> Path:
+    crd = widget_crd(
+        {
+            "type": "object",
+            "x-kubernetes-validations": rules,
+            "properties": {
+                "size": {"type": "integer"},
+                "max": {"type": "integer", "default": 4},
+                "memory": {"type": "string"},
+            },
+        }
+    )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "widget.yaml"
     path.write_text(yaml.safe_dump(crd))
