@@ -144,6 +144,12 @@ CASES = [
         "oversubscription: 1.5\n  mixing: {inferencePriority: standard}",
     ),
     (
+        "observability-missing",
+        "clusters/prod-east.yaml",
+        "    prometheusStack:\n      version: 79.6.1\n      enabled: true\n",
+        "    prometheusStack:\n      enabled: false\n",
+    ),
+    (
         "addon-version-unpinned",
         "clusters/prod-east.yaml",
         "    kueue:\n      version: v0.19.2\n",
@@ -339,6 +345,23 @@ def test_rule_fires(rule: str, file: str, old: str, new: str, platform: Path, gp
     assert result.exit_code == (1 if report["summary"]["errors"] else 0)
     severities = {d["severity"] for d in fired}
     assert severities == ({"warning"} if rule in WARNINGS else {"error"})
+
+
+def test_gpu_scraping_is_required_on_production_only(platform: Path, gpuplane) -> None:
+    old = "      serviceMonitor: true\n"
+    off = "      serviceMonitor: false\n"
+    for name in ("prod-east", "staging-west"):
+        path = platform / "clusters" / f"{name}.yaml"
+        text = path.read_text()
+        assert text.count(old) == 1, "the example changed: one serviceMonitor, the exporter's"
+        path.write_text(text.replace(old, off))
+    result = gpuplane("-C", str(platform), "validate")
+    assert result.exit_code == 1, result.output
+    assert (
+        "error[observability-missing] cluster 'prod-east' does not scrape the DCGM exporter"
+        in result.output
+    )
+    assert "cluster 'staging-west'" not in result.output
 
 
 def test_unused_pool_is_a_warning_only(platform: Path, gpuplane) -> None:

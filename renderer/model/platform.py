@@ -14,6 +14,7 @@ from typing import Any
 
 from renderer.findings.diagnostics import Location, PathKey, SourceMap
 from renderer.model import catalog
+from renderer.model.metrics import ALERT_DEFAULTS, DEFAULT_ACCEPTED_UNIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,11 @@ class Cluster:
     def production(self) -> bool:
         return self.environment == "production"
 
+    def runs(self, addon: str) -> bool:
+        """Whether gpuplane installs the add-on here: declared, and not `enabled: false`."""
+        declared = self.addons.get(addon)
+        return declared is not None and declared.settings.get("enabled", True) is not False
+
     @property
     def minor(self) -> int:
         return int(self.kubernetes_version.split(".")[1])
@@ -177,6 +183,15 @@ class Pool:
     topology_peer: bool = False
     """Topology-aware because a ClusterQueue may list it beside a pool whose levels go above the
     node (`renderer.model.topology.with_topology_peers`), though its own levels do not."""
+    alerts: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType(dict(ALERT_DEFAULTS))
+    )
+    """The pool's alert thresholds, `spec.alerts` over `ALERT_DEFAULTS` (a runbook only when the
+    file gives one)."""
+    fabric_nics: int | None = None
+    """`spec.fabric.nics`: fabric NICs per node, when the file says (the diagram shows it)."""
+    fabric_gbps_per_nic: float | None = None
+    """`spec.fabric.gbpsPerNic`: each fabric NIC's line rate in Gbit/s, when the file says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +218,8 @@ class Queue:
     mixing_priority: str | None
     description: str
     origin: Origin
+    wait_budget_minutes: float | None = None
+    """`spec.waitBudgetMinutes`; None lets each team ClusterQueue take its pools' budget."""
 
     def priority(self, name: str) -> Priority | None:
         return next((p for p in self.priorities if p.name == name), None)
@@ -253,6 +270,10 @@ class Team:
     egress: tuple[EgressRule, ...]
     retention: Mapping[str, str]
     origin: Origin
+    accepted_unit: str = DEFAULT_ACCEPTED_UNIT
+    """What one unit of the team's useful output is (`spec.acceptedUnit.kind`)."""
+    accepted_per: int = 1
+    """`gpuplane cost` reports the cost of this many units (`spec.acceptedUnit.per`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,6 +472,9 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         image=_frozen(spec.get("image", {})),
         description=spec.get("description", ""),
         origin=origin,
+        alerts=_frozen({**ALERT_DEFAULTS, **spec.get("alerts", {})}),
+        fabric_nics=fabric.get("nics"),
+        fabric_gbps_per_nic=fabric.get("gbpsPerNic"),
     )
 
 
@@ -481,6 +505,7 @@ def queue_from(data: Mapping[str, Any], source: SourceMap) -> Queue:
         mixing_priority=spec.get("mixing", {}).get("inferencePriority"),
         description=spec.get("description", ""),
         origin=origin,
+        wait_budget_minutes=spec.get("waitBudgetMinutes"),
     )
 
 
@@ -525,6 +550,8 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
         egress=_egress(spec.get("egress", []), origin.child("spec", "egress")),
         retention=_frozen(spec.get("retention", {})),
         origin=origin,
+        accepted_unit=spec.get("acceptedUnit", {}).get("kind", DEFAULT_ACCEPTED_UNIT),
+        accepted_per=spec.get("acceptedUnit", {}).get("per", 1),
     )
 
 

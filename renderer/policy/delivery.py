@@ -13,6 +13,7 @@ from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
     DCGM_EXPORTER_ADDON,
     GPU_OPERATOR_ADDON,
+    PROMETHEUS_ADDON,
     SCHEDULER_ADDON,
 )
 from renderer.model.platform import Cluster, Platform
@@ -157,6 +158,48 @@ def argo_workflows_installed(p: Platform) -> Iterator[Diagnostic]:
             cluster.origin.key("spec", "addons"),
             f"add spec.addons.{ARGO_WORKFLOWS_ADDON}.version (the argo-workflows chart, for example 2.0.4), or enabled: false if the cluster already runs Argo Workflows v4",
         )
+
+
+@rule("observability-missing")
+def clusters_explain_themselves(p: Platform) -> Iterator[Diagnostic]:
+    """A cluster runs kube-prometheus-stack and the DCGM exporter's ServiceMonitor, so that the
+    observability layer's rules, alerts and dashboards have series to read.
+
+    The guide: a cluster that cannot explain queue time, GPU utilisation, checkpoint restore time
+    and failure causes is not yet production infrastructure. Without the Prometheus stack gpuplane
+    renders no rules, alerts or dashboards at all (they need the Prometheus Operator and Grafana
+    it brings); without the exporter's ServiceMonitor every GPU series is missing and idle,
+    XID and thermal alerts can never fire. Production clusters only: a lab or staging cluster
+    may run without them.
+
+    To satisfy it: in the cluster file add `spec.addons.prometheusStack: {version: 79.6.1}` (the
+    kube-prometheus-stack chart) and `serviceMonitor: true` under `spec.addons.dcgmExporter`.
+    """
+    for cluster in p.clusters.values():
+        if not cluster.production:
+            continue
+        if not cluster.runs(PROMETHEUS_ADDON):
+            yield Diagnostic(
+                "observability-missing",
+                f"cluster '{cluster.name}' runs no Prometheus stack: no GPU, queue or cost "
+                "alerts and no dashboards are rendered for it",
+                cluster.origin.key("spec", "addons"),
+                hint=f"add spec.addons.{PROMETHEUS_ADDON}.version (the kube-prometheus-stack chart, for example 79.6.1)",
+            )
+        exporter = cluster.addons.get(DCGM_EXPORTER_ADDON)
+        if exporter is None or not exporter.settings.get("serviceMonitor", False):
+            where = (
+                cluster.origin.key("spec", "addons")
+                if exporter is None
+                else exporter.origin.location
+            )
+            yield Diagnostic(
+                "observability-missing",
+                f"cluster '{cluster.name}' does not scrape the DCGM exporter: every GPU series "
+                "the alerts and dashboards read is missing",
+                where,
+                hint=f"set spec.addons.{DCGM_EXPORTER_ADDON}.serviceMonitor: true",
+            )
 
 
 @rule("driver-version-required")
