@@ -25,7 +25,7 @@ from renderer.findings.diagnostics import (
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import load_file
-from renderer.layers import gpu, queueing, security, templates, tenancy
+from renderer.layers import gpu, observability, queueing, security, templates, tenancy
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
@@ -59,12 +59,22 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
     ("tenancy", tenancy.render),
     ("queueing", queueing.render),
     ("gpu", gpu.render),
+    (observability.LAYER, observability.render),
     ("templates", templates.render),
     ("workflows", render_workflows),
 )
 """The layers that render from the cluster's view alone, in the order Argo CD applies them."""
 
-APPLY_ORDER = ("security", "tenancy", "queueing", "gpu", argocd.LAYER, "templates", "workflows")
+APPLY_ORDER = (
+    "security",
+    "tenancy",
+    "queueing",
+    "gpu",
+    observability.LAYER,
+    argocd.LAYER,
+    "templates",
+    "workflows",
+)
 """Every layer in apply order: gitops syncs after the GPU layer and points Argo CD at the folders
 the others wrote, so it is rendered after them."""
 

@@ -290,11 +290,15 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
         addons = ("gpu-operator", "kueue", "argo-workflows", "kube-prometheus-stack")
         if "externalSecrets" in example.platform.clusters[cluster].addons:
             addons = (*addons, "external-secrets")
-        assert set(wave) == {*addons, "security", "tenancy", "queueing", "gpu", "workflows"}
+        layers = {"security", "tenancy", "queueing", "gpu", "observability", "workflows"}
+        assert set(wave) == {*addons, *layers}
         operators = max(wave[a] for a in addons)
         assert operators < wave["security"] < wave["tenancy"] < wave["queueing"]
         assert wave["tenancy"] < wave["gpu"]
         assert max(wave["queueing"], wave["gpu"]) < wave["workflows"]
+        # the rules and dashboards read what the add-ons and queues export; the suites' runs
+        # should already be watched by them
+        assert max(wave["queueing"], wave["gpu"]) < wave["observability"] < wave["workflows"]
         for project in projects(example, cluster).values():
             assert int(project["metadata"]["annotations"][gitops.SYNC_WAVE]) < operators
 

@@ -81,14 +81,16 @@ LAYER_WAVES: Mapping[str, int] = {
     "tenancy": 0,
     "queueing": 1,
     "gpu": 1,
-    "observability": 1,
-    "workflows": 2,
+    "observability": 2,
+    "workflows": 3,
 }
 """The security layer's admission policies right after the add-ons (wave -1), so that no team
 namespace exists, even for a moment, without them; then namespaces, quotas and RBAC (wave 0),
 because the queueing and GPU layers put
 LocalQueues, ConfigMaps and claim templates into team namespaces; platform objects next (1);
-workflows, which exercise all of it, last (2). A layer missing here syncs with the platform."""
+the observability layer's rules and dashboards once the add-ons and the queues they watch exist
+(2); workflows, which exercise all of it, last (3). A layer missing here syncs with the
+platform."""
 DEFAULT_LAYER_WAVE = 1
 
 HOOK_LAYERS = frozenset({"workflows"})
@@ -202,16 +204,42 @@ EXTERNAL_SECRETS = Chart(
 )
 SCHEDULER_CHARTS: Mapping[str, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
 
+KUBE_STATE_LABELS: Mapping[str, tuple[str, ...]] = {
+    "namespaces": ("gpuplane.dev/team", "gpuplane.dev/cost-center", "gpuplane.dev/purpose"),
+    "nodes": ("gpuplane.dev/pool", "gpuplane.dev/accelerator", "gpuplane.dev/sharing"),
+    "pods": (
+        "gpuplane.dev/team",
+        "gpuplane.dev/purpose",
+        "gpuplane.dev/template",
+        "gpuplane.dev/model",
+        "gpuplane.dev/dataset",
+        "gpuplane.dev/runtime",
+        "kueue.x-k8s.io/queue-name",
+        "kueue.x-k8s.io/priority-class",
+    ),
+}
+"""The Kubernetes labels kube-state-metrics exports as `label_<name>` on `kube_<kind>_labels`:
+none by default (`--metric-labels-allowlist`), so without these the observability layer's rules
+could not tell a namespace's team or a node's pool. docs/observability.md."""
+
 PROMETHEUS_VALUES: Mapping[str, Any] = {
     "prometheus": {
         "prometheusSpec": {
             f"{kind}SelectorNilUsesHelmValues": False
             for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
         }
-    }
+    },
+    "kube-state-metrics": {
+        "metricLabelsAllowlist": [
+            f"{kind}=[{','.join(keys)}]" for kind, keys in KUBE_STATE_LABELS.items()
+        ]
+    },
 }
 """The chart's Prometheus selects only the monitors and rules labelled `release: <release>` unless
-told otherwise; gpuplane's (the DCGM exporter's ServiceMonitor) carry no such label."""
+told otherwise; gpuplane's (the DCGM exporter's ServiceMonitor, the observability layer's rules)
+carry no such label. kube-state-metrics (a subchart: its values under `kube-state-metrics`, whose
+deployment joins `metricLabelsAllowlist` into `--metric-labels-allowlist`) exports the labels
+the rules join on."""
 
 
 def render(view: ClusterView, layer_folders: Sequence[str]) -> Iterator[Output]:

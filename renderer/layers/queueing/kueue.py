@@ -36,7 +36,7 @@ from renderer.model.admission import (
 )
 from renderer.model.capacity import pool_offers
 from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
-from renderer.model.names import COST_CENTER_LABEL, SUITE_JOBS_NAMESPACE
+from renderer.model.names import COST_CENTER_LABEL, PROMETHEUS_ADDON, SUITE_JOBS_NAMESPACE
 from renderer.model.nodes import node_labels, tolerations
 from renderer.model.platform import Pool, Queue
 from renderer.model.topology import topology_aware
@@ -160,7 +160,12 @@ def render(view: ClusterView) -> Iterator[Output]:
     yield Values(
         layer=LAYER,
         chart="kueue",
-        body=helm_values(view.queues, view.pools, enabled_frameworks(view.cluster)),
+        body=helm_values(
+            view.queues,
+            view.pools,
+            enabled_frameworks(view.cluster),
+            scraped=view.cluster.runs(PROMETHEUS_ADDON),
+        ),
         source=view.cluster.origin.location,
     )
 
@@ -460,10 +465,17 @@ def manager_config(
     queues: tuple[Queue, ...],
     pools: tuple[Pool, ...] = (),
     frameworks: Sequence[str] = DEFAULT_FRAMEWORKS,
+    *,
+    scraped: bool = False,
 ) -> dict[str, Any]:
     """The Kueue `Configuration`: the chart's own settings (`CHART_MANAGER_SETTINGS`), the
     integrations the cluster enables (`renderer.model.integrations`), and what the queues and the
-    cluster's DRA and RDMA pools need; Kueue defaults everything else."""
+    cluster's DRA and RDMA pools need; Kueue defaults everything else.
+
+    `scraped`: the cluster's Prometheus scrapes Kueue, and the observability layer's quota panels
+    and rules read the per-flavor quota series that Kueue exports only with
+    `metrics.enableClusterQueueResources` (`kueue_cluster_queue_resource_usage`,
+    `..._nominal_quota`: pkg/metrics/metrics.go, reported only when the setting is on)."""
     resources: dict[str, Any] = {"excludeResourcePrefixes": list(excluded_resource_prefixes(pools))}
     mappings = device_class_mappings(pools)
     if mappings:
@@ -478,6 +490,8 @@ def manager_config(
         "integrations": {"frameworks": list(frameworks)},
         "resources": resources,
     }
+    if scraped:
+        config["metrics"] = {**config["metrics"], "enableClusterQueueResources": True}
     timeout = gang_timeout(queues)
     if timeout is not None:
         config["waitForPodsReady"] = {"timeout": go_duration(timeout), "blockAdmission": False}
@@ -490,8 +504,17 @@ def helm_values(
     queues: tuple[Queue, ...],
     pools: tuple[Pool, ...] = (),
     frameworks: Sequence[str] = DEFAULT_FRAMEWORKS,
+    *,
+    scraped: bool = False,
 ) -> dict[str, Any]:
     """Values for the Kueue chart: its `managerConfig.controllerManagerConfigYaml` is a string
-    the chart parses (`fromYaml`) into the manager ConfigMap."""
-    config = manager_config(queues, pools, frameworks)
-    return {"managerConfig": {"controllerManagerConfigYaml": dump(config)}}
+    the chart parses (`fromYaml`) into the manager ConfigMap. Where the cluster runs
+    kube-prometheus-stack (`scraped`), `enablePrometheus` makes the chart create its
+    ServiceMonitor (`templates/prometheus/monitor.yaml`: the manager's HTTPS metrics port, read
+    with the Prometheus service account's token, which kube-prometheus-stack's ClusterRole allows
+    to `get /metrics`)."""
+    config = manager_config(queues, pools, frameworks, scraped=scraped)
+    values: dict[str, Any] = {"managerConfig": {"controllerManagerConfigYaml": dump(config)}}
+    if scraped:
+        values["enablePrometheus"] = True
+    return values
