@@ -19,6 +19,8 @@ import click
 # itself, so `--help`, `new`, `explain` and `validate` start without the layers, Hera, rich or
 # the output schemas (tests/test_cli_face.py). `load_every_rule` reaches every rule's module.
 from renderer import report
+from renderer.cli_cost import cost
+from renderer.cli_diagram import diagram
 from renderer.cli_fit import fit
 from renderer.cli_support import (
     CRDS,
@@ -65,6 +67,8 @@ def main(ctx: click.Context, directory: Path, color: bool | None) -> None:
 
 
 main.add_command(fit)
+main.add_command(diagram)
+main.add_command(cost)
 
 
 @main.command()

@@ -97,6 +97,7 @@ def load_every_rule() -> None:
     (tests/test_architecture.py and tests/test_cli_face.py check that it reaches every one)."""
     import renderer.commands.acceptance.judge
     import renderer.commands.acceptance.load
+    import renderer.commands.cost.rules
     import renderer.pipeline  # noqa: F401
 
 

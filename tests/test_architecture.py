@@ -23,7 +23,9 @@ FACE = frozenset(
     {
         "renderer.cli",
         "renderer.cli_support",
+        "renderer.cli_diagram",
         "renderer.cli_fit",
+        "renderer.cli_cost",
         "renderer.report",
         "renderer.__main__",
     }

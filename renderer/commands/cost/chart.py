@@ -1,0 +1,206 @@
+"""The cost chart: one stacked horizontal bar per team of its cost per accepted unit, split into
+the guide's seven terms, with a legend and an axis in the currency; a team without accepted
+units shows its total instead, and says so under its name.
+
+The chart is laid out once as rectangles and texts (`layout`), then written by hand as SVG
+(`svg`: deterministic bytes, every text escaped, fonts `DejaVu Sans, sans-serif`) or drawn
+with Pillow as PNG (`png`), so both forms show the same picture.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from renderer.commands.cost.forms import money
+from renderer.commands.cost.model import TERM_WORDS, TERMS, CostReport
+from renderer.findings.diagnostics import inert
+
+WIDTH: Final = 1100
+FONT: Final = "DejaVu Sans, sans-serif"
+COLOURS: Final = {
+    "compute": "#4e79a7",
+    "network": "#59a14f",
+    "storage": "#9c755f",
+    "support": "#b07aa1",
+    "idle": "#f28e2b",
+    "failed_runs": "#e15759",
+    "operations": "#76b7b2",
+}
+INK: Final = "#222222"
+GRID: Final = "#cccccc"
+PLOT_LEFT: Final = 300
+PLOT_RIGHT: Final = WIDTH - 120
+TOP: Final = 100
+ROW: Final = 60
+BAR: Final = 30
+
+Anchor = Literal["start", "middle", "end"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    x: float
+    y: float
+    w: float
+    h: float
+    fill: str
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    x: float
+    y: float
+    """The baseline."""
+    text: str
+    size: int
+    anchor: Anchor = "start"
+    bold: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    width: int
+    height: int
+    rects: tuple[Rect, ...]
+    texts: tuple[Text, ...]
+
+
+_NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def clean(text: str) -> str:
+    """Text safe to draw: invisible characters as visible escapes (`inert`), and whatever XML
+    1.0 cannot hold (lone surrogates, U+FFFE) as `?`."""
+    return _NOT_XML.sub("?", inert(" ".join(text.split())))
+
+
+def _step(top: float) -> float:
+    """A round tick step giving about five ticks up to `top`."""
+    raw = top / 5
+    power = 10 ** math.floor(math.log10(raw))
+    return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
+
+
+def bars(report: CostReport) -> list[tuple[str, str, dict[str, float]]]:
+    """Per team: its name, what the bar shows, and each term's length in the currency."""
+    found = []
+    for team in report.teams:
+        if team.per_unit is None:
+            scale, what = 1.0, "no accepted units: total shown"
+        else:
+            scale = team.per / (team.units or 1)
+            what = team.unit_words()
+        found.append((team.team, what, {t: team.terms[t] * scale for t in TERMS}))
+    return found
+
+
+def layout(report: CostReport) -> Chart:
+    rows = bars(report)
+    c = report.currency
+    units = {what for _, what, _ in rows if not what.startswith("no accepted")}
+    unit = f"{c} {units.pop()}" if len(units) == 1 else f"{c} per each team's accepted unit"
+    window = f"window {report.window}" if report.window else "window not stated"
+    texts = [
+        Text(40, 42, clean(f"Effective cost per accepted unit, {window}"), 24, bold=True),
+        Text(40, 72, clean(f"{unit}; split into the guide's seven terms"), 16),
+    ]
+    rects: list[Rect] = []
+    top = max((sum(v.values()) for _, _, v in rows), default=0.0)
+    step = _step(top) if top > 0 else 1.0
+    axis_max = max(step * math.ceil(top / step - 1e-9), step)
+    span = PLOT_RIGHT - PLOT_LEFT
+    bottom = TOP + ROW * len(rows)
+    ticks = round(axis_max / step)
+    for i in range(ticks + 1):
+        x = PLOT_LEFT + span * i / ticks
+        rects.append(Rect(x, TOP - 8, 1, bottom - TOP + 8, GRID))
+        texts.append(Text(x, bottom + 24, clean(f"{c} {money(step * i)}"), 13, "middle"))
+    texts.append(Text((PLOT_LEFT + PLOT_RIGHT) / 2, bottom + 50, clean(unit), 14, "middle"))
+    for n, (team, what, values) in enumerate(rows):
+        y = TOP + ROW * n + (ROW - BAR) / 2
+        texts.append(Text(PLOT_LEFT - 14, y + 14, clean(team), 18, "end", bold=True))
+        texts.append(Text(PLOT_LEFT - 14, y + 32, clean(what), 12, "end"))
+        x = float(PLOT_LEFT)
+        for term in TERMS:
+            width = span * values[term] / axis_max
+            if width > 0:
+                rects.append(Rect(x, y, width, BAR, COLOURS[term]))
+                x += width
+        total = f"{c} {money(sum(values.values()))}"
+        marked = f"{total} total" if what.startswith("no accepted") else total
+        texts.append(Text(x + 8, y + 21, clean(marked), 14))
+    legend_y = bottom + 84
+    for i, term in enumerate(TERMS):
+        lx = 40 + 148 * i
+        rects.append(Rect(lx, legend_y - 13, 16, 16, COLOURS[term]))
+        texts.append(Text(lx + 22, legend_y, TERM_WORDS[term], 14))
+    return Chart(WIDTH, int(legend_y + 30), tuple(rects), tuple(texts))
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _f(value: float) -> str:
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return text if text != "-0" else "0"
+
+
+def svg(report: CostReport) -> bytes:
+    chart = layout(report)
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{chart.width}" '
+        f'height="{chart.height}" viewBox="0 0 {chart.width} {chart.height}" '
+        f'font-family="{FONT}">',
+        f"<title>{_xml(chart.texts[0].text)}</title>",
+        f'<rect x="0" y="0" width="{chart.width}" height="{chart.height}" fill="#ffffff"/>',
+    ]
+    out.extend(
+        f'<rect x="{_f(r.x)}" y="{_f(r.y)}" width="{_f(r.w)}" height="{_f(r.h)}" fill="{r.fill}"/>'
+        for r in chart.rects
+    )
+    for t in chart.texts:
+        weight = ' font-weight="bold"' if t.bold else ""
+        out.append(
+            f'<text x="{_f(t.x)}" y="{_f(t.y)}" font-size="{t.size}" text-anchor="{t.anchor}"'
+            f'{weight} fill="{INK}">{_xml(t.text)}</text>'
+        )
+    out.append("</svg>")
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
+_PIL_ANCHOR: Final = {"start": "ls", "middle": "ms", "end": "rs"}
+
+
+def png(report: CostReport) -> bytes:
+    """The same chart drawn with Pillow (DejaVu Sans where installed, Pillow's own font else)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    chart = layout(report)
+    image = Image.new("RGB", (chart.width, chart.height), "#ffffff")
+    draw = ImageDraw.Draw(image)
+    fonts: dict[tuple[int, bool], ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
+
+    def font(size: int, bold: bool) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+        if (size, bold) not in fonts:
+            name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
+            try:
+                fonts[size, bold] = ImageFont.truetype(name, size)
+            except OSError:
+                fonts[size, bold] = ImageFont.load_default(size)
+        return fonts[size, bold]
+
+    for r in chart.rects:
+        draw.rectangle((r.x, r.y, r.x + max(r.w, 1) - 1, r.y + r.h - 1), fill=r.fill)
+    for t in chart.texts:
+        draw.text(
+            (t.x, t.y), t.text, fill=INK, font=font(t.size, t.bold), anchor=_PIL_ANCHOR[t.anchor]
+        )
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()

@@ -1,0 +1,337 @@
+"""What a usage export says, and the documented CSV form of it (docs/cost.md).
+
+A usage file comes from a spreadsheet or a billing export, so it is read defensively: bounded
+in size, every cell checked, every problem a finding at its line and column.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from renderer.commands.cost.rules import MAX_ROWS, MAX_USAGE_BYTES
+from renderer.findings.diagnostics import Diagnostic, Location
+
+GPU_TERMS: Final = ("allocated_gpu_hours", "used_gpu_hours", "failed_gpu_hours")
+"""The GPU-hour figures of one team on one pool: the export query's `term` label values too."""
+MONEY_TERMS: Final = ("network", "storage", "support", "operations")
+"""The guide's terms that are money amounts per team, in the pools' currency."""
+TEAM_TERMS: Final = ("accepted_units", *MONEY_TERMS)
+COLUMNS: Final = ("team", "pool", *GPU_TERMS, *TEAM_TERMS)
+"""Every column the CSV may have; `team` is required, the others may be left out."""
+PLATFORM_WIDE: Final = "*"
+"""The team of the platform-wide row: its money is shared among teams by allocated GPU-hours."""
+
+_NUMBER: Final = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuHours:
+    """One team's GPU-hours on one pool: allocated A, used U (busy, runs that did not fail),
+    failed F (allocation held by runs that failed)."""
+
+    team: str
+    pool: str
+    allocated: float
+    used: float
+    failed: float
+    at: Location
+    where: str = ""
+    """How a finding names the figures besides their place: `row` or `series 3 {…}`."""
+    cluster: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TeamTerms:
+    """One team's terms other than GPU-hours; `accepted_units` None when not given."""
+
+    team: str
+    at: Location
+    accepted_units: float | None = None
+    network: float = 0.0
+    storage: float = 0.0
+    support: float = 0.0
+    operations: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one or more usage files say, with the findings that stopped parts of them."""
+
+    hours: tuple[GpuHours, ...] = ()
+    terms: tuple[TeamTerms, ...] = ()
+    findings: tuple[Diagnostic, ...] = ()
+    ending: str | None = None
+    """When the window ends, where the export says (a JSON sample's timestamp, RFC 3339)."""
+    sources: tuple[str, ...] = field(default=())
+
+
+def finding(rule: str, message: str, at: Location, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(rule, message, at, hint=hint)
+
+
+def read_text(path: Path, display: str) -> str | Diagnostic:
+    """The file as text (a UTF-8 BOM dropped), or why it cannot be read: never more than
+    `MAX_USAGE_BYTES` + 1 bytes are read, whatever the file claims."""
+    where = Location(display, 1, 1)
+    try:
+        if not path.is_file():
+            return finding("cost-unreadable", "not a regular file", where)
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_USAGE_BYTES + 1)
+    except OSError as err:
+        return finding("cost-unreadable", f"cannot read file: {err.strerror}", where)
+    if len(raw) > MAX_USAGE_BYTES:
+        return finding(
+            "cost-unreadable",
+            f"file is larger than {MAX_USAGE_BYTES:,} bytes",
+            where,
+            "export one window of one platform: a usage export is a few kilobytes",
+        )
+    try:
+        return raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        return finding(
+            "cost-unreadable",
+            f"byte 0x{raw[err.start]:02x} is not valid UTF-8",
+            Location(display, line, col),
+            "save the file as UTF-8",
+        )
+
+
+def number(text: str, what: str, at: Location) -> float | Diagnostic:
+    """A cell or sample value as a finite, non-negative float, or a `cost-number` finding."""
+    if not _NUMBER.fullmatch(text):
+        shown = text if len(text) <= 40 else text[:39] + "…"
+        return finding(
+            "cost-number",
+            f"{what} {shown!r} is not a number",
+            at,
+            "a plain decimal number such as 12.5, without currency sign or thousands separator",
+        )
+    value = float(text)
+    if not math.isfinite(value):
+        return finding("cost-number", f"{what} {text!r} is too large to be a figure", at)
+    if value < 0:
+        return finding("cost-number", f"{what} is negative ({text})", at)
+    return value + 0.0  # no negative zero
+
+
+# --- the CSV form -----------------------------------------------------------------------------
+
+
+def split_cells(line: str) -> list[tuple[str, int]] | tuple[str, int]:
+    """One CSV line (RFC 4180, `"` quotes with `""` inside) as its cells with the 1-based column
+    where each starts, whitespace around unquoted cells stripped; or (problem, column)."""
+    cells: list[tuple[str, int]] = []
+    i, size = 0, len(line)
+    while True:
+        start = i
+        while i < size and line[i] in " \t":
+            i += 1
+        if i < size and line[i] == '"':
+            opened = i
+            i += 1
+            value: list[str] = []
+            while True:
+                end = line.find('"', i)
+                if end < 0:
+                    return ("unclosed quote", opened + 1)
+                value.append(line[i:end])
+                if end + 1 < size and line[end + 1] == '"':
+                    value.append('"')
+                    i = end + 2
+                    continue
+                i = end + 1
+                break
+            while i < size and line[i] in " \t":
+                i += 1
+            if i < size and line[i] != ",":
+                return ("text after a closing quote", i + 1)
+            cells.append(("".join(value), opened + 1))
+        else:
+            end = line.find(",", i)
+            end = size if end < 0 else end
+            cells.append((line[i:end].strip(), i + 1 if i < end else start + 1))
+            i = end
+        if i >= size:
+            return cells
+        i += 1  # the comma
+        if i == size:
+            cells.append(("", i + 1))
+            return cells
+
+
+def read_csv(path: Path, display: str | None = None) -> Usage:
+    """A usage CSV: GPU-hours rows (with a pool) and team rows (without), or the findings."""
+    display = display or str(path)
+    text = read_text(path, display)
+    if isinstance(text, Diagnostic):
+        return Usage(findings=(text,), sources=(display,))
+    findings: list[Diagnostic] = []
+    hours: list[GpuHours] = []
+    terms: list[TeamTerms] = []
+    header: list[tuple[str, int]] | None = None
+    rows = 0
+    for number_, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        rows += 1
+        if rows > MAX_ROWS + 1:
+            findings.append(
+                finding(
+                    "cost-unreadable",
+                    f"more than {MAX_ROWS:,} rows",
+                    Location(display, number_, 1),
+                )
+            )
+            break
+        cells = split_cells(line)
+        if isinstance(cells, tuple):
+            findings.append(finding("cost-csv-row", cells[0], Location(display, number_, cells[1])))
+            if header is None:
+                break
+            continue
+        if header is None:
+            problems = _header_problems(cells, display, number_)
+            findings.extend(problems)
+            if problems:
+                break
+            header = cells
+            continue
+        row = _row(header, cells, display, number_)
+        if isinstance(row, list):
+            findings.extend(row)
+        elif isinstance(row, GpuHours):
+            hours.append(row)
+        else:
+            terms.append(row)
+    if header is None and not findings:
+        findings.append(finding("cost-empty", "no header and no rows", Location(display, 1, 1)))
+    return Usage(tuple(hours), tuple(terms), tuple(findings), sources=(display,))
+
+
+def _header_problems(cells: list[tuple[str, int]], display: str, line: int) -> list[Diagnostic]:
+    problems: list[Diagnostic] = []
+    seen: set[str] = set()
+    for name, col in cells:
+        at = Location(display, line, col)
+        if name not in COLUMNS:
+            shown = name if len(name) <= 40 else name[:39] + "…"
+            problems.append(
+                finding(
+                    "cost-csv-header",
+                    f"unknown column {shown!r}",
+                    at,
+                    f"the columns are: {', '.join(COLUMNS)}",
+                )
+            )
+        elif name in seen:
+            problems.append(finding("cost-csv-header", f"column {name!r} appears twice", at))
+        seen.add(name)
+    if not problems and "team" not in seen:
+        problems.append(
+            finding(
+                "cost-csv-header", "the header has no 'team' column", Location(display, line, 1)
+            )
+        )
+    return problems
+
+
+def _row(
+    header: list[tuple[str, int]], cells: list[tuple[str, int]], display: str, line: int
+) -> GpuHours | TeamTerms | list[Diagnostic]:
+    if len(cells) != len(header):
+        col = cells[len(header)][1] if len(cells) > len(header) else cells[-1][1]
+        return [
+            finding(
+                "cost-csv-row",
+                f"{len(cells)} cells where the header has {len(header)} columns",
+                Location(display, line, col),
+            )
+        ]
+    row = {name: (value, col) for (name, _), (value, col) in zip(header, cells, strict=True)}
+    team, team_col = row["team"]
+    if not team:
+        return [finding("cost-csv-row", "no team", Location(display, line, team_col))]
+    pool = row.get("pool", ("", 1))[0]
+    problems: list[Diagnostic] = []
+    figures: dict[str, float] = {}
+    for name, (value, col) in row.items():
+        if name in ("team", "pool") or not value:
+            continue
+        got = number(value, name, Location(display, line, col))
+        if isinstance(got, Diagnostic):
+            problems.append(got)
+        else:
+            figures[name] = got
+    at = Location(display, line, 1)
+    if pool:
+        misplaced = [n for n in TEAM_TERMS if row.get(n, ("",))[0]]
+        missing = [n for n in GPU_TERMS[:2] if not row.get(n, ("",))[0]]
+        if team == PLATFORM_WIDE:
+            problems.append(
+                finding(
+                    "cost-csv-row",
+                    "team '*' is the platform-wide row: it holds money terms, not GPU-hours",
+                    Location(display, line, team_col),
+                    "give GPU-hours on each team's own rows",
+                )
+            )
+        if misplaced:
+            problems.append(
+                finding(
+                    "cost-csv-row",
+                    f"a row with a pool gives GPU-hours only, not {', '.join(misplaced)}",
+                    Location(display, line, row[misplaced[0]][1]),
+                    "put the team's other terms on a row without a pool",
+                )
+            )
+        if missing:
+            problems.append(
+                finding("cost-csv-row", f"a row with a pool needs {' and '.join(missing)}", at)
+            )
+        if problems:
+            return problems
+        return GpuHours(
+            team,
+            pool,
+            figures["allocated_gpu_hours"],
+            figures["used_gpu_hours"],
+            figures.get("failed_gpu_hours", 0.0),
+            at,
+            "row",
+        )
+    misplaced = [n for n in GPU_TERMS if row.get(n, ("",))[0]]
+    if misplaced:
+        problems.append(
+            finding(
+                "cost-csv-row",
+                f"{', '.join(misplaced)} without a pool",
+                Location(display, line, row[misplaced[0]][1]),
+                "name the pool the GPU-hours were spent on",
+            )
+        )
+    if team == PLATFORM_WIDE and row.get("accepted_units", ("",))[0]:
+        problems.append(
+            finding(
+                "cost-csv-row",
+                "the platform-wide row (team '*') has no accepted units",
+                Location(display, line, row["accepted_units"][1]),
+                "give accepted units on each team's own row",
+            )
+        )
+    if problems:
+        return problems
+    return TeamTerms(
+        team,
+        at,
+        figures.get("accepted_units"),
+        *(figures.get(n, 0.0) for n in MONEY_TERMS),
+    )

@@ -1,0 +1,1 @@
+"""Fixtures of `gpuplane cost`'s tests: the worked example's usage and the platform it runs on."""
