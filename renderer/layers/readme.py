@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from renderer.layers.diagram import drawing
 from renderer.model import catalog
 from renderer.model.admission import CPU, MEMORY, cluster_queues
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
@@ -20,6 +21,7 @@ from renderer.model.security import admission_policies_served, priority_enforcem
 from renderer.model.topology import spans_nodes, topology_aware
 from renderer.model.view import ClusterView
 from renderer.output import markdown
+from renderer.output.diagram import mermaid
 from renderer.output.text import environment
 
 
@@ -141,6 +143,7 @@ def cluster_readme(view: ClusterView) -> str:
         teams=teams,
         guardrails=guardrail_notes(view),
         integrations=integration_notes(view),
+        diagram=mermaid(drawing(view)),
     )
     return text.rstrip("\n") + "\n"
 

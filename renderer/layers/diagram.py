@@ -1,0 +1,350 @@
+"""One cluster's declared platform as a drawing in the guide's six layers (PRODUCT.md §1):
+control plane; queue layer; platform add-ons; GPU worker pools; workloads per team; network and
+data path.
+
+Not a render layer of its own (it writes no Kubernetes object): the cluster README embeds its
+Mermaid form (`renderer.layers.readme`) and `gpuplane diagram` writes it as SVG or Mermaid. Every
+fact comes from the model (`ClusterView`, the GPU catalog, `renderer.model.capacity`), so the
+picture says what the manifests beside it do. docs/diagram.md says what each box shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from renderer.layers.gitops.argocd import ADDON_WAVE, LAYER_WAVES, PROJECT_WAVE
+from renderer.model import catalog
+from renderer.model.admission import cluster_queues
+from renderer.model.capacity import SHARING_MODES, pool_offers, quota_offer
+from renderer.model.names import (
+    ARGO_WORKFLOWS_ADDON,
+    DCGM_EXPORTER_ADDON,
+    EXTERNAL_SECRETS_ADDON,
+    GPU_OPERATOR_ADDON,
+    KUEUE_ADDON,
+    OPERATOR_TITLES,
+    PROMETHEUS_ADDON,
+    SCHEDULER_ADDON,
+    VOLCANO_ADDON,
+)
+from renderer.model.platform import Addon, Cluster, Pool, Queue
+from renderer.model.view import ClusterView
+from renderer.output.diagram import Box, Drawing, Edge, Layer
+
+LAYER_TITLES = (
+    "Control plane",
+    "Queue layer",
+    "Platform add-ons",
+    "GPU worker pools",
+    "Workloads per team",
+    "Network and data path",
+)
+"""The guide's six layers, top to bottom (PRODUCT.md §1)."""
+
+ADDON_TITLES: Mapping[str, str] = {
+    **OPERATOR_TITLES,
+    DCGM_EXPORTER_ADDON: "DCGM exporter",
+    ARGO_WORKFLOWS_ADDON: "Argo Workflows",
+}
+
+FABRIC_TITLES: Mapping[str, str] = {
+    "infiniband": "InfiniBand",
+    "roce": "RoCE",
+    "ethernet": "Ethernet",
+    "efa": "AWS EFA",
+    "none": "No fabric",
+}
+
+FORM_TITLES: Mapping[str, str] = {"sxm": "SXM", "pcie": "PCIe", "nvl": "NVL", "oam": "OAM"}
+
+INTERCONNECT_TITLES: Mapping[str, str] = {
+    "nvswitch": "NVSwitch",
+    "nvlink": "NVLink",
+    "pcie": "PCIe",
+    "infinity-fabric": "Infinity Fabric",
+}
+
+
+def drawing(view: ClusterView) -> Drawing:
+    """The cluster's six layers, each box a declared thing, edges from each pool to the teams
+    with quota on it."""
+    cluster = view.cluster
+    subtitle = (
+        f"{cluster.description} · " if cluster.description else ""
+    ) + "declared in clusters/, pools/, queues/ and teams/; drawn by gpuplane"
+    layers = (
+        Layer(LAYER_TITLES[0], "the API server and GitOps", tuple(_control_plane(view))),
+        Layer(
+            LAYER_TITLES[1],
+            "admission, fair share, quotas, preemption",
+            tuple(_queue_layer(view)),
+        ),
+        Layer(LAYER_TITLES[2], "operators and exporters, pinned", tuple(_addons(cluster))),
+        Layer(
+            LAYER_TITLES[3],
+            "accelerators, sharing and capacity",
+            tuple(_pool_box(pool) for pool in view.pools),
+        ),
+        Layer(LAYER_TITLES[4], "namespaces per purpose and GPU quotas", tuple(_teams(view))),
+        Layer(
+            LAYER_TITLES[5],
+            "fabric, storage, object store and egress",
+            tuple(_network(view)),
+        ),
+    )
+    edges = []
+    pools = {pool.name for pool in view.pools}
+    for tenant in view.tenants:
+        for name in dict.fromkeys(q.pool for q in tenant.team.gpus if q.pool in pools):
+            edges.append(Edge(f"pool:{name}", f"team:{tenant.team.name}"))
+    return Drawing(f"{cluster.name}: the platform in six layers", subtitle, layers, tuple(edges))
+
+
+# --- 1. control plane ---------------------------------------------------------------------------
+
+
+def _waves() -> str:
+    waves: dict[int, list[str]] = {PROJECT_WAVE: ["projects"], ADDON_WAVE: ["add-ons"]}
+    for layer, wave in sorted(LAYER_WAVES.items(), key=lambda item: (item[1], item[0])):
+        waves.setdefault(wave, []).append(layer)
+    return " → ".join(", ".join(names) for _, names in sorted(waves.items()))
+
+
+def _control_plane(view: ClusterView) -> Iterator[Box]:
+    cluster = view.cluster
+    yield Box(
+        cluster.name,
+        (
+            f"Kubernetes {cluster.kubernetes_version}",
+            f"{cluster.environment} · provider {cluster.provider}",
+            f"scheduler {cluster.scheduler}",
+        ),
+        key="cluster",
+    )
+    yield Box(
+        "Argo CD",
+        (
+            f"project {cluster.argocd_project}",
+            f"destination {cluster.argocd_destination}",
+            f"sync waves: {_waves()}",
+        ),
+    )
+    identity = [f"IdP groups as {cluster.group_prefix or '(no prefix)'}<group>"]
+    if cluster.platform_owners:
+        identity.append(f"platform owners: {', '.join(cluster.platform_owners)}")
+    identity.append(f"{len(view.tenants)} teams: owners, members, viewers bound per namespace")
+    yield Box("Identity and RBAC", tuple(identity))
+
+
+# --- 2. queue layer -----------------------------------------------------------------------------
+
+
+def _scheduler_box(view: ClusterView) -> Box:
+    cluster = view.cluster
+    addon = cluster.addons.get(SCHEDULER_ADDON.get(cluster.scheduler, KUEUE_ADDON))
+    version = addon.version if addon is not None and addon.version else "version not pinned"
+    if cluster.scheduler == VOLCANO_ADDON:
+        return Box(
+            f"Volcano {version}",
+            (
+                f"{_plural(len(view.queues), 'parent queue')}, a queue per team",
+                "gang scheduling (minAvailable)",
+            ),
+            key="scheduler",
+        )
+    plans = cluster_queues(view)
+    namespaces = sum(len(t.namespaces) for t in view.tenants)
+    return Box(
+        f"Kueue {version}",
+        (
+            f"{_plural(len(view.queues), 'cohort')}, {len(plans)} ClusterQueues (team x purpose)",
+            f"{len(view.pools)} ResourceFlavors, one per pool",
+            f"{namespaces} LocalQueues 'default', one per team namespace",
+        ),
+        key="scheduler",
+    )
+
+
+def _queue_box(queue: Queue, scheduler: str) -> Box:
+    lines = [
+        f"{queue.strategy}" + (", fair sharing" if queue.fair_sharing else ""),
+        f"pools: {', '.join(queue.pools)}",
+    ]
+    if queue.preemption:
+        lines.append(
+            "preemption: " + ", ".join(f"{k} {v}" for k, v in sorted(queue.preemption.items()))
+        )
+    if queue.wait_for_pods_ready:
+        lines.append(f"gang: waitForPodsReady, timeout {queue.gang_timeout or 'default'}")
+    lines.append("priorities: " + ", ".join(f"{p.name} {p.value}" for p in queue.priorities))
+    lines.append(f"oversubscription {queue.oversubscription:g}")
+    if queue.wait_budget_minutes is not None:
+        lines.append(f"wait budget {queue.wait_budget_minutes:g} min")
+    kind = "queue" if scheduler == VOLCANO_ADDON else "cohort"
+    return Box(f"{kind} {queue.name}", tuple(lines), key=f"queue:{queue.name}")
+
+
+def _queue_layer(view: ClusterView) -> Iterator[Box]:
+    yield _scheduler_box(view)
+    for queue in view.queues:
+        yield _queue_box(queue, view.cluster.scheduler)
+
+
+# --- 3. add-ons ---------------------------------------------------------------------------------
+
+
+def _addon_lines(addon: Addon, cluster: Cluster) -> list[str]:
+    lines = [addon.version or "version not pinned"]
+    settings = addon.settings
+    if not cluster.runs(addon.name):
+        lines.append("not installed by gpuplane (enabled: false)")
+    if addon.name == GPU_OPERATOR_ADDON and "driverManaged" in settings:
+        lines.append(
+            "installs the driver" if settings["driverManaged"] else "driver from the node image"
+        )
+    if addon.name == DCGM_EXPORTER_ADDON and settings.get("serviceMonitor"):
+        lines.append("scraped through a ServiceMonitor")
+    if addon.name == PROMETHEUS_ADDON:
+        lines.append("Prometheus, Grafana, kube-state-metrics")
+    if addon.name == EXTERNAL_SECRETS_ADDON and cluster.secret_store is not None:
+        lines.append(f"secrets from {cluster.secret_store.provider}")
+    known = {"enabled", "driverManaged", "serviceMonitor"}
+    for key, value in sorted(settings.items()):
+        if key not in known and isinstance(value, str | int | float | bool):
+            lines.append(f"{key}: {_scalar(value)}")
+    return lines
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _addons(cluster: Cluster) -> Iterator[Box]:
+    for name, addon in cluster.addons.items():
+        yield Box(ADDON_TITLES.get(name, name), tuple(_addon_lines(addon, cluster)))
+
+
+# --- 4. pools -----------------------------------------------------------------------------------
+
+
+def _count(low: int, high: int) -> str:
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def _sharing(pool: Pool) -> str:
+    if pool.sharing == "mig":
+        layout = ", ".join(f"{p} x{n}" for p, n in pool.mig_layout.items())
+        named = f" ({pool.mig_layout_name})" if pool.mig_layout_name else ""
+        return f"MIG per GPU{named}: {layout}"
+    if pool.sharing in ("time-slicing", "mps"):
+        return f"{pool.sharing}: {pool.replicas} replicas per GPU"
+    return SHARING_MODES.get(pool.sharing, pool.sharing)
+
+
+def fabric_text(pool: Pool) -> str:
+    """A pool's fabric: `InfiniBand 8 x 400 Gb/s`, as much as its file says."""
+    title = FABRIC_TITLES.get(pool.fabric, pool.fabric)
+    if pool.fabric == "none":
+        return title
+    if pool.fabric_nics is not None and pool.fabric_gbps_per_nic is not None:
+        return f"{title} {pool.fabric_nics} x {pool.fabric_gbps_per_nic:g} Gb/s"
+    if pool.fabric_nics is not None:
+        return f"{title}, {pool.fabric_nics} NICs"
+    return title
+
+
+def _pool_box(pool: Pool) -> Box:
+    accelerator = catalog.accelerator(pool.accelerator)
+    product = accelerator.product if accelerator is not None else pool.accelerator
+    nodes, per = pool.nodes, pool.gpus_per_node
+    lines = [
+        product,
+        f"{_count(nodes.min, nodes.max)} nodes x {per} GPUs = "
+        f"{_count(nodes.min * per, nodes.max * per)} GPUs",
+        _sharing(pool),
+    ]
+    offers = pool_offers(pool)
+    if offers:
+        lines.append(
+            "capacity: "
+            + ", ".join(f"{_count(o.guaranteed, o.maximum)} {o.resource}" for o in offers)
+        )
+    exposure = "DRA" if pool.exposure == "dra" else "device plugin"
+    lines.append(f"{pool.workload} · {exposure}")
+    form = FORM_TITLES.get(pool.topology_form or "", pool.topology_form)
+    interconnect = INTERCONNECT_TITLES.get(pool.interconnect or "", pool.interconnect)
+    inside = " · ".join(dict.fromkeys(part for part in (form, interconnect) if part))
+    lines.append(f"{inside + ' in a node, ' if inside else ''}{fabric_text(pool)} between")
+    lines.append(f"{pool.gpu_hour:g} {pool.currency} per GPU-hour")
+    return Box(pool.name, tuple(lines), key=f"pool:{pool.name}")
+
+
+# --- 5. workloads -------------------------------------------------------------------------------
+
+
+def _plural(count: int, unit: str) -> str:
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def _teams(view: ClusterView) -> Iterator[Box]:
+    pools = {pool.name: pool for pool in view.pools}
+    for tenant in view.tenants:
+        team = tenant.team
+        lines = [f"queue {team.queue}" + (f" · priority {team.priority}" if team.priority else "")]
+        lines.extend(f"{ns.name}: {ns.purpose}" for ns in tenant.namespaces)
+        for quota in team.gpus:
+            pool = pools.get(quota.pool)
+            if pool is None:
+                continue
+            offer = quota_offer(pool, quota)
+            unit = offer.unit if offer is not None else "GPU"
+            text = f"{quota.pool}: {_plural(quota.nominal, unit)}"
+            if quota.borrowing_limit:
+                text += f", borrows up to {quota.borrowing_limit} more"
+            lines.append(text)
+        yield Box(team.name, tuple(lines), key=f"team:{team.name}")
+
+
+# --- 6. network and data path -------------------------------------------------------------------
+
+
+def _network(view: ClusterView) -> Iterator[Box]:
+    cluster = view.cluster
+    fabrics: dict[str, list[str]] = {}
+    for pool in view.pools:
+        detail = fabric_text(pool).removeprefix(FABRIC_TITLES.get(pool.fabric, pool.fabric))
+        detail = detail.strip(" ,") or "declared"
+        if pool.rdma is not None:
+            detail += f", RDMA {pool.rdma.resource} x{pool.rdma.per_node} per node"
+        elif pool.fabric in ("ethernet", "none"):
+            detail += ", NCCL over TCP"
+        fabrics.setdefault(pool.fabric, []).append(f"{pool.name}: {detail}")
+    for fabric, lines in sorted(fabrics.items()):
+        yield Box(f"{FABRIC_TITLES.get(fabric, fabric)} fabric", tuple(lines))
+    storage = [
+        f"shared: {cluster.shared_class or 'not declared'} (datasets, checkpoints)",
+        f"scratch: {cluster.scratch_class or 'not declared'}",
+    ]
+    yield Box("Storage classes", tuple(storage))
+    store = [cluster.object_store or "not declared"]
+    store.extend(
+        f"via {rule.cidr} port {', '.join(map(str, rule.ports))}"
+        + (f" ({rule.description})" if rule.description else "")
+        for rule in cluster.object_store_egress
+    )
+    yield Box("Object store", tuple(store))
+    egress = [
+        "default deny, same namespace allowed",
+        f"DNS: {cluster.dns_namespace} "
+        + ",".join(f"{k}={v}" for k, v in cluster.dns_pod_selector.items()),
+    ]
+    for tenant in view.tenants:
+        if tenant.team.egress:
+            rules = ", ".join(
+                f"{rule.cidr}:{','.join(map(str, rule.ports))}" for rule in tenant.team.egress
+            )
+            egress.append(f"{tenant.team.name}: {rules}")
+    yield Box("Egress", tuple(egress))
