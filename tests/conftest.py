@@ -257,3 +257,20 @@ def github_workflow_errors(workflow: Any) -> list[str]:
     )
     errors = Draft7Validator(schema).iter_errors(json.loads(json.dumps(workflow)))
     return [f"{list(e.absolute_path)}: {e.message}" for e in errors]
+
+
+REQUIRE_TOOLS = "GPUPLANE_REQUIRE_TOOLS"
+"""Set by `.ci/run`, which installs Debian's promtool, Chromium and Tesseract: there a missing
+tool fails the test instead of skipping it, so a broken install step cannot pass as green."""
+
+
+def require_tool(name: str, package: str) -> str:
+    """The path of an external program a test drives, or a skip naming the Debian package that
+    brings it (a failure where `GPUPLANE_REQUIRE_TOOLS=1`)."""
+    path = shutil.which(name)
+    if path is not None:
+        return path
+    message = f"{name} is not installed (Debian package {package})"
+    if os.environ.get(REQUIRE_TOOLS) == "1":
+        pytest.fail(message)
+    pytest.skip(message)
