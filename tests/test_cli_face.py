@@ -138,7 +138,9 @@ def test_color_colours_each_part_and_changes_no_text(platform: Path, gpuplane) -
     _break(platform)
     plain = gpuplane("-C", str(platform), "--no-color", "validate").output
     coloured = gpuplane("-C", str(platform), "--color", "validate").output
-    assert "\x1b[1mteams/vision.yaml:16:10\x1b[0m" in coloured  # the place bold
+    lines = (platform / "teams" / "vision.yaml").read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if text.startswith("  queue: "))
+    assert f"\x1b[1mteams/vision.yaml:{line}:10\x1b[0m" in coloured  # the place bold
     assert "\x1b[31m\x1b[1merror[unknown-reference]\x1b[0m" in coloured  # the error red
     assert "\x1b[36mhint:\x1b[0m" in coloured
     assert ESCAPE.sub("", coloured) == plain
