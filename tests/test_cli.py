@@ -10,6 +10,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 
+def queue_line() -> int:
+    """The line of vision's `queue: prod` (read before `_break` misspells it)."""
+    lines = (REPO / "teams" / "vision.yaml").read_text().splitlines()
+    return lines.index("  queue: prod") + 1
+
+
 def _break(platform: Path) -> None:
     vision = platform / "teams" / "vision.yaml"
     vision.write_text(vision.read_text().replace("queue: prod\n", "queue: prd\n"))
@@ -33,7 +39,7 @@ def test_json_format(platform: Path, gpuplane) -> None:
         "severity": "error",
         "message": "queue 'prd' does not exist",
         "file": "teams/vision.yaml",
-        "line": 16,
+        "line": queue_line(),
         "column": 10,
         "notes": [],
         "hint": "did you mean 'prod'?",
@@ -46,7 +52,8 @@ def test_github_annotations_escape_and_point_at_the_line(platform: Path, gpuplan
     assert result.exit_code == 1
     first = result.output.splitlines()[0]
     assert first == (
-        "::error file=teams/vision.yaml,line=16,col=10,title=unknown-reference::"
+        f"::error file=teams/vision.yaml,line={queue_line()},col=10,"
+        "title=unknown-reference::"
         "queue 'prd' does not exist%0Ahint: did you mean 'prod'?"
     )
 

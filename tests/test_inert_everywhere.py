@@ -106,6 +106,12 @@ def readme_lists(source: str) -> int:
     return [t.type for t in _walk(_md().parse(source))].count("bullet_list_open")
 
 
+def readme_fences(source: str) -> list[str]:
+    """The info string of each fenced block: the cluster README has one of its own, the
+    platform's Mermaid diagram, which a description must not close or add to."""
+    return [t.info.strip() for t in _walk(_md().parse(source)) if t.type == "fence"]
+
+
 def assert_inert_markdown(source: str, *, own: Iterable[str] = ()) -> None:
     """No link, image, HTML, heading, fence, list, quote or emphasis beyond the `own` tokens
     the document itself uses; no mention, reference or autolink in text; no invisible or
@@ -311,8 +317,9 @@ def _check_rendered(root: Path) -> None:
     assert "click" in prod  # the description is shown
     for readme in readmes:  # every cluster's: their guardrail notes differ by provider
         own = readme.read_text()
-        assert_inert_markdown(own, own=("heading_open", "bullet_list_open"))
+        assert_inert_markdown(own, own=("heading_open", "bullet_list_open", "fence"))
         assert readme_lists(own) == 1  # the README's own Guardrails list, and no other
+        assert readme_fences(own) == ["mermaid"]  # the README's own diagram, and no other
     for readme in readmes:
         text = readme.read_text()
         for table in re.findall(r"(?m)^(\|.*\|)$", text):

@@ -31,8 +31,9 @@ needs_crds = pytest.mark.skipif(
 KUEUE = SHARED_CRDS / "kueue"
 
 # The custom kinds the example platform renders, from its layers: Kueue's six (no AdmissionCheck),
-# the ClusterPolicy the GPU Operator's values imply, DCGM's ServiceMonitor, the acceptance
-# suites' three Argo Workflows kinds, and Argo CD's Application and AppProject.
+# the ClusterPolicy the GPU Operator's values imply, DCGM's ServiceMonitor, the observability
+# layer's PrometheusRules, the acceptance suites' three Argo Workflows kinds, and Argo CD's
+# Application and AppProject.
 EXAMPLE_CUSTOM_KINDS = {
     "kueue.x-k8s.io/v1beta2 ClusterQueue",
     "kueue.x-k8s.io/v1beta2 Cohort",
@@ -42,6 +43,7 @@ EXAMPLE_CUSTOM_KINDS = {
     "kueue.x-k8s.io/v1beta2 WorkloadPriorityClass",
     "nvidia.com/v1 ClusterPolicy",
     "monitoring.coreos.com/v1 ServiceMonitor",
+    "monitoring.coreos.com/v1 PrometheusRule",  # the observability layer's rules
     "argoproj.io/v1alpha1 WorkflowTemplate",
     "argoproj.io/v1alpha1 CronWorkflow",
     "argoproj.io/v1alpha1 Workflow",

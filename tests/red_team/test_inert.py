@@ -12,7 +12,12 @@ import pytest
 
 from tests.red_team.diffing import cli, commit_base
 from tests.red_team.harness import Attempt, errors
-from tests.test_inert_everywhere import assert_inert_markdown, readme_lists, runner_commands
+from tests.test_inert_everywhere import (
+    assert_inert_markdown,
+    readme_fences,
+    readme_lists,
+    runner_commands,
+)
 
 LLM = "teams/llm.yaml"
 DESCRIPTION = (
@@ -67,8 +72,9 @@ def _assert_inert(attempt: Attempt) -> None:
         own=("heading_open", "bullet_list_open", "html_block", "strong_open"),
     )
     readme = attempt.path("rendered/prod-east/README.md").read_text()
-    assert_inert_markdown(readme, own=("heading_open", "bullet_list_open"))
+    assert_inert_markdown(readme, own=("heading_open", "bullet_list_open", "fence"))
     assert readme_lists(readme) == 1  # the README's own Guardrails list, and no other
+    assert readme_fences(readme) == ["mermaid"]  # the README's own diagram, and no other
     assert not re.search(r"(?m)^::", readme)
 
 
