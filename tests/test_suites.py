@@ -25,6 +25,7 @@ import yaml
 from renderer.commands.fit.load import check_fit
 from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.layers import workflows as layer
+from renderer.model import metrics
 from renderer.model.nodes import tolerations
 from renderer.model.platform import NodeCount, Platform
 from renderer.model.topology import topology_aware as pool_topology_aware
@@ -986,6 +987,92 @@ def test_export_adds_the_queue_wait_and_fills_in_missing_results(tmp_path: Path)
     assert "printed no result" in staging["error"]
 
 
+def _export(tmp_path: Path, results: dict[str, dict[str, Any]]) -> Path:
+    """EXPORT run on one `checkpoint` step whose log holds `results` (key -> result)."""
+    log = "".join(f"{settings.RESULT_PREFIX} {k} {json.dumps(r)}\n" for k, r in results.items())
+    steps = [{"step": "checkpoint", "results": [[k, "checkpoint"] for k in results]}]
+    env = {
+        "OUT": str(tmp_path / "out"),
+        "CLUSTER": "lab",
+        "POOL": "train",
+        "STEPS": json.dumps(steps),
+        "CHECKPOINT_LOG": log,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", scripts.EXPORT],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "out"
+
+
+def test_export_writes_the_checkpoint_figures_the_suites_gauges_publish(tmp_path: Path) -> None:
+    """The checkpoint probe's writeGBps and restoreSeconds (workflows/probes/checkpoint.py
+    `_outcome`) each land in the file the label template's output parameter reads, as a number
+    Go's strconv.ParseFloat reads (Argo parses a gauge's value so)."""
+    result = {
+        "schemaVersion": 1,
+        "probe": "checkpoint",
+        "ok": True,
+        "metrics": {"writeGBps": 2.5, "restoreSeconds": 41, "verified": True},
+    }
+    out = _export(tmp_path, {"checkpoint": result})
+    assert (out / "checkpoint-write-gbps").read_text() == "2.5"
+    assert (out / "checkpoint-restore-seconds").read_text() == "41.0"
+
+
+@pytest.mark.parametrize(
+    "measured",
+    [{}, {"writeGBps": None, "restoreSeconds": "fast"}, {"writeGBps": True}],
+)
+def test_export_writes_no_figure_a_probe_did_not_measure(
+    tmp_path: Path, measured: dict[str, Any]
+) -> None:
+    """No file, so the output parameter falls back to '' and the gauge's `when` keeps the last
+    measured value rather than publishing a wrong one."""
+    result = {"schemaVersion": 1, "probe": "checkpoint", "ok": False, "metrics": measured}
+    out = _export(tmp_path, {"checkpoint": result})
+    assert (out / "checkpoint.json").exists()
+    assert not (out / "checkpoint-write-gbps").exists()
+    assert not (out / "checkpoint-restore-seconds").exists()
+
+
+def test_every_suite_publishes_the_checkpoint_gauges_its_alerts_read(example: Rendered) -> None:
+    """Each suite's label template sets `argo_workflows_<metric>` gauges (Argo's prefix) labelled
+    with the cluster, the pool and the suite, from output parameters it declares with a default;
+    the observability layer's alerts read exactly those series."""
+    wanted = {metrics.CHECKPOINT_WRITE_GBPS_METRIC, metrics.CHECKPOINT_RESTORE_SECONDS_METRIC}
+    seen = 0
+    for cluster in sorted(example.manifests):
+        rules = [
+            m.body
+            for m in example.manifests[cluster]
+            if m.kind == "PrometheusRule" and m.body["metadata"]["name"] == "gpuplane-alerts"
+        ]
+        exprs = [r["expr"] for rule in rules for g in rule["spec"]["groups"] for r in g["rules"]]
+        for name in wanted:
+            assert sum(metrics.ARGO_METRIC_PREFIX + name in e for e in exprs) == 1
+        for name, body in argo(example, cluster, "WorkflowTemplate").items():
+            suite, pool = name.split("-", 1)
+            (label,) = [t for t in body["spec"]["templates"] if t["name"] == "label"]
+            outputs = {p["name"]: p for p in label["outputs"]["parameters"]}
+            gauges = label["metrics"]["prometheus"]
+            assert {g["name"] for g in gauges} == wanted
+            for gauge in gauges:
+                labels = {x["key"]: x["value"] for x in gauge["labels"]}
+                assert labels == {"cluster": cluster, "pool": pool, "suite": suite}
+                parameter = re.fullmatch(
+                    r"\{\{outputs\.parameters\.([a-z-]+)\}\}", gauge["gauge"]["value"]
+                )
+                assert parameter is not None
+                assert outputs[parameter[1]]["valueFrom"]["default"] == ""
+                assert "{{status}} == Succeeded" in gauge["when"]
+                seen += 1
+    assert seen == 2 * 2 * sum(len(placement.targets(v)) for v in views(example.platform))
+
+
 def test_the_scripts_hold_nothing_argo_would_substitute() -> None:
     for script in (scripts.RUNNER, scripts.EXPORT):
         assert "{{" not in script and "}}" not in script
@@ -1101,6 +1188,19 @@ def test_broken_references_are_found(changes: dict[str, Any], message: str) -> N
     known = {"t": body} if "templateRef" in task else None
     problems = references.check_references(body, known)
     assert any(message in p for p in problems), problems
+
+
+def test_a_templates_metrics_may_read_its_own_outputs_and_status_only() -> None:
+    body = broken()
+    make = body["spec"]["templates"][1]
+    gauge = {"name": "g", "help": "h", "gauge": {"value": "{{outputs.parameters.out}}"}}
+    make["metrics"] = {"prometheus": [{**gauge, "when": "{{status}} == Succeeded"}]}
+    assert references.check_references(body) == []
+    gauge["gauge"] = {"value": "{{outputs.parameters.nope}}"}
+    make["metrics"] = {"prometheus": [gauge, {**gauge, "name": "h", "when": "{{retried}}"}]}
+    problems = references.check_references(body)
+    assert any("{{outputs.parameters.nope}} names no output parameter" in p for p in problems)
+    assert any("{{retried}} is not a reference this check knows" in p for p in problems)
 
 
 def test_a_dependency_cycle_and_a_missing_entrypoint_are_found() -> None:

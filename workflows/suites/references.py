@@ -151,10 +151,19 @@ class _Scope:
     tasks: Mapping[str, Mapping[str, Any] | str] | None = None
     steps: Mapping[str, Mapping[str, Any] | str] | None = None
     item: bool = False
+    itself: Mapping[str, Any] | None = None
+    """In the template's own `metrics`: the template, whose outputs and METRIC_VARIABLES they
+    may read once it has run."""
 
 
 TEMPLATE_VARIABLES = frozenset({"pod.name", "retries", "node.name", "inputs.parameters"})
 """Template-level variables Argo defines, besides inputs and outputs."""
+
+METRIC_VARIABLES = frozenset(
+    {"status", "duration", "exitCode", "resourcesDuration.cpu", "resourcesDuration.memory"}
+)
+"""What a template's custom metrics may read besides its inputs and outputs (Argo's
+docs/variables.md, "Metrics")."""
 
 
 def _has_value(parameter: Mapping[str, Any]) -> bool:
@@ -218,7 +227,20 @@ def _template_problems(
             )
         earlier.update(current)
     # the template's own fields: its outputs may read any of its tasks or steps
-    rest = {k: v for k, v in template.items() if k not in ("name", "dag", "steps")}
+    rest = {k: v for k, v in template.items() if k not in ("name", "dag", "steps", "metrics")}
+    if "metrics" in template:
+        problems.extend(
+            _strings_problems(
+                f"{at}, metrics",
+                template["metrics"],
+                _Scope(
+                    arguments=arguments,
+                    inputs=scope.inputs,
+                    artifacts=scope.artifacts,
+                    itself=template,
+                ),
+            )
+        )
     problems.extend(
         _strings_problems(
             at,
@@ -365,6 +387,8 @@ def _reference_problem(expression: str, scope: _Scope) -> str | None:
         return None
     parts = expression.split(".")
     head = parts[0]
+    if scope.itself is not None and (expression in METRIC_VARIABLES or head == "outputs"):
+        return None if expression in METRIC_VARIABLES else _output_problem(parts, scope.itself)
     if head == "item":
         return None if scope.item else "is used by a task or step with no withItems or withParam"
     if parts[:2] == ["inputs", "parameters"] and len(parts) == 3:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from workflows.suites.settings import QUEUE_WAIT_LABEL, RESULT_PREFIX
+from workflows.suites.settings import QUEUE_WAIT_LABEL, RESULT_PREFIX, SUITE_GAUGES
 
 RUNNER = """\
 import json, os, subprocess, sys, time
@@ -63,8 +63,18 @@ waits; the Workflow deletes it; the Job's replacement pod finds the mark and run
 restore of what the first pod wrote, and training resumed from it), then prints both pods'
 results."""
 
-EXPORT = """\
-import datetime, json, os
+
+def _gauge_fields() -> dict[str, list[list[str]]]:
+    """SUITE_GAUGES by probe: [file name, metrics key] each."""
+    found: dict[str, list[list[str]]] = {}
+    for gauge in SUITE_GAUGES:
+        found.setdefault(gauge.probe, []).append([gauge.parameter, gauge.field])
+    return found
+
+
+EXPORT = (
+    """\
+import datetime, json, math, os
 
 out = os.environ["OUT"]
 os.makedirs(out, exist_ok=True)
@@ -114,9 +124,17 @@ for step in json.loads(os.environ["STEPS"]):
                 environment[name] = value
         with open(os.path.join(out, key + ".json"), "w") as f:
             json.dump(result, f, sort_keys=True)
-""".replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX)).replace(
-    "QUEUE_WAIT_LABEL", json.dumps(QUEUE_WAIT_LABEL)
+        for name, field in GAUGES.get(probe, ()):
+            value = result.get("metrics", {}).get(field)
+            if type(value) in (int, float) and math.isfinite(value):
+                with open(os.path.join(out, name), "w") as f:
+                    f.write(repr(float(value)))
+""".replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX))
+    .replace("QUEUE_WAIT_LABEL", json.dumps(QUEUE_WAIT_LABEL))
+    .replace("GAUGES", json.dumps(_gauge_fields()))
 )
 """Step 6's first half: each expected result from the Jobs' logs (a failed result in its place
 when a Job printed none), with its Job's queue wait (created to admitted: Kueue unsuspends the
-Job, which sets its start time) and run time added to its `environment`, one file each."""
+Job, which sets its start time) and run time added to its `environment`, one file each; and
+each SUITE_GAUGES figure the results hold, as a number in a file of its own, for the
+template's Argo custom metrics."""

@@ -4,6 +4,9 @@ Jobs, the scripts and the scheduled runs all read them, so a default changes her
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from renderer.model import metrics
 from renderer.model.names import SUITE_JOBS_NAMESPACE, SUITE_NAMESPACE
 
 NAMESPACE = SUITE_NAMESPACE
@@ -124,3 +127,37 @@ GUIDE_STEPS: tuple[tuple[str, str], ...] = (
     ("report", "compare useful work with the rental or API baseline"),
 )
 """The guide's seven steps, as the acceptance DAG's task names, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteGauge:
+    """A figure of a probe's result that the export step publishes as an Argo Workflows custom
+    metric (a gauge labelled cluster, pool and suite, which Argo's controller names
+    `argo_workflows_<metric>`); the observability layer's alerts compare it with the pool's
+    acceptance threshold."""
+
+    parameter: str
+    """The export step's output parameter, and the file the figure is written to."""
+    probe: str
+    field: str
+    """The key of the probe's `metrics`."""
+    metric: str
+    help: str
+
+
+SUITE_GAUGES: tuple[SuiteGauge, ...] = (
+    SuiteGauge(
+        "checkpoint-write-gbps",
+        "checkpoint",
+        "writeGBps",
+        metrics.CHECKPOINT_WRITE_GBPS_METRIC,
+        "GB/s at which the suite's last checkpoint probe wrote its checkpoint",
+    ),
+    SuiteGauge(
+        "checkpoint-restore-seconds",
+        "checkpoint",
+        "restoreSeconds",
+        metrics.CHECKPOINT_RESTORE_SECONDS_METRIC,
+        "Seconds the suite's last checkpoint probe took to restore its checkpoint",
+    ),
+)

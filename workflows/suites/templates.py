@@ -12,7 +12,9 @@ from hera.workflows import (
     DAG,
     Container,
     Env,
+    Gauge,
     GitArtifact,
+    Label,
     Parameter,
     RawArtifact,
     Resource,
@@ -34,6 +36,7 @@ from hera.workflows.models import (
     ValueFrom,
 )
 
+from renderer.model.metrics import CLUSTER, POOL
 from renderer.output.canonical import dump
 from renderer.output.manifest import metadata
 from workflows.suites.jobs import job_manifest, result_labels, run_labels, workspace_manifest
@@ -62,8 +65,10 @@ from workflows.suites.settings import (
     RUN_LABEL,
     SERVICE_ACCOUNT,
     STEP_DEADLINE_SECONDS,
+    SUITE_GAUGES,
     WORKFLOW_SUCCESS_TTL_SECONDS,
     WORKFLOW_TTL_SECONDS,
+    SuiteGauge,
 )
 
 STEP_PARTS = ("log", "created", "started", "finished")
@@ -331,6 +336,8 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             ],
         )
     keys = [k for s in steps for k in s.keys]
+    probes = {p.probe for s in steps for p in s.results}
+    gauges = [g for g in SUITE_GAUGES if g.probe in probes]
     step_inputs = [f"{s.name}-{part}" for s in steps for part in STEP_PARTS]
     Container(
         name="label",
@@ -357,8 +364,16 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             ),
         ],
         outputs=[
-            Parameter(name=k, value_from=ValueFrom(path=f"{EXPORT_DIR}/{k}.json")) for k in keys
+            *(Parameter(name=k, value_from=ValueFrom(path=f"{EXPORT_DIR}/{k}.json")) for k in keys),
+            *(
+                Parameter(
+                    name=g.parameter,
+                    value_from=ValueFrom(path=f"{EXPORT_DIR}/{g.parameter}", default=""),
+                )
+                for g in gauges
+            ),
         ],
+        metrics=[_gauge_metric(target, kind, g) for g in gauges] or None,
         resources=_tool_resources(),
         security_context=_container_security(),
     )
@@ -410,6 +425,24 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             "--ignore-not-found",
             "--wait=false",
         ],
+    )
+
+
+def _gauge_metric(target: Target, kind: str, gauge: SuiteGauge) -> Gauge:
+    """The custom metric of one figure, set once the export step succeeded and found it (a probe
+    that measured nothing leaves the last run's value standing rather than a wrong one)."""
+    figure = f"{{{{outputs.parameters.{gauge.parameter}}}}}"
+    return Gauge(
+        name=gauge.metric,
+        help=gauge.help,
+        labels=[
+            Label(key=CLUSTER, value=target.cluster.name),
+            Label(key=POOL, value=target.name),
+            Label(key="suite", value=kind),
+        ],
+        when=f"{{{{status}}}} == Succeeded && '{figure}' != ''",
+        realtime=False,
+        value=figure,
     )
 
 
