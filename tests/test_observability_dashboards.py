@@ -270,6 +270,58 @@ def test_every_series_is_recorded_or_a_known_input(layer: dict[str, list[Manifes
     assert not unknown, sorted(unknown)
 
 
+KSM_KINDS = {
+    "kube_namespace_labels": "namespaces",
+    "kube_node_labels": "nodes",
+    "kube_pod_labels": "pods",
+}
+
+
+def allowed_kube_labels(cluster: str) -> dict[str, set[str]]:
+    """The `label_<key>` names kube-state-metrics exports per kind with the rendered chart values:
+    `--metric-labels-allowlist kind=[key,...]`, each key sanitised as kube-state-metrics'
+    SanitizeLabelName does (every character outside [a-zA-Z0-9_] becomes `_`)."""
+    values = yaml.safe_load(
+        (REPO / "rendered" / cluster / "values" / "kube-prometheus-stack.yaml").read_text()
+    )
+    allowed: dict[str, set[str]] = {}
+    for entry in values["kube-state-metrics"]["metricLabelsAllowlist"]:
+        match = re.fullmatch(r"(\w+)=\[(.*)\]", entry)
+        assert match, entry
+        allowed[match.group(1)] = {
+            "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key) for key in match.group(2).split(",")
+        }
+    return allowed
+
+
+def test_every_kubernetes_label_read_is_one_kube_state_metrics_exports(
+    layer: dict[str, list[Manifest]],
+) -> None:
+    """A `label_<key>` a rule or panel reads off `kube_<kind>_labels` exists only if the chart's
+    values allow that key for that kind; otherwise the column or join is silently empty."""
+    problems = []
+    for cluster, objects in layer.items():
+        allowed = allowed_kube_labels(cluster)
+        exprs = [e for c, _, board in boards(layer) if c == cluster for _, e in expressions(board)]
+        exprs += [
+            rule["expr"]
+            for obj in objects
+            if obj.kind == "PrometheusRule"
+            for group in obj.body["spec"]["groups"]
+            for rule in group["rules"]
+        ]
+        read = 0
+        for expr in exprs:
+            series = set(re.findall(r"\bkube_(?:namespace|node|pod)_labels\b", expr))
+            for label in set(re.findall(r"\blabel_(?!replace\b|join\b|values\b)\w+", expr)):
+                read += 1
+                kinds = {KSM_KINDS[s] for s in series}
+                if not any(label in allowed.get(kind, set()) for kind in kinds):
+                    problems.append(f"{cluster}: {label} read from {sorted(series)}: {expr[:120]}")
+        assert read, f"{cluster}: no kube-state-metrics label is read"
+    assert not problems, "\n".join(problems)
+
+
 def series_labels(name: str) -> set[str]:
     if name.startswith("DCGM_"):
         return DCGM_LABELS

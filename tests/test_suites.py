@@ -693,7 +693,9 @@ def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
         keys = [k for s in steps for k in s.keys]
         judged = [k for s in steps for k in s.judged]
         label = template(body, "label")
-        assert [p["name"] for p in label["outputs"]["parameters"]] == keys
+        probes = {p.probe for s in steps for p in s.results}
+        gauges = [g.parameter for g in settings.SUITE_GAUGES if g.probe in probes]
+        assert [p["name"] for p in label["outputs"]["parameters"]] == keys + gauges
         configmap = yaml.safe_load(
             substituted_results(template(body, "publish")["resource"]["manifest"], keys)
         )

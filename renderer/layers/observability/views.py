@@ -424,16 +424,18 @@ def workload() -> p.Grid:
     )
     g.add(
         p.table(
-            "Runtime (workload template)",
+            "Model, dataset and runtime",
             "The gpuplane template the pod was made from (pod label gpuplane.dev/template: job,"
-            " jobset, rayjob, inference...) and its purpose. Needs kube-state-metrics to allow"
-            " these pod labels (metricLabelsAllowlist pods=[gpuplane.dev/template,"
-            " gpuplane.dev/purpose]). The templates set no model or dataset label: the image"
-            " names the model server.",
+            " jobset, rayjob, inference...), its purpose, and the model, dataset and runtime the"
+            " team labels its pods with (gpuplane.dev/model, gpuplane.dev/dataset,"
+            " gpuplane.dev/runtime: the templates leave them to the team). kube-state-metrics"
+            " exports them because gpuplane's kube-prometheus-stack values allow them"
+            " (metricLabelsAllowlist); an empty column is a label the pods do not carry.",
             (
                 Query(
                     "max by (team, namespace, pod, label_gpuplane_dev_template,"
-                    " label_gpuplane_dev_purpose) ("
+                    " label_gpuplane_dev_purpose, label_gpuplane_dev_model,"
+                    " label_gpuplane_dev_dataset, label_gpuplane_dev_runtime) ("
                     + p.with_team(_pod_raw("kube_pod_labels"), namespace=True)
                     + ")"
                 ),
