@@ -51,7 +51,7 @@ types: setup-dev ## mypy --strict on renderer/
 
 check: lint types test render-check ## Everything CI cares about: lint, types, tests, render --check
 
-bench: setup-dev ## Render and validate a large synthetic platform; prints objects/s per stage
+bench: setup-dev ## Time every stage and command at 1x/2x/4x a synthetic platform (fails on findings)
 	$(BIN)/python -m bench.run
 
 clean: ## Remove the virtualenv and caches

@@ -41,6 +41,13 @@ TRAINING_ACCEPTANCE = {
 }
 INFERENCE_ACCEPTANCE = {"inferenceP95Ms": 250, "maxQueueWaitMinutes": 5}
 MIG_LAYOUT = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+HOSTS: dict[str, dict[str, Any]] = {
+    # what one node can allocate to pods, as the example platform's pools declare it
+    "h100-80gb": {"cpus": 224, "memory": "2Ti"},
+    "l40s": {"cpus": 128, "memory": "512Gi"},
+    "a100-80gb": {"cpus": 256, "memory": "2Ti"},
+    "h200-141gb": {"cpus": 192, "memory": "2Ti"},
+}
 
 
 @dataclass(frozen=True)
@@ -232,6 +239,7 @@ def _pool(cluster: str, name: str, kind: PoolKind, nodes: int, gpu_hour: float) 
     if kind.replicas:
         spec["timeSlicing"] = {"replicas": kind.replicas}
     spec["exposure"] = "device-plugin"
+    spec["host"] = dict(HOSTS[kind.accelerator])
     spec["taints"] = [{"key": "gpuplane.dev/pool", "value": name, "effect": "NoSchedule"}]
     spec["cost"] = {"gpuHour": gpu_hour, "currency": "USD"}
     inference = kind.workload in ("online-inference", "batch-inference")
@@ -261,7 +269,6 @@ def _queue(i: int, pools: list[str]) -> dict[str, Any]:
             "preemption": {
                 "withinTeam": "LowerPriority",
                 "reclaimWithinCohort": "Any",
-                "borrowWithinCohort": "LowerPriority",
             },
             "gang": {"waitForPodsReady": True, "timeout": "10m"},
             "priorities": [

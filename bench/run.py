@@ -1,17 +1,39 @@
-"""`make bench`: render and validate a large synthetic platform, timing each pipeline stage.
+"""`make bench`: the pipeline and the commands a user runs, timed at three platform sizes.
 
-Prints objects (or input files) per second for every stage, with the machine and the sizes, so
-the README's figures can be reproduced. Not a test: nothing here asserts a time.
+For each size (the base number of teams times 1, 2 and 4; clusters and pools fixed) it generates a
+platform (`bench.generate`), refuses to go on if gpuplane finds anything wrong with it (a
+benchmark of a platform `gpuplane render` would refuse measures nothing), and then times:
+
+- each pipeline stage in this process (load, schema, model, policy, layers, output validation,
+  dump, write, compare);
+- each command as a user runs it, in a fresh process, with its peak memory (`validate`; `render`
+  into an empty tree; `render --check` cold, then warm; a one-team quota change re-checked);
+- on the same objects, kubernetes-validate as shipped (on a sample: it takes ~15 ms an object)
+  and `kubectl kustomize` over every cluster's tree, with the ratios to `render --check`.
+
+It prints objects/s, the growth exponent between sizes (log of the time ratio over log of the
+object ratio: 1 is linear) and the machine. Not a test: nothing here asserts a time; it fails
+only when the platform has findings or a command does not do what it should.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
+import math
 import os
 import platform as host
+import re
+import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,6 +53,13 @@ from renderer.policy.check import check_policy
 
 T = TypeVar("T")
 SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
+STALE = 1
+KUBERNETES_VALIDATE = metadata.version("kubernetes-validate")
+"""`render --check`'s exit status when the tree on disk is not what the inputs render."""
+
+
+class BenchError(Exception):
+    """The benchmark cannot measure what it claims to: the reason is printed, exit 1."""
 
 
 def timed(function: Callable[[], T]) -> tuple[T, float]:
@@ -49,109 +78,353 @@ def cpu_model() -> str:
     return host.processor() or "unknown CPU"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--clusters", type=int, default=4)
-    parser.add_argument("--pools-per-cluster", type=int, default=8)
-    parser.add_argument("--teams", type=int, default=400)
-    parser.add_argument("--crds", type=Path, default=SHARED_CRDS if SHARED_CRDS.is_dir() else None)
-    args = parser.parse_args()
-    console = Console(width=110)
+@dataclass
+class Size:
+    """One generated platform and what was measured on it."""
 
-    with tempfile.TemporaryDirectory(prefix="gpuplane-bench-") as tmp:
-        root = Path(tmp)
-        counts = generate_platform(
-            root, clusters=args.clusters, pools_per_cluster=args.pools_per_cluster, teams=args.teams
+    factor: int
+    teams: int
+    files: int = 0
+    objects: int = 0
+    tree_files: int = 0
+    stages: dict[str, tuple[int, str, float]] = field(default_factory=dict)
+    """stage -> (items, unit, seconds)"""
+    commands: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """command -> (median wall seconds, peak resident KiB)"""
+    others: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """other tool -> (objects it handled, seconds)"""
+
+
+# --- the platform --------------------------------------------------------------------------------
+
+
+def refuse_findings(root: Path) -> None:
+    """Any finding, error or warning, makes the generated platform unfit to time."""
+    found = load_platform(root).diagnostics
+    if found:
+        listed = "\n".join(f"  {d.at.file}:{d.at.line}: {d.rule}: {d.message}" for d in found[:5])
+        raise BenchError(
+            f"the generated platform has {len(found)} finding(s); gpuplane would refuse it, "
+            f"so timing it measures nothing:\n{listed}"
         )
-        paths = [
-            (folder, path)
-            for folder in KIND_FOLDERS
-            for path in sorted((root / folder).glob("*.yaml"))
-        ]
-        files = len(paths)
 
-        def load_all() -> list[tuple[str, Document]]:
-            loaded = []
-            for folder, path in paths:
-                document = load_file(path, f"{folder}/{path.name}").document
-                assert document is not None
-                loaded.append((folder, document))
-            return loaded
 
-        documents, t_load = timed(load_all)
-        problems, t_schema = timed(lambda: [p for f, d in documents for p in check_document(d, f)])
-        assert not problems, problems[:3]
-        _, t_model = timed(
-            lambda: [model.BUILDERS[KIND_FOLDERS[f]](d.data, d.source) for f, d in documents]
+def one_team_change(root: Path) -> tuple[Path, bytes]:
+    """Raise the first team's first lending limit by one (a quota change that reaches its
+    ClusterQueue); returns the file and its old bytes, to put back."""
+    path = sorted((root / "teams").glob("*.yaml"))[0]
+    old = path.read_bytes()
+    text, changed = re.subn(
+        r"lendingLimit: (\d+)",
+        lambda m: f"lendingLimit: {int(m.group(1)) + 1}",
+        old.decode(),
+        count=1,
+    )
+    if not changed:
+        raise BenchError(f"{path.name}: no lendingLimit to change")
+    path.write_text(text, encoding="utf-8")
+    return path, old
+
+
+# --- in-process stages ---------------------------------------------------------------------------
+
+
+def stages(root: Path, crds: Path, size: Size) -> dict[str, tuple[Manifest, ...]]:
+    paths = [
+        (folder, path) for folder in KIND_FOLDERS for path in sorted((root / folder).glob("*.yaml"))
+    ]
+    size.files = files = len(paths)
+
+    def load_all() -> list[tuple[str, Document]]:
+        loaded = []
+        for folder, path in paths:
+            document = load_file(path, f"{folder}/{path.name}").document
+            assert document is not None
+            loaded.append((folder, document))
+        return loaded
+
+    documents, t_load = timed(load_all)
+    problems, t_schema = timed(lambda: [p for f, d in documents for p in check_document(d, f)])
+    if problems:
+        raise BenchError(f"schema findings: {problems[:3]}")
+    _, t_model = timed(
+        lambda: [model.BUILDERS[KIND_FOLDERS[f]](d.data, d.source) for f, d in documents]
+    )
+    loaded, _ = timed(lambda: load_platform(root))
+    platform = loaded.platform
+    _, t_policy = timed(lambda: check_policy(platform))
+
+    def render_all() -> dict[str, tuple[Manifest, ...]]:
+        return {
+            name: tuple(
+                m
+                for m in render_cluster(ClusterView.of(platform, platform.clusters[name]))
+                if isinstance(m, Manifest)
+            )
+            for name in sorted(platform.clusters)
+        }
+
+    rendered, t_layers = timed(render_all)
+    size.objects = objects = sum(len(m) for m in rendered.values())
+    validator = OutputValidator([crds])
+
+    def validate_all() -> int:
+        found = 0
+        for name, manifests in rendered.items():
+            version = platform.clusters[name].kubernetes_version
+            found += sum(len(validator.validate(m.body, version)) for m in manifests)
+        return found
+
+    invalid, t_validate = timed(validate_all)
+    if invalid:
+        raise BenchError(f"{invalid} rendered object(s) fail output validation")
+    tree, t_dump = timed(lambda: build_tree(rendered))
+    size.tree_files = len(tree)
+    out = root.parent / f"{root.name}-inproc-rendered"
+    _, t_write = timed(lambda: write_tree(out, tree))
+    stale, t_compare = timed(lambda: compare(out, tree))
+    shutil.rmtree(out)
+    if not stale.clean:
+        raise BenchError("the tree just written compares stale")
+    size.stages = {
+        "load (YAML, positions, hostile-input checks)": (files, "files", t_load),
+        "schema (JSON Schema, Draft 2020-12)": (files, "files", t_schema),
+        "model": (files, "files", t_model),
+        "policy (all rules)": (files, "files", t_policy),
+        "layers (render objects)": (objects, "objects", t_layers),
+        "validate output (strict built-ins, CRDs)": (objects, "objects", t_validate),
+        "dump (canonical YAML + kustomizations)": (len(tree), "files", t_dump),
+        "write (atomic swap into an empty folder)": (len(tree), "files", t_write),
+        "compare with the tree on disk (--check)": (len(tree), "files", t_compare),
+    }
+    return rendered
+
+
+# --- commands in fresh processes -----------------------------------------------------------------
+
+
+def run_command(argv: Sequence[str], cwd: Path, expect: int) -> tuple[float, int]:
+    """Wall seconds and peak resident KiB of one process (os.wait4's rusage is that child's)."""
+    with tempfile.TemporaryFile() as output:
+        start = time.perf_counter()
+        process = subprocess.Popen(list(argv), cwd=cwd, stdout=output, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != expect:
+            output.seek(0)
+            tail = output.read().decode(errors="replace")[-2000:]
+            raise BenchError(
+                f"{' '.join(argv)} exited {process.returncode}, expected {expect}:\n{tail}"
+            )
+    return seconds, usage.ru_maxrss
+
+
+def median_run(argv: Sequence[str], cwd: Path, expect: int, repeat: int) -> tuple[float, int]:
+    runs = [run_command(argv, cwd, expect) for _ in range(repeat)]
+    return statistics.median(s for s, _ in runs), max(m for _, m in runs)
+
+
+def commands(root: Path, crds: Path, size: Size, repeat: int) -> None:
+    gpuplane = [sys.executable, "-m", "renderer", "-C", str(root)]
+    render = [*gpuplane, "render", "--crds", str(crds), "--strict-schemas"]
+    found = size.commands
+    found["gpuplane validate"] = median_run([*gpuplane, "validate"], root, 0, repeat)
+
+    def from_empty() -> tuple[float, int]:
+        shutil.rmtree(root / "rendered", ignore_errors=True)
+        return run_command(render, root, 0)
+
+    runs = [from_empty() for _ in range(repeat)]
+    found["gpuplane render (into an empty tree)"] = (
+        statistics.median(s for s, _ in runs),
+        max(m for _, m in runs),
+    )
+    found["gpuplane render --check (cold)"] = run_command([*render, "--check"], root, 0)
+    found["gpuplane render --check (warm)"] = median_run([*render, "--check"], root, 0, repeat)
+    path, old = one_team_change(root)
+    try:
+        found["gpuplane render --check (one team changed)"] = median_run(
+            [*render, "--check"], root, STALE, repeat
         )
-        loaded, t_pipeline = timed(lambda: load_platform(root))
-        platform = loaded.platform
-        _, t_policy = timed(lambda: check_policy(platform))
+    finally:
+        path.write_bytes(old)
 
-        def render_all() -> dict[str, tuple[Manifest, ...]]:
-            return {
-                name: tuple(
-                    m
-                    for m in render_cluster(ClusterView.of(platform, platform.clusters[name]))
-                    if isinstance(m, Manifest)
+
+# --- the same objects through other tools --------------------------------------------------------
+
+
+def kubernetes_validate_rate(
+    rendered: dict[str, tuple[Manifest, ...]], versions: dict[str, str], sample: int
+) -> tuple[int, float]:
+    """kubernetes-validate as shipped (`validate(obj, version, strict=True)`) on an even sample
+    of the objects; a kind it has no schema for costs its lookup too."""
+    import kubernetes_validate
+
+    every = [(m, versions[c]) for c, ms in rendered.items() for m in ms]
+    step = max(1, len(every) // sample)
+    chosen = every[::step][:sample]
+    start = time.perf_counter()
+    for manifest, version in chosen:
+        with contextlib.suppress(
+            kubernetes_validate.SchemaNotFoundError, kubernetes_validate.ValidationError
+        ):
+            kubernetes_validate.validate(manifest.body, f"{version}.0", strict=True)
+    return len(chosen), time.perf_counter() - start
+
+
+def kustomize(root: Path, objects: int) -> tuple[int, float] | None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return None
+    start = time.perf_counter()
+    for cluster in sorted((root / "rendered").iterdir()):
+        if (cluster / "kustomization.yaml").is_file():
+            subprocess.run(
+                [kubectl, "kustomize", str(cluster)], check=True, stdout=subprocess.DEVNULL
+            )
+    return objects, time.perf_counter() - start
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def exponent(a_items: int, a_seconds: float, b_items: int, b_seconds: float) -> str:
+    if min(a_items, b_items, a_seconds, b_seconds) <= 0 or a_items == b_items:
+        return "-"
+    return f"{math.log(b_seconds / a_seconds) / math.log(b_items / a_items):.2f}"
+
+
+def report(console: Console, sizes: list[Size], args: argparse.Namespace) -> None:
+    largest = sizes[-1]
+    console.print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {host.python_version()}; "
+        f"{args.clusters} clusters x {args.pools_per_cluster} pools; medians of {args.repeat}"
+    )
+    for s in sizes:
+        console.print(
+            f"  {s.factor}x: {s.teams} teams, {s.files} input files -> {s.objects:,} objects in "
+            f"{s.tree_files:,} files"
+        )
+    pairs = list(itertools.pairwise(sizes))
+
+    table = Table(title="pipeline stages (one process, in memory)")
+    table.add_column("stage")
+    for s in sizes:
+        table.add_column(f"{s.factor}x s", justify="right")
+    table.add_column(f"{largest.factor}x items/s", justify="right")
+    for a, b in pairs:
+        table.add_column(f"exp {a.factor}x-{b.factor}x", justify="right")
+    for stage in largest.stages:
+        items, unit, seconds = largest.stages[stage]
+        table.add_row(
+            stage,
+            *(f"{s.stages[stage][2]:.3f}" for s in sizes),
+            f"{items / seconds:,.0f} {unit}/s" if seconds > 0 else "-",
+            *(
+                exponent(
+                    a.stages[stage][0], a.stages[stage][2], b.stages[stage][0], b.stages[stage][2]
                 )
-                for name in sorted(platform.clusters)
-            }
+                for a, b in pairs
+            ),
+        )
+    console.print(table)
 
-        rendered, t_layers = timed(render_all)
-        objects = sum(len(m) for m in rendered.values())
-        validator, t_crds = timed(lambda: OutputValidator([args.crds] if args.crds else []))
+    table = Table(title="commands (fresh process each; wall seconds, peak memory)")
+    table.add_column("command")
+    for s in sizes:
+        table.add_column(f"{s.factor}x s", justify="right")
+    table.add_column(f"{largest.factor}x objects/s", justify="right")
+    table.add_column(f"{largest.factor}x peak MiB", justify="right")
+    for a, b in pairs:
+        table.add_column(f"exp {a.factor}x-{b.factor}x", justify="right")
+    for command in largest.commands:
+        seconds, peak = largest.commands[command]
+        table.add_row(
+            command,
+            *(f"{s.commands[command][0]:.2f}" for s in sizes),
+            f"{largest.objects / seconds:,.0f}",
+            f"{peak / 1024:,.0f}",
+            *(
+                exponent(a.objects, a.commands[command][0], b.objects, b.commands[command][0])
+                for a, b in pairs
+            ),
+        )
+    console.print(table)
 
-        def validate_all() -> int:
-            found = 0
-            for name, manifests in rendered.items():
-                version = platform.clusters[name].kubernetes_version
-                found += sum(len(validator.validate(m.body, version)) for m in manifests)
-            return found
-
-        invalid, t_validate = timed(validate_all)
-        assert invalid == 0
-        tree, t_dump = timed(lambda: build_tree(rendered))
-        _, t_write = timed(lambda: write_tree(root / "rendered", tree))
-        stale, t_compare = timed(lambda: compare(root / "rendered", tree))
-        assert stale.clean
-
-    table = Table(title="gpuplane pipeline, stage by stage")
-    for column in ("stage", "items", "seconds", "items/s"):
-        table.add_column(column, justify="left" if column == "stage" else "right")
-
-    def row(stage: str, items: int, seconds: float, unit: str) -> None:
-        rate = f"{items / seconds:,.0f} {unit}/s" if seconds > 0 else "-"
-        table.add_row(stage, f"{items:,} {unit}", f"{seconds:.3f}", rate)
-
-    row("load (YAML, positions, hostile-input checks)", files, t_load, "files")
-    row("schema (JSON Schema, Draft 2020-12)", files, t_schema, "files")
-    row("model", files, t_model, "files")
-    row("policy (all rules)", files, t_policy, "files")
-    row("layers (render objects)", objects, t_layers, "objects")
-    row("CRD sources (read; parsed on demand)", 1, t_crds, "folders")
-    row("validate output (strict built-ins, CRDs)", objects, t_validate, "objects")
-    row("dump (canonical YAML + kustomizations)", len(tree), t_dump, "files")
-    row("write (atomic swap into an empty folder)", len(tree), t_write, "files")
-    row("compare with the tree on disk (--check)", len(tree), t_compare, "files")
-    rendered_in_memory = t_pipeline + t_layers + t_crds + t_validate + t_dump
-    row("= gpuplane validate", files, t_pipeline, "files")
-    row(
-        "= gpuplane render --check (tree current)",
-        objects,
-        rendered_in_memory + t_compare,
-        "objects",
-    )
-    row("= gpuplane render (first write)", objects, rendered_in_memory + t_write, "objects")
-    console.print(
-        f"platform: {counts['Cluster']} clusters, {counts['Pool']} pools, {counts['Queue']} queues, "
-        f"{counts['Team']} teams ({files} input files) -> {objects:,} objects in {len(tree):,} files"
-    )
-    console.print(
-        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {host.python_version()}, one process"
-    )
+    check = largest.commands["gpuplane render --check (warm)"][0]
+    ours = largest.objects / check
+    table = Table(title=f"the same objects through other tools ({largest.factor}x)")
+    for column in ("tool", "objects", "seconds", "objects/s", "render --check is"):
+        table.add_column(column, justify="left" if column == "tool" else "right")
+    for tool, (objects, seconds) in largest.others.items():
+        rate = objects / seconds if seconds > 0 else math.inf
+        table.add_row(tool, f"{objects:,}", f"{seconds:.2f}", f"{rate:,.0f}", f"{ours / rate:.1f}x")
     console.print(table)
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--teams", type=int, default=340, help="teams at 1x (default 340)")
+    parser.add_argument("--clusters", type=int, default=8)
+    parser.add_argument("--pools-per-cluster", type=int, default=5)
+    parser.add_argument("--sizes", default="1,2,4", help="factors of --teams (default 1,2,4)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command (median)")
+    parser.add_argument(
+        "--kubernetes-validate-sample",
+        type=int,
+        default=400,
+        help="objects kubernetes-validate is timed on",
+    )
+    parser.add_argument("--crds", type=Path, default=None)
+    args = parser.parse_args(argv)
+    console = Console(width=150)
+    crds = args.crds or (
+        Path(os.environ["GPUPLANE_CRDS"]) if "GPUPLANE_CRDS" in os.environ else None
+    )
+    crds = crds or (SHARED_CRDS if SHARED_CRDS.is_dir() else None)
+    if crds is None or not crds.is_dir():
+        console.print(
+            "error: the benchmark needs the operators' CRDs to check custom kinds as render does: "
+            "--crds PATH (or GPUPLANE_CRDS)"
+        )
+        return 1
+    factors = [int(f) for f in args.sizes.split(",")]
+    sizes: list[Size] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpuplane-bench-") as tmp:
+            for factor in factors:
+                size = Size(factor, args.teams * factor)
+                root = Path(tmp) / f"x{factor}"
+                generate_platform(
+                    root,
+                    clusters=args.clusters,
+                    pools_per_cluster=args.pools_per_cluster,
+                    teams=size.teams,
+                )
+                refuse_findings(root)
+                if not sizes:  # imports and first-use caches are not the platform's cost
+                    stages(root, crds, Size(factor, size.teams))
+                rendered = stages(root, crds, size)
+                commands(root, crds, size, args.repeat)
+                versions = {
+                    c.name: c.kubernetes_version
+                    for c in load_platform(root).platform.clusters.values()
+                }
+                size.others[f"kubernetes-validate {KUBERNETES_VALIDATE} (sample)"] = (
+                    kubernetes_validate_rate(rendered, versions, args.kubernetes_validate_sample)
+                )
+                found = kustomize(root, size.objects)
+                if found is not None:
+                    size.others["kubectl kustomize (every cluster)"] = found
+                sizes.append(size)
+                console.print(f"measured {factor}x: {size.objects:,} objects")
+    except BenchError as error:
+        console.print(f"error: {error}", markup=False)
+        return 1
+    report(console, sizes, args)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -165,3 +165,11 @@ def test_validates_against_schemas(platform: Path) -> None:
             assert not errors, f"{path.name}: " + "; ".join(
                 f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
             )
+
+
+def test_passes_every_input_and_policy_rule(platform: Path) -> None:
+    """ "Valid by construction" as gpuplane itself judges it: no finding of any severity, so a
+    benchmark of it times the path a user's platform takes."""
+    from renderer.pipeline import load_platform
+
+    assert load_platform(platform).diagnostics == []

@@ -128,7 +128,13 @@ def test_every_alert_names_the_team_the_pool_and_a_runbook(
                 assert rule["labels"]["severity"] in ("warning", "critical")
                 assert f'{m.RUNBOOK}", "$1#{rule["alert"].lower()}"' in rule["expr"]
                 assert m.POOL in rule["expr"]
-                assert m.TEAM in rule["expr"] or rule["labels"].get(m.TEAM) == m.PLATFORM_TEAM
+                # a join that adds team, a per-pod series that carries it, or a static label
+                assert (
+                    m.TEAM in rule["expr"]
+                    or m.POD_BUSY_RATIO in rule["expr"]
+                    or m.CLUSTER_QUEUE_ADMISSION_WAIT_P90 in rule["expr"]
+                    or rule["labels"].get(m.TEAM) == m.PLATFORM_TEAM
+                ), rule["alert"]
                 assert {"summary", "description"} <= set(rule["annotations"])
     assert seen == documented
 

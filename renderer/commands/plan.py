@@ -23,7 +23,7 @@ from typing import Any
 
 from renderer.findings.diagnostics import closest
 from renderer.layers.queueing.kueue import DEFAULT_LOCAL_QUEUE
-from renderer.model.admission import cluster_queues, cohort_of, potential_available
+from renderer.model.admission import cluster_queues, cohorts, potential_available
 from renderer.model.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.model.platform import GpuQuota, Platform, Pool, Queue, Team
 from renderer.model.view import ClusterView
@@ -304,9 +304,10 @@ def _holders(view: ClusterView) -> dict[tuple[str, str], tuple[str | None, tuple
 def _reachable(view: ClusterView) -> dict[tuple[str, str, str], int]:
     """(team, pool, resource) -> Kueue's PotentialAvailable for the queue holding the quota."""
     plans = cluster_queues(view)
+    by_cohort = cohorts(plans)
     found: dict[tuple[str, str, str], int] = {}
     for plan in plans:
-        cohort = cohort_of(plans, plan)
+        cohort = by_cohort[plan.queue.name]
         for flavor in plan.flavors:
             if flavor.borrow_only:
                 continue

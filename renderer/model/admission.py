@@ -262,11 +262,33 @@ def limits_of(plan: ClusterQueuePlan, pool: str, resource: str) -> Limits:
     return Limits(amount.nominal, amount.borrowing_limit, amount.lending_limit)
 
 
-def cohort_of(
-    plans: tuple[ClusterQueuePlan, ...], plan: ClusterQueuePlan
-) -> tuple[ClusterQueuePlan, ...]:
-    """The ClusterQueues that share `plan`'s cohort (its own included)."""
-    return tuple(p for p in plans if p.queue.name == plan.queue.name)
+class Cohort(tuple[ClusterQueuePlan, ...]):
+    """The ClusterQueues of one cohort (one gpuplane queue), with what they lend of each pool
+    and resource summed once. Every ClusterQueue's PotentialAvailable needs that sum; summing
+    it again per ClusterQueue made the template, suite and plan steps grow with the square of
+    the team count."""
+
+    def lendable(self, pool: str, resource: str) -> Decimal:
+        """What the cohort's ClusterQueues may lend of `resource` on `pool`, all together."""
+        sums: dict[tuple[str, str], Decimal] = self.__dict__.setdefault("_lendable", {})
+        key = (pool, resource)
+        if key not in sums:
+            sums[key] = sum((limits_of(p, pool, resource).lendable for p in self), Decimal(0))
+        return sums[key]
+
+
+def cohorts(plans: Sequence[ClusterQueuePlan]) -> dict[str, Cohort]:
+    """Every cohort of a cluster by its queue's name, in one pass over the ClusterQueues."""
+    grouped: dict[str, list[ClusterQueuePlan]] = {}
+    for plan in plans:
+        grouped.setdefault(plan.queue.name, []).append(plan)
+    return {name: Cohort(members) for name, members in grouped.items()}
+
+
+def cohort_of(plans: Sequence[ClusterQueuePlan], plan: ClusterQueuePlan) -> Cohort:
+    """The ClusterQueues that share `plan`'s cohort (its own included). For one plan only: a
+    step that asks for every plan's cohort builds `cohorts(plans)` once."""
+    return Cohort(p for p in plans if p.queue.name == plan.queue.name)
 
 
 def potential_available(
@@ -275,9 +297,13 @@ def potential_available(
     """The most a ClusterQueue can ever be admitted on one flavor, as Kueue computes it
     (PotentialAvailable): what it never lends, plus everything the cohort may lend (its own
     lendable part included), capped by nominal + borrowing limit. Lower than nominal +
-    borrowing limit whenever the other teams lend less than that."""
+    borrowing limit whenever the other teams lend less than that. A `Cohort` sums what it
+    lends once; any other sequence is summed on each call."""
     own = limits_of(plan, pool, resource)
-    lent = sum((limits_of(p, pool, resource).lendable for p in cohort), Decimal(0))
+    if isinstance(cohort, Cohort):
+        lent = cohort.lendable(pool, resource)
+    else:
+        lent = sum((limits_of(p, pool, resource).lendable for p in cohort), Decimal(0))
     available = own.guaranteed + lent
     if own.borrowing is not None:
         available = min(own.nominal + own.borrowing, available)

@@ -6,13 +6,11 @@ right; how large its Jobs may be, from the team queue that can hold the most of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 
 from renderer.model.admission import (
     ClusterQueuePlan,
     cluster_queues,
-    cohort_of,
-    limits_of,
+    cohorts,
     potential_available,
 )
 from renderer.model.capacity import Offer, quota_offer
@@ -121,44 +119,33 @@ def dataset(cluster: Cluster) -> str:
     return DATASET_FALLBACK
 
 
-def lent(cohort: tuple[ClusterQueuePlan, ...], pool: str, resource: str) -> Decimal:
-    """What the cohort's team queues lend of a resource on a pool: all a ClusterQueue with
-    nominal quota 0 can ever borrow there."""
-    return sum((limits_of(p, pool, resource).lendable for p in cohort), Decimal(0))
-
-
 def targets(view: ClusterView) -> tuple[Target, ...]:
     """Each pool of the cluster with the team queue that can hold the most of it: among the
     ClusterQueues with a quota (not only borrowing) on the pool, the one Kueue could admit the
     most units, then by name; the suite asks for no more than that and than the cohort lends. A
     pool no team has quota on, or whose cohort lends nothing of it, gets no suite: nothing could
-    run there through the platform's queue."""
+    run there through the platform's queue. One pass over the ClusterQueues' flavors."""
     plans = cluster_queues(view)
-    found: list[Target] = []
-    for pool in view.pools:
-        best: tuple[tuple[int, str, str], Target] | None = None
-        for plan in plans:
-            cohort = cohort_of(plans, plan)
-            for flavor in plan.flavors:
-                if flavor.pool.name != pool.name or flavor.borrow_only:
+    by_cohort = cohorts(plans)
+    pools = {pool.name: pool for pool in view.pools}
+    best: dict[str, tuple[tuple[int, str, str], Target]] = {}
+    for plan in plans:
+        cohort = by_cohort[plan.queue.name]
+        for flavor in plan.flavors:
+            pool = pools.get(flavor.pool.name)
+            if pool is None or flavor.borrow_only:
+                continue
+            for quota in flavor.quotas:
+                offer = quota_offer(pool, quota)
+                if offer is None:
                     continue
-                for quota in flavor.quotas:
-                    offer = quota_offer(pool, quota)
-                    if offer is None:
-                        continue
-                    team = potential_available(plan, cohort, pool.name, offer.resource)
-                    available = int(min(team, lent(cohort, pool.name, offer.resource)))
-                    key = (-available, plan.name, offer.resource)
-                    if available > 0 and (best is None or key < best[0]):
-                        target = Target(
-                            view.cluster,
-                            pool,
-                            plan,
-                            offer,
-                            available,
-                            view.platform.repository,
-                        )
-                        best = (key, target)
-        if best is not None:
-            found.append(best[1])
-    return tuple(found)
+                team = potential_available(plan, cohort, pool.name, offer.resource)
+                available = int(min(team, cohort.lendable(pool.name, offer.resource)))
+                key = (-available, plan.name, offer.resource)
+                held = best.get(pool.name)
+                if available > 0 and (held is None or key < held[0]):
+                    target = Target(
+                        view.cluster, pool, plan, offer, available, view.platform.repository
+                    )
+                    best[pool.name] = (key, target)
+    return tuple(best[pool.name][1] for pool in view.pools if pool.name in best)

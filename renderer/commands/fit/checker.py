@@ -12,7 +12,7 @@ from renderer.commands.fit.result import ERROR, NEVER, FitResult
 from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
 from renderer.model import names
-from renderer.model.admission import ClusterQueuePlan, cluster_queues
+from renderer.model.admission import ClusterQueuePlan, cluster_queues, cohort_of
 from renderer.model.platform import Namespace, Priority, Team
 from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView
@@ -194,7 +194,7 @@ class Checker(Admitter):
         context.update(
             priority=priority[0], priority_value=priority[1], priority_source=priority[2]
         )
-        cohort = [p for p in plans if p.queue.name == plan.queue.name]
+        cohort = cohort_of(plans, plan)
         fair_sharing = kueue.fair_sharing_enabled(view.queues)
         excluded = kueue.excluded_resource_prefixes(view.pools)
         return self.admit(team, ns, plan, cohort, context, (priority[1], fair_sharing), excluded)

@@ -28,6 +28,7 @@ from renderer.model.admission import (
     ClusterQueuePlan,
     amount_text,
     cluster_queues,
+    cohorts,
 )
 from renderer.model.capacity import is_dra_resource, pool_offers
 from renderer.model.names import VOLCANO_ADDON
@@ -91,15 +92,17 @@ def render(view: ClusterView) -> Iterator[Output]:
         addon.origin.location if addon is not None else view.cluster.origin.location,
     )
     plans = cluster_queues(view)
+    by_cohort = cohorts(plans)
+    suites = placement.targets(view)
     for queue in view.queues:
-        children = [p for p in plans if p.queue.name == queue.name]
+        children = list(by_cohort.get(queue.name, ()))
         pools = [p for p in view.pools if p.name in queue.pools]
         ceilings = {pool.name: _ceiling(pool, children) for pool in pools}
         parent_capability = _host_everywhere(_add(ceilings.values()), ceilings.values())
         yield _parent_queue(queue, children, parent_capability)
         for plan in children:
             yield _child_queue(plan, ceilings, parent_capability)
-        suite = [t for t in placement.targets(view) if t.queue.name == queue.name]
+        suite = [t for t in suites if t.queue.name == queue.name]
         if suite:
             yield _suite_queue(queue, suite, parent_capability)
     for plan in plans:

@@ -37,8 +37,9 @@ from renderer.layers.templates.serving import deployment
 from renderer.model import quantity
 from renderer.model.admission import (
     ClusterQueuePlan,
+    Cohort,
     cluster_queues,
-    cohort_of,
+    cohorts,
     potential_available,
 )
 from renderer.model.capacity import Offer, how_to_request, maximum_holding, usable_quotas
@@ -60,12 +61,13 @@ def render(view: ClusterView) -> Iterator[Values]:
     """The templates of every team namespace on one cluster."""
     plans = cluster_queues(view)
     by_namespace = {ns.name: plan for plan in plans for ns in plan.namespaces}
+    by_cohort = cohorts(plans)
     for tenant in view.tenants:
         for ns in tenant.namespaces:
             plan = by_namespace.get(ns.name)
             if plan is None:
                 continue
-            targets = _targets(view, plans, plan, tenant.team, ns)
+            targets = _targets(view, by_cohort[plan.queue.name], plan, tenant.team, ns)
             if not targets:
                 continue
             if view.cluster.shared_class is not None:
@@ -77,14 +79,13 @@ def render(view: ClusterView) -> Iterator[Values]:
 
 def _targets(
     view: ClusterView,
-    plans: tuple[ClusterQueuePlan, ...],
+    cohort: Cohort,
     plan: ClusterQueuePlan,
     team: Team,
     ns: Namespace,
 ) -> list[Target]:
     """Per pool the namespace may use, the offer with the most room (first in the team file on
     a tie); pools where the ClusterQueue can never be admitted one unit are left out."""
-    cohort = cohort_of(plans, plan)
     flavors = {f.pool.name for f in plan.flavors}
     by_pool: dict[str, list[tuple[Pool, Offer, int]]] = {}
     holding: dict[str, int] = {}  # what the namespace ResourceQuota allows, per resource

@@ -1,0 +1,85 @@
+"""`make bench` (bench/run.py) measures only what gpuplane would accept, and measures it all.
+
+A benchmark of a platform `gpuplane render` refuses times an error path; so a planted finding
+must stop the run. A tiny run of the whole benchmark proves every command it times did what it
+should (the one-team change really makes `render --check` report stale files)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import run
+from bench.generate import generate_platform
+from tests.conftest import SHARED_CRDS
+
+TINY = ["--teams", "3", "--clusters", "1", "--pools-per-cluster", "4", "--repeat", "1"]
+
+
+def test_a_planted_finding_stops_the_benchmark(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def broken(root: Path, **sizes: Any) -> dict[str, int]:
+        counts = generate_platform(root, **sizes)
+        pool = sorted((root / "pools").glob("*.yaml"))[0]
+        text, removed = re.subn(r"^  host: .*\n", "", pool.read_text(), flags=re.M)
+        assert removed == 1
+        pool.write_text(text)
+        return counts
+
+    monkeypatch.setattr(run, "generate_platform", broken)
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    assert run.main([*TINY, "--sizes", "1", "--crds", str(crds)]) == 1
+    out = capsys.readouterr().out
+    assert "finding(s); gpuplane would refuse it" in out
+    assert "pool-host-capacity" in out
+
+
+def test_the_generated_platform_has_no_finding(tmp_path: Path) -> None:
+    generate_platform(tmp_path, clusters=2, pools_per_cluster=5, teams=40)
+    run.refuse_findings(tmp_path)
+
+
+def test_without_crds_the_benchmark_says_what_it_needs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.delenv("GPUPLANE_CRDS", raising=False)
+    monkeypatch.setattr(run, "SHARED_CRDS", tmp_path / "absent")
+    assert run.main(TINY) == 1
+    assert "--crds PATH" in capsys.readouterr().out
+
+
+def test_one_team_change_reaches_the_rendered_tree(tmp_path: Path) -> None:
+    generate_platform(tmp_path, clusters=1, pools_per_cluster=4, teams=3)
+    path, old = run.one_team_change(tmp_path)
+    assert path.read_bytes() != old
+    run.refuse_findings(tmp_path)  # still a platform gpuplane accepts
+
+
+def test_a_tiny_run_times_every_stage_command_and_tool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    code = run.main(
+        [*TINY, "--sizes", "1,2", "--kubernetes-validate-sample", "5", "--crds", str(SHARED_CRDS)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    for row in (
+        "load (YAML",
+        "validate output",
+        "gpuplane validate",
+        "gpuplane render (into an empty tree)",
+        "gpuplane render --check (cold)",
+        "gpuplane render --check (warm)",
+        "gpuplane render --check (one team changed)",
+        "kubernetes-validate",
+        "exp 1x-2x",
+        "peak MiB",
+    ):
+        assert row in out, row
