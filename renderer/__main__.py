@@ -1,3 +1,3 @@
-from renderer.cli import main
+from renderer.cli import run
 
-main(prog_name="gpuplane")
+run()

@@ -5,6 +5,7 @@ Exit codes: 0 fine (warnings allowed), 1 findings or stale output, 2 usage error
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -38,6 +39,27 @@ from renderer.findings.rules import all_rules, document_rule, explain
 
 if TYPE_CHECKING:
     from renderer.output.validation import OutputValidator
+
+
+GC_THRESHOLDS = (50_000, 20, 100)
+"""A render allocates millions of small dicts, lists and strings that form no cycles and live
+until the run ends; with Python's default first threshold (700) the collector scans them again
+and again, about a quarter of a large `render --check` (make bench). Cycles are still collected,
+less often; peak memory did not change in the benchmark."""
+
+
+def tune_garbage_collection() -> None:
+    """Leave the modules imported so far out of every collection, and collect less often. For
+    the program only (`run`): a process that calls `main` itself keeps its own settings."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+def run() -> None:
+    """The `gpuplane` program (and `python -m renderer`)."""
+    tune_garbage_collection()
+    main(prog_name="gpuplane")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -678,10 +700,6 @@ def completion(shell: str) -> None:
         raise click.UsageError(f"click has no completion for {shell}")
     # the variable click's own main() reads when the shell asks `gpuplane` for completions
     click.echo(script(main, {}, "gpuplane", "_GPUPLANE_COMPLETE").source().rstrip("\n"))
-
-
-def run() -> None:  # pragma: no cover - console entry for `python -m renderer`
-    main(prog_name="gpuplane")
 
 
 if __name__ == "__main__":  # pragma: no cover

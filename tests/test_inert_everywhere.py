@@ -16,6 +16,7 @@ import io
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -218,6 +219,32 @@ def test_yaml_round_trips_every_hostile_string_as_a_string(dumper: Any) -> None:
     assert YAML(typ="safe", pure=True).load(text) == body  # a YAML 1.2 reader too
     values = {"metadata": {"annotations": {f"k{i}": v for i, v in enumerate(HOSTILE)}}}
     assert dump(values, PythonDumper) == dump(values, CDumper)  # the same bytes either way
+
+
+def test_every_code_point_that_needs_escapes_is_double_quoted() -> None:
+    """The quick whole-string check picks the same strings as asking of each character: a line
+    break other than `\\n` (NEL, LS, PS), a byte order mark, or anything not printable but a
+    tab, alone or inside other text; and such a string reads back as itself."""
+    from renderer.output import canonical
+
+    def by_character(value: str) -> bool:
+        return any(
+            c in canonical._BREAKS
+            or (not c.isprintable() and c not in "\n\t")
+            or ord(c) > 0xFFFF  # libyaml escapes these, PyYAML's Python emitter does not
+            for c in value
+        )
+
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates cannot be encoded as UTF-8 in any output
+        c = chr(code)
+        for value in (c, f"a{c}b", f"line\n{c}\tx"):
+            assert canonical._needs_escapes(value) == by_character(value), hex(code)
+    for c in canonical._BREAKS:
+        text = dump({"k": f"a{c}b"})
+        assert text.startswith('k: "'), repr(text)
+        assert yaml.safe_load(text) == {"k": f"a{c}b"}
 
 
 # --- through the CLI ----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from renderer.output.canonical import CDumper, PythonDumper, dump
+from renderer.output.canonical import _EMITTER, CDumper, PythonDumper, dump
 from renderer.output.writer import HEADER
 from renderer.pipeline import load_platform
 from tests.conftest import REPO
@@ -38,8 +38,9 @@ def test_every_object_knows_its_source() -> None:
 
 
 def test_c_and_python_yaml_emitters_agree_on_every_rendered_file() -> None:
-    """The writer uses libyaml's emitter when PyYAML has it; a machine without it must produce
-    the same bytes, so output does not depend on how PyYAML was built."""
+    """The writer uses gpuplane's emitter, which must write PyYAML's bytes (without handing the
+    file to PyYAML); libyaml's and the pure-Python emitter must agree with it, so output does not
+    depend on how PyYAML was built."""
     checked = 0
     for path in sorted((REPO / "rendered").rglob("*.yaml")):
         text = path.read_text()
@@ -49,6 +50,7 @@ def test_c_and_python_yaml_emitters_agree_on_every_rendered_file() -> None:
         header = "".join(lines[:comments])  # the provenance line, and a file's own note
         for dumper in (PythonDumper, CDumper):
             assert header + dump(body, dumper) == text, f"{path} differs with {dumper.__name__}"
+        assert header + _EMITTER.dump(body) == text, f"{path} differs with gpuplane's emitter"
         checked += 1
     assert checked > 150
     assert HEADER.startswith("# Rendered by gpuplane")

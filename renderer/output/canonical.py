@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from renderer.output.emitter import Emitter, Unsupported
+
 _OTHER_READERS = re.compile(
     r"""^(?:
         [-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?  # 1e3, 1_0: floats, ints
@@ -32,11 +34,28 @@ _BREAKS = frozenset("\x85\u2028\u2029\ufeff")
 quoted or block scalar: only a double-quoted escape (`\\N`, `\\L`, `\\P`) keeps them."""
 
 
+_LAST_BMP = "\uffff"
+
+
+def _needs_escapes(value: str) -> bool:
+    """Whether the string holds a line break other than `\n`, a byte order mark or any other
+    character that is not printable but a tab, or a character beyond the Basic Multilingual Plane
+    (an emoji): libyaml escapes those and PyYAML's own emitter does not, so only a double-quoted
+    scalar, where both escape them, gives the same bytes on every machine. Every one of `_BREAKS`
+    is one that `str.isprintable` refuses, so C-level checks of the whole string decide (a loop
+    over the characters was a quarter of a large render)."""
+    if not value.isascii() and max(value) > _LAST_BMP:
+        return True
+    if value.isprintable():
+        return False
+    return not value.replace("\n", "").replace("\t", "").isprintable()
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     """A string that parses back as the same string in every YAML reader: text from an input
     file (`\\n`, `: `, `#`, `&anchor`, `!!python/object`, `{{ }}`) is a value, never structure."""
     tag = "tag:yaml.org,2002:str"
-    if any(c in _BREAKS or (not c.isprintable() and c not in "\n\t") for c in value):
+    if _needs_escapes(value):
         return dumper.represent_scalar(tag, value, style='"')
     if "\n" in value:
         return dumper.represent_scalar(tag, value, style="|")
@@ -61,7 +80,19 @@ CDumper.add_representer(str, _represent_str)
 DEFAULT_DUMPER = CDumper
 
 
-def dump(body: Mapping[str, Any], dumper: type[yaml.SafeDumper] = DEFAULT_DUMPER) -> str:
+def dump(body: Mapping[str, Any], dumper: type[yaml.SafeDumper] | None = None) -> str:
+    """The canonical document of one body. Without `dumper`, gpuplane's own emitter writes
+    PyYAML's bytes (`renderer.output.emitter`), handing PyYAML what it cannot lay out itself;
+    with one, that PyYAML dumper writes it."""
+    if dumper is None:
+        try:
+            return _EMITTER.dump(body)
+        except Unsupported:
+            dumper = DEFAULT_DUMPER
+    return _pyyaml(body, dumper)
+
+
+def _pyyaml(body: Any, dumper: type[yaml.SafeDumper]) -> str:
     text: str = yaml.dump(
         body,
         Dumper=dumper,
@@ -71,6 +102,9 @@ def dump(body: Mapping[str, Any], dumper: type[yaml.SafeDumper] = DEFAULT_DUMPER
         width=1_000_000,
     )
     return text
+
+
+_EMITTER = Emitter(lambda value: _pyyaml(value, DEFAULT_DUMPER))
 
 
 def sorted_keys(value: Any) -> Any:

@@ -1,0 +1,169 @@
+"""gpuplane's YAML emitter writes exactly what PyYAML writes with the canonical settings, and
+hands PyYAML whatever it cannot lay out itself. PyYAML (libyaml's emitter and the pure-Python
+one) is the oracle: the expected text is never written by hand."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from renderer.output.canonical import _EMITTER, CDumper, PythonDumper, dump
+from renderer.output.emitter import Emitter, Unsupported
+
+TEXTS = [
+    "plain",
+    "",
+    " leading space",
+    "trailing space ",
+    "two\nlines",
+    "ends with a break\n",
+    "ends with two\n\n",
+    "\n",
+    "\nstarts with a break",
+    "  indented first line\nsecond",
+    "blank\n\nline",
+    "spaces only line\n   \nafter",
+    "tab\tinside",
+    "tab line\n\tindented",
+    "key: value",
+    "# comment",
+    "- dash",
+    "&anchor",
+    "*alias",
+    "!!python/object:os.system",
+    "{{ .Values.x }}",
+    "true",
+    "null",
+    "~",
+    "123",
+    "1e3",
+    "0o17",
+    "y",
+    "=",
+    "<<",
+    "'single'",
+    '"double"',
+    "line\x85next",
+    "line\u2028sep",
+    "\ufeffbom",
+    "bell\x07",
+    "é ü 中文",
+    "emoji 🚀",
+    "emoji 🚀\nin a block",
+    "---",
+    "...",
+    "a" * 200,
+    "x" * 127 + ": y",
+    "%directive",
+    "@at",
+    "`tick",
+    "multi\n  indented\n    deeper\n",
+]
+
+NUMBERS: list[Any] = [0, -1, 10**20, 0.5, 1e17, -0.0, float("inf"), float("-inf"), 1.5e-7]
+
+
+KEPT_BREAKS = {"ends with two\n\n", "\n"}
+"""Block scalars with kept final breaks (`|+`): PyYAML ends the document with `...` when one
+comes last, so gpuplane's emitter hands such bodies to PyYAML."""
+
+
+def layouts(value: Any) -> list[Any]:
+    """The value in every place a body can hold it (a fresh copy in each place: one object in
+    two places is an anchor, tested below)."""
+    v = lambda: copy.deepcopy(value)  # noqa: E731
+    return [
+        {"k": v()},
+        {"a": {"b": {"c": v()}}},
+        {"list": [v(), v()]},
+        {"list": [{"k": v(), "other": v()}]},
+        {"list": [[v(), [v()]]]},
+        {"a": [{"b": [{"c": v()}]}], "after": v()},
+    ]
+
+
+def assert_same(body: dict[str, Any], direct: bool = True) -> None:
+    """PyYAML's two emitters agree, and gpuplane's writes their bytes: itself (`direct`), or by
+    handing the body to PyYAML."""
+    expected = dump(body, CDumper)
+    assert dump(body, PythonDumper) == expected
+    assert dump(body) == expected, body
+    emitter = Emitter(lambda v: dump(v, CDumper))
+    if direct:
+        assert emitter.dump(body) == expected, body
+    else:
+        with pytest.raises(Unsupported):
+            emitter.dump(body)
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_every_string_in_every_place(text: str) -> None:
+    for body in layouts(text):
+        assert_same(body, direct=text not in KEPT_BREAKS)
+
+
+def test_strings_as_keys() -> None:
+    for text in TEXTS:
+        if (
+            text
+            and "\n" not in text
+            and len(text) < 128
+            and not any(b in text for b in ("\x85", "\u2028", "\u2029"))
+        ):
+            assert_same({text: "v", "nested": {text: [text]}})
+
+
+def test_numbers_booleans_null_and_empty_collections() -> None:
+    for value in [*NUMBERS, True, False, None, {}, []]:
+        for body in layouts(value):
+            assert_same(body)
+    assert_same({"mixed": [1, "1", True, "true", None, "null", 1.0, "1.0", {}, [], [[]], [{}]]})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"k" * 128: "a key PyYAML writes as an explicit ? key"},
+        {"two\nlines": "a multi-line key"},
+        {"nel\x85key": "a key with a line break PyYAML counts"},
+        {"": "an empty key"},
+        {1: "a key that is not a string"},
+        {"t": ("a", "tuple")},
+        {"k": "x" * 100_001},
+        {},
+    ],
+    ids=["long-key", "multiline-key", "nel-key", "empty-key", "int-key", "tuple", "huge", "empty"],
+)
+def test_what_it_cannot_lay_out_goes_to_pyyaml(body: dict[Any, Any]) -> None:
+    with pytest.raises(Unsupported):
+        Emitter(lambda v: dump(v, CDumper)).dump(body)
+    try:
+        expected = dump(body, CDumper)
+    except yaml.representer.RepresenterError:
+        with pytest.raises(yaml.representer.RepresenterError):
+            dump(body)
+        return
+    assert dump(body) == expected
+
+
+def test_a_collection_reached_twice_is_an_anchor_as_pyyaml_writes_it() -> None:
+    shared = ["a", "b"]
+    body = {"one": shared, "two": shared}
+    expected = dump(body, CDumper)
+    assert "&id001" in expected
+    assert dump(body) == expected
+    with pytest.raises(Unsupported):
+        _EMITTER.dump(body)
+
+
+def test_caches_start_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    from renderer.output import emitter
+
+    monkeypatch.setattr(emitter, "CACHE_ENTRIES", 3)
+    fresh = Emitter(lambda v: dump(v, CDumper))
+    body = {f"k{i}": f"value {i}\nline" if i % 2 else f"v{i}" for i in range(10)}
+    assert fresh.dump(body) == dump(body, CDumper)
+    assert len(fresh._inline) + len(fresh._blocks) <= 3
