@@ -58,6 +58,11 @@ KUBERNETES_VALIDATE = metadata.version("kubernetes-validate")
 """`render --check`'s exit status when the tree on disk is not what the inputs render."""
 
 
+COMMAND_ENV = {k: v for k, v in os.environ.items() if k != "GPUPLANE_CRDS"}
+"""The commands get the CRDs with --crds: a relative GPUPLANE_CRDS means nothing in the
+generated platform's folder."""
+
+
 class BenchError(Exception):
     """The benchmark cannot measure what it claims to: the reason is printed, exit 1."""
 
@@ -207,7 +212,9 @@ def run_command(argv: Sequence[str], cwd: Path, expect: int) -> tuple[float, int
     """Wall seconds and peak resident KiB of one process (os.wait4's rusage is that child's)."""
     with tempfile.TemporaryFile() as output:
         start = time.perf_counter()
-        process = subprocess.Popen(list(argv), cwd=cwd, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            list(argv), cwd=cwd, env=COMMAND_ENV, stdout=output, stderr=subprocess.STDOUT
+        )
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -379,9 +386,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--crds", type=Path, default=None)
     args = parser.parse_args(argv)
     console = Console(width=150)
-    crds = args.crds or (
-        Path(os.environ["GPUPLANE_CRDS"]) if "GPUPLANE_CRDS" in os.environ else None
-    )
+    from_env = [Path(p) for p in os.environ.get("GPUPLANE_CRDS", "").split(":") if p]
+    crds = args.crds or next((p for p in from_env if p.is_dir()), None)
     crds = crds or (SHARED_CRDS if SHARED_CRDS.is_dir() else None)
     if crds is None or not crds.is_dir():
         console.print(
@@ -389,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--crds PATH (or GPUPLANE_CRDS)"
         )
         return 1
+    crds = crds.resolve()  # the commands run in the generated platform's folder
     factors = [int(f) for f in args.sizes.split(",")]
     sizes: list[Size] = []
     try:
