@@ -732,3 +732,74 @@ def test_many_namespaces() -> None:
     for i in range(2000):
         obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{i}"}}
         assert validator.validate(obj, K8S) == []
+
+
+# --- the compiled check ----------------------------------------------------------------------------
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path] if path else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+MUTATIONS: list[Any] = [7, -1, "x", "A" * 300, None, [1], {"a": 1}, True, 1.5, [], {}]
+
+
+def test_the_compiled_check_agrees_with_jsonschema_on_every_builtin_kind() -> None:
+    """jsonschema-rs decides whether a built-in object is valid, and only a refused object goes
+    through jsonschema for the problems' words: so the two must agree, object by object. Every
+    built-in kind the example renders, and every field of it replaced in turn by values of the
+    wrong type, range or length, or given an unknown key."""
+    from renderer.model.view import ClusterView
+    from renderer.output.kubernetes_schemas import KNOWN_BUILTIN_GROUPS, schema_dir_for
+    from renderer.output.manifest import Manifest
+    from renderer.output.validation import _split_api_version
+    from renderer.pipeline import load_platform, render_cluster
+    from tests.conftest import REPO
+
+    platform = load_platform(REPO).platform
+    validator = OutputValidator()
+    kinds: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+    for name in sorted(platform.clusters):
+        version = platform.clusters[name].kubernetes_version
+        schema_dir, _ = schema_dir_for(version)
+        for output in render_cluster(ClusterView.of(platform, platform.clusters[name])):
+            if not isinstance(output, Manifest):
+                continue
+            parts = _split_api_version(output.body["apiVersion"])
+            assert parts is not None
+            if parts[0] not in KNOWN_BUILTIN_GROUPS:
+                continue
+            compiled = validator._builtin_validator(schema_dir, *parts, output.body["kind"])
+            assert compiled is not None
+            kinds.setdefault(
+                (schema_dir, output.body["apiVersion"], output.body["kind"]),
+                (output.body, compiled),
+            )
+    assert len(kinds) > 15
+    checked = refused = 0
+    for (_, _, kind), (body, compiled) in sorted(kinds.items()):
+        for index, path in enumerate(_paths(body)):
+            for mutation in (MUTATIONS[index % len(MUTATIONS)], "unknown"):
+                changed = copy.deepcopy(body)
+                target = changed
+                for key in path[:-1]:
+                    target = target[key]
+                if mutation == "unknown":
+                    if not isinstance(target[path[-1]], dict):
+                        continue
+                    target[path[-1]]["zzUnknownField"] = 1
+                else:
+                    target[path[-1]] = copy.deepcopy(mutation)
+                valid = not any(True for _ in compiled.validator.iter_errors(changed))
+                assert compiled.fast.is_valid(changed) == valid, (kind, path, mutation)
+                checked += 1
+                refused += not valid
+    print(f"{len(kinds)} kinds, {checked} changes, {refused} refused")
+    assert refused > checked / 3  # most changes break something: the test sees both verdicts

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import jsonschema.validators
+import jsonschema_rs
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -140,10 +141,26 @@ class _Validator(Protocol):
     def iter_errors(self, instance: Any) -> Iterable[ValidationError]: ...
 
 
+class _FastCheck(Protocol):
+    def is_valid(self, instance: Any) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     validator: _Validator
     gvks: frozenset[tuple[str, str, str]]  # (group, version, kind) the schema is for
+    fast: _FastCheck
+    """The same schema compiled by jsonschema-rs: it says whether an object is valid ~40x
+    faster, and only an object it refuses goes through `validator` for the problems' words
+    (docs/output-validation.md, "The compiled check")."""
+
+    def errors(self, instance: Any) -> Iterable[ValidationError]:
+        try:
+            if self.fast.is_valid(instance):
+                return ()
+        except (ValueError, TypeError):  # a value JSON has no type for: let jsonschema say so
+            pass
+        return self.validator.iter_errors(instance)
 
 
 def _split_api_version(api_version: str) -> tuple[str, str] | None:
@@ -217,6 +234,7 @@ class OutputValidator:
         self._store_sets: dict[tuple[str, str], CrdSet] = {}
         self._registries: dict[str, Registry[Any]] = {}
         self._builtin: dict[tuple[str, str], _Compiled | None] = {}
+        self._fast_registries: dict[str, Any] = {}
         self._custom: dict[tuple[str, str, str], _Validator] = {}
         self._cel: dict[tuple[str, str, str], CompiledRules] = {}
 
@@ -352,7 +370,6 @@ class OutputValidator:
             if crd is None:
                 available = self.store_releases().get(pin.operator, ())
                 return Checked([], Unchecked(api_version, kind, pin, available))
-        compiled: _Validator
         if crd is not None:
             if version not in crd.served:
                 served = ", ".join(crd.served) or "none"
@@ -365,19 +382,17 @@ class OutputValidator:
                         )
                     ]
                 )
-            compiled = self._custom_validator(crd, version)
-            return self._check_custom(obj, crd, version, compiled, old_of)
-        else:
-            builtin = self._builtin_validator(schema_dir, group, version, kind)
-            if builtin is None:
-                message = f"no schema for {api_version} {kind} in Kubernetes {minor}"
-                if group not in KNOWN_BUILTIN_GROUPS:
-                    message += " (if it is a custom resource, pass its CRDs with --crds)"
-                return Checked([SchemaProblem("", message)])
-            compiled = builtin.validator
+            custom = self._custom_validator(crd, version)
+            return self._check_custom(obj, crd, version, custom, old_of)
+        builtin = self._builtin_validator(schema_dir, group, version, kind)
+        if builtin is None:
+            message = f"no schema for {api_version} {kind} in Kubernetes {minor}"
+            if group not in KNOWN_BUILTIN_GROUPS:
+                message += " (if it is a custom resource, pass its CRDs with --crds)"
+            return Checked([SchemaProblem("", message)])
 
         found: set[Found] = set(_metadata_problems(obj))
-        for error in compiled.iter_errors(obj):
+        for error in builtin.errors(obj):
             found.update(messages(error))
         ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
         return Checked([SchemaProblem(format_path(path), message) for path, message in ordered])
@@ -429,6 +444,16 @@ class OutputValidator:
             self._registries[schema_dir] = registry
         return registry
 
+    def _fast_registry(self, schema_dir: str) -> Any:
+        registry = self._fast_registries.get(schema_dir)
+        if registry is None:
+            definitions = json.loads(
+                (schema_root() / schema_dir / "_definitions.json").read_bytes()
+            )
+            registry = jsonschema_rs.Registry([(DEFINITIONS_URI, definitions)])
+            self._fast_registries[schema_dir] = registry
+        return registry
+
     def _builtin_validator(
         self, schema_dir: str, group: str, version: str, kind: str
     ) -> _Compiled | None:
@@ -448,7 +473,10 @@ class OutputValidator:
                 validator = jsonschema.validators.Draft202012Validator(
                     schema, registry=self._registry(schema_dir)
                 )
-                compiled = _Compiled(validator, gvks)
+                fast = jsonschema_rs.Draft202012Validator(
+                    schema, registry=self._fast_registry(schema_dir)
+                )
+                compiled = _Compiled(validator, gvks, fast)
             self._builtin[key] = compiled
         # The file name keeps only the group's first label: check the group really matches.
         if compiled is None or (group, version, kind) not in compiled.gvks:
