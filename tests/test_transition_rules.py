@@ -154,3 +154,36 @@ def test_outside_git_the_files_on_disk_are_the_old_objects(
     assert committed_tree(plain).origin == "disk"
     result = _render(gpuplane, plain)
     assert result.exit_code == 1 and "output-immutable-field" in result.output, result.output
+
+
+def test_the_file_name_index_finds_what_a_scan_of_every_file_finds() -> None:
+    """The committed files are indexed by cluster and file name once, instead of scanned for
+    every object (a quadratic `render --check`); the index must name the same files, in the same
+    order, as the scan it replaced: every file below `<cluster>/` whose last part is the name."""
+    from renderer.output.transitions import CommittedTree
+
+    files = [
+        "prod-east/queueing/clusterqueue-a.yaml",
+        "prod-east/tenancy/clusterqueue-a.yaml",
+        "prod-east/clusterqueue-a.yaml",
+        "prod-east/deep/er/clusterqueue-a.yaml",
+        "prod-eastern/queueing/clusterqueue-a.yaml",  # another cluster whose name starts alike
+        "staging-west/queueing/clusterqueue-a.yaml",
+        "prod-east/queueing/xclusterqueue-a.yaml",  # a name that ends alike
+        "prod-east/queueing/clusterqueue-a.yaml.bak",
+        "prod-east",
+        "README.md",
+    ]
+    tree = CommittedTree(dict.fromkeys(files, b""), "disk")
+    for cluster in ("prod-east", "prod-eastern", "staging-west", "absent"):
+        for name in ("clusterqueue-a.yaml", "xclusterqueue-a.yaml", "README.md", "prod-east"):
+            scanned = sorted(
+                p for p in files if p.startswith(f"{cluster}/") and p.endswith(f"/{name}")
+            )
+            assert tree._named(cluster, name) == scanned, (cluster, name)
+    assert tree._named("prod-east", "clusterqueue-a.yaml") == [
+        "prod-east/clusterqueue-a.yaml",
+        "prod-east/deep/er/clusterqueue-a.yaml",
+        "prod-east/queueing/clusterqueue-a.yaml",
+        "prod-east/tenancy/clusterqueue-a.yaml",
+    ]

@@ -40,6 +40,7 @@ class CommittedTree:
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
         self._parsed: dict[str, tuple[list[Any], str | None]] = {}
         self._unread: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._by_name: dict[tuple[str, str], list[str]] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.files)
@@ -64,12 +65,7 @@ class CommittedTree:
         """The committed object, and the candidate files that could not be read."""
         exact = f"{cluster}/{manifest.path}"
         candidates = [exact] if exact in self.files else []
-        suffix = f"/{manifest.filename}"
-        candidates += sorted(
-            p
-            for p in self.files
-            if p != exact and p.startswith(f"{cluster}/") and p.endswith(suffix)
-        )
+        candidates += [p for p in self._named(cluster, manifest.filename) if p != exact]
         unread: list[tuple[str, str]] = []
         for path in candidates:
             docs, why = self._documents(path)
@@ -79,6 +75,26 @@ class CommittedTree:
                 if isinstance(found, Mapping) and same_object(found, manifest.body):
                     return found, []
         return None, unread
+
+    def _named(self, cluster: str, filename: str) -> list[str]:
+        """The committed files of the cluster with this file name, in any folder, sorted. An
+        index built once: scanning every file for every object made a large render's check
+        grow with the square of its objects."""
+        if "/" in cluster or "/" in filename:  # no such names; scan as the index cannot
+            suffix = f"/{filename}"
+            return sorted(
+                p for p in self.files if p.startswith(f"{cluster}/") and p.endswith(suffix)
+            )
+        if self._by_name is None:
+            index: dict[tuple[str, str], list[str]] = {}
+            for path in self.files:
+                head, slash, _ = path.partition("/")
+                if slash:
+                    index.setdefault((head, path.rpartition("/")[2]), []).append(path)
+            for paths in index.values():
+                paths.sort()
+            self._by_name = index
+        return self._by_name.get((cluster, filename), [])
 
     def find(self, cluster: str, manifest: Manifest) -> Mapping[str, Any] | None:
         """The committed object with the manifest's identity (group, kind, namespace, name) on
