@@ -30,7 +30,7 @@ from renderer.model import admission
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform, render_cluster
 from renderer.policy.check import check_policy
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_CRDS
 
 SIZES = (12, 24, 48)
 """Teams per platform: the exponent is measured between the last two."""
@@ -85,6 +85,57 @@ def calls(teams: int) -> tuple[Counter[Key], int]:
     finally:
         sys.setprofile(previous)
     return counted, objects
+
+
+@cache
+def platform_calls(teams: int) -> Counter[Key]:
+    """Calls while the whole pipeline (`render_platform`: layers, output validation with the
+    CRDs, the transition rules' lookups of each object's committed old self) renders the
+    generated platform over its own committed tree, as `render --check` does."""
+    from renderer.output.transitions import committed_tree
+    from renderer.output.validation import OutputValidator
+    from renderer.output.writer import build_tree, write_tree
+    from renderer.pipeline import render_platform
+
+    counted: Counter[Key] = Counter()
+    with tempfile.TemporaryDirectory(prefix="gpuplane-scaling-") as tmp:
+        root = Path(tmp)
+        generate_platform(root, clusters=CLUSTERS, pools_per_cluster=POOLS_PER_CLUSTER, teams=teams)
+        validator = OutputValidator([SHARED_CRDS])
+        first = render_platform(root, validator)
+        assert not first.diagnostics, first.diagnostics[:3]
+        write_tree(root / "rendered", build_tree(first.manifests))
+        previous = committed_tree(root)
+        assert previous, "the committed tree is read back"
+
+        def profile(frame: FrameType, event: str, arg: Any) -> None:
+            if event == "call":
+                code = frame.f_code
+                if any(part in code.co_filename for part in COUNTED):
+                    counted[(_short(code.co_filename), code.co_name)] += 1
+
+        before = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            render_platform(root, validator, previous=previous)
+        finally:
+            sys.setprofile(before)
+    return counted
+
+
+def test_no_step_of_render_check_grows_faster_than_the_platform() -> None:
+    """The same at the scale of the whole pipeline: finding each object's committed old self
+    once scanned every committed file (a genexpr resumed objects x files times)."""
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    middle, large = platform_calls(SIZES[1]), platform_calls(SIZES[2])
+    found = []
+    for key, count in large.items():
+        if count >= MIN_CALLS and key not in KNOWN_SUPERLINEAR:
+            grown = exponent(max(middle[key], 1), count)
+            if grown > MAX_EXPONENT:
+                found.append(f"{key[0]}:{key[1]}: {middle[key]} -> {count} ({grown:.2f})")
+    assert not found, "\n".join(sorted(found))
 
 
 def exponent(small: int, large: int) -> float:
