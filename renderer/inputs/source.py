@@ -588,3 +588,28 @@ class _Bomb(Exception):
     def __init__(self, node: Node, size: int) -> None:
         self.node = node
         self.size = size
+
+
+def json_nests_deeper(text: str, limit: int) -> bool:
+    """Whether a JSON text's brackets outside strings nest deeper than `limit`: checked before
+    parsing, so a hostile file cannot exhaust the parser's stack (`gpuplane cost`'s Prometheus
+    export, the probes' result files)."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False

@@ -25,6 +25,7 @@ from renderer.commands.acceptance.results import GPUS_KEY, QUEUE_WAIT_KEY, Resul
 from renderer.findings.diagnostics import Diagnostic, Location
 from renderer.findings.rules import document_rule
 from renderer.inputs import schema
+from renderer.inputs.source import json_nests_deeper
 
 SCHEMA_VERSION: Final = 1
 """The `schemaVersion` of the results this report understands."""
@@ -179,32 +180,8 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _too_deep(text: str) -> bool:
-    """Whether brackets outside strings nest deeper than MAX_DEPTH (checked before parsing, so a
-    hostile file cannot exhaust the parser's stack)."""
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
-
-
 def _parse(text: str, display: str) -> Any:
-    if _too_deep(text):
+    if json_nests_deeper(text, MAX_DEPTH):
         return _finding(
             "result-syntax", f"JSON nested deeper than {MAX_DEPTH} levels", Location(display)
         )

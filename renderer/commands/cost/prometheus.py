@@ -27,6 +27,7 @@ from typing import Any, Final
 from renderer.commands.cost.rules import MAX_DEPTH, MAX_ROWS
 from renderer.commands.cost.usage import GPU_TERMS, GpuHours, Usage, finding, number, read_text
 from renderer.findings.diagnostics import Diagnostic, Location
+from renderer.inputs.source import json_nests_deeper
 
 TERM_LABEL: Final = "term"
 RESULT_TYPES: Final = ("vector", "matrix")
@@ -70,27 +71,8 @@ def _decoder() -> json.JSONDecoder:
 
 
 def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    """Whether brackets outside strings nest deeper than `limit` (checked before parsing, so a
-    hostile file cannot exhaust the parser's stack)."""
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
+    """Whether the export nests deeper than `limit` (renderer.inputs.source)."""
+    return json_nests_deeper(text, limit)
 
 
 def read_json(path: Path, display: str | None = None) -> Usage:
