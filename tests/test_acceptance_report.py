@@ -1172,3 +1172,20 @@ def test_a_hostile_device_label_stays_on_one_line(gpuplane: Run, tmp_path: Path)
     assert result.exit_code == 3
     assert "\x1b" not in result.output
     assert not any(line.startswith("::error") for line in result.output.splitlines())
+
+
+def test_a_result_nested_too_deep_is_refused_before_parsing(tmp_path: Path) -> None:
+    """A hostile result file cannot exhaust the JSON parser's stack: brackets deeper than the
+    limit are a result-syntax finding (brackets inside strings do not count)."""
+    from renderer.commands.acceptance.load import MAX_DEPTH
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    results, findings = load_results([deep])
+    assert not results
+    assert [f.rule for f in findings] == ["result-syntax"]
+    assert f"nested deeper than {MAX_DEPTH} levels" in findings[0].message
+    quoted = tmp_path / "quoted.json"
+    quoted.write_text(json.dumps({"note": "[" * 500}))
+    _, findings = load_results([quoted])
+    assert all("nested deeper" not in f.message for f in findings)
