@@ -55,7 +55,8 @@ class Emitter:
         return text[3:]
 
     def _string(self, value: str) -> str | tuple[str, tuple[str, ...]]:
-        """A one-line scalar's text, or a block scalar's header and lines (without indent)."""
+        """A one-line scalar's text, or a block scalar's header and lines (as PyYAML indents
+        them under a top-level key: two spaces, none on an empty line)."""
         found = self._inline.get(value)
         if found is not None:
             return found
@@ -163,6 +164,20 @@ class Emitter:
         for line in lines:
             out.append(pad + line + "\n" if line else "\n")
 
+    def _scalar(
+        self, atom: str | tuple[str, tuple[str, ...]] | None, indent: int, out: list[str]
+    ) -> bool:
+        """Write an atom after its `key:` or `-` at column `indent`; False for a collection with
+        entries, which the caller lays out."""
+        if atom is None:
+            return False
+        if isinstance(atom, str):
+            out.append(" " + atom + "\n")
+        else:
+            out.append(" ")
+            self._block(atom[0], atom[1], indent, out)
+        return True
+
     def _mapping(
         self,
         value: Mapping[Any, Any],
@@ -178,13 +193,9 @@ class Emitter:
         for key, item in value.items():
             out.append(prefix + self._key(key) + ":")
             prefix = pad
-            atom = self._atom(item, seen)
-            if isinstance(atom, str):
-                out.append(" " + atom + "\n")
-            elif atom is not None:
-                out.append(" ")
-                self._block(atom[0], atom[1], indent, out)
-            elif type(item) is dict:
+            if self._scalar(self._atom(item, seen), indent, out):
+                continue
+            if type(item) is dict:
                 out.append("\n")
                 self._mapping(item, indent + 2, out, seen, " " * (indent + 2))
             else:
@@ -201,13 +212,9 @@ class Emitter:
         for item in value:
             out.append(prefix + "-")
             prefix = pad
-            atom = self._atom(item, seen)
-            if isinstance(atom, str):
-                out.append(" " + atom + "\n")
-            elif atom is not None:
-                out.append(" ")
-                self._block(atom[0], atom[1], indent, out)
-            elif type(item) is dict:
+            if self._scalar(self._atom(item, seen), indent, out):
+                continue
+            if type(item) is dict:
                 self._mapping(item, indent + 2, out, seen, " ")
             else:
                 self._sequence(item, indent + 2, out, seen, " ")
