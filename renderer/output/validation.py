@@ -235,6 +235,7 @@ class OutputValidator:
         self._registries: dict[str, Registry[Any]] = {}
         self._builtin: dict[tuple[str, str], _Compiled | None] = {}
         self._fast_registries: dict[str, Any] = {}
+        self._definitions_read: dict[str, Any] = {}
         self._custom: dict[tuple[str, str, str], _Validator] = {}
         self._cel: dict[tuple[str, str, str], CompiledRules] = {}
 
@@ -433,12 +434,20 @@ class OutputValidator:
 
     # -- compilation --------------------------------------------------------------------------
 
-    def _registry(self, schema_dir: str) -> Registry[Any]:
-        registry = self._registries.get(schema_dir)
-        if registry is None:
+    def _definitions(self, schema_dir: str) -> Any:
+        """A Kubernetes version's `_definitions.json`, read once for both validators."""
+        definitions = self._definitions_read.get(schema_dir)
+        if definitions is None:
             definitions = json.loads(
                 (schema_root() / schema_dir / "_definitions.json").read_bytes()
             )
+            self._definitions_read[schema_dir] = definitions
+        return definitions
+
+    def _registry(self, schema_dir: str) -> Registry[Any]:
+        registry = self._registries.get(schema_dir)
+        if registry is None:
+            definitions = self._definitions(schema_dir)
             resource = Resource.from_contents(definitions, default_specification=DRAFT202012)
             registry = Registry().with_resource(DEFINITIONS_URI, resource).crawl()
             self._registries[schema_dir] = registry
@@ -447,10 +456,7 @@ class OutputValidator:
     def _fast_registry(self, schema_dir: str) -> Any:
         registry = self._fast_registries.get(schema_dir)
         if registry is None:
-            definitions = json.loads(
-                (schema_root() / schema_dir / "_definitions.json").read_bytes()
-            )
-            registry = jsonschema_rs.Registry([(DEFINITIONS_URI, definitions)])
+            registry = jsonschema_rs.Registry([(DEFINITIONS_URI, self._definitions(schema_dir))])
             self._fast_registries[schema_dir] = registry
         return registry
 
