@@ -9,7 +9,7 @@ benchmark of a platform `gpuplane render` would refuse measures nothing), and th
 - each command as a user runs it, in a fresh process, with its peak memory (`validate`; `render`
   into an empty tree; `render --check` cold, then warm; a one-team quota change re-checked);
 - on the same objects, kubernetes-validate as shipped (on a sample: it takes ~15 ms an object)
-  and `kubectl kustomize` over every cluster's tree, with the ratios to `render --check`.
+  and `kubectl kustomize` over the largest cluster's tree, with the ratios to `render --check`.
 
 It prints objects/s, the growth exponent between sizes (log of the time ratio over log of the
 object ratio: 1 is linear) and the machine. Not a test: nothing here asserts a time; it fails
@@ -54,8 +54,8 @@ from renderer.policy.check import check_policy
 T = TypeVar("T")
 SHARED_CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
 STALE = 1
-KUBERNETES_VALIDATE = metadata.version("kubernetes-validate")
 """`render --check`'s exit status when the tree on disk is not what the inputs render."""
+KUBERNETES_VALIDATE = metadata.version("kubernetes-validate")
 
 
 COMMAND_ENV = {k: v for k, v in os.environ.items() if k != "GPUPLANE_CRDS"}
@@ -103,15 +103,17 @@ class Size:
 # --- the platform --------------------------------------------------------------------------------
 
 
-def refuse_findings(root: Path) -> None:
-    """Any finding, error or warning, makes the generated platform unfit to time."""
-    found = load_platform(root).diagnostics
+def refuse_findings(root: Path) -> model.Platform:
+    """The generated platform; any finding, error or warning, makes it unfit to time."""
+    loaded = load_platform(root)
+    found = loaded.diagnostics
     if found:
         listed = "\n".join(f"  {d.at.file}:{d.at.line}: {d.rule}: {d.message}" for d in found[:5])
         raise BenchError(
             f"the generated platform has {len(found)} finding(s); gpuplane would refuse it, "
             f"so timing it measures nothing:\n{listed}"
         )
+    return loaded.platform
 
 
 def one_team_change(root: Path) -> tuple[Path, bytes]:
@@ -134,7 +136,10 @@ def one_team_change(root: Path) -> tuple[Path, bytes]:
 # --- in-process stages ---------------------------------------------------------------------------
 
 
-def stages(root: Path, crds: Path, size: Size) -> dict[str, tuple[Manifest, ...]]:
+def stages(
+    root: Path, platform: model.Platform, crds: Path, size: Size
+) -> dict[str, tuple[Manifest, ...]]:
+    """Time each stage; `platform` is the one `refuse_findings` loaded from `root`."""
     paths = [
         (folder, path) for folder in KIND_FOLDERS for path in sorted((root / folder).glob("*.yaml"))
     ]
@@ -155,8 +160,6 @@ def stages(root: Path, crds: Path, size: Size) -> dict[str, tuple[Manifest, ...]
     _, t_model = timed(
         lambda: [model.BUILDERS[KIND_FOLDERS[f]](d.data, d.source) for f, d in documents]
     )
-    loaded, _ = timed(lambda: load_platform(root))
-    platform = loaded.platform
     _, t_policy = timed(lambda: check_policy(platform))
 
     def render_all() -> dict[str, tuple[Manifest, ...]]:
@@ -227,9 +230,14 @@ def run_command(argv: Sequence[str], cwd: Path, expect: int) -> tuple[float, int
     return seconds, usage.ru_maxrss
 
 
-def median_run(argv: Sequence[str], cwd: Path, expect: int, repeat: int) -> tuple[float, int]:
-    runs = [run_command(argv, cwd, expect) for _ in range(repeat)]
+def median_of(run: Callable[[], tuple[float, int]], repeat: int) -> tuple[float, int]:
+    """The median seconds and the largest peak memory of `repeat` runs."""
+    runs = [run() for _ in range(repeat)]
     return statistics.median(s for s, _ in runs), max(m for _, m in runs)
+
+
+def median_run(argv: Sequence[str], cwd: Path, expect: int, repeat: int) -> tuple[float, int]:
+    return median_of(lambda: run_command(argv, cwd, expect), repeat)
 
 
 def commands(root: Path, crds: Path, size: Size, repeat: int) -> None:
@@ -242,11 +250,7 @@ def commands(root: Path, crds: Path, size: Size, repeat: int) -> None:
         shutil.rmtree(root / "rendered", ignore_errors=True)
         return run_command(render, root, 0)
 
-    runs = [from_empty() for _ in range(repeat)]
-    found["gpuplane render (into an empty tree)"] = (
-        statistics.median(s for s, _ in runs),
-        max(m for _, m in runs),
-    )
+    found["gpuplane render (into an empty tree)"] = median_of(from_empty, repeat)
     found["gpuplane render --check (cold)"] = run_command([*render, "--check"], root, 0)
     found["gpuplane render --check (warm)"] = median_run([*render, "--check"], root, 0, repeat)
     path, old = one_team_change(root)
@@ -413,15 +417,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pools_per_cluster=args.pools_per_cluster,
                     teams=size.teams,
                 )
-                refuse_findings(root)
+                platform = refuse_findings(root)
                 if not sizes:  # imports and first-use caches are not the platform's cost
-                    stages(root, crds, Size(factor, size.teams))
-                rendered = stages(root, crds, size)
+                    stages(root, platform, crds, Size(factor, size.teams))
+                rendered = stages(root, platform, crds, size)
                 commands(root, crds, size, args.repeat)
-                versions = {
-                    c.name: c.kubernetes_version
-                    for c in load_platform(root).platform.clusters.values()
-                }
+                versions = {c.name: c.kubernetes_version for c in platform.clusters.values()}
                 size.others[f"kubernetes-validate {KUBERNETES_VALIDATE} (sample)"] = (
                     kubernetes_validate_rate(rendered, versions, args.kubernetes_validate_sample)
                 )
