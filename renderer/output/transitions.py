@@ -10,10 +10,12 @@ transition rules asks for its old self. See docs/cel.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,24 +34,57 @@ RENDERED = "rendered"
 
 
 class CommittedTree:
-    """`rendered/` as committed: file bytes by path under it (`prod-east/queueing/...yaml`)."""
+    """`rendered/` as committed: file bytes by path under it (`prod-east/queueing/...yaml`),
+    read only when an object asks for its old self (most objects have no transition rule, and
+    reading a 75,000-file tree up front cost a large `render --check` seconds)."""
 
-    def __init__(self, files: Mapping[str, bytes], origin: str) -> None:
-        self.files = dict(files)
+    def __init__(
+        self,
+        files: Mapping[str, bytes],
+        origin: str,
+        *,
+        unread: Mapping[str, str] | None = None,
+        read: Callable[[str], bytes | None] | None = None,
+    ) -> None:
+        self._contents = dict(files)
+        self._unread_paths = dict(unread or {})
+        """Path -> where to read it (a blob id, a file), for `read`."""
+        self._read = read
         self.origin = origin
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
         self._parsed: dict[str, tuple[list[Any], str | None]] = {}
         self._unread: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._by_name: dict[tuple[str, str], list[str]] | None = None
 
+    @property
+    def paths(self) -> list[str]:
+        return sorted({*self._contents, *self._unread_paths})
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """Every file's bytes, all read now (for tests and small trees)."""
+        return {path: self._bytes(path) for path in self.paths}
+
+    def _bytes(self, path: str) -> bytes:
+        if path not in self._contents:
+            where = self._unread_paths.pop(path)
+            found = self._read(where) if self._read is not None else None
+            if found is None:
+                raise OSError(f"cannot read {RENDERED}/{path} ({self.origin})")
+            self._contents[path] = found
+        return self._contents[path]
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._contents or path in self._unread_paths
+
     def __bool__(self) -> bool:
-        return bool(self.files)
+        return bool(self._contents or self._unread_paths)
 
     def _documents(self, path: str) -> tuple[list[Any], str | None]:
         """The file's YAML documents, or why it cannot be read."""
         if path not in self._parsed:
             try:
-                docs = list(yaml.load_all(self.files[path], Loader=_Loader))
+                docs = list(yaml.load_all(self._bytes(path), Loader=_Loader))
                 self._parsed[path] = (docs, None)
             except yaml.MarkedYAMLError as err:
                 mark = err.problem_mark or err.context_mark
@@ -57,6 +92,8 @@ class CommittedTree:
                 self._parsed[path] = ([], f"it is not YAML: {err.problem or err.context}{line}")
             except (yaml.YAMLError, ValueError, RecursionError) as err:
                 self._parsed[path] = ([], f"it is not YAML: {type(err).__name__}")
+            except OSError as err:
+                self._parsed[path] = ([], str(err))
         return self._parsed[path]
 
     def _lookup(
@@ -64,7 +101,7 @@ class CommittedTree:
     ) -> tuple[Mapping[str, Any] | None, list[tuple[str, str]]]:
         """The committed object, and the candidate files that could not be read."""
         exact = f"{cluster}/{manifest.path}"
-        candidates = [exact] if exact in self.files else []
+        candidates = [exact] if exact in self else []
         candidates += [p for p in self._named(cluster, manifest.filename) if p != exact]
         unread: list[tuple[str, str]] = []
         for path in candidates:
@@ -83,11 +120,11 @@ class CommittedTree:
         if "/" in cluster or "/" in filename:  # no such names; scan as the index cannot
             suffix = f"/{filename}"
             return sorted(
-                p for p in self.files if p.startswith(f"{cluster}/") and p.endswith(suffix)
+                p for p in self.paths if p.startswith(f"{cluster}/") and p.endswith(suffix)
             )
         if self._by_name is None:
             index: dict[tuple[str, str], list[str]] = {}
-            for path in self.files:
+            for path in self.paths:
                 head, slash, _ = path.partition("/")
                 if slash:
                     index.setdefault((head, path.rpartition("/")[2]), []).append(path)
@@ -141,25 +178,83 @@ def same_object(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return identity(a) == identity(b)
 
 
+def _git_env() -> dict[str, str]:
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+
+
 def _git(
     repo: Path, *args: str, stdin: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes] | None:
     git = shutil.which("git")
     if git is None:
         return None
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
         return subprocess.run(
-            [git, "-C", str(repo), *args], input=stdin, capture_output=True, env=env, check=False
+            [git, "-C", str(repo), *args],
+            input=stdin,
+            capture_output=True,
+            env=_git_env(),
+            check=False,
         )
     except OSError:
         return None
 
 
+class _GitBlobs:
+    """Blobs read through one `git cat-file --batch` process, started on the first read in each
+    process (a forked worker starts its own: the parent's pipes are not its to use)."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+        self._argv = argv
+        self._env = dict(env)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pid = 0
+
+    def __call__(self, blob: str) -> bytes | None:
+        try:
+            process = self._started()
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(f"{blob}\n".encode())
+            process.stdin.flush()
+            header = process.stdout.readline().split()
+            if len(header) != 3:  # "<id> missing", or git has gone
+                return None
+            data = process.stdout.read(int(header[2]))
+            process.stdout.read(1)  # the newline after the contents
+        except (OSError, ValueError):
+            return None
+        return data
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self._process is None or self._pid != os.getpid():
+            self._process = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=self._env,
+            )
+            self._pid = os.getpid()
+            weakref.finalize(self, _close, self._process, self._pid)
+        return self._process
+
+
+def _close(process: subprocess.Popen[bytes], pid: int) -> None:
+    if pid != os.getpid():
+        return
+    with contextlib.suppress(OSError):
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(timeout=5)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def committed_tree(root: Path, ref: str = "HEAD") -> CommittedTree:
     """`rendered/` of the repository at `root` as committed at `ref`; outside a git repository,
     `rendered/` on disk. A repository where `ref` has no `rendered/` (no commit yet, a first
-    render) gives an empty tree: every object is created, no transition rule applies."""
+    render) gives an empty tree: every object is created, no transition rule applies. Only the
+    listing is read here; a file's bytes are read when an object asks for it."""
     top = _git(root, "rev-parse", "--show-prefix")
     if top is None or top.returncode != 0:
         return _from_disk(root)
@@ -167,37 +262,33 @@ def committed_tree(root: Path, ref: str = "HEAD") -> CommittedTree:
     if ref.startswith("-") or not ref:
         return CommittedTree({}, ref)
     listed = _git(root, "ls-tree", "-r", "-z", "--full-tree", f"{ref}:{prefix}{RENDERED}")
-    if listed is None or listed.returncode != 0:
+    git = shutil.which("git")
+    if listed is None or listed.returncode != 0 or git is None:
         return CommittedTree({}, ref)
-    entries: list[tuple[str, str]] = []
+    blobs: dict[str, str] = {}
     for record in listed.stdout.split(b"\0"):
         meta, _, raw = record.partition(b"\t")
         parts = meta.decode().split()
         if len(parts) == 3 and parts[1] == "blob" and raw.endswith((b".yaml", b".yml")):
-            entries.append((parts[2], raw.decode("utf-8", "surrogateescape")))
-    if not entries:
+            blobs[raw.decode("utf-8", "surrogateescape")] = parts[2]
+    if not blobs:
         return CommittedTree({}, ref)
-    batch = _git(root, "cat-file", "--batch", stdin="".join(f"{s}\n" for s, _ in entries).encode())
-    if batch is None or batch.returncode != 0:
-        return CommittedTree({}, ref)
-    files: dict[str, bytes] = {}
-    data, offset = batch.stdout, 0
-    for _, path in entries:
-        header_end = data.index(b"\n", offset)
-        size = int(data[offset:header_end].split()[2])
-        files[path] = data[header_end + 1 : header_end + 1 + size]
-        offset = header_end + 1 + size + 1
-    return CommittedTree(files, ref)
+    reader = _GitBlobs([git, "-C", str(root), "cat-file", "--batch"], _git_env())
+    return CommittedTree({}, ref, unread=blobs, read=reader)
 
 
 def _from_disk(root: Path) -> CommittedTree:
     folder = root / RENDERED
-    files: dict[str, bytes] = {}
+    paths: dict[str, str] = {}
     if folder.is_dir():
         for path in sorted(folder.rglob("*.yaml")):
             if path.is_file() and not path.is_symlink():
-                try:
-                    files[path.relative_to(folder).as_posix()] = path.read_bytes()
-                except OSError:
-                    continue
-    return CommittedTree(files, "disk")
+                paths[path.relative_to(folder).as_posix()] = str(path)
+    return CommittedTree({}, "disk", unread=paths, read=_read_file)
+
+
+def _read_file(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
