@@ -162,6 +162,15 @@ def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputVal
     help="Write even when a change edits a field the API server keeps immutable "
     "(output-immutable-field becomes a warning): those objects must be deleted and recreated.",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default="one per CPU",
+    help="Render and check this many clusters at once, each in a worker process (1: one after "
+    "the other, in this process). The output is the same bytes either way.",
+)
 @CRDS
 @STRICT_SCHEMAS
 @FORMAT
@@ -170,44 +179,42 @@ def render(
     ctx: click.Context,
     check: bool,
     allow_recreate: bool,
+    jobs: int,
     crds: tuple[Path, ...],
     strict_schemas: bool,
     fmt: str,
 ) -> None:
     """Validate, render every cluster, validate the output, and write rendered/."""
+    from renderer.commands.render import default_jobs, render_tree
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.transitions import committed_tree
-    from renderer.output.writer import (
-        OUTPUT_DIR,
-        build_tree,
-        compare,
-        write_file_atomically,
-        write_tree,
-    )
-    from renderer.pipeline import render_platform
+    from renderer.output.writer import OUTPUT_DIR, write_file_atomically, write_tree
 
     root = root_of(ctx)
     validator = _output_validator(crds, strict_schemas)
+    target = root / OUTPUT_DIR
     with report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step:
-        result = render_platform(
+        result = render_tree(
             root,
             validator,
+            target,
             changed=changed_lines(root),
-            on_cluster=lambda name: step(f"rendering and checking cluster {name}"),
             previous=committed_tree(root),
+            keep_files=not check,
+            jobs=jobs or default_jobs(),
+            on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
         )
+    diagnostics = result.diagnostics
     if allow_recreate:
-        result = replace(result, diagnostics=_recreate_allowed(result.diagnostics))
-    if has_errors(result.diagnostics):
-        emit(result.diagnostics, result.files, fmt)
+        diagnostics = _recreate_allowed(diagnostics)
+    if has_errors(diagnostics) or result.staleness is None:
+        emit(diagnostics, result.inputs, fmt)
         ctx.exit(1)
-    files = build_tree(result.manifests, result.readmes, result.values)
     owners = codeowners(result.platform)
-    target = root / OUTPUT_DIR
-    objects = sum(len(m) for m in result.manifests.values())
+    objects = result.objects
     if check:
-        stale = compare(target, files)
+        stale = result.staleness
         listing = (
             [{"file": f"{OUTPUT_DIR}/{p}", "state": "missing"} for p in stale.missing]
             + [{"file": f"{OUTPUT_DIR}/{p}", "state": "extra"} for p in stale.extra]
@@ -215,7 +222,7 @@ def render(
             + _stale_codeowners(root, owners)
         )
         if fmt == "json":
-            emit(result.diagnostics, result.files, fmt, {"stale": listing})
+            emit(diagnostics, result.inputs, fmt, {"stale": listing})
         elif fmt in ("sarif", "junit"):  # one document: stale files are findings in it
             stale_findings = [
                 Diagnostic(
@@ -225,9 +232,9 @@ def render(
                 )
                 for item in listing
             ]
-            emit([*result.diagnostics, *stale_findings], result.files, fmt)
+            emit([*diagnostics, *stale_findings], result.inputs, fmt)
         else:
-            emit(result.diagnostics, result.files, fmt)
+            emit(diagnostics, result.inputs, fmt)
             for item in listing:
                 if fmt == "github":
                     click.echo(
@@ -241,18 +248,26 @@ def render(
                     err=True,
                 )
             else:
-                click.echo(f"{OUTPUT_DIR}/ is current: {objects} objects in {len(files)} files")
+                click.echo(
+                    f"{OUTPUT_DIR}/ is current: {objects} objects in {result.file_count} files"
+                )
         ctx.exit(1 if listing else 0)
-    changes = write_tree(target, files)
+    assert result.files is not None, "rendered with keep_files"
+    changes = write_tree(target, result.files, result.staleness)
     # after the tree: a failed render leaves CODEOWNERS as it was too
     wrote_owners = owners is not None and write_file_atomically(
         root / CODEOWNERS_PATH, owners.encode("utf-8")
     )
-    emit(result.diagnostics, result.files, fmt, {"written": len(files)} if fmt == "json" else None)
+    emit(
+        diagnostics,
+        result.inputs,
+        fmt,
+        {"written": result.file_count} if fmt == "json" else None,
+    )
     if fmt in ("text", "github"):
         changed = len(changes.missing) + len(changes.extra) + len(changes.changed)
         click.echo(
-            f"rendered {objects} objects for {len(result.manifests)} cluster(s) into {OUTPUT_DIR}/ "
+            f"rendered {objects} objects for {result.clusters} cluster(s) into {OUTPUT_DIR}/ "
             f"({changed} files added, changed or removed)"
             + (f"; wrote {CODEOWNERS_PATH}" if wrote_owners else "")
         )

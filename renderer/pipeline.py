@@ -304,36 +304,102 @@ def render_platform(
     if has_errors(loaded.diagnostics):
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
-    sources, missing = _repository_schemas(root, loaded.platform.repository)
+    validator, missing = prepare(root, loaded.platform, validator)
+    if missing:
+        return Rendered(loaded.platform, {}, {}, {}, loaded.files, [*diagnostics, *missing])
+    outcomes = []
+    for name in sorted(loaded.platform.clusters):
+        if on_cluster is not None:
+            on_cluster(name)
+        outcomes.append(check_cluster(loaded.platform, name, validator, previous))
+    diagnostics.extend(merge_findings(outcomes, validator))
+    return Rendered(
+        loaded.platform,
+        {o.name: o.manifests for o in outcomes},
+        {o.name: o.values for o in outcomes},
+        {o.name: o.readme for o in outcomes},
+        loaded.files,
+        sort_diagnostics(diagnostics),
+    )
+
+
+@dataclass(slots=True)
+class ClusterOutcome:
+    """One cluster rendered and checked on its own: what `render` gathers from each cluster,
+    in this process or in a worker (`renderer.commands.render`), before the findings that span
+    clusters (`merge_findings`)."""
+
+    name: str
+    manifests: tuple[Manifest, ...]
+    values: tuple[Values, ...]
+    readme: str
+    diagnostics: list[Diagnostic]
+    unchecked: list[UncheckedObject]
+    rules: UncheckedRules
+    shared: tuple[Manifest, ...]
+    """The objects every cluster's own land in Argo CD's (the gitops layer), for the clashes
+    between clusters."""
+
+
+def check_cluster(
+    platform: model.Platform,
+    name: str,
+    validator: OutputValidator,
+    previous: CommittedTree | None = None,
+) -> ClusterOutcome:
+    """Render every layer of one cluster and validate each object produced."""
+    cluster = platform.clusters[name]
+    view = ClusterView.of(platform, cluster)
+    outputs = render_cluster(view)
+    manifests = tuple(o for o in outputs if isinstance(o, Manifest))
+    unchecked: list[UncheckedObject] = []
+    rules = UncheckedRules()
+    diagnostics = _check_output(cluster, manifests, validator, unchecked, rules, previous)
+    diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
+    return ClusterOutcome(
+        name,
+        manifests,
+        tuple(o for o in outputs if isinstance(o, Values)),
+        cluster_readme(view),
+        diagnostics,
+        unchecked,
+        rules,
+        tuple(m for m in manifests if m.layer == argocd.LAYER),
+    )
+
+
+def merge_findings(
+    outcomes: Sequence[ClusterOutcome], validator: OutputValidator
+) -> list[Diagnostic]:
+    """Every cluster's findings, in cluster name order, and those that span clusters: Argo CD's
+    objects that two clusters both render, the kinds no schema checked, the CEL rules not
+    evaluated (each reported once, on the first object that had one)."""
+    ordered = sorted(outcomes, key=lambda o: o.name)
+    found = [d for o in ordered for d in o.diagnostics]
+    found.extend(
+        clashes_across({o.name: o.shared for o in ordered}, argocd.LAYER, "Argo CD's cluster")
+    )
+    found.extend(
+        coverage_findings([u for o in ordered for u in o.unchecked], validator.strict_schemas)
+    )
+    rules = UncheckedRules()
+    for outcome in ordered:
+        rules.merge(outcome.rules)
+    found.extend(rules.diagnostics())
+    return found
+
+
+def prepare(
+    root: Path, platform: model.Platform, validator: OutputValidator
+) -> tuple[OutputValidator, list[Diagnostic]]:
+    """The output validator with the CRDs the repository's settings list, and why a listed
+    source cannot be used (then nothing is rendered)."""
+    sources, missing = _repository_schemas(root, platform.repository)
     try:
         validator = validator.for_repository(root, sources)
     except CrdLoadError as err:
         missing.append(_crd_load(err))
-    if missing:
-        return Rendered(loaded.platform, {}, {}, {}, loaded.files, [*diagnostics, *missing])
-    rendered: dict[str, tuple[Manifest, ...]] = {}
-    values: dict[str, tuple[Values, ...]] = {}
-    readmes: dict[str, str] = {}
-    unchecked: list[UncheckedObject] = []
-    rules = UncheckedRules()
-    for name in sorted(loaded.platform.clusters):
-        if on_cluster is not None:
-            on_cluster(name)
-        cluster = loaded.platform.clusters[name]
-        view = ClusterView.of(loaded.platform, cluster)
-        outputs = render_cluster(view)
-        manifests = tuple(o for o in outputs if isinstance(o, Manifest))
-        values[name] = tuple(o for o in outputs if isinstance(o, Values))
-        diagnostics.extend(_check_output(cluster, manifests, validator, unchecked, rules, previous))
-        diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
-        rendered[name] = manifests
-        readmes[name] = cluster_readme(view)
-    diagnostics.extend(clashes_across(rendered, argocd.LAYER, "Argo CD's cluster"))
-    diagnostics.extend(coverage_findings(unchecked, validator.strict_schemas))
-    diagnostics.extend(rules.diagnostics())
-    return Rendered(
-        loaded.platform, rendered, values, readmes, loaded.files, sort_diagnostics(diagnostics)
-    )
+    return validator, missing
 
 
 def _crd_load(err: CrdLoadError) -> Diagnostic:

@@ -208,6 +208,21 @@ class UncheckedRules:
                 entry = self.by_crd[checked.crd] = _CrdRules(manifest.kind, manifest.source)
             entry.rules.setdefault((rule.path, rule.rule), rule)
 
+    def merge(self, later: UncheckedRules) -> None:
+        """Add what `later` collected, as if its objects had come after these."""
+        for crd, theirs in later.by_crd.items():
+            if self.only_transition:
+                rules = [r for r in theirs.rules.values() if r.transition]
+            else:
+                rules = list(theirs.rules.values())
+            if not rules:
+                continue
+            entry = self.by_crd.get(crd)
+            if entry is None:
+                entry = self.by_crd[crd] = _CrdRules(theirs.kind, theirs.where)
+            for rule in rules:
+                entry.rules.setdefault((rule.path, rule.rule), rule)
+
     def diagnostics(self) -> Iterator[Diagnostic]:
         for crd, entry in sorted(self.by_crd.items()):
             rules = list(entry.rules.values())

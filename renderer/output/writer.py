@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -99,20 +99,61 @@ def compare(target: Path, files: Mapping[str, bytes]) -> Staleness:
     )
 
 
-def _read_tree(target: Path) -> dict[str, bytes]:
+def compare_folder(target: Path, folder: str, files: Mapping[str, bytes]) -> Staleness:
+    """`compare` for one top folder of the tree (a cluster's): `files` are all below
+    `folder/`, and only `target/folder` is read."""
+    on_disk = _read_tree(target / folder, f"{folder}/")
+    return Staleness(
+        missing=tuple(sorted(set(files) - set(on_disk))),
+        extra=tuple(sorted(set(on_disk) - set(files))),
+        changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
+    )
+
+
+def entries_outside(target: Path, folders: Iterable[str]) -> list[str]:
+    """Every file of the tree on disk that is not below one of `folders` (a removed cluster's),
+    without reading it."""
+    if not target.is_dir():
+        return []
+    keep = set(folders)
+    found: list[str] = []
+    for entry in os.scandir(target):
+        if entry.is_dir(follow_symlinks=False) and entry.name in keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            found.extend(_walk(Path(entry.path), f"{entry.name}/"))
+        elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+            found.append(entry.name)
+    return sorted(found)
+
+
+def _walk(folder: Path, prefix: str) -> Iterator[str]:
+    """The relative paths (with `prefix`) of the files below `folder`."""
+    for path, _, names in os.walk(folder):
+        relative = os.path.relpath(path, folder)
+        head = prefix if relative == "." else f"{prefix}{Path(relative).as_posix()}/"
+        for name in names:
+            if os.path.isfile(os.path.join(path, name)):
+                yield f"{head}{name}"
+
+
+def _read_tree(target: Path, prefix: str = "") -> dict[str, bytes]:
     if not target.is_dir():
         return {}
-    return {
-        path.relative_to(target).as_posix(): path.read_bytes()
-        for path in sorted(target.rglob("*"))
-        if path.is_file()
-    }
+    found = {}
+    for relative in sorted(_walk(target, prefix)):
+        with open(target / relative.removeprefix(prefix), "rb") as handle:
+            found[relative] = handle.read()
+    return found
 
 
-def write_tree(target: Path, files: Mapping[str, bytes]) -> Staleness:
-    """Replace `target` with exactly `files`; returns what changed. Nothing is touched when the
-    tree is already current, and an error before the swap leaves the old tree in place."""
-    staleness = compare(target, files)
+def write_tree(
+    target: Path, files: Mapping[str, bytes], staleness: Staleness | None = None
+) -> Staleness:
+    """Replace `target` with exactly `files`; returns what changed (`staleness`, when the caller
+    compared already). Nothing is touched when the tree is already current, and an error before
+    the swap leaves the old tree in place."""
+    staleness = staleness if staleness is not None else compare(target, files)
     if staleness.clean:
         return staleness
     parent = target.parent

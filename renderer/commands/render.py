@@ -1,0 +1,180 @@
+"""`gpuplane render`: every cluster rendered, checked and laid out as files, the clusters in
+worker processes, each compared with its own folder of `rendered/`.
+
+A cluster's objects depend on the platform and on nothing another cluster renders, so the
+clusters are independent pieces of work: after the inputs are loaded and the policy has run
+(once, here), each worker forks from this process with the platform, the output validator and
+the committed tree already in memory, renders and checks its clusters, dumps their files and
+compares them with `rendered/<cluster>/` on disk, and sends back only what the parent needs:
+findings, counts, which files differ and, when the tree will be written, the files' bytes. The
+parent merges the findings in cluster order (`pipeline.merge_findings`), so the output and the
+report are the same bytes whatever the number of workers (tests/test_render_jobs.py).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
+from renderer.model import platform as model
+from renderer.output.transitions import CommittedTree
+from renderer.output.validation import OutputValidator
+from renderer.output.writer import Staleness, build_tree, compare_folder, entries_outside
+from renderer.pipeline import ClusterOutcome, check_cluster, load_platform, merge_findings, prepare
+
+__all__ = ["RenderedTree", "default_jobs", "render_tree"]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedTree:
+    """What `render` and `render --check` need: the findings, the counts, how `rendered/`
+    differs from what the inputs render, and (when asked for) every file's bytes."""
+
+    platform: model.Platform
+    inputs: int
+    clusters: int
+    objects: int
+    files: Mapping[str, bytes] | None
+    """Every file under `rendered/`, sorted; None when not asked for or not rendered."""
+    file_count: int
+    staleness: Staleness | None
+    """None when nothing was rendered (findings before the layers)."""
+    diagnostics: list[Diagnostic]
+
+
+@dataclass(frozen=True, slots=True)
+class _ClusterFiles:
+    outcome: ClusterOutcome
+    """Without its objects, which stay in the worker."""
+    objects: int
+    files: dict[str, bytes] | None
+    file_count: int
+    staleness: Staleness
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    platform: model.Platform
+    validator: OutputValidator
+    previous: CommittedTree | None
+    target: Path
+    keep_files: bool
+
+
+_WORK: _Work | None = None
+"""What a forked worker renders from: set in the parent just before the workers fork."""
+
+
+def default_jobs() -> int:
+    """One worker per CPU this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def render_tree(
+    root: Path,
+    validator: OutputValidator,
+    target: Path,
+    *,
+    changed: model.Changes | None = None,
+    previous: CommittedTree | None = None,
+    keep_files: bool = True,
+    jobs: int = 1,
+    on_cluster: Callable[[str], None] | None = None,
+) -> RenderedTree:
+    """Load, check, render and validate the platform at `root`, and compare each cluster's files
+    with `target` (`rendered/`). `keep_files`: bring every file's bytes back, to write them.
+    `jobs`: worker processes (1 renders here, one cluster after the other). `on_cluster` is told
+    each cluster's name when it is done."""
+    loaded = load_platform(root, changed=changed)
+    diagnostics = list(loaded.diagnostics)
+
+    def nothing(found: list[Diagnostic]) -> RenderedTree:
+        return RenderedTree(
+            loaded.platform, loaded.files, 0, 0, None, 0, None, sort_diagnostics(found)
+        )
+
+    if has_errors(diagnostics):
+        return nothing(diagnostics)
+    validator, missing = prepare(root, loaded.platform, validator)
+    if missing:
+        return nothing([*diagnostics, *missing])
+    work = _Work(loaded.platform, validator, previous, target, keep_files)
+    names = sorted(loaded.platform.clusters)
+    done = []
+    for result in _each_cluster(work, names, jobs):
+        if on_cluster is not None:
+            on_cluster(result.outcome.name)
+        done.append(result)
+    done.sort(key=lambda r: r.outcome.name)
+    diagnostics.extend(merge_findings([r.outcome for r in done], validator))
+    outside = entries_outside(target, names)
+    staleness = Staleness(
+        missing=tuple(sorted(p for r in done for p in r.staleness.missing)),
+        extra=tuple(sorted([*outside, *(p for r in done for p in r.staleness.extra)])),
+        changed=tuple(sorted(p for r in done for p in r.staleness.changed)),
+    )
+    files = None
+    if keep_files:
+        files = dict(
+            sorted((p, b) for r in done if r.files is not None for p, b in r.files.items())
+        )
+    return RenderedTree(
+        loaded.platform,
+        loaded.files,
+        len(done),
+        sum(r.objects for r in done),
+        files,
+        sum(r.file_count for r in done),
+        staleness,
+        sort_diagnostics(diagnostics),
+    )
+
+
+def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_ClusterFiles]:
+    """Each cluster's result, as it is done: here when one job (or one cluster), else from
+    forked workers, the clusters with the most teams first so that no worker is left with a
+    large one at the end."""
+    global _WORK
+    jobs = min(jobs, len(names))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        for name in names:
+            yield _render_one(work, name)
+        return
+    weight = dict.fromkeys(names, 0)
+    for team in work.platform.teams.values():
+        for namespace in team.namespaces:
+            if namespace.cluster in weight:
+                weight[namespace.cluster] += 1
+    ordered = sorted(names, key=lambda n: (-weight[n], n))
+    _WORK = work
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(processes=jobs) as pool:
+            yield from pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
+    finally:
+        _WORK = None
+
+
+def _render_in_worker(name: str) -> _ClusterFiles:
+    assert _WORK is not None, "a worker forks after _WORK is set"
+    return _render_one(_WORK, name)
+
+
+def _render_one(work: _Work, name: str) -> _ClusterFiles:
+    outcome = check_cluster(work.platform, name, work.validator, work.previous)
+    files = build_tree({name: outcome.manifests}, {name: outcome.readme}, {name: outcome.values})
+    staleness = compare_folder(work.target, name, files)
+    return _ClusterFiles(
+        replace(outcome, manifests=(), values=()),
+        len(outcome.manifests),
+        files if work.keep_files else None,
+        len(files),
+        staleness,
+    )

@@ -1,0 +1,112 @@
+"""`render --jobs N`: clusters rendered in worker processes give the same bytes, the same
+findings and the same staleness as one after the other in one process, and as the in-memory
+path `diff` takes (`render_platform` then `build_tree`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.generate import generate_platform
+from renderer.output.validation import OutputValidator
+from renderer.output.writer import build_tree
+from renderer.pipeline import render_platform
+from tests.conftest import REPO, copy_inputs, tree
+
+Run = Callable[..., Any]
+
+
+def _render(gpuplane: Run, root: Path, *args: str) -> Any:
+    return gpuplane("-C", str(root), "render", *args)
+
+
+@pytest.mark.parametrize("platform_kind", ["example", "generated"])
+def test_every_job_count_writes_the_same_tree(
+    tmp_path: Path, crds: Path, gpuplane: Run, platform_kind: str
+) -> None:
+    trees, outputs = [], []
+    for jobs in ("1", "2", "5"):
+        root = tmp_path / f"jobs-{jobs}"
+        if platform_kind == "example":
+            copy_inputs(REPO, root)
+        else:
+            generate_platform(root, clusters=5, pools_per_cluster=3, teams=20)
+        result = _render(gpuplane, root, "--crds", str(crds), "--strict-schemas", "-j", jobs)
+        assert result.exit_code == 0, result.output
+        trees.append(tree(root / "rendered"))
+        outputs.append(result.output)
+        check = _render(gpuplane, root, "--crds", str(crds), "--check", "-j", jobs)
+        assert check.exit_code == 0, check.output
+    assert trees[0] and trees[0] == trees[1] == trees[2]
+    assert outputs[0] == outputs[1] == outputs[2]
+    # the path `diff` and the tests take, one process and in memory, gives the same files
+    root = tmp_path / "jobs-1"
+    rendered = render_platform(root, OutputValidator([crds], strict_schemas=True))
+    assert not rendered.diagnostics
+    assert build_tree(rendered.manifests, rendered.readmes, rendered.values) == trees[0]
+    if platform_kind == "example":
+        assert trees[0] == tree(REPO / "rendered")
+
+
+def test_check_finds_the_same_stale_files_whatever_the_jobs(
+    platform: Path, crds: Path, gpuplane: Run
+) -> None:
+    rendered = platform / "rendered"
+    clusters = sorted(p.name for p in rendered.iterdir() if p.is_dir())
+    first, second = clusters[0], clusters[-1]
+    edited = next(iter(sorted((rendered / first / "tenancy").rglob("resourcequota-*.yaml"))))
+    edited.write_bytes(edited.read_bytes() + b"# by hand\n")
+    removed = next(iter(sorted((rendered / second / "queueing").glob("clusterqueue-*.yaml"))))
+    removed.unlink()
+    (rendered / first / "queueing" / "stray.yaml").write_text("kind: ConfigMap\n")
+    (rendered / "gone-cluster" / "tenancy").mkdir(parents=True)
+    (rendered / "gone-cluster" / "tenancy" / "namespace-x.yaml").write_text("{}\n")
+    (rendered / "notes.txt").write_text("left here\n")
+    expected = {
+        f"stale: rendered/{edited.relative_to(rendered).as_posix()} (changed)",
+        f"stale: rendered/{removed.relative_to(rendered).as_posix()} (missing)",
+        f"stale: rendered/{first}/queueing/stray.yaml (extra)",
+        "stale: rendered/gone-cluster/tenancy/namespace-x.yaml (extra)",
+        "stale: rendered/notes.txt (extra)",
+    }
+    outputs = []
+    for jobs in ("1", "3"):
+        result = _render(gpuplane, platform, "--crds", str(crds), "--check", "-j", jobs)
+        assert result.exit_code == 1
+        assert {line for line in result.output.splitlines() if line.startswith("stale: r")} == (
+            expected
+        )
+        outputs.append(result.output)
+    assert outputs[0] == outputs[1]
+    # and render puts back exactly the committed tree, whatever the jobs
+    result = _render(gpuplane, platform, "--crds", str(crds), "-j", "3")
+    assert result.exit_code == 0, result.output
+    assert tree(rendered) == tree(REPO / "rendered")
+
+
+def test_findings_are_the_same_whatever_the_jobs(
+    tmp_path: Path, gpuplane: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CRDs every custom kind is a warning, reported once on the first object that had
+    it, whichever cluster's worker saw it first; --strict-schemas turns them into errors."""
+    monkeypatch.delenv("GPUPLANE_CRDS", raising=False)
+    root = copy_inputs(REPO, tmp_path / "repo")
+    for extra in ((), ("--strict-schemas",)):
+        outputs = []
+        for jobs in ("1", "4"):
+            result = _render(gpuplane, root, "--check", "--format", "json", "-j", jobs, *extra)
+            assert result.exit_code == 1
+            outputs.append(result.output)
+        assert outputs[0] == outputs[1]
+        assert "unchecked" in outputs[0] or "no schema" in outputs[0]
+    assert not (root / "rendered").exists()
+
+
+def test_the_default_is_one_worker_per_cpu() -> None:
+    from renderer.commands.render import default_jobs
+
+    assert default_jobs() == len(os.sched_getaffinity(0))
