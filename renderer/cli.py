@@ -137,17 +137,20 @@ def _recreate_allowed(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     ]
 
 
+def _crds_from_environment() -> list[Path]:
+    return [Path(p) for p in os.environ.get("GPUPLANE_CRDS", "").split(os.pathsep) if p]
+
+
 def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputValidator:
     """The output validator for --crds, then $GPUPLANE_CRDS; a CRD source that cannot be read
     is a usage error."""
     from renderer.output.crds import CrdLoadError
     from renderer.output.validation import OutputValidator
 
-    env = os.environ.get("GPUPLANE_CRDS", "")
     try:
         return OutputValidator(
             list(crds),
-            fallback_sources=[Path(p) for p in env.split(os.pathsep) if p],
+            fallback_sources=_crds_from_environment(),
             strict_schemas=strict_schemas,
         )
     except CrdLoadError as err:
@@ -171,6 +174,13 @@ def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputVal
     help="Render and check this many clusters at once, each in a worker process (1: one after "
     "the other, in this process). The output is the same bytes either way.",
 )
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Render every cluster again, neither reading nor updating the render index (what each "
+    "cluster rendered last time, kept in $GPUPLANE_CACHE_DIR or ~/.cache/gpuplane; see "
+    "docs/performance.md).",
+)
 @CRDS
 @STRICT_SCHEMAS
 @FORMAT
@@ -180,12 +190,14 @@ def render(
     check: bool,
     allow_recreate: bool,
     jobs: int,
+    no_index: bool,
     crds: tuple[Path, ...],
     strict_schemas: bool,
     fmt: str,
 ) -> None:
     """Validate, render every cluster, validate the output, and write rendered/."""
-    from renderer.commands.render import default_jobs, render_tree
+    from renderer.commands.render import default_jobs, render_tree, restat
+    from renderer.commands.render_index import RenderIndex
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.transitions import committed_tree
@@ -194,6 +206,11 @@ def render(
     root = root_of(ctx)
     validator = _output_validator(crds, strict_schemas)
     target = root / OUTPUT_DIR
+    index = (
+        RenderIndex.disabled()
+        if no_index
+        else RenderIndex.open(root, [*crds, *_crds_from_environment()], strict_schemas)
+    )
     with report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step:
         result = render_tree(
             root,
@@ -204,6 +221,7 @@ def render(
             keep_files=not check,
             jobs=jobs or default_jobs(),
             on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
+            index=index,
         )
     diagnostics = result.diagnostics
     if allow_recreate:
@@ -251,9 +269,13 @@ def render(
                 click.echo(
                     f"{OUTPUT_DIR}/ is current: {objects} objects in {result.file_count} files"
                 )
+        index.save()
         ctx.exit(1 if listing else 0)
     assert result.files is not None, "rendered with keep_files"
     changes = write_tree(target, result.files, result.staleness)
+    if not changes.clean:
+        restat(index, target)
+    index.save()
     # after the tree: a failed render leaves CODEOWNERS as it was too
     wrote_owners = owners is not None and write_file_atomically(
         root / CODEOWNERS_PATH, owners.encode("utf-8")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from renderer.commands.render_index import ClusterRecord, RenderIndex, Stat, digests_of, file_stat
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.model import platform as model
 from renderer.output.transitions import CommittedTree
@@ -26,7 +27,7 @@ from renderer.output.validation import OutputValidator
 from renderer.output.writer import Staleness, build_tree, compare_folder, entries_outside
 from renderer.pipeline import ClusterOutcome, check_cluster, load_platform, merge_findings, prepare
 
-__all__ = ["RenderedTree", "default_jobs", "render_tree"]
+__all__ = ["RenderedTree", "default_jobs", "render_tree", "restat"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +39,15 @@ class RenderedTree:
     inputs: int
     clusters: int
     objects: int
-    files: Mapping[str, bytes] | None
-    """Every file under `rendered/`, sorted; None when not asked for or not rendered."""
+    files: Mapping[str, bytes | None] | None
+    """Every file under `rendered/`, sorted; None when not asked for or not rendered. A file
+    of a cluster taken from the index is None: it is on disk as it should be."""
     file_count: int
     staleness: Staleness | None
     """None when nothing was rendered (findings before the layers)."""
     diagnostics: list[Diagnostic]
+    reused: tuple[str, ...] = ()
+    """The clusters taken from the render index, not rendered again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,9 @@ class _ClusterFiles:
     files: dict[str, bytes] | None
     file_count: int
     staleness: Staleness
+    digests: dict[str, bytes]
+    stats: dict[str, Stat | None]
+    """The stat of each file that holds on disk what was rendered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +94,14 @@ def render_tree(
     keep_files: bool = True,
     jobs: int = 1,
     on_cluster: Callable[[str], None] | None = None,
+    index: RenderIndex | None = None,
 ) -> RenderedTree:
     """Load, check, render and validate the platform at `root`, and compare each cluster's files
     with `target` (`rendered/`). `keep_files`: bring every file's bytes back, to write them.
     `jobs`: worker processes (1 renders here, one cluster after the other). `on_cluster` is told
-    each cluster's name when it is done."""
+    each cluster's name when it is done. `index`: what each cluster rendered last time; a
+    cluster whose key and files are as recorded is taken from it (`render_index`), and the
+    index is brought up to date here (the caller saves it)."""
     loaded = load_platform(root, changed=changed)
     diagnostics = list(loaded.diagnostics)
 
@@ -107,34 +117,65 @@ def render_tree(
         return nothing([*diagnostics, *missing])
     work = _Work(loaded.platform, validator, previous, target, keep_files)
     names = sorted(loaded.platform.clusters)
+    index = index if index is not None else RenderIndex.disabled()
+    keys = index.keys(root, loaded.platform, previous) if index.path is not None else {}
+    reused: dict[str, ClusterRecord] = {}
+    for name in names:
+        record = index.current(name, keys[name], target) if name in keys else None
+        if record is not None:
+            reused[name] = record
+            if on_cluster is not None:
+                on_cluster(name)
     done = []
-    for result in _each_cluster(work, names, jobs):
+    for result in _each_cluster(work, [n for n in names if n not in reused], jobs):
         if on_cluster is not None:
             on_cluster(result.outcome.name)
         done.append(result)
     done.sort(key=lambda r: r.outcome.name)
-    diagnostics.extend(merge_findings([r.outcome for r in done], validator))
+    outcomes = [*(r.outcome for r in done), *(r.outcome for r in reused.values())]
+    diagnostics.extend(merge_findings(outcomes, validator))
     outside = entries_outside(target, names)
     staleness = Staleness(
         missing=tuple(sorted(p for r in done for p in r.staleness.missing)),
         extra=tuple(sorted([*outside, *(p for r in done for p in r.staleness.extra)])),
         changed=tuple(sorted(p for r in done for p in r.staleness.changed)),
     )
-    files = None
+    files: dict[str, bytes | None] | None = None
     if keep_files:
-        files = dict(
-            sorted((p, b) for r in done if r.files is not None for p, b in r.files.items())
-        )
+        every: list[tuple[str, bytes | None]] = [
+            (p, b) for r in done if r.files is not None for p, b in r.files.items()
+        ]
+        every.extend((p, None) for record in reused.values() for p in record.files)
+        files = dict(sorted(every))
+    index.clusters = {n: index.clusters[n] for n in names if n in index.clusters}
+    for result in done:
+        name = result.outcome.name
+        if name in keys:
+            index.clusters[name] = ClusterRecord(
+                keys[name],
+                result.outcome,
+                result.objects,
+                {p: (d, result.stats.get(p)) for p, d in result.digests.items()},
+            )
     return RenderedTree(
         loaded.platform,
         loaded.files,
-        len(done),
-        sum(r.objects for r in done),
+        len(names),
+        sum(r.objects for r in done) + sum(r.objects for r in reused.values()),
         files,
-        sum(r.file_count for r in done),
+        sum(r.file_count for r in done) + sum(len(r.files) for r in reused.values()),
         staleness,
         sort_diagnostics(diagnostics),
+        tuple(sorted(reused)),
     )
+
+
+def restat(index: RenderIndex, target: Path) -> None:
+    """After `rendered/` was written: each recorded file's stat as it is now (a written file is
+    a new inode; a kept one was linked into the new tree, which changes its ctime)."""
+    for record in index.clusters.values():
+        for path, (digest, _) in record.files.items():
+            record.files[path] = (digest, file_stat(target / path))
 
 
 def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_ClusterFiles]:
@@ -171,10 +212,13 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
     outcome = check_cluster(work.platform, name, work.validator, work.previous)
     files = build_tree({name: outcome.manifests}, {name: outcome.readme}, {name: outcome.values})
     staleness = compare_folder(work.target, name, files)
+    differ = {*staleness.missing, *staleness.changed}
     return _ClusterFiles(
         replace(outcome, manifests=(), values=()),
         len(outcome.manifests),
         files if work.keep_files else None,
         len(files),
         staleness,
+        digests_of(files),
+        {p: None if p in differ else file_stat(work.target / p) for p in files},
     )

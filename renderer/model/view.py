@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TypeVar
 
 from renderer.model.platform import Cluster, Namespace, Platform, Pool, Queue, Team
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +32,10 @@ class ClusterView:
 
     @classmethod
     def of(cls, platform: Platform, cluster: Cluster) -> ClusterView:
+        """The cluster's view of its slice of the platform (`cluster_slice`): a layer reading
+        `view.platform` sees nothing the cluster does not depend on."""
         name = cluster.name
+        platform = cluster_slice(platform, name)
         tenants = []
         for team_name in sorted(platform.teams):
             team = platform.teams[team_name]
@@ -54,3 +62,69 @@ class ClusterView:
 
     def queue_of(self, team: Team) -> Queue | None:
         return self.platform.queues.get(team.queue)
+
+
+def cluster_slice(platform: Platform, name: str) -> Platform:
+    """The part of the platform that cluster `name` is rendered from: the cluster; its pools
+    and queues; every team with a namespace, a queue or a quota there; the queues those teams
+    submit to and the pools those queues and quotas name (on whatever cluster); the clusters
+    all of these are on; the repository settings; and of the input files, only those that
+    declare one of these (their documents, their changed lines).
+
+    Every layer renders from this slice and nothing else, so a cluster's output is a function
+    of `slice_files` alone: the render index (`renderer.commands.render`) re-renders a cluster
+    only when one of those files changed. Taking more than a layer reads is safe (a cluster
+    is re-rendered more often than it must); taking less would not be, and
+    tests/test_render_index.py checks on the example and a generated platform that a cluster's
+    objects are the same from its slice as from the whole platform."""
+    pools = {p for p, pool in platform.pools.items() if pool.cluster == name}
+    queues = {q for q, queue in platform.queues.items() if queue.cluster == name}
+    teams = {
+        t
+        for t, team in platform.teams.items()
+        if team.queue in queues
+        or any(ns.cluster == name for ns in team.namespaces)
+        or any(quota.pool in pools for quota in team.gpus)
+    }
+    for team in teams:
+        queue = platform.teams[team].queue
+        if queue in platform.queues:
+            queues.add(queue)
+        pools.update(q.pool for q in platform.teams[team].gpus if q.pool in platform.pools)
+    for queue in queues:
+        pools.update(p for p in platform.queues[queue].pools if p in platform.pools)
+    clusters = {name}
+    clusters.update(platform.pools[p].cluster for p in pools)
+    clusters.update(platform.queues[q].cluster for q in queues)
+    clusters.update(ns.cluster for t in teams for ns in platform.teams[t].namespaces)
+    kept = Platform(
+        clusters=_only(platform.clusters, clusters),
+        pools=_only(platform.pools, pools),
+        teams=_only(platform.teams, teams),
+        queues=_only(platform.queues, queues),
+        broken=platform.broken,
+        repository=platform.repository,
+    )
+    files = set(slice_files(kept))
+    return replace(
+        kept,
+        changed=MappingProxyType({f: v for f, v in platform.changed.items() if f in files}),
+        documents=MappingProxyType({f: v for f, v in platform.documents.items() if f in files}),
+    )
+
+
+def slice_files(platform: Platform) -> list[str]:
+    """The input files that declare what `platform` holds, sorted."""
+    files = {
+        item.origin.file
+        for kind in (platform.clusters, platform.pools, platform.teams, platform.queues)
+        for item in kind.values()
+    }
+    if platform.repository is not None:
+        files.add(platform.repository.origin.file)
+    return sorted(files)
+
+
+def _only(items: Mapping[str, T], names: set[str]) -> Mapping[str, T]:
+    """The named items, in the order the platform holds them."""
+    return MappingProxyType({n: item for n, item in items.items() if n in names})

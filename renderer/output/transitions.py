@@ -11,6 +11,7 @@ transition rules asks for its old self. See docs/cel.md.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -50,6 +51,7 @@ class CommittedTree:
         self._unread_paths = dict(unread or {})
         """Path -> where to read it (a blob id, a file), for `read`."""
         self._read = read
+        self._paths = sorted({*self._contents, *self._unread_paths})
         self.origin = origin
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
         self._parsed: dict[str, tuple[list[Any], str | None]] = {}
@@ -58,7 +60,7 @@ class CommittedTree:
 
     @property
     def paths(self) -> list[str]:
-        return sorted({*self._contents, *self._unread_paths})
+        return self._paths
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -73,6 +75,29 @@ class CommittedTree:
                 raise OSError(f"cannot read {RENDERED}/{path} ({self.origin})")
             self._contents[path] = found
         return self._contents[path]
+
+    def fingerprint(self, prefix: str) -> bytes:
+        """A digest of what the tree holds below `prefix` (`prod-east/`): each path with its
+        blob id (git), its size and times (disk) or its bytes (already read)."""
+        digest = hashlib.sha256()
+        for path in self.paths:
+            if not path.startswith(prefix):
+                continue
+            digest.update(f"{path}\0".encode())
+            if path in self._contents:
+                digest.update(hashlib.sha256(self._contents[path]).digest())
+                continue
+            where = self._unread_paths[path]
+            if self.origin == "disk":
+                try:
+                    found = os.stat(where)
+                    where = (
+                        f"{found.st_size}:{found.st_mtime_ns}:{found.st_ctime_ns}:{found.st_ino}"
+                    )
+                except OSError:
+                    where = "unreadable"
+            digest.update(f"{where}\0".encode())
+        return digest.digest()
 
     def __contains__(self, path: str) -> bool:
         return path in self._contents or path in self._unread_paths

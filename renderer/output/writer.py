@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import cast
 
 from renderer.output.canonical import dump
 from renderer.output.manifest import Manifest, Values
@@ -148,12 +149,16 @@ def _read_tree(target: Path, prefix: str = "") -> dict[str, bytes]:
 
 
 def write_tree(
-    target: Path, files: Mapping[str, bytes], staleness: Staleness | None = None
+    target: Path, files: Mapping[str, bytes | None], staleness: Staleness | None = None
 ) -> Staleness:
     """Replace `target` with exactly `files`; returns what changed (`staleness`, when the caller
-    compared already). Nothing is touched when the tree is already current, and an error before
-    the swap leaves the old tree in place."""
-    staleness = staleness if staleness is not None else compare(target, files)
+    compared already: then a file it found current may be None, kept as it is on disk). Nothing
+    is touched when the tree is already current, and an error before the swap leaves the old
+    tree in place."""
+    if staleness is None:
+        if any(content is None for content in files.values()):
+            raise ValueError("a file kept as it is on disk needs the caller's staleness")
+        staleness = compare(target, cast(Mapping[str, bytes], files))
     if staleness.clean:
         return staleness
     parent = target.parent
@@ -166,6 +171,8 @@ def write_tree(
         changed = set(staleness.missing) | set(staleness.changed)
         for relative, content in files.items():
             if relative in changed:
+                if content is None:
+                    raise ValueError(f"{relative} is to be written but has no content")
                 (staging / relative).write_bytes(content)
             else:  # unchanged: share the old file's inode, far cheaper than writing it again
                 os.link(target / relative, staging / relative)

@@ -1,0 +1,258 @@
+"""The render index: what each cluster rendered last time, so that a check after a small change
+re-renders only the clusters the change reaches.
+
+A cluster is rendered from its slice of the platform and nothing else
+(`renderer.model.view.cluster_slice`), so its files, findings and counts are a function of:
+gpuplane's own code and the libraries it pins, the options and CRDs it checks with, the bytes
+of the input files of its slice (and the lines the change under review touched in them), and
+the committed tree its transition rules compare with. The index keeps, per cluster, a key
+hashed from all of these, the findings and counts the render gave, and each file's SHA-256
+with the `stat` of the file on disk when it was known to hold those bytes.
+
+Nothing is trusted blindly. A cluster is taken from the index only when its key is the same
+and every file of `rendered/<cluster>/` is the one recorded: the same set of names, and for
+each the same size, mtime, ctime and inode (what git's own index trusts), or else the same
+SHA-256 once read. Anything else (a hand edit, a missing or extra file, another gpuplane, an
+unreadable or corrupt index) renders the cluster again, as a full render would.
+
+The index lives outside the repository, in gpuplane's cache (`$GPUPLANE_CACHE_DIR`, else
+`$XDG_CACHE_HOME/gpuplane`, else `~/.cache/gpuplane`; an empty `$GPUPLANE_CACHE_DIR` turns it
+off), one file per repository path, never in the repository: it is a pickle, and a pull request
+must not be able to put one where `gpuplane render --check` would read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from renderer.model import platform as model
+from renderer.model.view import cluster_slice, slice_files
+from renderer.output.crd_cache import cache_dir
+from renderer.output.transitions import CommittedTree
+from renderer.pipeline import ClusterOutcome
+
+__all__ = ["ClusterRecord", "RenderIndex", "Stat", "file_stat"]
+
+FORMAT = 1
+"""Bumped when what the index holds changes shape: an index of another format is ignored."""
+
+PINNED = (
+    "cel-expr-python",
+    "click",
+    "hera",
+    "jinja2",
+    "jsonschema",
+    "jsonschema-rs",
+    "kubernetes-validate",
+    "pydantic",
+    "pyyaml",
+    "referencing",
+    "ruamel.yaml",
+)
+"""The libraries whose version can change what gpuplane renders or finds."""
+
+Stat = tuple[int, int, int, int]
+"""(size, mtime_ns, ctime_ns, inode) of a file on disk."""
+
+
+def file_stat(path: str | Path) -> Stat | None:
+    try:
+        found = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
+
+
+@dataclass(slots=True)
+class ClusterRecord:
+    """One cluster as last rendered: its key, what the render gave, and its files."""
+
+    key: bytes
+    outcome: ClusterOutcome
+    objects: int
+    files: dict[str, tuple[bytes, Stat | None]]
+    """Path under rendered/ -> (SHA-256 of the bytes, the file's stat when it held them)."""
+
+
+@dataclass(slots=True)
+class RenderIndex:
+    """The index of one repository, read at the start of a render and saved at its end."""
+
+    path: Path | None
+    """Where it is kept; None: kept nowhere (`--no-index`)."""
+    clusters: dict[str, ClusterRecord] = field(default_factory=dict)
+    fingerprint: bytes = b""
+
+    @classmethod
+    def disabled(cls) -> RenderIndex:
+        return cls(None)
+
+    @classmethod
+    def open(cls, root: Path, schema_paths: Sequence[Path], strict_schemas: bool) -> RenderIndex:
+        """The repository's index, or an empty one when there is none, it cannot be read, or
+        it was written by another gpuplane or against other CRDs (then every cluster renders)."""
+        folder = cache_dir()
+        if folder is None:
+            return cls.disabled()
+        fingerprint = code_and_schema_fingerprint(root, schema_paths, strict_schemas)
+        name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()
+        index = cls(folder / "render-index" / f"{name}.pickle", fingerprint=fingerprint)
+        try:
+            with open(index.path, "rb") as handle:  # type: ignore[arg-type]
+                stored = pickle.load(handle)
+        except Exception:  # a missing, corrupt or foreign index is a miss, never a failure
+            return index
+        if (
+            isinstance(stored, dict)
+            and stored.get("format") == FORMAT
+            and stored.get("fingerprint") == fingerprint
+            and isinstance(stored.get("clusters"), dict)
+        ):
+            index.clusters = stored["clusters"]
+        return index
+
+    def save(self) -> None:
+        """Write the index atomically; a cache that cannot be written is no error."""
+        if self.path is None:
+            return
+        data = {"format": FORMAT, "fingerprint": self.fingerprint, "clusters": self.clusters}
+        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(staging, "wb") as handle:
+                pickle.dump(data, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(staging, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                staging.unlink()
+
+    def keys(
+        self, root: Path, platform: model.Platform, previous: CommittedTree | None
+    ) -> dict[str, bytes]:
+        """Each cluster's key: this index's fingerprint, the cluster's name, the path and bytes
+        of every input file of its slice with the lines the change touched in it, and what
+        the committed tree holds for it."""
+        digests: dict[str, bytes] = {}
+        keys = {}
+        listed = hashlib.sha256(self.fingerprint)  # the CRDs gpuplane.yaml lists, by their bytes
+        for entry in platform.repository.schemas if platform.repository is not None else ():
+            _hash_tree(listed, root / entry)
+        fingerprint = listed.digest()
+        for name in sorted(platform.clusters):
+            part = cluster_slice(platform, name)
+            key = hashlib.sha256(fingerprint)
+            key.update(f"\0cluster\0{name}".encode())
+            for file in slice_files(part):
+                if file not in digests:
+                    digests[file] = _digest_file(root / file)
+                lines = _changed_lines(platform, file)
+                key.update(f"\0file\0{file}\0{lines}\0".encode())
+                key.update(digests[file])
+            if previous is not None:
+                key.update(f"\0previous\0{previous.origin}\0".encode())
+                key.update(previous.fingerprint(f"{name}/"))
+            keys[name] = key.digest()
+        return keys
+
+    def current(self, name: str, key: bytes, target: Path) -> ClusterRecord | None:
+        """The cluster's record when its key is `key` and `target/<name>/` holds exactly the
+        files it recorded; else None (render it)."""
+        record = self.clusters.get(name)
+        if record is None or record.key != key:
+            return None
+        on_disk = set(_files_below(target / name, f"{name}/"))
+        if on_disk != set(record.files):
+            return None
+        for path, (digest, stat) in record.files.items():
+            full = target / path
+            now = file_stat(full)
+            if now is None:
+                return None
+            if stat is not None and now == stat:
+                continue
+            if _digest_file(full) != digest:
+                return None
+            record.files[path] = (digest, now)
+        return record
+
+
+def _changed_lines(platform: model.Platform, file: str) -> str:
+    if file not in platform.changed:
+        return "-"
+    lines = platform.changed[file]
+    return "all" if lines is None else ",".join(map(str, sorted(lines)))
+
+
+def digests_of(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    return {path: hashlib.sha256(data).digest() for path, data in files.items()}
+
+
+def _digest_file(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).digest()
+    except OSError:
+        return b""
+
+
+def _files_below(folder: Path, prefix: str) -> Iterable[str]:
+    for path, _, names in os.walk(folder):
+        relative = os.path.relpath(path, folder)
+        head = prefix if relative == "." else f"{prefix}{Path(relative).as_posix()}/"
+        for name in names:
+            yield f"{head}{name}"
+
+
+def code_and_schema_fingerprint(
+    root: Path, schema_paths: Sequence[Path], strict_schemas: bool
+) -> bytes:
+    """gpuplane's own files, the pinned libraries' versions, Python's, the options, and the
+    bytes of every CRD source and of the repository's schema store."""
+    digest = hashlib.sha256(
+        f"format {FORMAT}\0python {sys.version}\0strict {strict_schemas}\0".encode()
+    )
+    for name in PINNED:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{name}=={version}\0".encode())
+    engine = Path(__file__).resolve().parents[1]  # renderer/, and workflows/ beside it
+    for package in (engine, engine.parent / "workflows"):
+        _hash_tree(digest, package, suffixes=(".py", ".json", ".yaml", ".j2", ".txt", ".md"))
+    seen: set[Path] = set()
+    for path in (*schema_paths, root / ".gpuplane" / "schemas"):
+        resolved = path.resolve()
+        if resolved not in seen:  # --crds and $GPUPLANE_CRDS may name the same folder
+            seen.add(resolved)
+            _hash_tree(digest, resolved)
+    return digest.digest()
+
+
+def _hash_tree(digest: hashlib._Hash, path: Path, suffixes: tuple[str, ...] = ()) -> None:
+    """Every file's name and bytes below `path` (or the file itself), in name order."""
+    digest.update(f"\0tree\0{path}\0".encode())
+    if path.is_file():
+        candidates = [path]
+    elif path.is_dir():
+        candidates = sorted(p for p in path.rglob("*") if p.is_file())
+    else:
+        return
+    for file in candidates:
+        if suffixes and file.suffix not in suffixes:
+            continue
+        if "__pycache__" in file.parts:
+            continue
+        digest.update(f"\0{file.relative_to(path) if file != path else file.name}\0".encode())
+        try:
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+        except OSError:
+            digest.update(b"unreadable")

@@ -1,0 +1,259 @@
+"""The render index: a cluster is rendered from its slice of the platform only, so its output
+is a function of the slice's files; a check re-renders only the clusters whose files (or
+gpuplane, or the CRDs) changed, trusts nothing it cannot verify, and writes the same bytes as a
+full render."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.generate import generate_platform
+from renderer.model.view import ClusterView, Tenant, cluster_slice, slice_files
+from renderer.pipeline import load_platform, render_cluster
+from tests.conftest import REPO, tree
+
+
+def _whole_view(platform, cluster) -> ClusterView:  # type: ignore[no-untyped-def]
+    """The view as it was before slices: the cluster's own pools, queues and tenants, and the
+    whole platform behind them."""
+    name = cluster.name
+    tenants = []
+    for team_name in sorted(platform.teams):
+        team = platform.teams[team_name]
+        namespaces = tuple(
+            sorted((ns for ns in team.namespaces if ns.cluster == name), key=lambda n: n.name)
+        )
+        if namespaces:
+            tenants.append(Tenant(team, namespaces))
+    return ClusterView(
+        cluster=cluster,
+        platform=platform,
+        pools=tuple(
+            platform.pools[p] for p in sorted(platform.pools) if platform.pools[p].cluster == name
+        ),
+        queues=tuple(
+            platform.queues[q]
+            for q in sorted(platform.queues)
+            if platform.queues[q].cluster == name
+        ),
+        tenants=tuple(tenants),
+    )
+
+
+def _bodies(view: ClusterView) -> list[tuple[str, object]]:
+    return [(o.path, o.body) for o in render_cluster(view)]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("generated")
+    generate_platform(root, clusters=4, pools_per_cluster=4, teams=24)
+    return root
+
+
+@pytest.mark.parametrize("which", ["example", "generated"])
+def test_a_cluster_renders_the_same_from_its_slice(which: str, generated: Path) -> None:
+    root = REPO if which == "example" else generated
+    loaded = load_platform(root)
+    assert not loaded.diagnostics
+    platform = loaded.platform
+    for name in sorted(platform.clusters):
+        cluster = platform.clusters[name]
+        sliced = ClusterView.of(platform, cluster)
+        assert sliced.platform is not platform
+        assert _bodies(sliced) == _bodies(_whole_view(platform, cluster)), name
+
+
+def test_a_slice_holds_only_what_its_cluster_depends_on(generated: Path) -> None:
+    platform = load_platform(generated).platform
+    every_file = set(slice_files(platform))
+    seen: set[str] = set()
+    for name in sorted(platform.clusters):
+        part = cluster_slice(platform, name)
+        files = set(slice_files(part))
+        assert f"clusters/{name}.yaml" in files
+        assert set(part.documents) == files
+        # another cluster's own pools and teams are not in it
+        assert all(p.cluster == name for p in part.pools.values())
+        assert all(any(ns.cluster == name for ns in t.namespaces) for t in part.teams.values())
+        seen |= files
+    assert seen == every_file
+
+
+# --- the index ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("GPUPLANE_CACHE_DIR", str(folder))
+    return folder
+
+
+def _tree_render(root: Path, crds: Path, *, check: bool = True, index: bool = True):  # type: ignore[no-untyped-def]
+    """`render_tree` as `gpuplane render --check --crds CRDS --strict-schemas` calls it."""
+    from renderer.commands.render import render_tree
+    from renderer.commands.render_index import RenderIndex
+    from renderer.inputs.changes import changed_lines
+    from renderer.output.transitions import committed_tree
+    from renderer.output.validation import OutputValidator
+
+    opened = RenderIndex.open(root, [crds], True) if index else RenderIndex.disabled()
+    result = render_tree(
+        root,
+        OutputValidator([crds], strict_schemas=True),
+        root / "rendered",
+        changed=changed_lines(root),
+        previous=committed_tree(root),
+        keep_files=not check,
+        index=opened,
+    )
+    opened.save()
+    return result
+
+
+def _check(gpuplane, root: Path, crds: Path, *args: str):  # type: ignore[no-untyped-def]
+    return gpuplane(
+        "-C", str(root), "render", "--check", "--crds", str(crds), "--strict-schemas", *args
+    )
+
+
+def test_an_unchanged_platform_is_taken_from_the_index(
+    platform: Path, crds: Path, cache: Path, gpuplane
+) -> None:
+    first = _tree_render(platform, crds)
+    assert first.reused == () and first.staleness is not None and first.staleness.clean
+    second = _tree_render(platform, crds)
+    assert second.reused == tuple(sorted(first.platform.clusters))
+    assert (second.objects, second.file_count, second.diagnostics) == (
+        first.objects,
+        first.file_count,
+        first.diagnostics,
+    )
+    assert second.staleness is not None and second.staleness.clean
+    assert not any(cache.rglob("*.pickle")) or all(
+        not p.resolve().is_relative_to(platform.resolve()) for p in cache.rglob("*.pickle")
+    )
+    result = _check(gpuplane, platform, crds)
+    assert result.exit_code == 0 and result.output.startswith("rendered/ is current"), result.output
+
+
+def test_a_team_change_renders_only_its_clusters_and_the_same_bytes(
+    platform: Path, crds: Path, cache: Path, gpuplane, tmp_path: Path
+) -> None:
+    assert _check(gpuplane, platform, crds).exit_code == 0  # fills the index
+    loaded = load_platform(platform).platform
+    team = next(
+        t
+        for t in sorted(loaded.teams)
+        if {ns.cluster for ns in loaded.teams[t].namespaces} == {"prod-east"}
+    )
+    path = platform / "teams" / f"{team}.yaml"
+    text = path.read_text()
+    assert "nominal: 4" in text or "nominal: " in text
+    import re
+
+    path.write_text(
+        re.sub(r"nominal: (\d+)", lambda m: f"nominal: {int(m.group(1)) - 1}", text, count=1)
+    )
+    result = _tree_render(platform, crds)
+    assert "prod-east" not in result.reused and result.reused, result.reused
+    without = _check(gpuplane, platform, crds, "--no-index")
+    with_index = _check(gpuplane, platform, crds)
+    assert with_index.exit_code == without.exit_code == 1
+    assert with_index.output == without.output
+    # render with the index writes what a full render writes
+    full = tmp_path / "full"
+    shutil.copytree(platform, full)
+    assert gpuplane("-C", str(platform), "render", "--crds", str(crds)).exit_code == 0
+    assert gpuplane("-C", str(full), "render", "--crds", str(crds), "--no-index").exit_code == 0
+    assert tree(platform / "rendered") == tree(full / "rendered")
+    assert _check(gpuplane, platform, crds).exit_code == 0
+
+
+def test_a_hand_edit_is_found_whatever_its_stat_says(
+    platform: Path, crds: Path, cache: Path, gpuplane
+) -> None:
+    assert _check(gpuplane, platform, crds).exit_code == 0
+    edited = sorted((platform / "rendered" / "staging-west" / "tenancy").rglob("*.yaml"))[0]
+    before = edited.stat()
+    data = edited.read_bytes()
+    edited.write_bytes(data.replace(b"gpuplane", b"gpuplanf", 1))  # same size
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime
+    result = _check(gpuplane, platform, crds)
+    assert result.exit_code == 1
+    assert (
+        f"stale: rendered/{edited.relative_to(platform / 'rendered').as_posix()} (changed)"
+        in result.output
+    )
+
+
+@pytest.mark.parametrize("how", ["extra", "missing"])
+def test_an_extra_or_missing_file_renders_the_cluster_again(
+    platform: Path, crds: Path, cache: Path, gpuplane, how: str
+) -> None:
+    assert _check(gpuplane, platform, crds).exit_code == 0
+    folder = platform / "rendered" / "prod-east" / "queueing"
+    if how == "extra":
+        (folder / "extra.yaml").write_text("{}\n")
+        expected = "stale: rendered/prod-east/queueing/extra.yaml (extra)"
+    else:
+        gone = sorted(folder.glob("*.yaml"))[0]
+        gone.unlink()
+        expected = f"stale: rendered/prod-east/queueing/{gone.name} (missing)"
+    result = _check(gpuplane, platform, crds)
+    assert result.exit_code == 1 and expected in result.output, result.output
+
+
+def test_a_corrupt_or_foreign_index_is_a_miss(
+    platform: Path, crds: Path, cache: Path, gpuplane
+) -> None:
+    assert _check(gpuplane, platform, crds).exit_code == 0
+    (index,) = list(cache.rglob("*.pickle"))
+    for junk in (
+        b"not a pickle",
+        b"",
+        pickle.dumps({"format": 1, "fingerprint": b"x", "clusters": {}}),
+    ):
+        index.write_bytes(junk)
+        result = _tree_render(platform, crds)
+        assert result.reused == () and result.staleness is not None and result.staleness.clean
+
+
+def test_other_crds_render_every_cluster_again(
+    platform: Path, crds: Path, cache: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "crds"
+    shutil.copytree(crds, copy)
+    assert _tree_render(platform, copy).reused == ()
+    assert _tree_render(platform, copy).reused
+    some = sorted(p for p in copy.rglob("*.yaml"))[0]
+    some.write_bytes(some.read_bytes() + b"\n# a comment changes the bytes\n")
+    assert _tree_render(platform, copy).reused == ()
+
+
+def test_findings_kept_in_the_index_are_reported_again(
+    platform: Path, cache: Path, gpuplane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CRDs each custom kind is a warning; a check taken from the index says the same."""
+    monkeypatch.delenv("GPUPLANE_CRDS", raising=False)
+    args = ("-C", str(platform), "render", "--check", "--format", "json")
+    first = gpuplane(*args)
+    second = gpuplane(*args)
+    assert first.exit_code == second.exit_code == 0
+    assert first.output == second.output and "warning" in first.output
+    assert second.output == gpuplane(*args, "--no-index").output
+
+
+def test_an_empty_cache_setting_turns_the_index_off(
+    platform: Path, crds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from renderer.commands.render_index import RenderIndex
+
+    monkeypatch.setenv("GPUPLANE_CACHE_DIR", "")
+    assert RenderIndex.open(platform, [crds], True).path is None
