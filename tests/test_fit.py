@@ -141,7 +141,8 @@ def test_a_job_without_priority_is_refused_where_no_mutating_policy_is_served(
     assert (result.verdict, result.admissible) == (NEVER, False)
     assert result.message_from == "API server"
     assert result.message is not None
-    assert "ValidatingAdmissionPolicy 'gpuplane-priority-vision'" in result.message
+    assert "ValidatingAdmissionPolicy 'gpuplane-priority'" in result.message
+    assert "workloads of team vision must name their priority" in result.message
     assert any("kueue.x-k8s.io/priority-class: prod-standard" in r for r in result.reasons)
 
 
@@ -349,7 +350,7 @@ def test_unknown_priority_class(example: Platform) -> None:
     assert result.message is not None
     assert (
         result.message.startswith('jobs.batch "')
-        and "ValidatingAdmissionPolicy 'gpuplane-priority-" in result.message
+        and "ValidatingAdmissionPolicy 'gpuplane-priority' with binding" in result.message
     )
     assert "prod-production, prod-standard, prod-preemptible" in result.message
     assert "prod-urgent" in result.reasons[0]

@@ -42,6 +42,7 @@ from tests.admission_cel import (
     evaluate,
     kueue_webhook,
 )
+from tests.admission_messages import evaluate as with_messages
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, render_clean
 
 ALICE = "oidc:alice@example.com"
@@ -427,7 +428,7 @@ def test_the_policy_covers_exactly_the_kinds_kueue_manages_and_cronjobs(
     covered = {(k.group, k.kind) for k in security_priority.priority_kinds(cluster)}
     expected = {(gv.rpartition("/")[0], k) for gv, k in SPECS}
     assert covered == expected
-    validating = _security(example, "ValidatingAdmissionPolicy", "gpuplane-priority-llm")
+    validating = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     mutating = _security(at_136, "MutatingAdmissionPolicy", "gpuplane-priority-llm")
     for api_version, kind in SPECS:
         obj = make(api_version, kind)
@@ -439,10 +440,10 @@ def test_the_policy_covers_exactly_the_kinds_kueue_manages_and_cronjobs(
 def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
     example: Rendered, tmp_path: Path, api_version: str, kind: str
 ) -> None:
-    body = _security(example, "ValidatingAdmissionPolicy", "gpuplane-priority-llm")
+    body = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     obj = make(api_version, kind)
     ns = _namespace(example, obj["metadata"]["namespace"])
-    denied = evaluate(body, kueue_webhook(obj), username=ALICE, namespace=ns)
+    denied = with_messages(body, kueue_webhook(obj), username=ALICE, namespace=ns)
     assert len(denied) == 1, denied
     assert f"{PRIORITY_LABEL}: {LLM_PRIORITY}" in denied[0]
     result = _fit(example, obj, tmp_path)
@@ -453,8 +454,8 @@ def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
     resource = PLURALS[(group, kind)] + (f".{group}" if group else "")
     assert result.message.startswith(f'{resource} "w" is forbidden: ')
     assert result.message.endswith(
-        "ValidatingAdmissionPolicy 'gpuplane-priority-llm' with binding "
-        f"'gpuplane-priority-llm' denied request: {denied[0]}"
+        "ValidatingAdmissionPolicy 'gpuplane-priority' with binding "
+        f"'gpuplane-priority' denied request: {denied[0]}"
     )
     # labelled with the team's class, the policy admits it and fit takes the label
     named = labelled(obj, LLM_PRIORITY)
@@ -464,10 +465,11 @@ def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
     assert result.priority == LLM_PRIORITY
     # another queue's class: refused by both, with the same message
     other = labelled(obj, "staging-release-candidate")
-    (foreign,) = evaluate(body, kueue_webhook(other), username=ALICE, namespace=ns)
+    (foreign,) = with_messages(body, kueue_webhook(other), username=ALICE, namespace=ns)
     result = _fit(example, other, tmp_path)
     assert (result.verdict, result.message_from) == (NEVER, "API server")
-    assert result.message is not None and result.message.endswith(foreign)
+    assert result.message is not None
+    assert result.message.endswith(f"with binding 'gpuplane-priority' denied request: {foreign}")
 
 
 @pytest.mark.parametrize(("api_version", "kind"), COVERED)
@@ -475,7 +477,7 @@ def test_from_136_fit_says_the_mutating_policy_sets_the_label_it_sets(
     at_136: Rendered, tmp_path: Path, api_version: str, kind: str
 ) -> None:
     mutating = _security(at_136, "MutatingAdmissionPolicy", "gpuplane-priority-llm")
-    validating = _security(at_136, "ValidatingAdmissionPolicy", "gpuplane-priority-llm")
+    validating = _security(at_136, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     (mutation,) = mutating["spec"]["mutations"]
     expression = mutation["applyConfiguration"]["expression"]
     # celpy parses Kubernetes' typed Object{...} construction but cannot build it: read the
@@ -510,7 +512,7 @@ def test_objects_kueue_does_not_make_a_workload_of_are_left_alone(
 ) -> None:
     """A Deployment's or a Job's pods, a JobSet's Jobs, a RayJob's RayCluster: Kueue admits
     their parent, whose priority they take; neither form touches them."""
-    validating = _security(example, "ValidatingAdmissionPolicy", "gpuplane-priority-llm")
+    validating = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     mutating = _security(at_136, "MutatingAdmissionPolicy", "gpuplane-priority-llm")
     children = [
         ("v1", "Pod", {"apiVersion": "apps/v1", "kind": "ReplicaSet"}),
@@ -535,7 +537,7 @@ def test_objects_kueue_does_not_make_a_workload_of_are_left_alone(
 def test_a_kind_kueue_does_not_manage_is_not_covered(example: Rendered, tmp_path: Path) -> None:
     """A kubeflow.org/v1 MPIJob (no Kueue integration in v0.19) is admitted pod by pod: the
     policy does not refuse it, and fit does not claim it does."""
-    validating = _security(example, "ValidatingAdmissionPolicy", "gpuplane-priority-llm")
+    validating = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     v1 = make("kubeflow.org/v2beta1", "MPIJob")
     v1["apiVersion"] = "kubeflow.org/v1"
     ns = _namespace(example, "llm-train")

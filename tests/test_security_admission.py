@@ -16,6 +16,7 @@ import yaml
 from celpy.adapter import json_to_cel
 
 from renderer.layers.security import gpus, host, images, scheduling, services
+from renderer.layers.security import priority as security_priority
 from renderer.layers.security.admission import cel_string
 from renderer.model.names import SUITE_JOBS_NAMESPACE
 from renderer.model.security import priority_enforcement
@@ -23,6 +24,7 @@ from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, render_platform
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
+from tests.admission_messages import evaluate as with_messages
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, render_clean
 
 KUEUE_EXAMPLES = REPO.parent / "shared" / "reference" / "kueue-examples"
@@ -43,7 +45,7 @@ MINE = (
     "gpuplane-gpu-queue",
     "gpuplane-queue-suspend",
     "gpuplane-common-labels",
-    "gpuplane-priority-",
+    "gpuplane-priority",
     "gpuplane-scheduling-",
     "gpuplane-services",
 )
@@ -209,16 +211,21 @@ def test_a_136_cluster_gets_the_mutating_priority_policy_and_it_validates(tmp_pa
         assert all(bool(c.evaluate({"object": created})) for c in conditions) is mutate
 
     # with the mutation served, a job without the label is not refused, only a foreign one
-    validating = policy(rendered, "prod-east", "gpuplane-priority-llm")
+    validating = policy(rendered, "prod-east", "gpuplane-priority")
+    assert "teamPriority" not in [v["name"] for v in validating["spec"]["variables"]]
+    ns = namespace(rendered, "prod-east", "llm-train")
     job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"labels": {}},
         "spec": {},
     }
-    assert evaluate(validating, job) == []
+    assert evaluate(validating, job, namespace=ns) == []
     job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "nope-critical"
-    assert evaluate(validating, job)
+    llm, prod = rendered.platform.teams["llm"], rendered.platform.queues["prod"]
+    assert with_messages(validating, job, namespace=ns) == [
+        security_priority.foreign_message(llm, prod)
+    ]
     # 1.33 and 1.34 get no MutatingAdmissionPolicy
     for cluster in ("staging-west",):
         assert not [m for m in security(rendered, cluster) if m.kind.startswith("Mutating")]
@@ -583,31 +590,251 @@ def test_workloads_carry_the_namespaces_team_and_cost_centre(example: Rendered) 
 # --- priority -------------------------------------------------------------------------------------
 
 
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def _job(*, cron: bool = False, **labels: str) -> dict[str, Any]:
+    """A Job (or a CronJob, labelled on its job template) with these labels."""
+    if cron:
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": "c"},
+            "spec": {"jobTemplate": {"metadata": {"labels": dict(labels)}, "spec": {}}},
+        }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"labels": dict(labels)}}
+
+
+def _classes(rendered: Rendered, queue: str) -> list[str]:
+    return [f"{queue}-{p.name}" for p in rendered.platform.queues[queue].priorities]
+
+
+def _held(rendered: Rendered, cluster: str) -> dict[str, str]:
+    """Each team namespace of the cluster whose team's queue is there: its team."""
+    return {
+        ns.name: team.name
+        for team in rendered.platform.teams.values()
+        if rendered.platform.queues[team.queue].cluster == cluster
+        for ns in team.namespaces
+        if ns.cluster == cluster
+    }
+
+
 def test_priority_is_required_below_136_and_must_be_the_teams_queues(example: Rendered) -> None:
+    """Each team namespace gets its own team's messages, word for word what `fit` quotes."""
     cluster = example.platform.clusters["prod-east"]
     assert priority_enforcement(cluster) == "validating"
-    body = policy(example, "prod-east", "gpuplane-priority-llm")
-    job: dict[str, Any] = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"labels": {}},
-        "spec": {},
-    }
-    (message,) = evaluate(body, job)
-    assert "prod-standard" in message  # the value to set
-    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "prod-standard"
-    assert evaluate(body, job) == []
-    queues = {q.name for q in example.platform.queues.values()}
-    other = next(f"{q}-x" for q in sorted(queues) if q != "prod")
-    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = other
-    assert evaluate(body, job)
-    cron = {
-        "apiVersion": "batch/v1",
-        "kind": "CronJob",
-        "metadata": {},
-        "spec": {"jobTemplate": {"metadata": {"labels": {}}, "spec": {}}},
-    }
-    assert evaluate(body, cron)
+    checked = 0
+    for cluster_name in example.manifests:
+        body = policy(example, cluster_name, "gpuplane-priority")
+        for ns_name, team_name in _held(example, cluster_name).items():
+            ns = namespace(example, cluster_name, ns_name)
+            team = example.platform.teams[team_name]
+            queue = example.platform.queues[team.queue]
+            default = security_priority.team_priority(team, queue)
+            assert default is not None
+            value = security_priority.class_name(queue, default)
+            required = security_priority.required_message(team, queue, value)
+            foreign = security_priority.foreign_message(team, queue)
+            for unlabelled in (_job(), _job(cron=True)):
+                assert with_messages(body, unlabelled, namespace=ns) == [required], ns_name
+            for name in _classes(example, queue.name):
+                labelled = {PRIORITY_LABEL: name}
+                assert with_messages(body, _job(**labelled), namespace=ns) == [], name
+                assert with_messages(body, _job(cron=True, **labelled), namespace=ns) == []
+            for other in sorted(example.platform.queues):
+                if other == queue.name:
+                    continue
+                for name in [*_classes(example, other), f"{other}-x"]:
+                    foreign_job = _job(**{PRIORITY_LABEL: name})
+                    assert with_messages(body, foreign_job, namespace=ns) == [foreign], name
+            checked += 1
+    assert checked == 15  # every team namespace of the example on both clusters
+    # recsys's own priority, not the queue's default
+    ns = namespace(example, "prod-east", "recsys-train")
+    (message,) = with_messages(
+        policy(example, "prod-east", "gpuplane-priority"), _job(), namespace=ns
+    )
+    assert f"{PRIORITY_LABEL}: prod-production (the team's priority)" in message
+
+
+def test_a_kueue_cluster_has_one_priority_policy_naming_each_team_namespace_once(
+    example: Rendered, two_queues: Rendered
+) -> None:
+    """Not one per team: every team's policy named every team namespace (the platform's
+    accounts are those outside them), so the output grew with the square of the teams."""
+    for rendered in (example, two_queues):
+        for cluster in rendered.manifests:
+            found = [m for m in security(rendered, cluster) if m.name.startswith("gpuplane-prio")]
+            assert {(m.kind, m.name) for m in found} == {
+                ("ValidatingAdmissionPolicy", "gpuplane-priority"),
+                ("ValidatingAdmissionPolicyBinding", "gpuplane-priority"),
+            }
+            held = _held(rendered, cluster)
+            assert _bound_namespaces(rendered, cluster, "gpuplane-priority") == sorted(held)
+            body = policy(rendered, cluster, "gpuplane-priority")
+            text = json.dumps(body)
+            for ns in held:
+                assert text.count(f'\\"{ns}\\"') == 1, ns  # its team
+                assert text.count(f"system:serviceaccount:{ns}:") == 1, ns  # not the platform
+            assert "gpuplane.dev/team" not in body["metadata"]["labels"]
+
+
+@pytest.fixture(scope="module")
+def two_queues(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    """The example with a second queue on prod-east: `research`, with its own pool and
+    classes (`research-urgent`, `research-standard`, `research-scavenger`), and a team in it,
+    `robotics` (namespaces robotics-train, -serve, -notebooks; priority urgent)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("two-queues") / "repo")
+    pool = (root / "pools/h100-train.yaml").read_text()
+    (root / "pools/h100-research.yaml").write_text(
+        pool.replace("name: h100-train\n", "name: h100-research\n")
+    )
+    queue = (root / "queues/prod.yaml").read_text()
+    for old, new in (
+        ("name: prod\n", "name: research\n"),
+        ("- name: production", "- name: urgent"),
+        ("- name: preemptible", "- name: scavenger"),
+        ("pools: [h100-train, l40s-infer, a100-mig]", "pools: [h100-research]"),
+    ):
+        assert old in queue
+        queue = queue.replace(old, new)
+    (root / "queues/research.yaml").write_text(queue)
+    team = (root / "teams/vision.yaml").read_text()
+    gpus = team[team.index("  gpus:\n") :]
+    gpus = gpus[: gpus.index("\n", gpus.rindex("    - {pool:")) + 1]
+    for old, new in (
+        ("name: vision\n", "name: robotics\n"),
+        ("  queue: prod\n", "  queue: research\n"),
+        ("  priority: standard\n", "  priority: urgent\n"),
+        ('"@example/vision"', '"@example/robotics"'),
+        (gpus, "  gpus:\n    - {pool: h100-research, nominal: 8}\n"),
+        ("vision-", "robotics-"),
+    ):
+        assert old in team, old
+        team = team.replace(old, new)
+    (root / "teams/robotics.yaml").write_text(team)
+    rendered: Rendered = render_clean(root)
+    return rendered
+
+
+def test_a_team_may_use_only_its_own_queues_priorities(two_queues: Rendered) -> None:
+    """Two queues on one cluster: each team namespace takes its own queue's classes and no
+    other's, whichever namespace or team the other queue's are for."""
+    body = policy(two_queues, "prod-east", "gpuplane-priority")
+    everything = [c for q in sorted(two_queues.platform.queues) for c in _classes(two_queues, q)]
+    held = _held(two_queues, "prod-east")
+    assert {"robotics", "vision"} <= set(held.values())
+    for ns_name, team_name in held.items():
+        ns = namespace(two_queues, "prod-east", ns_name)
+        team = two_queues.platform.teams[team_name]
+        queue = two_queues.platform.queues[team.queue]
+        own = _classes(two_queues, queue.name)
+        for name in everything:
+            said = with_messages(body, _job(**{PRIORITY_LABEL: name}), namespace=ns)
+            expected = [] if name in own else [security_priority.foreign_message(team, queue)]
+            assert said == expected, (ns_name, name)
+        default = security_priority.team_priority(team, queue)
+        assert default is not None
+        value = security_priority.class_name(queue, default)
+        assert with_messages(body, _job(), namespace=ns) == [
+            security_priority.required_message(team, queue, value)
+        ]
+    robotics = namespace(two_queues, "prod-east", "robotics-train")
+    (message,) = with_messages(body, _job(), namespace=robotics)
+    assert "research-urgent (the team's priority)" in message
+
+
+def test_no_team_service_account_is_the_platform_in_any_team_namespace(
+    two_queues: Rendered,
+) -> None:
+    """A service account of one team namespace acting in another (as far as RBAC lets it) is
+    held like a person; the platform's controllers are not held at all."""
+    body = policy(two_queues, "prod-east", "gpuplane-priority")
+    held = _held(two_queues, "prod-east")
+    accounts = [f"system:serviceaccount:{ns}:default" for ns in sorted(held)]
+    accounts += [ARGOCD_CONTROLLER, ARGOCD_CREDENTIAL]
+    for target in sorted(held):
+        ns = namespace(two_queues, "prod-east", target)
+        team = two_queues.platform.teams[held[target]]
+        queue = two_queues.platform.queues[team.queue]
+        other = next(q for q in sorted(two_queues.platform.queues) if q != queue.name)
+        foreign = _job(**{PRIORITY_LABEL: _classes(two_queues, other)[0]})
+        for username in accounts:
+            said = with_messages(body, foreign, namespace=ns, username=username)
+            assert said == [security_priority.foreign_message(team, queue)], (target, username)
+            assert with_messages(body, _job(), namespace=ns, username=username), username
+        for platform in (JOB_CONTROLLER, KUEUE_CONTROLLER, "system:kube-controller-manager"):
+            assert with_messages(body, foreign, namespace=ns, username=platform) == []
+
+
+def test_a_namespace_the_policy_does_not_name_is_not_bound_and_would_fail_closed(
+    example: Rendered,
+) -> None:
+    """The binding holds in the team namespaces by their immutable name label; were the policy
+    ever evaluated in another namespace (a new one someone labels as a team's), its lookups
+    fail and it refuses rather than admits. A team namespace relabelled as another team's is
+    still its own team's."""
+    bound = _bound_namespaces(example, "prod-east", "gpuplane-priority")
+    for outside in (SUITE_JOBS_NAMESPACE, "default", "kube-system", "kueue-system", "argocd"):
+        assert outside not in bound
+    body = policy(example, "prod-east", "gpuplane-priority")
+    stray = namespace(example, "prod-east", "llm-train")
+    stray["metadata"]["name"] = "llm-scratch"
+    stray["metadata"]["labels"]["kubernetes.io/metadata.name"] = "llm-scratch"
+    assert "llm-scratch" not in bound
+    assert with_messages(body, _job(**{PRIORITY_LABEL: "prod-standard"}), namespace=stray)
+    assert with_messages(body, _job(), namespace=stray)
+    relabelled = namespace(example, "prod-east", "llm-train")
+    relabelled["metadata"]["labels"]["gpuplane.dev/team"] = "recsys"
+    llm, prod = example.platform.teams["llm"], example.platform.queues["prod"]
+    assert with_messages(body, _job(), namespace=relabelled) == [
+        security_priority.required_message(llm, prod, "prod-standard")
+    ]
+
+
+HOSTILE_NAMES = [
+    'x", "llm-train": "evil',
+    "a\\b'c",
+    "ünï\u200b\U0001f600",
+    'q"]+["',
+    "} || true || {",
+]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_a_name_cannot_break_out_of_the_policys_literals(hostile: str) -> None:
+    """The maps and messages are built from names the schemas already hold to DNS labels; even
+    a name that were not reads back as itself, as a key or a value, and in a message."""
+    entries: dict[str, str | list[str]] = {hostile: hostile, "llm-train": [hostile, "b"]}
+    literal = security_priority._map(entries)
+    value = compile_expression(literal).evaluate({})
+    assert {str(k): v for k, v in value.items()} == {hostile: hostile, "llm-train": [hostile, "b"]}
+    variables = json_to_cel(
+        {"team": hostile, "queue": hostile, "teamPriority": hostile, "classText": hostile}
+    )
+    for template in (security_priority._FOREIGN, security_priority._REQUIRED):
+        expression = security_priority._message_expression(template)
+        said = compile_expression(expression).evaluate({"variables": variables})
+        assert said == template.format(
+            team=hostile,
+            queue=hostile,
+            value=hostile,
+            classes=hostile,
+            label=PRIORITY_LABEL,
+        )
+
+
+def test_a_team_name_with_cel_in_it_is_refused_on_the_team_file(tmp_path: Path) -> None:
+    root = copy_inputs(REPO, tmp_path / "repo")
+    path = root / "teams/llm.yaml"
+    text = path.read_text()
+    assert text.count("  name: llm\n") == 1
+    path.write_text(text.replace("  name: llm\n", '  name: \'llm", "x": "y\'\n'))
+    rendered = render_platform(root, OutputValidator([]))
+    assert any(
+        d.severity.value == "error" and d.at.file == "teams/llm.yaml" for d in rendered.diagnostics
+    )
 
 
 def test_platform_service_accounts_are_those_outside_team_namespaces(example: Rendered) -> None:
@@ -1231,7 +1458,7 @@ def test_what_a_team_application_syncs_is_held_like_kubectl(
     assert priority_enforcement(example.platform.clusters["prod-east"]) == "validating"
     unprioritised = _team_gpu_job()
     del unprioritised["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
-    assert "gpuplane-priority-llm" in said(kueue_webhook(unprioritised))
+    assert "gpuplane-priority" in said(kueue_webhook(unprioritised))
     # an unlabelled Deployment
     deployment = {
         "apiVersion": "apps/v1",

@@ -287,7 +287,7 @@ class Checker(Admitter):
         own = {security_priority.class_name(plan.queue, p) for p in plan.queue.priorities}
         if covered is None or label in own or not plan.queue.priorities:
             return None
-        policy = security_priority.policy_name(team)
+        policy = security_priority.POLICY_NAME
         resource = f"{covered.resource}.{covered.group}" if covered.group else covered.resource
         return self.result(
             NEVER,
@@ -322,16 +322,17 @@ class Checker(Admitter):
             return None
         queue_obj = self.platform.queues[queue]
         value = security_priority.class_name(queue_obj, intended)
-        policy = security_priority.policy_name(team)
         whose = f"team {team.name}'s" if team.priority else f"queue {queue}'s default"
         if priority_enforcement(cluster) == "mutating":
             where = " on each Job it creates" if covered.kind == "CronJob" else ""
             return (
                 value,
                 intended.value,
-                f"no priority label: MutatingAdmissionPolicy {policy} sets "
+                "no priority label: MutatingAdmissionPolicy "
+                f"{security_priority.policy_name(team)} sets "
                 f"{names.PRIORITY_LABEL}: {value}{where} ({whose} priority)",
             )
+        policy = security_priority.POLICY_NAME
         resource = f"{covered.resource}.{covered.group}" if covered.group else covered.resource
         return self.result(
             NEVER,

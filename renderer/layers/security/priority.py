@@ -4,15 +4,28 @@ Kueue reads a workload's priority from its `kueue.x-k8s.io/priority-class` label
 WorkloadPriorityClass, `<queue>-<priority>` (the queueing layer); without one, from the
 PriorityClass of a pod template's `priorityClassName`, else 0 (Kueue v0.19.2
 `jobframework.ExtractPriority`, `pkg/util/priority`). WorkloadPriorityClasses are cluster-wide,
-so without a check a team could label its workloads with another queue's top priority; every
-team therefore gets a ValidatingAdmissionPolicy allowing only its own queue's classes. For
-workloads without the label, `renderer.model.security.priority_enforcement` decides:
+so without a check a team could label its workloads with another queue's top priority; the
+cluster's ValidatingAdmissionPolicy `gpuplane-priority` (`POLICY_NAME`) therefore allows in each
+team namespace only the classes of its team's queue. For workloads without the label,
+`renderer.model.security.priority_enforcement` decides:
 
-- `mutating` (Kubernetes 1.36+): a MutatingAdmissionPolicy sets the label to the team's
-  priority (`spec.priority`, or the queue's default priority) when a workload is created
-  without one;
+- `mutating` (Kubernetes 1.36+): a MutatingAdmissionPolicy per team (`policy_name`) sets the
+  label to the team's priority (`spec.priority`, or the queue's default priority) when a
+  workload is created without one;
 - `validating`: the validating policy also refuses a workload without the label, and its
   message names the value to set.
+
+One policy for the cluster, not one per team: who counts as the platform
+(`admission.platform_account`, a matchCondition) lists every team namespace, so a policy per
+team would carry every team and the output would grow with the square of the teams. The one
+policy lists them once, and reads the team's part from CEL map literals keyed once each: the
+team of each bound namespace (by `namespaceObject.metadata.name`, the namespace the API server
+admits the object into), the queue of each team, the classes of each queue, the priority of
+each team. Its one binding holds in exactly the namespaces the maps name (selected by
+`kubernetes.io/metadata.name`, which no one can relabel); a namespace missing from the maps
+makes the lookup fail, and the policy fails closed. Its messages are `messageExpression`s that
+spell out, for the request's team, exactly what `foreign_message` and `required_message` say
+(`fit` quotes them); each keeps a plain `message` for the API server to fall back on.
 
 The kinds (`priority_kinds`) are every kind the cluster's Kueue manages as a Workload
 (`admission.kueue_kinds`, from `renderer.model.integrations.enabled_frameworks`): the batch
@@ -35,7 +48,8 @@ validating policy leaves alone what a platform controller creates (`admission.pl
 Argo CD is no such controller: a workload a team's Application syncs is checked like one
 applied with kubectl).
 
-Volcano clusters get the validating form on every version: a Volcano Job takes a PriorityClass
+Volcano clusters get the validating form on every version, a policy per team (`policy_name`;
+each names only its own team, so they grow with the teams): a Volcano Job takes a PriorityClass
 name (`spec.priorityClassName`, the tenancy layer's `<queue>-<priority>`, which Volcano's
 `priority` plugin reads from the Job's PodGroup). The policy requires one of the team's queue's
 classes there, and its message names the team's own.
@@ -43,7 +57,8 @@ classes there, and its message names the team's own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import string
+from collections.abc import Iterator, Mapping, Sequence
 
 from renderer.findings.diagnostics import Location
 from renderer.layers.security.admission import (
@@ -71,8 +86,13 @@ from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, metadata
 
+POLICY_NAME = "gpuplane-priority"
+"""The ValidatingAdmissionPolicy of a Kueue cluster, and its binding: one for every team."""
+
 
 def policy_name(team: Team) -> str:
+    """A team's own policy: its MutatingAdmissionPolicy (Kubernetes 1.36+), and on a Volcano
+    cluster its ValidatingAdmissionPolicy. A Kueue cluster's validating one is `POLICY_NAME`."""
     return f"gpuplane-priority-{team.name}"
 
 
@@ -110,23 +130,67 @@ def covered_kind(cluster: Cluster, api_version: str, kind: str) -> WorkloadKind 
     return None
 
 
+_FOREIGN = (
+    "team {team} may use only the priorities of queue {queue}: "
+    "set the label {label} to one of {classes}"
+)
+_REQUIRED = (
+    "workloads of team {team} must name their priority: set the label "
+    "{label}: {value} (the team's priority) or another of {classes} "
+    "(on a CronJob, in spec.jobTemplate.metadata.labels)"
+)
+"""The messages, as templates: filled in here for `fit`, spelled out as CEL for the policy's
+`messageExpression` (`_message_expression`), so the two cannot drift."""
+
+
+def _classes(queue: Queue) -> list[str]:
+    return [class_name(queue, p) for p in queue.priorities]
+
+
 def foreign_message(team: Team, queue: Queue) -> str:
     """The policy's message to a workload labelled with a class not of the team's queue."""
-    allowed = [class_name(queue, p) for p in queue.priorities]
-    return (
-        f"team {team.name} may use only the priorities of queue {queue.name}: "
-        f"set the label {PRIORITY_LABEL} to one of {', '.join(allowed)}"
+    return _FOREIGN.format(
+        team=team.name, queue=queue.name, label=PRIORITY_LABEL, classes=", ".join(_classes(queue))
     )
 
 
 def required_message(team: Team, queue: Queue, value: str) -> str:
     """The validating policy's message to a workload without the label: fit quotes it."""
-    allowed = [class_name(queue, p) for p in queue.priorities]
-    return (
-        f"workloads of team {team.name} must name their priority: set the label "
-        f"{PRIORITY_LABEL}: {value} (the team's priority) or another of {', '.join(allowed)} "
-        "(on a CronJob, in spec.jobTemplate.metadata.labels)"
+    return _REQUIRED.format(
+        team=team.name,
+        queue=queue.name,
+        label=PRIORITY_LABEL,
+        value=value,
+        classes=", ".join(_classes(queue)),
     )
+
+
+def _message_expression(template: str) -> str:
+    """CEL: a message template (`_FOREIGN`, `_REQUIRED`) for the request's team: each field
+    read from the policy's variables (`_MESSAGE_VARIABLES`, `_team_variables`), the label's
+    name and the text around them as string literals (`cel_string`)."""
+    parts = []
+    text = ""
+    for literal, field, _, _ in string.Formatter().parse(template):
+        text += literal
+        if field == "label":
+            text += PRIORITY_LABEL
+        elif field is not None:
+            parts.extend([cel_string(text)] if text else [])
+            parts.append(_MESSAGE_VARIABLES[field])
+            text = ""
+    parts.extend([cel_string(text)] if text else [])
+    return " + ".join(parts)
+
+
+_MESSAGE_VARIABLES = {
+    "team": "variables.team",
+    "queue": "variables.queue",
+    "value": "variables.teamPriority",
+    "classes": "variables.classText",
+}
+"""Where the policy's CEL finds each field of a message: the request's team and queue, the
+team's priority and its queue's classes as the messages list them."""
 
 
 def _own_workload(kinds: tuple[WorkloadKind, ...]) -> str:
@@ -138,14 +202,18 @@ def _own_workload(kinds: tuple[WorkloadKind, ...]) -> str:
 
 
 def render(view: ClusterView) -> Iterator[Manifest]:
-    for tenant in view.tenants:
-        queue = view.queue_of(tenant.team)
-        if queue is None or queue.cluster != view.cluster.name or not queue.priorities:
-            continue
-        if view.cluster.scheduler == "volcano":
+    held = [
+        (tenant, queue)
+        for tenant in view.tenants
+        if (queue := view.queue_of(tenant.team)) is not None
+        and queue.cluster == view.cluster.name
+        and queue.priorities
+    ]
+    if view.cluster.scheduler == "volcano":
+        for tenant, queue in held:
             yield from _volcano(tenant, queue)
-        else:
-            yield from _kueue(view, tenant, queue)
+    else:
+        yield from _kueue(view, held)
 
 
 def _labels_variable() -> dict[str, str]:
@@ -160,51 +228,102 @@ def _labels_variable() -> dict[str, str]:
     }
 
 
-def _kueue(view: ClusterView, tenant: Tenant, queue: Queue) -> Iterator[Manifest]:
-    team = tenant.team
-    allowed = [class_name(queue, p) for p in queue.priorities]
-    default = team_priority(team, queue)
+def _map(entries: Mapping[str, str | Sequence[str]]) -> str:
+    """A CEL map literal from string keys to strings or lists of strings, in key order; every
+    key and value is a string literal (`cel_string`), so no name can end one early."""
+    items = (
+        f"{cel_string(key)}: {cel_string(value) if isinstance(value, str) else cel_list(value)}"
+        for key, value in sorted(entries.items())
+    )
+    return "{" + ", ".join(items) + "}"
+
+
+def _team_variables(held: Sequence[tuple[Tenant, Queue]], required: bool) -> list[dict[str, str]]:
+    """The request's team and what the policy holds it to, each a lookup in a map that names
+    each namespace, team or queue once: `team` (of the namespace), `queue` (the team's),
+    `classes` and `classText` (the queue's classes, as a list and as the messages list them),
+    and where the label is required, `teamPriority` (the class to name; empty for a team with
+    no priority and a queue with no default, whose workloads may go without)."""
+    teams = {ns.name: tenant.team.name for tenant, _ in held for ns in tenant.namespaces}
+    queues = {tenant.team.name: queue.name for tenant, queue in held}
+    classes = {queue.name: _classes(queue) for _, queue in held}
+    variables = [
+        {"name": "team", "expression": f"{_map(teams)}[namespaceObject.metadata.name]"},
+        {"name": "queue", "expression": f"{_map(queues)}[variables.team]"},
+        {"name": "classes", "expression": f"{_map(classes)}[variables.queue]"},
+        {
+            "name": "classText",
+            "expression": f"{_map({q: ', '.join(c) for q, c in classes.items()})}[variables.queue]",
+        },
+    ]
+    if required:
+        priorities = {}
+        for tenant, queue in held:
+            default = team_priority(tenant.team, queue)
+            priorities[tenant.team.name] = class_name(queue, default) if default else ""
+        variables.append(
+            {"name": "teamPriority", "expression": f"{_map(priorities)}[variables.team]"}
+        )
+    return variables
+
+
+def _kueue(view: ClusterView, held: Sequence[tuple[Tenant, Queue]]) -> Iterator[Manifest]:
+    kinds = priority_kinds(view.cluster)
+    if not kinds or not held:  # a Kueue that manages no kind: nothing to give a priority to
+        return
     mutating = priority_enforcement(view.cluster) == "mutating"
     validations = [
         {
             "expression": f"!('{PRIORITY_LABEL}' in variables.labels) || "
-            f"variables.labels['{PRIORITY_LABEL}'] in {cel_list(allowed)}",
-            "message": foreign_message(team, queue),
+            f"variables.labels['{PRIORITY_LABEL}'] in variables.classes",
+            "message": f"the label {PRIORITY_LABEL} may name only a priority of the team's queue",
+            "messageExpression": _message_expression(_FOREIGN),
             "reason": "Forbidden",
         }
     ]
-    kinds = priority_kinds(view.cluster)
-    if not kinds:  # a Kueue that manages no kind: nothing to give a priority to
-        return
-    if default is not None and not mutating:
+    if not mutating:
         validations.append(
             {
-                "expression": f"!variables.ownWorkload || '{PRIORITY_LABEL}' in variables.labels",
-                "message": required_message(team, queue, class_name(queue, default)),
+                "expression": f"'{PRIORITY_LABEL}' in variables.labels || "
+                "!variables.ownWorkload || variables.teamPriority == ''",
+                "message": f"workloads must name their priority: set the label {PRIORITY_LABEL} "
+                "to a priority of the team's queue (on a CronJob, in "
+                "spec.jobTemplate.metadata.labels)",
+                "messageExpression": _message_expression(_REQUIRED),
                 "reason": "Forbidden",
             }
         )
     policy = validating_policy(
-        policy_name(team),
+        POLICY_NAME,
         resource_rules(kinds),
         validations,
         variables=[
             _labels_variable(),
             {"name": "ownWorkload", "expression": _own_workload(kinds)},
+            *_team_variables(held, required=not mutating),
         ],
         match_conditions=[
             {"name": "submitted-by-a-team", "expression": f"!({platform_account(view)})"},
             {"name": "a-kind-kueue-manages", "expression": any_kind(kinds)},
         ],
-        team=team.name,
-        cost_center=team.cost_center,
     )
-    namespaces = [ns.name for ns in tenant.namespaces]
-    source = team.origin.at("spec", "priority") if team.priority else team.origin.location
-    yield from policy_pair(policy, namespaces, source)
-    if mutating and default is not None:
+    namespaces = [ns.name for tenant, _ in held for ns in tenant.namespaces]
+    yield from policy_pair(policy, namespaces, view.cluster.origin.location)
+    if mutating:
         managed = kueue_kinds(view.cluster)
-        yield from _mutating(team, class_name(queue, default), managed, namespaces, source)
+        for tenant, queue in held:
+            team = tenant.team
+            default = team_priority(team, queue)
+            if default is None:
+                continue
+            source = team.origin.at("spec", "priority") if team.priority else team.origin.location
+            yield from _mutating(
+                team,
+                class_name(queue, default),
+                managed,
+                [ns.name for ns in tenant.namespaces],
+                source,
+            )
 
 
 def _mutating(
