@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ KUBERNETES_VALIDATE = metadata.version("kubernetes-validate")
 
 COMMAND_ENV = {k: v for k, v in os.environ.items() if k != "GPUPLANE_CRDS"}
 """The commands get the CRDs with --crds: a relative GPUPLANE_CRDS means nothing in the
-generated platform's folder."""
+generated platform's folder. `main` points GPUPLANE_CACHE_DIR at a fresh folder per size."""
 
 
 class BenchError(Exception):
@@ -211,15 +212,75 @@ def stages(
 # --- commands in fresh processes -----------------------------------------------------------------
 
 
+def _children(pid: int) -> list[int]:
+    """`pid` and every process below it, from /proc (Linux)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(parents.get(current, ()))
+    return found
+
+
+def _proportional_kib(pid: int) -> int:
+    """The process's proportional set size: its private pages plus its share of the pages it
+    shares (a forked worker's pages it has not written are counted once across the tree)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeMemory:
+    """The peak, over the life of a command, of the memory all its processes hold together
+    (the sum of their PSS, sampled every 20 ms): with worker processes, the peak of any one
+    process (os.wait4's ru_maxrss) would leave the others out."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            total = sum(_proportional_kib(p) for p in _children(self.pid))
+            self.peak_kib = max(self.peak_kib, total)
+            self._stop.wait(0.02)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kib
+
+
 def run_command(argv: Sequence[str], cwd: Path, expect: int) -> tuple[float, int]:
-    """Wall seconds and peak resident KiB of one process (os.wait4's rusage is that child's)."""
+    """Wall seconds and the peak memory in KiB of one command: the larger of its processes'
+    summed PSS (sampled) and its own peak resident set (os.wait4)."""
     with tempfile.TemporaryFile() as output:
         start = time.perf_counter()
         process = subprocess.Popen(
             list(argv), cwd=cwd, env=COMMAND_ENV, stdout=output, stderr=subprocess.STDOUT
         )
+        memory = TreeMemory(process.pid) if Path("/proc/self/smaps_rollup").exists() else None
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
+        peak = max(usage.ru_maxrss, memory.stop() if memory is not None else 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         if process.returncode != expect:
             output.seek(0)
@@ -227,7 +288,7 @@ def run_command(argv: Sequence[str], cwd: Path, expect: int) -> tuple[float, int
             raise BenchError(
                 f"{' '.join(argv)} exited {process.returncode}, expected {expect}:\n{tail}"
             )
-    return seconds, usage.ru_maxrss
+    return seconds, peak
 
 
 def median_of(run: Callable[[], tuple[float, int]], repeat: int) -> tuple[float, int]:
@@ -241,21 +302,32 @@ def median_run(argv: Sequence[str], cwd: Path, expect: int, repeat: int) -> tupl
 
 
 def commands(root: Path, crds: Path, size: Size, repeat: int) -> None:
+    """Each command in a fresh process. `render --check --no-index` is what CI runs on a clean
+    clone (no render index); the index's rows are what a person re-checking after a change
+    gets (`GPUPLANE_CACHE_DIR` is a fresh folder per size, so nothing carries over)."""
     gpuplane = [sys.executable, "-m", "renderer", "-C", str(root)]
     render = [*gpuplane, "render", "--crds", str(crds), "--strict-schemas"]
+    full = [*render, "--check", "--no-index"]
     found = size.commands
     found["gpuplane validate"] = median_run([*gpuplane, "validate"], root, 0, repeat)
 
     def from_empty() -> tuple[float, int]:
         shutil.rmtree(root / "rendered", ignore_errors=True)
-        return run_command(render, root, 0)
+        return run_command([*render, "--no-index"], root, 0)
 
     found["gpuplane render (into an empty tree)"] = median_of(from_empty, repeat)
-    found["gpuplane render --check (cold)"] = run_command([*render, "--check"], root, 0)
-    found["gpuplane render --check (warm)"] = median_run([*render, "--check"], root, 0, repeat)
+    found["gpuplane render --check --no-index (cold)"] = run_command(full, root, 0)
+    found["gpuplane render --check --no-index (warm)"] = median_run(full, root, 0, repeat)
+    run_command([*render, "--check"], root, 0)  # fills the render index
+    found["gpuplane render --check, index, nothing changed"] = median_run(
+        [*render, "--check"], root, 0, repeat
+    )
     path, old = one_team_change(root)
     try:
-        found["gpuplane render --check (one team changed)"] = median_run(
+        found["gpuplane render --check --no-index, one team changed"] = median_run(
+            full, root, STALE, repeat
+        )
+        found["gpuplane render --check, index, one team changed"] = median_run(
             [*render, "--check"], root, STALE, repeat
         )
     finally:
@@ -367,7 +439,7 @@ def report(console: Console, sizes: list[Size], args: argparse.Namespace) -> Non
         )
     console.print(table)
 
-    check = largest.commands["gpuplane render --check (warm)"][0]
+    check = largest.commands["gpuplane render --check --no-index (warm)"][0]
     ours = largest.objects / check
     table = Table(title=f"the same objects through other tools ({largest.factor}x)")
     for column in ("tool", "objects", "seconds", "objects/s", "render --check is"):
@@ -411,6 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for factor in factors:
                 size = Size(factor, args.teams * factor)
                 root = Path(tmp) / f"x{factor}"
+                COMMAND_ENV["GPUPLANE_CACHE_DIR"] = str(Path(tmp) / f"cache-x{factor}")
                 generate_platform(
                     root,
                     clusters=args.clusters,

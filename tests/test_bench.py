@@ -7,6 +7,7 @@ should (the one-team change really makes `render --check` report stale files).""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +76,33 @@ def test_a_tiny_run_times_every_stage_command_and_tool(
         "validate output",
         "gpuplane validate",
         "gpuplane render (into an empty tree)",
-        "gpuplane render --check (cold)",
-        "gpuplane render --check (warm)",
-        "gpuplane render --check (one team changed)",
+        "gpuplane render --check --no-index (cold)",
+        "gpuplane render --check --no-index (warm)",
+        "gpuplane render --check, index, nothing changed",
+        "gpuplane render --check --no-index, one team changed",
+        "gpuplane render --check, index, one team changed",
         "kubernetes-validate",
         "exp 1x-2x",
         "peak MiB",
     ):
         assert row in out, row
+
+
+def test_peak_memory_counts_every_process_of_a_command(tmp_path: Path) -> None:
+    """Two forked workers each fill 100 MiB of their own at the same time: the command held
+    about 200 MiB, which the peak of any one process (ru_maxrss, ~100 MiB) leaves half out."""
+    program = (
+        "import os, time\n"
+        "pids = []\n"
+        "for _ in range(2):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        held = b'x' * (100 * 2**20)\n"
+        "        time.sleep(0.6)\n"
+        "        os._exit(0)\n"
+        "    pids.append(pid)\n"
+        "for pid in pids:\n"
+        "    os.waitpid(pid, 0)\n"
+    )
+    _, peak_kib = run.run_command([sys.executable, "-c", program], tmp_path, 0)
+    assert peak_kib > 190 * 1024, peak_kib
