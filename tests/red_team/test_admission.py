@@ -108,7 +108,7 @@ def test_a_new_namespace_is_bound_by_every_lock(attempt: Attempt) -> None:
         "gpuplane-queue-suspend",
         "gpuplane-common-labels",
         "gpuplane-images-llm",
-        "gpuplane-priority-llm",
+        "gpuplane-priority",
         "gpuplane-scheduling-llm",
         "gpuplane-services",
     ):
@@ -172,7 +172,7 @@ def test_another_queues_priority_is_refused_on_the_team_file(attempt: Attempt) -
 
 def test_jobs_labelled_with_another_queues_priority_are_refused(attempt: Attempt) -> None:
     rendered = attempt.render()
-    policy = _policy(rendered, "prod-east", "gpuplane-priority-llm")
+    policy = _policy(rendered, "prod-east", "gpuplane-priority")
     queues = sorted(q for q in rendered.platform.queues if q != "prod")
     for queue in queues:
         for priority in rendered.platform.queues[queue].priorities:
@@ -184,7 +184,10 @@ def test_jobs_labelled_with_another_queues_priority_are_refused(attempt: Attempt
                 },
                 "spec": {},
             }
-            assert evaluate(policy, job), (queue, priority.name)
+            namespace = {"metadata": {"name": "llm-train", "labels": {}}}
+            refused = evaluate(policy, job, namespace=namespace)
+            assert refused and not any("matchCondition" in r for r in refused), refused
+            assert any(f"{queue}-{priority.name}" in r or "priority" in r for r in refused)
 
 
 def test_a_new_team_file_cannot_claim_another_teams_namespace_for_its_images(
