@@ -803,3 +803,9 @@ def test_the_compiled_check_agrees_with_jsonschema_on_every_builtin_kind() -> No
                 refused += not valid
     print(f"{len(kinds)} kinds, {checked} changes, {refused} refused")
     assert refused > checked / 3  # most changes break something: the test sees both verdicts
+
+
+def test_a_kind_too_long_for_a_file_name_has_no_schema() -> None:
+    obj = {"apiVersion": "v1", "kind": "A" * 300, "metadata": {"name": "x"}}
+    (problem,) = OutputValidator().validate(obj, K8S)
+    assert problem.message.startswith("no schema for v1 AAA")

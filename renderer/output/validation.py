@@ -470,7 +470,11 @@ class OutputValidator:
         else:
             compiled = None
             schema_file = schema_root() / schema_dir / file_name
-            if schema_file.is_file():
+            try:
+                is_file = schema_file.is_file()
+            except OSError:  # a kind or version too long for a file name has no schema file
+                is_file = False
+            if is_file:
                 schema = json.loads(schema_file.read_bytes())
                 gvks = frozenset(
                     (g.get("group", ""), g.get("version", ""), g.get("kind", ""))
