@@ -13,21 +13,83 @@ shares nothing with it. See docs/cel.md.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["apply_defaults"]
+__all__ = ["apply_defaults", "defaulted"]
 
 
 def apply_defaults(obj: Any, schema: Mapping[str, Any]) -> Any:
     """A copy of `obj` with the structural schema's defaults applied."""
-    result = copy.deepcopy(obj)
+    return defaulted(obj, schema)[0]
+
+
+def defaulted(obj: Any, schema: Mapping[str, Any]) -> tuple[Any, bool]:
+    """`apply_defaults(obj, schema)`, and whether `obj` is plain JSON: dicts with string keys,
+    lists, strings, booleans, None, integers within 64 bits and finite floats, each of exactly
+    that type (jsonschema-rs reads only such an object as jsonschema does: it takes a tuple for
+    an array, for one)."""
+    copier = _Copier()
+    result = copier.copy(obj)
     _default(result, schema)
-    return result
+    return result, copier.plain
+
+
+_INT_LIMIT = 2**63
+
+
+class _Copier:
+    """`copy.deepcopy` for plain JSON, with its memo (a value held twice is copied once, as
+    deepcopy copies it), noting whether anything was not plain JSON; anything else goes to
+    deepcopy itself, with the same memo."""
+
+    __slots__ = ("memo", "plain")
+
+    def __init__(self) -> None:
+        self.memo: dict[int, Any] = {}
+        self.plain = True
+
+    def copy(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            return value
+        if kind is int:
+            if not -_INT_LIMIT < value < _INT_LIMIT:
+                self.plain = False
+            return value
+        if kind is float:
+            if not math.isfinite(value):
+                self.plain = False
+            return value
+        if kind is dict:
+            done = self.memo.get(id(value))
+            if done is not None:
+                return done
+            out: dict[Any, Any] = {}
+            self.memo[id(value)] = out
+            for key, item in value.items():
+                if type(key) is not str:
+                    self.plain = False
+                    key = copy.deepcopy(key, self.memo)
+                out[key] = self.copy(item)
+            return out
+        if kind is list:
+            done = self.memo.get(id(value))
+            if done is not None:
+                return done
+            items: list[Any] = []
+            self.memo[id(value)] = items
+            for item in value:
+                items.append(self.copy(item))
+            return items
+        self.plain = False
+        return copy.deepcopy(value, self.memo)
 
 
 def _default(value: Any, schema: Any) -> None:
-    if not isinstance(schema, Mapping):
+    known = _HAS_DEFAULTS.get(id(schema))
+    if not (known[1] if known else isinstance(schema, Mapping) and _has_defaults(schema)):
         return
     if isinstance(value, dict):
         properties = schema.get("properties")
@@ -41,6 +103,8 @@ def _default(value: Any, schema: Any) -> None:
             properties = {}
         extra = schema.get("additionalProperties")
         for key, item in value.items():
+            if not isinstance(item, dict | list):  # nothing to default in a scalar
+                continue
             if key in properties:
                 _default(item, properties[key])
             elif isinstance(extra, Mapping):
@@ -48,4 +112,30 @@ def _default(value: Any, schema: Any) -> None:
     elif isinstance(value, list):
         items = schema.get("items")
         for item in value:
-            _default(item, items)
+            if isinstance(item, dict | list):
+                _default(item, items)
+
+
+_HAS_DEFAULTS: dict[int, tuple[Mapping[str, Any], bool]] = {}
+"""Schema node (by id, holding the node so that the id stays its own) -> whether `_default`
+can change anything under it. CRD schemas are parsed once and never changed; most of a large
+schema (a pod template) has no default, and its part of the object need not be walked."""
+
+
+def _has_defaults(schema: Mapping[str, Any]) -> bool:
+    known = _HAS_DEFAULTS.get(id(schema))
+    if known is not None:
+        return known[1]
+    _HAS_DEFAULTS[id(schema)] = (schema, True)  # a schema that holds itself: walk it all
+    found = False
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        found = any(
+            isinstance(prop, Mapping) and ("default" in prop or _has_defaults(prop))
+            for prop in properties.values()
+        )
+    for key in ("additionalProperties", "items"):
+        below = schema.get(key)
+        found = found or (isinstance(below, Mapping) and _has_defaults(below))
+    _HAS_DEFAULTS[id(schema)] = (schema, found)
+    return found
