@@ -8,12 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema.validators
+import jsonschema_rs
 import yaml
 from jsonschema.exceptions import ValidationError
 
@@ -121,6 +122,7 @@ def _list_type(
 CrdValidatorClass: Any = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.validators.Draft202012Validator, {"x-kubernetes-list-type": _list_type}
 )
+
 
 # OpenAPI keywords kept as they are; everything else (descriptions, x-kubernetes-* markers that
 # only steer merging, ...) is dropped from the compiled schema.
@@ -248,6 +250,102 @@ def convert_crd_root(schema: Mapping[str, Any]) -> dict[str, Any]:
     if "additionalProperties" not in out and not schema.get("x-kubernetes-preserve-unknown-fields"):
         out["additionalProperties"] = False
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The same converted schema for jsonschema-rs (docs/output-validation.md, "The compiled check")
+
+_PYTHON_KEYWORD = "x-gpuplane-python"
+"""The keyword, in the schema given to jsonschema-rs, through which it asks Python about a value:
+its value indexes the checks `compile_fast` made for that schema."""
+
+
+class _Unproven(Exception):
+    """A schema the compiled check is not proven to judge as jsonschema does."""
+
+
+def compile_fast(schema: Mapping[str, Any]) -> Any | None:
+    """A jsonschema-rs validator that finds an object valid exactly when
+    ``CrdValidatorClass(schema)`` does, or None where that is not proven (then jsonschema alone
+    decides).
+
+    Rust evaluates the schema but for two keywords, which it hands back to Python through one
+    custom keyword: every `pattern` is searched with Python's `re`, as jsonschema searches it
+    (Rust's regex reads `$`, `\\s` and `\\w` differently from Python's), and
+    `x-kubernetes-list-type` runs `_list_type` itself. `multipleOf` on floats is computed
+    differently by the two and no CRD of `shared/crds` uses it: a schema with it stays on
+    jsonschema; so does one jsonschema-rs refuses to compile."""
+    checks: list[Callable[[Any], bool]] = []
+    try:
+        rewritten = _for_rust(schema, checks)
+    except _Unproven:
+        return None
+
+    class PythonKeyword:
+        def __init__(self, parent_schema: Any, value: int, schema_path: Any) -> None:
+            self.check = checks[value]
+
+        def validate(self, instance: Any) -> None:
+            if not self.check(instance):
+                raise ValueError("refused by the Python check")
+
+    try:
+        return jsonschema_rs.Draft202012Validator(
+            rewritten, validate_formats=False, keywords={_PYTHON_KEYWORD: PythonKeyword}
+        )
+    except (ValueError, TypeError, jsonschema_rs.ValidationError):
+        return None
+
+
+def _pattern_check(pattern: Any) -> Callable[[Any], bool]:
+    """jsonschema's `pattern`: a string must hold a match of `re.search`."""
+    if not isinstance(pattern, str):
+        raise _Unproven(f"pattern {pattern!r} is not a string")
+    try:
+        search = re.compile(pattern).search
+    except re.error as exc:
+        raise _Unproven(f"pattern {pattern!r} does not compile") from exc
+    return lambda instance: not isinstance(instance, str) or search(instance) is not None
+
+
+def _list_check(list_type: Any, node: Mapping[str, Any]) -> Callable[[Any], bool]:
+    """`_list_type` itself, on the very schema node jsonschema hands it."""
+    return lambda instance: next(_list_type(None, list_type, instance, node), None) is None
+
+
+def _for_rust(node: Any, checks: list[Callable[[Any], bool]]) -> Any:
+    """A converted schema node with its `pattern` and set/map list types replaced by
+    `_PYTHON_KEYWORD`, the checks they need appended to `checks`."""
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    own: list[Callable[[Any], bool]] = []
+    for key, value in node.items():
+        if key == "pattern":
+            own.append(_pattern_check(value))
+        elif key == "x-kubernetes-list-type":
+            if value in ("set", "map"):
+                own.append(_list_check(value, node))
+        elif key == "multipleOf":
+            raise _Unproven("multipleOf")
+        elif key == "properties" and isinstance(value, Mapping):
+            out[key] = {k: _for_rust(v, checks) for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "not"):
+            out[key] = _for_rust(value, checks)
+        elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+            out[key] = [_for_rust(v, checks) for v in value]
+        elif key in _KEPT_KEYWORDS or key in ("exclusiveMinimum", "exclusiveMaximum"):
+            out[key] = value
+        else:  # nothing else comes out of the conversion: another keyword is not proven
+            raise _Unproven(key)
+    if own:
+        checks.append(own[0] if len(own) == 1 else _all_of(tuple(own)))
+        out[_PYTHON_KEYWORD] = len(checks) - 1
+    return out
+
+
+def _all_of(checks: tuple[Callable[[Any], bool], ...]) -> Callable[[Any], bool]:
+    return lambda instance: all(check(instance) for check in checks)
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from referencing.jsonschema import DRAFT202012
 
 from renderer.findings.diagnostics import Location
 from renderer.output.cel import CelViolation, CompiledRules, UncheckedRule, compile_rules
-from renderer.output.crds import Crd, CrdSet, CrdValidatorClass, convert_crd_root
-from renderer.output.defaults import apply_defaults
+from renderer.output.crds import Crd, CrdSet, CrdValidatorClass, compile_fast, convert_crd_root
+from renderer.output.defaults import apply_defaults, defaulted
 from renderer.output.kubernetes_schemas import (
     DEFINITIONS_URI,
     KNOWN_BUILTIN_GROUPS,
@@ -149,17 +149,21 @@ class _FastCheck(Protocol):
 class _Compiled:
     validator: _Validator
     gvks: frozenset[tuple[str, str, str]]  # (group, version, kind) the schema is for
-    fast: _FastCheck
+    fast: _FastCheck | None
     """The same schema compiled by jsonschema-rs: it says whether an object is valid ~40x
     faster, and only an object it refuses goes through `validator` for the problems' words
-    (docs/output-validation.md, "The compiled check")."""
+    (docs/output-validation.md, "The compiled check"). None for a CRD schema it is not proven
+    to judge alike (`crds.compile_fast`)."""
 
-    def errors(self, instance: Any) -> Iterable[ValidationError]:
-        try:
-            if self.fast.is_valid(instance):
-                return ()
-        except (ValueError, TypeError):  # a value JSON has no type for: let jsonschema say so
-            pass
+    def errors(self, instance: Any, plain: bool = True) -> Iterable[ValidationError]:
+        """jsonschema's errors for `instance`, none without asking it when jsonschema-rs finds
+        it valid; `plain`: whether `instance` is known to be plain JSON (`defaulted`)."""
+        if plain and self.fast is not None:
+            try:
+                if self.fast.is_valid(instance):
+                    return ()
+            except (ValueError, TypeError):  # a value JSON has no type for: jsonschema says
+                pass
         return self.validator.iter_errors(instance)
 
 
@@ -236,7 +240,7 @@ class OutputValidator:
         self._builtin: dict[tuple[str, str], _Compiled | None] = {}
         self._fast_registries: dict[str, Any] = {}
         self._definitions_read: dict[str, Any] = {}
-        self._custom: dict[tuple[str, str, str], _Validator] = {}
+        self._custom: dict[tuple[str, str, str], _Compiled] = {}
         self._cel: dict[tuple[str, str, str], CompiledRules] = {}
 
     def for_repository(self, root: Path, sources: Sequence[Path] = ()) -> OutputValidator:
@@ -403,13 +407,13 @@ class OutputValidator:
         obj: Mapping[str, Any],
         crd: Crd,
         version: str,
-        compiled: _Validator,
+        compiled: _Compiled,
         old_of: Callable[[], Mapping[str, Any] | None] | None,
     ) -> Checked:
         schema = crd.schemas[version]
-        body = apply_defaults(obj, schema)
+        body, plain = defaulted(obj, schema)
         found: set[Found] = set(_metadata_problems(body))
-        for error in compiled.iter_errors(body):
+        for error in compiled.errors(body, plain):
             found.update(messages(error))
         ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
         problems = [SchemaProblem(format_path(path), message) for path, message in ordered]
@@ -493,11 +497,11 @@ class OutputValidator:
             return None
         return compiled
 
-    def _custom_validator(self, crd: Crd, version: str) -> _Validator:
+    def _custom_validator(self, crd: Crd, version: str) -> _Compiled:
         key = (str(crd.source), crd.name, version)
-        validator = self._custom.get(key)
-        if validator is None:
+        compiled = self._custom.get(key)
+        if compiled is None:
             schema = convert_crd_root(crd.schemas[version])
-            validator = CrdValidatorClass(schema)
-            self._custom[key] = validator
-        return validator
+            compiled = _Compiled(CrdValidatorClass(schema), frozenset(), compile_fast(schema))
+            self._custom[key] = compiled
+        return compiled
