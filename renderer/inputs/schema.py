@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
@@ -104,6 +105,20 @@ class Schema:
     kind: str
     validator: Draft202012Validator
     raw: Mapping[str, Any]
+    fast: Any = None
+    """The same schema compiled by jsonschema-rs (`compile_fast`), None where it is not proven to
+    judge alike: it says whether a document is valid, and only a document it refuses goes
+    through `validator` for the findings' words (docs/output-validation.md, "The compiled
+    check")."""
+
+    def valid(self, data: Any) -> bool:
+        """Whether jsonschema-rs finds `data` valid; False when it cannot say."""
+        if self.fast is None:
+            return False
+        try:
+            return bool(self.fast.is_valid(data))
+        except (ValueError, TypeError):  # a value JSON has no type for: jsonschema says
+            return False
 
 
 @cache
@@ -112,7 +127,119 @@ def schema_for(kind: str) -> Schema:
     path = SCHEMA_DIR / f"{kind.lower()}.schema.json"
     raw = json.loads(path.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(raw)
-    return Schema(kind, Draft202012Validator(raw), raw)
+    return Schema(kind, Draft202012Validator(raw), raw, compile_fast(raw))
+
+
+_PYTHON_PATTERN = "x-gpuplane-python-pattern"
+"""The keyword that replaces `pattern` in the schema given to jsonschema-rs: its value indexes
+the compiled patterns, searched with Python's `re`, as jsonschema searches them (Rust's regex
+reads `$` before a final newline, and `\\s`, differently)."""
+
+_SCHEMA_MAPS = frozenset({"$defs", "properties", "patternProperties", "dependentSchemas"})
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SCHEMA_ONE = frozenset(
+    {
+        "items",
+        "additionalProperties",
+        "propertyNames",
+        "contains",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_SAME_IN_BOTH = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$ref",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "format",
+        "type",
+        "enum",
+        "const",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+        "required",
+        "dependentRequired",
+    }
+)
+"""Keywords jsonschema-rs reads as jsonschema does (tests/test_fast_schema_check.py proves it on
+every field of every input file); another one (`multipleOf`, whose float arithmetic differs,
+`$dynamicRef`, ...) keeps the schema on jsonschema alone. `format` is an annotation in both."""
+
+
+class _Unproven(Exception):
+    """A schema the compiled check is not proven to judge as jsonschema does."""
+
+
+def compile_fast(raw: Mapping[str, Any]) -> Any:
+    """A jsonschema-rs validator that finds a document valid exactly when jsonschema does, or
+    None where that is not proven."""
+    searches: list[Callable[[str], Any]] = []
+    try:
+        rewritten = _for_rust(raw, searches)
+    except _Unproven:
+        return None
+
+    class PythonPattern:
+        def __init__(self, parent_schema: Any, value: int, schema_path: Any) -> None:
+            self.search = searches[value]
+
+        def validate(self, instance: Any) -> None:
+            if isinstance(instance, str) and self.search(instance) is None:
+                raise ValueError("does not match the pattern")
+
+    try:
+        return jsonschema_rs.Draft202012Validator(
+            rewritten, validate_formats=False, keywords={_PYTHON_PATTERN: PythonPattern}
+        )
+    except (ValueError, TypeError, jsonschema_rs.ValidationError):
+        return None
+
+
+def _for_rust(node: Any, searches: list[Callable[[str], Any]]) -> Any:
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "pattern":
+            if not isinstance(value, str):
+                raise _Unproven(key)
+            searches.append(re.compile(value).search)
+            out[_PYTHON_PATTERN] = len(searches) - 1
+        elif key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: _for_rust(v, searches) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_for_rust(v, searches) for v in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = _for_rust(value, searches)
+        elif key in _SAME_IN_BOTH:
+            out[key] = value
+        else:
+            raise _Unproven(key)
+    return out
 
 
 def check_document(doc: Document, folder: str) -> list[Diagnostic]:
@@ -133,7 +260,7 @@ def check_document(doc: Document, folder: str) -> list[Diagnostic]:
     if envelope:
         return envelope
     schema = schema_for(expected_kind)
-    errors = list(schema.validator.iter_errors(data))
+    errors = [] if schema.valid(data) else list(schema.validator.iter_errors(data))
     # a value of the wrong type is reported once: not also as "not one of" or "wrong format"
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
