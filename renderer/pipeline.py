@@ -8,7 +8,9 @@ CLI decides whether to call it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import hashlib
+import pickle
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -24,7 +26,7 @@ from renderer.findings.diagnostics import (
 )
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
-from renderer.inputs.source import load_file
+from renderer.inputs.source import LoadResult, load_bytes, read_input
 from renderer.layers import gpu, observability, queueing, security, templates, tenancy
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
@@ -196,14 +198,41 @@ class Rendered:
     diagnostics: list[Diagnostic]
 
 
-def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded:
+InputCache = MutableMapping[tuple[str, bytes], bytes]
+"""(file, SHA-256 of its bytes) -> the file loaded and its schema problems, pickled when they
+were made (so that nothing done to the data later reaches the cache): what loading those bytes
+under that name gives, whatever run asks. The render index keeps one between runs."""
+
+
+def _load_checked(
+    entry: Path, display: str, folder: str, inputs: InputCache | None
+) -> tuple[LoadResult, tuple[Diagnostic, ...]]:
+    """One input file loaded and schema-checked; from `inputs` when it holds these bytes."""
+    raw = read_input(entry, display)
+    if isinstance(raw, LoadResult):
+        return raw, ()
+    key = (display, hashlib.sha256(raw).digest()) if inputs is not None else None
+    if inputs is not None and key is not None and key in inputs:
+        kept: tuple[LoadResult, tuple[Diagnostic, ...]] = pickle.loads(inputs[key])
+        return kept
+    result = load_bytes(raw, display)
+    problems = tuple(check_document(result.document, folder)) if result.document else ()
+    if inputs is not None and key is not None:
+        inputs[key] = pickle.dumps((result, problems), protocol=pickle.HIGHEST_PROTOCOL)
+    return result, problems
+
+
+def load_platform(
+    root: Path, *, changed: model.Changes | None = None, inputs: InputCache | None = None
+) -> Loaded:
     """Load, schema-check and model every input file, then run the policy rules.
 
     `changed`: the input files (relative to `root`) the change being checked adds or edits,
     each with its changed lines (None: the whole file), as
     `renderer.inputs.changes.changed_lines` finds them; None when unknown. The policy places a
     finding several files share on the entry the change touched. Nothing here runs git: the
-    caller decides.
+    caller decides. `inputs`: files loaded before, by their bytes (`InputCache`); what this
+    run loads is added to it.
     """
     diagnostics: list[Diagnostic] = []
     objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
@@ -222,13 +251,12 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
                 diagnostics.append(_stray(entry, display))
                 continue
             count += 1
-            result = load_file(entry, display)
+            result, problems = _load_checked(entry, display, folder, inputs)
             diagnostics.extend(result.diagnostics)
             if result.document is None:
                 broken.add((kind, entry.stem))
                 continue
             documents[display] = (result.document.data, result.document.source)
-            problems = check_document(result.document, folder)
             diagnostics.extend(problems)
             if problems:
                 broken.add((kind, entry.stem))
@@ -240,11 +268,10 @@ def load_platform(root: Path, *, changed: model.Changes | None = None) -> Loaded
     settings = root / REPOSITORY_FILE
     if settings.is_file() and not settings.is_symlink():
         count += 1
-        result = load_file(settings, REPOSITORY_FILE)
+        result, problems = _load_checked(settings, REPOSITORY_FILE, ".", inputs)
         diagnostics.extend(result.diagnostics)
         if result.document is not None:
             documents[REPOSITORY_FILE] = (result.document.data, result.document.source)
-            problems = check_document(result.document, ".")
             diagnostics.extend(problems)
             if not problems:
                 repository = model.repository_from(result.document.data, result.document.source)

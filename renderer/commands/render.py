@@ -102,7 +102,8 @@ def render_tree(
     each cluster's name when it is done. `index`: what each cluster rendered last time; a
     cluster whose key and files are as recorded is taken from it (`render_index`), and the
     index is brought up to date here (the caller saves it)."""
-    loaded = load_platform(root, changed=changed)
+    index = index if index is not None else RenderIndex.disabled()
+    loaded = load_platform(root, changed=changed, inputs=index.input_cache())
     diagnostics = list(loaded.diagnostics)
 
     def nothing(found: list[Diagnostic]) -> RenderedTree:
@@ -117,7 +118,6 @@ def render_tree(
         return nothing([*diagnostics, *missing])
     work = _Work(loaded.platform, validator, previous, target, keep_files)
     names = sorted(loaded.platform.clusters)
-    index = index if index is not None else RenderIndex.disabled()
     keys = index.keys(root, loaded.platform, previous) if index.path is not None else {}
     reused: dict[str, ClusterRecord] = {}
     for name in names:

@@ -28,7 +28,7 @@ import hashlib
 import os
 import pickle
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -37,11 +37,11 @@ from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.transitions import CommittedTree
-from renderer.pipeline import ClusterOutcome
+from renderer.pipeline import ClusterOutcome, InputCache
 
 __all__ = ["ClusterRecord", "RenderIndex", "Stat", "file_stat"]
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
 
 PINNED = (
@@ -90,6 +90,14 @@ class RenderIndex:
     """Where it is kept; None: kept nowhere (`--no-index`)."""
     clusters: dict[str, ClusterRecord] = field(default_factory=dict)
     fingerprint: bytes = b""
+    inputs: dict[tuple[str, bytes], bytes] = field(default_factory=dict)
+    """Each input file as loaded and schema-checked, by name and bytes (`pipeline.InputCache`);
+    entries this run did not ask for are dropped when it is saved."""
+    _asked: set[tuple[str, bytes]] = field(default_factory=set)
+
+    def input_cache(self) -> InputCache | None:
+        """The loaded inputs to start from, or None when the index is off."""
+        return None if self.path is None else _Recorded(self)
 
     @classmethod
     def disabled(cls) -> RenderIndex:
@@ -115,15 +123,23 @@ class RenderIndex:
             and stored.get("format") == FORMAT
             and stored.get("fingerprint") == fingerprint
             and isinstance(stored.get("clusters"), dict)
+            and isinstance(stored.get("inputs"), dict)
         ):
             index.clusters = stored["clusters"]
+            index.inputs = stored["inputs"]
         return index
 
     def save(self) -> None:
         """Write the index atomically; a cache that cannot be written is no error."""
         if self.path is None:
             return
-        data = {"format": FORMAT, "fingerprint": self.fingerprint, "clusters": self.clusters}
+        inputs = {k: v for k, v in self.inputs.items() if k in self._asked}
+        data = {
+            "format": FORMAT,
+            "fingerprint": self.fingerprint,
+            "clusters": self.clusters,
+            "inputs": inputs,
+        }
         staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,20 +184,71 @@ class RenderIndex:
         record = self.clusters.get(name)
         if record is None or record.key != key:
             return None
-        on_disk = set(_files_below(target / name, f"{name}/"))
-        if on_disk != set(record.files):
+        on_disk = _stats_below(str(target), f"{name}/")
+        if on_disk.keys() != record.files.keys():
             return None
         for path, (digest, stat) in record.files.items():
-            full = target / path
-            now = file_stat(full)
-            if now is None:
-                return None
+            now = on_disk[path]
             if stat is not None and now == stat:
                 continue
-            if _digest_file(full) != digest:
+            if now is None or _digest_file(target / path) != digest:
                 return None
             record.files[path] = (digest, now)
         return record
+
+
+def _stats_below(target: str, prefix: str) -> dict[str, Stat | None]:
+    """Each file below `target/prefix` (a path relative to `target`) with its stat, in one walk
+    of the folders (a symbolic link counts as a file, and never matches a recorded stat)."""
+    found: dict[str, Stat | None] = {}
+    pending = [prefix.rstrip("/")]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(os.path.join(target, folder)))
+        except OSError:
+            continue
+        for entry in entries:
+            relative = f"{folder}/{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(relative)
+                continue
+            try:
+                got = entry.stat(follow_symlinks=False)
+            except OSError:
+                found[relative] = None
+                continue
+            stat = (got.st_size, got.st_mtime_ns, got.st_ctime_ns, got.st_ino)
+            found[relative] = None if entry.is_symlink() else stat
+    return found
+
+
+class _Recorded(MutableMapping[tuple[str, bytes], bytes]):
+    """The index's loaded inputs, remembering which this run asked for."""
+
+    def __init__(self, index: RenderIndex) -> None:
+        self._index = index
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, tuple):
+            self._index._asked.add(key)
+        return key in self._index.inputs
+
+    def __getitem__(self, key: tuple[str, bytes]) -> bytes:
+        return self._index.inputs[key]
+
+    def __setitem__(self, key: tuple[str, bytes], value: bytes) -> None:
+        self._index._asked.add(key)
+        self._index.inputs[key] = value
+
+    def __delitem__(self, key: tuple[str, bytes]) -> None:
+        del self._index.inputs[key]
+
+    def __iter__(self) -> Iterator[tuple[str, bytes]]:
+        return iter(self._index.inputs)
+
+    def __len__(self) -> int:
+        return len(self._index.inputs)
 
 
 def _changed_lines(platform: model.Platform, file: str) -> str:
@@ -201,14 +268,6 @@ def _digest_file(path: Path) -> bytes:
             return hashlib.sha256(handle.read()).digest()
     except OSError:
         return b""
-
-
-def _files_below(folder: Path, prefix: str) -> Iterable[str]:
-    for path, _, names in os.walk(folder):
-        relative = os.path.relpath(path, folder)
-        head = prefix if relative == "." else f"{prefix}{Path(relative).as_posix()}/"
-        for name in names:
-            yield f"{head}{name}"
 
 
 def code_and_schema_fingerprint(

@@ -160,13 +160,13 @@ class LoadResult:
 
 def load_file(file: Path, display: str) -> LoadResult:
     """Read and check one input file; `display` is the repository-relative name used in reports."""
-    raw = _read_raw(file, display)
+    raw = read_input(file, display)
     if isinstance(raw, LoadResult):
         return raw
     return load_bytes(raw, display)
 
 
-def _read_raw(file: Path, display: str) -> bytes | LoadResult:
+def read_input(file: Path, display: str) -> bytes | LoadResult:
     """The file's bytes, or why not: unreadable, or over MAX_FILE_BYTES (never read past it)."""
     try:
         size = file.stat().st_size
@@ -334,7 +334,7 @@ def load_stream(file: Path, display: str) -> StreamResult:
     for `gpuplane fit`), with `load_file`'s protections: size, encoding, tags, alias bombs, depth,
     duplicate keys, plus a cap on the number of documents and on their nodes together. Tabs are
     left to the parser: it refuses them where they indent, and in a block scalar they are text."""
-    raw = _read_raw(file, display)
+    raw = read_input(file, display)
     if isinstance(raw, LoadResult):
         return StreamResult((), raw.diagnostics)
     text = _decode(raw, display)
