@@ -204,14 +204,38 @@ were made (so that nothing done to the data later reaches the cache): what loadi
 under that name gives, whatever run asks. The render index keeps one between runs."""
 
 
-def _load_checked(
+def input_files(root: Path) -> list[tuple[Path, str, str]]:
+    """(path, name in reports, folder) of every file `load_platform` loads ("." for the
+    repository settings), in the order it loads them."""
+    found = []
+    for folder in KIND_FOLDERS:
+        directory = root / folder
+        if not directory.is_dir():
+            continue
+        for entry in sorted(directory.iterdir()):
+            if entry.name in IGNORED_FILES or entry.name.startswith("."):
+                continue
+            if not entry.is_symlink() and entry.is_file() and entry.suffix == ".yaml":
+                found.append((entry, f"{folder}/{entry.name}", folder))
+    settings = root / REPOSITORY_FILE
+    if settings.is_file() and not settings.is_symlink():
+        found.append((settings, REPOSITORY_FILE, "."))
+    return found
+
+
+def input_key(display: str, raw: bytes) -> tuple[str, bytes]:
+    """An input file's key in an `InputCache`."""
+    return (display, hashlib.sha256(raw).digest())
+
+
+def load_checked(
     entry: Path, display: str, folder: str, inputs: InputCache | None
 ) -> tuple[LoadResult, tuple[Diagnostic, ...]]:
     """One input file loaded and schema-checked; from `inputs` when it holds these bytes."""
     raw = read_input(entry, display)
     if isinstance(raw, LoadResult):
         return raw, ()
-    key = (display, hashlib.sha256(raw).digest()) if inputs is not None else None
+    key = input_key(display, raw) if inputs is not None else None
     if inputs is not None and key is not None and key in inputs:
         kept: tuple[LoadResult, tuple[Diagnostic, ...]] = pickle.loads(inputs[key])
         return kept
@@ -251,7 +275,7 @@ def load_platform(
                 diagnostics.append(_stray(entry, display))
                 continue
             count += 1
-            result, problems = _load_checked(entry, display, folder, inputs)
+            result, problems = load_checked(entry, display, folder, inputs)
             diagnostics.extend(result.diagnostics)
             if result.document is None:
                 broken.add((kind, entry.stem))
@@ -268,7 +292,7 @@ def load_platform(
     settings = root / REPOSITORY_FILE
     if settings.is_file() and not settings.is_symlink():
         count += 1
-        result, problems = _load_checked(settings, REPOSITORY_FILE, ".", inputs)
+        result, problems = load_checked(settings, REPOSITORY_FILE, ".", inputs)
         diagnostics.extend(result.diagnostics)
         if result.document is not None:
             documents[REPOSITORY_FILE] = (result.document.data, result.document.source)

@@ -110,3 +110,26 @@ def test_the_default_is_one_worker_per_cpu() -> None:
     from renderer.commands.render import default_jobs
 
     assert default_jobs() == len(os.sched_getaffinity(0))
+
+
+def test_inputs_loaded_in_workers_give_the_same_report(
+    tmp_path: Path, crds: Path, gpuplane: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the threshold lowered, the example's input files are loaded in worker processes:
+    the findings of a broken file, a schema error and a policy error read the same."""
+    from renderer.commands import render
+
+    root = copy_inputs(REPO, tmp_path / "repo")
+    teams = sorted((root / "teams").glob("*.yaml"))
+    teams[0].write_text(teams[0].read_text() + "broken: [\n")
+    teams[1].write_text(teams[1].read_text().replace("spec:", "spec:\n  unknownField: 1", 1))
+    pool = sorted((root / "pools").glob("*.yaml"))[0]
+    pool.write_text(pool.read_text().replace("kind: Pool", "kind: Pool\nextra: true", 1))
+    outputs = []
+    for threshold, jobs in ((10_000, "1"), (2, "3")):
+        monkeypatch.setattr(render, "PARALLEL_LOAD_FROM", threshold)
+        result = _render(gpuplane, root, "--crds", str(crds), "--check", "-j", jobs)
+        assert result.exit_code == 1
+        outputs.append(result.output)
+    assert outputs[0] == outputs[1]
+    assert teams[0].name in outputs[0] and teams[1].name in outputs[0] and pool.name in outputs[0]

@@ -21,11 +21,22 @@ from pathlib import Path
 
 from renderer.commands.render_index import ClusterRecord, RenderIndex, Stat, digests_of, file_stat
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
+from renderer.inputs.source import read_input
 from renderer.model import platform as model
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import Staleness, build_tree, compare_folder, entries_outside
-from renderer.pipeline import ClusterOutcome, check_cluster, load_platform, merge_findings, prepare
+from renderer.pipeline import (
+    ClusterOutcome,
+    InputCache,
+    check_cluster,
+    input_files,
+    input_key,
+    load_checked,
+    load_platform,
+    merge_findings,
+    prepare,
+)
 
 __all__ = ["RenderedTree", "default_jobs", "render_tree", "restat"]
 
@@ -103,7 +114,10 @@ def render_tree(
     cluster whose key and files are as recorded is taken from it (`render_index`), and the
     index is brought up to date here (the caller saves it)."""
     index = index if index is not None else RenderIndex.disabled()
-    loaded = load_platform(root, changed=changed, inputs=index.input_cache())
+    inputs = index.input_cache()
+    inputs = inputs if inputs is not None else {}
+    _load_in_workers(root, inputs, jobs)
+    loaded = load_platform(root, changed=changed, inputs=inputs)
     diagnostics = list(loaded.diagnostics)
 
     def nothing(found: list[Diagnostic]) -> RenderedTree:
@@ -201,6 +215,35 @@ def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_Cluster
             yield from pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
     finally:
         _WORK = None
+
+
+PARALLEL_LOAD_FROM = 200
+"""Fewer input files to load than this are loaded in this process: forking costs more."""
+
+
+def _load_in_workers(root: Path, inputs: InputCache, jobs: int) -> None:
+    """Load the input files `inputs` does not hold yet in `jobs` worker processes, each a
+    share, into `inputs` (pickled, as the cache keeps them); `load_platform` then reads them
+    from there, in order, and reports as if it had loaded them itself."""
+    todo = []
+    for entry, display, folder in input_files(root):
+        raw = read_input(entry, display)
+        if isinstance(raw, bytes) and input_key(display, raw) not in inputs:
+            todo.append((entry, display, folder))
+    jobs = min(jobs, len(todo) // (PARALLEL_LOAD_FROM // 2))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return
+    shares = [todo[i::jobs] for i in range(jobs)]
+    with multiprocessing.get_context("fork").Pool(processes=jobs) as pool:
+        for loaded in pool.imap_unordered(_load_share, shares):
+            inputs.update(loaded)
+
+
+def _load_share(share: list[tuple[Path, str, str]]) -> dict[tuple[str, bytes], bytes]:
+    loaded: dict[tuple[str, bytes], bytes] = {}
+    for entry, display, folder in share:
+        load_checked(entry, display, folder, loaded)
+    return loaded
 
 
 def _render_in_worker(name: str) -> _ClusterFiles:
