@@ -48,6 +48,12 @@ from renderer.policy.check import check_policy
 Layer = Callable[[ClusterView], Iterator[Output]]
 
 
+def import_layers() -> None:
+    """Import what the layers import on first use (Hera, for the workflows layer), so that
+    worker processes forked afterwards start with it."""
+    from renderer.layers import workflows  # noqa: F401
+
+
 def render_workflows(view: ClusterView) -> Iterator[Output]:
     """The workflows layer, imported on first use: it builds on Hera, whose models take about a
     second to import, and `validate`, `plan` and `fit` never render."""

@@ -13,16 +13,20 @@ report are the same bytes whatever the number of workers (tests/test_render_jobs
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from renderer.commands.render_index import ClusterRecord, RenderIndex, Stat, digests_of, file_stat
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.inputs.source import read_input
 from renderer.model import platform as model
+from renderer.output.crds import CrdLoadError
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import Staleness, build_tree, compare_folder, entries_outside
@@ -30,6 +34,7 @@ from renderer.pipeline import (
     ClusterOutcome,
     InputCache,
     check_cluster,
+    import_layers,
     input_files,
     input_key,
     load_checked,
@@ -116,7 +121,7 @@ def render_tree(
     index = index if index is not None else RenderIndex.disabled()
     inputs = index.input_cache()
     inputs = inputs if inputs is not None else {}
-    _load_in_workers(root, inputs, jobs)
+    _load_in_workers(root, inputs, jobs, validator)
     loaded = load_platform(root, changed=changed, inputs=inputs)
     diagnostics = list(loaded.diagnostics)
 
@@ -210,8 +215,7 @@ def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_Cluster
     ordered = sorted(names, key=lambda n: (-weight[n], n))
     _WORK = work
     try:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(processes=jobs) as pool:
+        with _pool(jobs) as pool:
             yield from pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
     finally:
         _WORK = None
@@ -221,22 +225,35 @@ PARALLEL_LOAD_FROM = 200
 """Fewer input files to load than this are loaded in this process: forking costs more."""
 
 
-def _load_in_workers(root: Path, inputs: InputCache, jobs: int) -> None:
+def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: OutputValidator) -> None:
     """Load the input files `inputs` does not hold yet in `jobs` worker processes, each a
     share, into `inputs` (pickled, as the cache keeps them); `load_platform` then reads them
-    from there, in order, and reports as if it had loaded them itself."""
+    from there, in order, and reports as if it had loaded them itself. Meanwhile this process
+    does what each cluster worker would otherwise do first: import the layers and read the
+    CRDs given on the command line."""
     todo = []
     for entry, display, folder in input_files(root):
         raw = read_input(entry, display)
         if isinstance(raw, bytes) and input_key(display, raw) not in inputs:
             todo.append((entry, display, folder))
-    jobs = min(jobs, len(todo) // (PARALLEL_LOAD_FROM // 2))
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    workers = min(jobs, len(todo) // (PARALLEL_LOAD_FROM // 2))
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return
-    shares = [todo[i::jobs] for i in range(jobs)]
-    with multiprocessing.get_context("fork").Pool(processes=jobs) as pool:
-        for loaded in pool.imap_unordered(_load_share, shares):
+    shares = [todo[i::workers] for i in range(workers)]
+    with _pool(workers) as pool:
+        pending = pool.map_async(_load_share, shares)
+        import_layers()
+        with contextlib.suppress(CrdLoadError):  # reported where the CRD is first needed
+            validator.load_all()
+        for loaded in pending.get():
             inputs.update(loaded)
+
+
+def _pool(workers: int) -> Any:
+    """Forked workers that leave what they inherit out of their garbage collections (the
+    platform, the validator: objects that live as long as they do), as the parent leaves its
+    imported modules out."""
+    return multiprocessing.get_context("fork").Pool(processes=workers, initializer=gc.freeze)
 
 
 def _load_share(share: list[tuple[Path, str, str]]) -> dict[tuple[str, bytes], bytes]:
