@@ -190,8 +190,27 @@ class Emitter:
         self._enter(value, seen)
         pad = " " * indent
         prefix = first_prefix
+        keys, inline = self._keys, self._inline
         for key, item in value.items():
-            out.append(prefix + self._key(key) + ":")
+            text = keys.get(key) if type(key) is str else None
+            if text is None:
+                text = self._key(key)
+            kind = type(item)
+            # the common entries, written at once: a string seen before, a number, a boolean
+            atom = (
+                inline.get(item)
+                if kind is str
+                else str(item)
+                if kind is int
+                else ("true" if item else "false")
+                if kind is bool
+                else None
+            )
+            if atom is not None:
+                out.append(f"{prefix}{text}: {atom}\n")
+                prefix = pad
+                continue
+            out.append(prefix + text + ":")
             prefix = pad
             if self._scalar(self._atom(item, seen), indent, out):
                 continue
@@ -209,7 +228,13 @@ class Emitter:
         self._enter(value, seen)
         pad = " " * indent
         prefix = first_prefix
+        inline = self._inline
         for item in value:
+            atom = inline.get(item) if type(item) is str else None
+            if atom is not None:
+                out.append(f"{prefix}- {atom}\n")
+                prefix = pad
+                continue
             out.append(prefix + "-")
             prefix = pad
             if self._scalar(self._atom(item, seen), indent, out):
