@@ -60,12 +60,19 @@ def comment_lines(text: str, width: int = 98) -> str:
 def _kustomizations(files: Mapping[str, bytes]) -> dict[str, bytes]:
     """A kustomization.yaml in every folder, listing its files and subfolders, so that
     `kubectl kustomize rendered/<cluster>` builds a whole cluster for a person at a terminal."""
-    entries: dict[PurePosixPath, set[str]] = {}
+    entries: dict[str, set[str]] = {}
     for path in files:
-        current = PurePosixPath(path)
-        while len(current.parts) > 1:
-            entries.setdefault(current.parent, set()).add(current.name)
-            current = current.parent
+        current = path
+        while "/" in current:  # each folder, up to the top one, lists what it holds
+            folder, _, name = current.rpartition("/")
+            known = entries.get(folder)
+            if known is None:
+                entries[folder] = {name}
+            elif name in known:
+                break  # the folders above list this one already
+            else:
+                known.add(name)
+            current = folder
     result = {}
     for folder, names in entries.items():
         body = {
@@ -74,7 +81,7 @@ def _kustomizations(files: Mapping[str, bytes]) -> dict[str, bytes]:
             "resources": sorted(names),
         }
         text = "# Rendered by gpuplane; lists this folder for `kubectl kustomize`.\n" + dump(body)
-        result[str(folder / "kustomization.yaml")] = text.encode("utf-8")
+        result[f"{folder}/kustomization.yaml"] = text.encode("utf-8")
     return result
 
 
