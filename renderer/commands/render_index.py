@@ -174,7 +174,7 @@ class RenderIndex:
                 key.update(digests[file])
             if previous is not None:
                 key.update(f"\0previous\0{previous.origin}\0".encode())
-                key.update(previous.fingerprint(f"{name}/"))
+                key.update(previous.fingerprint(name))
             keys[name] = key.digest()
         return keys
 

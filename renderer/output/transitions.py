@@ -57,6 +57,7 @@ class CommittedTree:
         self._parsed: dict[str, tuple[list[Any], str | None]] = {}
         self._unread: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._by_name: dict[tuple[str, str], list[str]] | None = None
+        self._by_folder: dict[str, list[str]] | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -76,19 +77,26 @@ class CommittedTree:
             self._contents[path] = found
         return self._contents[path]
 
-    def fingerprint(self, prefix: str) -> bytes:
-        """A digest of what the tree holds below `prefix` (`prod-east/`): each path with its
-        blob id (git), its size and times (disk) or its bytes (already read)."""
+    def fingerprint(self, folder: str) -> bytes:
+        """A digest of what the tree holds below the top folder `folder` (`prod-east`): each
+        path with its blob id (git), its size, times and inode (disk) or its bytes (already
+        read)."""
+        if self._by_folder is None:
+            grouped: dict[str, list[str]] = {}
+            for path in self._paths:
+                grouped.setdefault(path.partition("/")[0], []).append(path)
+            self._by_folder = grouped
         digest = hashlib.sha256()
-        for path in self.paths:
-            if not path.startswith(prefix):
-                continue
-            digest.update(f"{path}\0".encode())
+        disk = self.origin == "disk"
+        for path in self._by_folder.get(folder, ()):
+            if "/" not in path:
+                continue  # a file named like the folder, beside it
             if path in self._contents:
+                digest.update(f"{path}\0".encode())
                 digest.update(hashlib.sha256(self._contents[path]).digest())
                 continue
             where = self._unread_paths[path]
-            if self.origin == "disk":
+            if disk:
                 try:
                     found = os.stat(where)
                     where = (
@@ -96,7 +104,7 @@ class CommittedTree:
                     )
                 except OSError:
                     where = "unreadable"
-            digest.update(f"{where}\0".encode())
+            digest.update(f"{path}\0{where}\0".encode())
         return digest.digest()
 
     def __contains__(self, path: str) -> bool:
