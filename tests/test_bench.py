@@ -90,7 +90,9 @@ def test_a_tiny_run_times_every_stage_command_and_tool(
 
 def test_peak_memory_counts_every_process_of_a_command(tmp_path: Path) -> None:
     """Two forked workers each fill 100 MiB of their own at the same time: the command held
-    about 200 MiB, which the peak of any one process (ru_maxrss, ~100 MiB) leaves half out."""
+    about 200 MiB, which the peak of any one process (ru_maxrss, ~100 MiB) leaves half out;
+    and what the benchmark itself holds (forked children inherit its ru_maxrss) is not
+    counted."""
     program = (
         "import os, time\n"
         "pids = []\n"
@@ -104,5 +106,6 @@ def test_peak_memory_counts_every_process_of_a_command(tmp_path: Path) -> None:
         "for pid in pids:\n"
         "    os.waitpid(pid, 0)\n"
     )
+    ballast = b"y" * (300 * 2**20)  # noqa: F841 - held by this process while the command runs
     _, peak_kib = run.run_command([sys.executable, "-c", program], tmp_path, 0)
-    assert peak_kib > 190 * 1024, peak_kib
+    assert 190 * 1024 < peak_kib < 280 * 1024, peak_kib
