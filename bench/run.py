@@ -42,6 +42,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.generate import generate_platform
+from renderer.cli import tune_garbage_collection
 from renderer.inputs.schema import KIND_FOLDERS, check_document
 from renderer.inputs.source import Document, load_file
 from renderer.model import platform as model
@@ -494,6 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     crds = crds.resolve()  # the commands run in the generated platform's folder
+    tune_garbage_collection()  # the stages run under the collector settings the program has
     factors = [int(f) for f in args.sizes.split(",")]
     sizes: list[Size] = []
     try:

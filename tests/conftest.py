@@ -35,6 +35,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def render_index_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The render index keeps one file per repository path; the tests render hundreds of
+    temporary repositories, whose indexes belong in a temporary folder, not in the user's
+    cache. A test that is about the cache sets GPUPLANE_CACHE_DIR itself."""
+    if "GPUPLANE_CACHE_DIR" in os.environ:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPUPLANE_CACHE_DIR", str(tmp_path_factory.mktemp("gpuplane-cache")))
+        yield
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     wanted = bool(request.config.getoption("--update-golden"))
