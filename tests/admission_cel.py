@@ -2,7 +2,8 @@
 
 The API server's order (KEP-3488): every matchCondition must be true, or the policy is
 skipped; variables are evaluated in order and read as `variables.<name>`; each validation that
-is not true (false, or an error: the policies fail closed) denies with its message.
+is not true (false, or an error: the policies fail closed) denies with its message (its
+`messageExpression`'s value where it has one).
 `object`, `oldObject`, `request` and `namespaceObject` are what the API server passes.
 Kueue's mutating webhook runs before any validating admission, so `kueue_webhook` applies what
 Kueue v0.19's pod and job webhooks do to an object of a Kueue-managed namespace.
@@ -40,6 +41,20 @@ def _plain(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if value is None else dict(value)
 
 
+def _message(validation: Mapping[str, Any], activation: Mapping[str, Any]) -> str:
+    """A denial as the API server words it: a validation's `messageExpression`, evaluated with
+    the same variables as the validation (Kubernetes' `Validation.messageExpression`); where it
+    fails, or gives a blank string or one with a line break, the API server falls back to
+    `message`, and so does this."""
+    fallback = str(validation.get("message", validation["expression"]))
+    if "messageExpression" not in validation:
+        return fallback
+    value = _value(compile_expression(validation["messageExpression"]), activation)
+    if not isinstance(value, str) or not value.strip() or "\n" in value or "\r" in value:
+        return fallback
+    return str(value)
+
+
 def evaluate(
     policy: Mapping[str, Any],
     obj: Mapping[str, Any] | None,
@@ -49,14 +64,19 @@ def evaluate(
     username: str = "oidc:alice@example.com",
     namespace: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """The messages of the validations that deny this request (empty: admitted)."""
+    """The messages of the validations that deny this request (empty: admitted), in the
+    policy's order. `request.namespace` is the namespace's name, as the API server passes it."""
     spec = policy["spec"]
+    request: dict[str, Any] = {
+        "operation": operation,
+        "userInfo": {"username": username, "groups": []},
+    }
+    if namespace is not None:
+        request["namespace"] = namespace["metadata"]["name"]
     activation: dict[str, Any] = {
         "object": json_to_cel(_plain(obj)),
         "oldObject": json_to_cel(_plain(old)),
-        "request": json_to_cel(
-            {"operation": operation, "userInfo": {"username": username, "groups": []}}
-        ),
+        "request": json_to_cel(request),
         "namespaceObject": json_to_cel(_plain(namespace)),
     }
     for condition in spec.get("matchConditions", []):
@@ -75,7 +95,7 @@ def evaluate(
     for validation in spec["validations"]:
         result = _value(compile_expression(validation["expression"]), activation)
         if isinstance(result, CELEvalError) or not bool(result):
-            denied.append(str(validation.get("message", validation["expression"])))
+            denied.append(_message(validation, activation))
     return denied
 
 

@@ -42,7 +42,7 @@ from tests.admission_cel import (
     evaluate,
     kueue_webhook,
 )
-from tests.admission_messages import evaluate as with_messages
+from tests.admission_cel import evaluate as with_messages
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, render_clean
 
 ALICE = "oidc:alice@example.com"

@@ -24,7 +24,7 @@ from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, render_platform
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
-from tests.admission_messages import evaluate as with_messages
+from tests.admission_cel import evaluate as with_messages
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, render_clean
 
 KUEUE_EXAMPLES = REPO.parent / "shared" / "reference" / "kueue-examples"
