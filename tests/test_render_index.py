@@ -13,36 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.generate import generate_platform
-from renderer.model.view import ClusterView, Tenant, cluster_slice, slice_files
+from renderer.model.view import ClusterView, cluster_slice, slice_files
 from renderer.pipeline import load_platform, render_cluster
 from tests.conftest import REPO, tree
-
-
-def _whole_view(platform, cluster) -> ClusterView:  # type: ignore[no-untyped-def]
-    """The view as it was before slices: the cluster's own pools, queues and tenants, and the
-    whole platform behind them."""
-    name = cluster.name
-    tenants = []
-    for team_name in sorted(platform.teams):
-        team = platform.teams[team_name]
-        namespaces = tuple(
-            sorted((ns for ns in team.namespaces if ns.cluster == name), key=lambda n: n.name)
-        )
-        if namespaces:
-            tenants.append(Tenant(team, namespaces))
-    return ClusterView(
-        cluster=cluster,
-        platform=platform,
-        pools=tuple(
-            platform.pools[p] for p in sorted(platform.pools) if platform.pools[p].cluster == name
-        ),
-        queues=tuple(
-            platform.queues[q]
-            for q in sorted(platform.queues)
-            if platform.queues[q].cluster == name
-        ),
-        tenants=tuple(tenants),
-    )
 
 
 def _bodies(view: ClusterView) -> list[tuple[str, object]]:
@@ -66,7 +39,7 @@ def test_a_cluster_renders_the_same_from_its_slice(which: str, generated: Path) 
         cluster = platform.clusters[name]
         sliced = ClusterView.of(platform, cluster)
         assert sliced.platform is not platform
-        assert _bodies(sliced) == _bodies(_whole_view(platform, cluster)), name
+        assert _bodies(sliced) == _bodies(ClusterView.over(platform, cluster)), name
 
 
 def test_a_slice_holds_only_what_its_cluster_depends_on(generated: Path) -> None:

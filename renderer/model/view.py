@@ -34,8 +34,13 @@ class ClusterView:
     def of(cls, platform: Platform, cluster: Cluster) -> ClusterView:
         """The cluster's view of its slice of the platform (`cluster_slice`): a layer reading
         `view.platform` sees nothing the cluster does not depend on."""
+        return cls.over(cluster_slice(platform, cluster.name), cluster)
+
+    @classmethod
+    def over(cls, platform: Platform, cluster: Cluster) -> ClusterView:
+        """The cluster's pools, queues and tenants in `platform`, with `platform` behind them
+        (whole: the tests compare a slice's view with it)."""
         name = cluster.name
-        platform = cluster_slice(platform, name)
         tenants = []
         for team_name in sorted(platform.teams):
             team = platform.teams[team_name]
