@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import pickle
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -190,6 +190,8 @@ class Loaded:
     platform: model.Platform
     files: int
     diagnostics: list[Diagnostic]
+    digests: Mapping[str, bytes] = field(default_factory=dict)
+    """The SHA-256 of each input file read, by its name in reports (the render index's keys)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +212,10 @@ were made (so that nothing done to the data later reaches the cache): what loadi
 under that name gives, whatever run asks. The render index keeps one between runs."""
 
 
-def input_files(root: Path) -> list[tuple[Path, str, str]]:
-    """(path, name in reports, folder) of every file `load_platform` loads ("." for the
-    repository settings), in the order it loads them."""
-    found = []
+def _listed(root: Path) -> Iterator[tuple[Path, str, str, bool]]:
+    """(path, name in reports, folder, loadable) of every entry of the four input folders
+    that is not ignored, then of the repository settings where they are; an entry that is not
+    loadable is a stray (`_stray`)."""
     for folder in KIND_FOLDERS:
         directory = root / folder
         if not directory.is_dir():
@@ -221,12 +223,17 @@ def input_files(root: Path) -> list[tuple[Path, str, str]]:
         for entry in sorted(directory.iterdir()):
             if entry.name in IGNORED_FILES or entry.name.startswith("."):
                 continue
-            if not entry.is_symlink() and entry.is_file() and entry.suffix == ".yaml":
-                found.append((entry, f"{folder}/{entry.name}", folder))
+            loadable = not entry.is_symlink() and entry.is_file() and entry.suffix == ".yaml"
+            yield entry, f"{folder}/{entry.name}", folder, loadable
     settings = root / REPOSITORY_FILE
-    if settings.is_file() and not settings.is_symlink():
-        found.append((settings, REPOSITORY_FILE, "."))
-    return found
+    if settings.is_symlink() or settings.is_file():
+        yield settings, REPOSITORY_FILE, ".", not settings.is_symlink()
+
+
+def input_files(root: Path) -> list[tuple[Path, str, str]]:
+    """(path, name in reports, folder) of every file `load_platform` loads ("." for the
+    repository settings), in the order it loads them."""
+    return [(path, display, folder) for path, display, folder, ok in _listed(root) if ok]
 
 
 def input_key(display: str, raw: bytes) -> tuple[str, bytes]:
@@ -236,20 +243,21 @@ def input_key(display: str, raw: bytes) -> tuple[str, bytes]:
 
 def load_checked(
     entry: Path, display: str, folder: str, inputs: InputCache | None
-) -> tuple[LoadResult, tuple[Diagnostic, ...]]:
-    """One input file loaded and schema-checked; from `inputs` when it holds these bytes."""
+) -> tuple[LoadResult, tuple[Diagnostic, ...], bytes | None]:
+    """One input file loaded and schema-checked, and the SHA-256 of its bytes (None: not
+    read); from `inputs` when it holds these bytes."""
     raw = read_input(entry, display)
     if isinstance(raw, LoadResult):
-        return raw, ()
-    key = input_key(display, raw) if inputs is not None else None
-    if inputs is not None and key is not None and key in inputs:
+        return raw, (), None
+    key = input_key(display, raw)
+    if inputs is not None and key in inputs:
         kept: tuple[LoadResult, tuple[Diagnostic, ...]] = pickle.loads(inputs[key])
-        return kept
+        return *kept, key[1]
     result = load_bytes(raw, display)
     problems = tuple(check_document(result.document, folder)) if result.document else ()
-    if inputs is not None and key is not None:
+    if inputs is not None:
         inputs[key] = pickle.dumps((result, problems), protocol=pickle.HIGHEST_PROTOCOL)
-    return result, problems
+    return result, problems, key[1]
 
 
 def load_platform(
@@ -268,45 +276,34 @@ def load_platform(
     objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
     broken: set[tuple[str, str]] = set()
     documents: dict[str, tuple[Any, SourceMap]] = {}
+    digests: dict[str, bytes] = {}
+    repository = None
     count = 0
-    for folder, kind in KIND_FOLDERS.items():
-        directory = root / folder
-        if not directory.is_dir():
+    for entry, display, folder, loadable in _listed(root):
+        if not loadable:
+            diagnostics.append(_stray(entry, display))
             continue
-        for entry in sorted(directory.iterdir()):
-            display = f"{folder}/{entry.name}"
-            if entry.name in IGNORED_FILES or entry.name.startswith("."):
-                continue
-            if entry.is_symlink() or not entry.is_file() or entry.suffix != ".yaml":
-                diagnostics.append(_stray(entry, display))
-                continue
-            count += 1
-            result, problems = load_checked(entry, display, folder, inputs)
-            diagnostics.extend(result.diagnostics)
-            if result.document is None:
+        count += 1
+        result, problems, digest = load_checked(entry, display, folder, inputs)
+        if digest is not None:
+            digests[display] = digest
+        diagnostics.extend(result.diagnostics)
+        kind = KIND_FOLDERS.get(folder)
+        if result.document is None:
+            if kind is not None:
                 broken.add((kind, entry.stem))
-                continue
-            documents[display] = (result.document.data, result.document.source)
-            diagnostics.extend(problems)
-            if problems:
-                broken.add((kind, entry.stem))
-                continue
+            continue
+        documents[display] = (result.document.data, result.document.source)
+        diagnostics.extend(problems)
+        if kind is None:  # the repository settings
+            if not problems:
+                repository = model.repository_from(result.document.data, result.document.source)
+        elif problems:
+            broken.add((kind, entry.stem))
+        else:
             objects[kind][entry.stem] = model.BUILDERS[kind](
                 result.document.data, result.document.source
             )
-    repository = None
-    settings = root / REPOSITORY_FILE
-    if settings.is_file() and not settings.is_symlink():
-        count += 1
-        result, problems = load_checked(settings, REPOSITORY_FILE, ".", inputs)
-        diagnostics.extend(result.diagnostics)
-        if result.document is not None:
-            documents[REPOSITORY_FILE] = (result.document.data, result.document.source)
-            diagnostics.extend(problems)
-            if not problems:
-                repository = model.repository_from(result.document.data, result.document.source)
-    elif settings.is_symlink():
-        diagnostics.append(_stray(settings, REPOSITORY_FILE))
     if count == 0:
         diagnostics.append(
             Diagnostic(
@@ -327,7 +324,7 @@ def load_platform(
         documents=MappingProxyType(documents),
     )
     diagnostics.extend(check_policy(platform))
-    return Loaded(platform, count, sort_diagnostics(diagnostics))
+    return Loaded(platform, count, sort_diagnostics(diagnostics), MappingProxyType(digests))
 
 
 def _stray(entry: Path, display: str) -> Diagnostic:

@@ -24,7 +24,6 @@ from typing import Any
 
 from renderer.commands.render_index import ClusterRecord, RenderIndex, Stat, digests_of, file_stat
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
-from renderer.inputs.source import read_input
 from renderer.model import platform as model
 from renderer.output.crds import CrdLoadError
 from renderer.output.transitions import CommittedTree
@@ -36,7 +35,6 @@ from renderer.pipeline import (
     check_cluster,
     import_layers,
     input_files,
-    input_key,
     load_checked,
     load_platform,
     merge_findings,
@@ -137,7 +135,7 @@ def render_tree(
         return nothing([*diagnostics, *missing])
     work = _Work(loaded.platform, validator, previous, target, keep_files)
     names = sorted(loaded.platform.clusters)
-    keys = index.keys(root, loaded.platform, previous) if index.path is not None else {}
+    keys = index.keys(root, loaded, previous) if index.path is not None else {}
     reused: dict[str, ClusterRecord] = {}
     for name in names:
         record = index.current(name, keys[name], target) if name in keys else None
@@ -226,16 +224,14 @@ PARALLEL_LOAD_FROM = 200
 
 
 def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: OutputValidator) -> None:
-    """Load the input files `inputs` does not hold yet in `jobs` worker processes, each a
+    """Load the input files `inputs` holds under no version yet in `jobs` worker processes, each a
     share, into `inputs` (pickled, as the cache keeps them); `load_platform` then reads them
     from there, in order, and reports as if it had loaded them itself. Meanwhile this process
     does what each cluster worker would otherwise do first: import the layers and read the
     CRDs given on the command line."""
-    todo = []
-    for entry, display, folder in input_files(root):
-        raw = read_input(entry, display)
-        if isinstance(raw, bytes) and input_key(display, raw) not in inputs:
-            todo.append((entry, display, folder))
+    # by name, without reading: a file the cache holds other bytes of is load_platform's to load
+    known = {display for display, _ in inputs}
+    todo = [f for f in input_files(root) if f[1] not in known]
     workers = min(jobs, len(todo) // (PARALLEL_LOAD_FROM // 2))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return

@@ -37,7 +37,7 @@ from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.transitions import CommittedTree
-from renderer.pipeline import ClusterOutcome, InputCache
+from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex", "Stat", "file_stat"]
 
@@ -150,13 +150,11 @@ class RenderIndex:
             with contextlib.suppress(OSError):
                 staging.unlink()
 
-    def keys(
-        self, root: Path, platform: model.Platform, previous: CommittedTree | None
-    ) -> dict[str, bytes]:
+    def keys(self, root: Path, loaded: Loaded, previous: CommittedTree | None) -> dict[str, bytes]:
         """Each cluster's key: this index's fingerprint, the cluster's name, the path and bytes
-        of every input file of its slice with the lines the change touched in it, and what
-        the committed tree holds for it."""
-        digests: dict[str, bytes] = {}
+        (their SHA-256, as `load_platform` read them) of every input file of its slice with the
+        lines the change touched in it, and what the committed tree holds for it."""
+        platform = loaded.platform
         keys = {}
         listed = hashlib.sha256(self.fingerprint)  # the CRDs gpuplane.yaml lists, by their bytes
         for entry in platform.repository.schemas if platform.repository is not None else ():
@@ -166,12 +164,10 @@ class RenderIndex:
             part = cluster_slice(platform, name)
             key = hashlib.sha256(fingerprint)
             key.update(f"\0cluster\0{name}".encode())
-            for file in slice_files(part):
-                if file not in digests:
-                    digests[file] = _digest_file(root / file)
+            for file in slice_files(part):  # each declares an object, so it was read
                 lines = _changed_lines(platform, file)
                 key.update(f"\0file\0{file}\0{lines}\0".encode())
-                key.update(digests[file])
+                key.update(loaded.digests[file])
             if previous is not None:
                 key.update(f"\0previous\0{previous.origin}\0".encode())
                 key.update(previous.fingerprint(name))
