@@ -22,13 +22,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from renderer.commands.render_index import ClusterRecord, RenderIndex, Stat, digests_of, file_stat
+from renderer.commands.render_index import ClusterRecord, RenderIndex, digests_of
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.model import platform as model
 from renderer.output.crds import CrdLoadError
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
-from renderer.output.writer import Staleness, build_tree, compare_folder, entries_outside
+from renderer.output.writer import (
+    Staleness,
+    Stat,
+    build_tree,
+    compare_folder,
+    entries_outside,
+    file_stat,
+)
 from renderer.pipeline import (
     ClusterOutcome,
     InputCache,

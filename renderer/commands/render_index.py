@@ -37,9 +37,10 @@ from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.transitions import CommittedTree
+from renderer.output.writer import Stat, stat_of
 from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
-__all__ = ["ClusterRecord", "RenderIndex", "Stat", "file_stat"]
+__all__ = ["ClusterRecord", "RenderIndex"]
 
 FORMAT = 2
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
@@ -58,17 +59,6 @@ PINNED = (
     "ruamel.yaml",
 )
 """The libraries whose version can change what gpuplane renders or finds."""
-
-Stat = tuple[int, int, int, int]
-"""(size, mtime_ns, ctime_ns, inode) of a file on disk."""
-
-
-def file_stat(path: str | Path) -> Stat | None:
-    try:
-        found = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
 
 
 @dataclass(slots=True)
@@ -214,8 +204,7 @@ def _stats_below(target: str, prefix: str) -> dict[str, Stat | None]:
             except OSError:
                 found[relative] = None
                 continue
-            stat = (got.st_size, got.st_mtime_ns, got.st_ctime_ns, got.st_ino)
-            found[relative] = None if entry.is_symlink() else stat
+            found[relative] = None if entry.is_symlink() else stat_of(got)
     return found
 
 

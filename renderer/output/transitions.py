@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from renderer.output.manifest import Manifest
+from renderer.output.writer import file_stat
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -97,13 +98,7 @@ class CommittedTree:
                 continue
             where = self._unread_paths[path]
             if disk:
-                try:
-                    found = os.stat(where)
-                    where = (
-                        f"{found.st_size}:{found.st_mtime_ns}:{found.st_ctime_ns}:{found.st_ino}"
-                    )
-                except OSError:
-                    where = "unreadable"
+                where = str(file_stat(where) or "unreadable")
             digest.update(f"{path}\0{where}\0".encode())
         return digest.digest()
 

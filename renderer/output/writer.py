@@ -99,23 +99,38 @@ class Staleness:
 
 
 def compare(target: Path, files: Mapping[str, bytes]) -> Staleness:
-    on_disk = _read_tree(target)
-    return Staleness(
-        missing=tuple(sorted(set(files) - set(on_disk))),
-        extra=tuple(sorted(set(on_disk) - set(files))),
-        changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
-    )
+    return _differences(_read_tree(target), files)
 
 
 def compare_folder(target: Path, folder: str, files: Mapping[str, bytes]) -> Staleness:
     """`compare` for one top folder of the tree (a cluster's): `files` are all below
     `folder/`, and only `target/folder` is read."""
-    on_disk = _read_tree(target / folder, f"{folder}/")
+    return _differences(_read_tree(target / folder, f"{folder}/"), files)
+
+
+def _differences(on_disk: Mapping[str, bytes], files: Mapping[str, bytes]) -> Staleness:
     return Staleness(
         missing=tuple(sorted(set(files) - set(on_disk))),
         extra=tuple(sorted(set(on_disk) - set(files))),
         changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
     )
+
+
+Stat = tuple[int, int, int, int]
+"""What says a file on disk is unchanged, as git's index trusts it: (size, mtime_ns, ctime_ns,
+inode)."""
+
+
+def stat_of(found: os.stat_result) -> Stat:
+    return (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
+
+
+def file_stat(path: str | Path) -> Stat | None:
+    """The file's `Stat` (not following a symbolic link), None when it cannot be read."""
+    try:
+        return stat_of(os.stat(path, follow_symlinks=False))
+    except OSError:
+        return None
 
 
 def entries_outside(target: Path, folders: Iterable[str]) -> list[str]:
