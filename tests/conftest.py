@@ -148,6 +148,19 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def json_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of `value` itself and of everything in it (keys and list indexes), parents
+    before their children, in the value's own order: the places a test can mutate."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += json_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += json_paths(item, (*path, index))
+    return found
+
+
 def copy_inputs(source: Path, target: Path) -> Path:
     """Copy a platform's inputs (its four folders and gpuplane.yaml, not its rendered/ or
     expected/ tree) to `target`."""

@@ -28,7 +28,7 @@ from renderer.output.crds import Crd, CrdSet, compile_fast, convert_crd_root
 from renderer.output.defaults import apply_defaults, defaulted
 from renderer.output.schema_messages import as_list
 from renderer.output.validation import OutputValidator, _Compiled
-from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS
+from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS, json_paths
 
 SHARED_REFERENCE = REPO.parent / "shared" / "reference"
 K8S = "1.33"
@@ -74,17 +74,6 @@ def _typed(value: Any) -> list[Any]:
     return []
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [path]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _paths(item, (*path, index))
-    return found
-
-
 def _spread(items: list[Any], most: int) -> list[Any]:
     """At most `most` of `items`, evenly spread (all when there are fewer)."""
     if len(items) <= most:
@@ -97,7 +86,7 @@ def mutated(base: Any, most_paths: int) -> Iterator[tuple[tuple[Any, ...], Any]]
     """(path, changed copy of base): for each of at most `most_paths` paths, evenly spread (and
     a third as many lists besides, for the list types), three of the typed wrong values and one
     of the common ones, in turn."""
-    paths = _paths(base)
+    paths = json_paths(base)
     lists = [p for p in paths if isinstance(_at(base, p), list)]
     chosen = set(_spread(paths, most_paths)) | set(_spread(lists, max(1, most_paths // 3)))
     for index, path in enumerate(p for p in paths if p in chosen):
