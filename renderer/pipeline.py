@@ -42,7 +42,7 @@ from renderer.output.identity import clashes_across, identity_clashes
 from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion, is_builtin_group
 from renderer.output.manifest import Manifest, Output, Values
 from renderer.output.transitions import CommittedTree
-from renderer.output.validation import OutputValidator, Pin
+from renderer.output.validation import Checked, OutputValidator, Pin
 from renderer.policy.check import check_policy
 
 Layer = Callable[[ClusterView], Iterator[Output]]
@@ -51,7 +51,7 @@ Layer = Callable[[ClusterView], Iterator[Output]]
 def import_layers() -> None:
     """Import what the layers import on first use (Hera, for the workflows layer), so that
     worker processes forked afterwards start with it."""
-    from renderer.layers import workflows  # noqa: F401
+    from workflows.suites import every_pool, templates  # noqa: F401
 
 
 def render_workflows(view: ClusterView) -> Iterator[Output]:
@@ -393,6 +393,73 @@ class ClusterOutcome:
     shared: tuple[Manifest, ...]
     """The objects every cluster's own land in Argo CD's (the gitops layer), for the clashes
     between clusters."""
+    keys: tuple[bytes | None, ...] = ()
+    """Each manifest's `body_key`, in order, when checked with a `CheckMemo`."""
+
+
+def body_key(body: Any) -> bytes | None:
+    """What identifies an object's body, for reusing what was found about the same body: the
+    SHA-256 of its pickle (every value and its type, in order; equal bodies may pickle apart,
+    which only misses), None when it cannot be pickled."""
+    try:
+        return hashlib.sha256(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)).digest()
+    except Exception:  # an object no render should hold: never reused
+        return None
+
+
+_PASSED: tuple[Checked, None, bool] = (Checked([]), None, False)
+"""What most objects' checks are: one shared entry, which the index pickles once."""
+
+
+@dataclass(slots=True)
+class CheckMemo:
+    """Each object's check from the cluster's last render, by its body (`body_key`), so that an
+    object whose body did not change is not validated again. Valid only where everything else
+    the check reads is the same: gpuplane, the CRDs, the cluster's Kubernetes version and
+    operator pins (the caller's `context`); and, for an object whose CRD has transition rules,
+    the committed file its old self was read from (its blob id or stat), else not reused."""
+
+    before: Mapping[bytes, tuple[Checked, str | None, bool]]
+    """body key -> (the check, the version of the object's committed file, whether the check
+    asked for the old self)."""
+    now: dict[bytes, tuple[Checked, str | None, bool]] = field(default_factory=dict)
+    """What this render checked or reused, for the next one."""
+
+    def check(
+        self,
+        validator: OutputValidator,
+        key: bytes | None,
+        manifest: Manifest,
+        cluster: model.Cluster,
+        pin_of: Callable[[str, str], Pin],
+        previous: CommittedTree | None,
+    ) -> Checked:
+        earlier = self.before.get(key) if key is not None else None
+        if earlier is not None:
+            checked, version, asked = earlier
+            if not asked or (
+                previous is not None
+                and version is not None
+                and previous.version_of(f"{cluster.name}/{manifest.path}") == version
+            ):
+                self.now[key] = earlier  # type: ignore[index]
+                return checked
+        seen: list[str | None] = []
+
+        def old_of() -> Mapping[str, Any] | None:
+            if previous is None:
+                seen.append(None)
+                return None
+            found, version = previous.old_self_from(cluster.name, manifest)
+            seen.append(version)
+            return found
+
+        checked = validator.check(manifest.body, cluster.kubernetes_version, pin_of, old_of)
+        if key is not None and not seen:
+            self.now[key] = _PASSED if checked == _PASSED[0] else (checked, None, False)
+        elif key is not None and seen[0] is not None:
+            self.now[key] = (checked, seen[0], True)
+        return checked
 
 
 def check_cluster(
@@ -400,15 +467,20 @@ def check_cluster(
     name: str,
     validator: OutputValidator,
     previous: CommittedTree | None = None,
+    memo: CheckMemo | None = None,
 ) -> ClusterOutcome:
-    """Render every layer of one cluster and validate each object produced."""
+    """Render every layer of one cluster and validate each object produced. With a `memo`, an
+    object whose body it holds a check of is not validated again."""
     cluster = platform.clusters[name]
     view = ClusterView.of(platform, cluster)
     outputs = render_cluster(view)
     manifests = tuple(o for o in outputs if isinstance(o, Manifest))
     unchecked: list[UncheckedObject] = []
     rules = UncheckedRules()
-    diagnostics = _check_output(cluster, manifests, validator, unchecked, rules, previous)
+    keys = tuple(body_key(m.body) for m in manifests) if memo is not None else ()
+    diagnostics = _check_output(
+        cluster, manifests, validator, unchecked, rules, previous, memo, keys
+    )
     diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
     return ClusterOutcome(
         name,
@@ -419,6 +491,7 @@ def check_cluster(
         unchecked,
         rules,
         tuple(m for m in manifests if m.layer == argocd.LAYER),
+        keys,
     )
 
 
@@ -554,12 +627,14 @@ def _check_output(
     unchecked: list[UncheckedObject],
     rules: UncheckedRules | None = None,
     previous: CommittedTree | None = None,
+    memo: CheckMemo | None = None,
+    keys: Sequence[bytes | None] = (),
 ) -> list[Diagnostic]:
     problems: list[Diagnostic] = []
     pin_of = schema_pins(cluster)
     origin = previous.origin if previous is not None else ""
     seen: dict[str, Manifest] = {}
-    for manifest in manifests:
+    for position, manifest in enumerate(manifests):
         earlier = seen.setdefault(manifest.path, manifest)
         if earlier is not manifest:
             problems.append(
@@ -572,12 +647,16 @@ def _check_output(
                 )
             )
         try:
-            checked = validator.check(
-                manifest.body,
-                cluster.kubernetes_version,
-                pin_of,
-                _old_of(previous, cluster.name, manifest),
-            )
+            if memo is not None:
+                key = keys[position]
+                checked = memo.check(validator, key, manifest, cluster, pin_of, previous)
+            else:
+                checked = validator.check(
+                    manifest.body,
+                    cluster.kubernetes_version,
+                    pin_of,
+                    _old_of(previous, cluster.name, manifest),
+                )
         except CrdLoadError as err:
             return [_crd_load(err)]
         except UnsupportedKubernetesVersion as err:

@@ -26,6 +26,7 @@ from renderer.commands.fit.load import check_fit
 from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.layers import workflows as layer
 from renderer.model import metrics
+from renderer.model.admission import cluster_queues
 from renderer.model.nodes import tolerations
 from renderer.model.platform import NodeCount, Platform
 from renderer.model.topology import topology_aware as pool_topology_aware
@@ -82,6 +83,13 @@ def views(platform: Platform) -> Iterator[ClusterView]:
 
 def all_targets(platform: Platform) -> list[placement.Target]:
     return [t for view in views(platform) for t in placement.targets(view)]
+
+
+def plan_namespace(platform: Platform, target: placement.Target) -> str:
+    """A namespace of the team ClusterQueue the target's suite is sized by."""
+    view = ClusterView.of(platform, target.cluster)
+    (plan,) = [p for p in cluster_queues(view) if p.name == target.plan]
+    return plan.namespaces[0].name
 
 
 def suite_objects(rendered: Rendered, cluster: str) -> list[Manifest]:
@@ -306,13 +314,13 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_platforms_local_queue(
                 {"secretRef": {"name": "gpuplane-object-store", "optional": True}}
             ]
             # a team's queue could hold the same Job, as `gpuplane fit` says
-            job["metadata"]["namespace"] = target.plan.namespaces[0].name
+            job["metadata"]["namespace"] = plan_namespace(example.platform, target)
             job["metadata"]["labels"][QUEUE_LABEL] = "default"
             path = tmp_path / f"{target.name}-{step.name}.yaml"
             path.write_text(yaml.safe_dump(job))
             result = check_fit(example.platform, path)
             assert result.admissible, (target.name, step.name, result.summary, result.reasons)
-            assert result.cluster_queue == target.plan.name
+            assert result.cluster_queue == target.plan
             checked += 1
     assert checked >= 20
 
@@ -369,7 +377,7 @@ def test_multi_pod_and_distributed_jobs_get_the_pools_rdma_devices(
                 if expected is not None:
                     assert amount == max(1, min(per_node, expected)), (target.name, step.name)
                 seen.setdefault(rdma["resource"], set()).add(amount)
-                job["metadata"]["namespace"] = target.plan.namespaces[0].name
+                job["metadata"]["namespace"] = plan_namespace(example.platform, target)
                 job["metadata"]["labels"][QUEUE_LABEL] = "default"
                 path = tmp_path / f"{target.name}-{kind}-{step.name}.yaml"
                 path.write_text(yaml.safe_dump(job))
@@ -401,7 +409,7 @@ def test_the_training_jobs_take_what_the_platform_queue_can_borrow(example: Rend
     borrows only what the teams lend: 16 here, as the team files say; the training Job takes them
     as 2 whole nodes."""
     (target,) = [t for t in all_targets(example.platform) if t.name == "h100-train"]
-    assert target.plan.name == "llm-training"
+    assert target.plan == "llm-training"
     quotas = {
         name: next(q for q in t.gpus if q.pool == "h100-train")
         for name, t in example.platform.teams.items()

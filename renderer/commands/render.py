@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import multiprocessing
 import os
+import pickle
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from renderer.commands.render_index import ClusterRecord, RenderIndex, digests_of
+from renderer.commands.render_index import ClusterRecord, RenderIndex
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
+from renderer.layers import workflows as suites
 from renderer.model import platform as model
 from renderer.output.crds import CrdLoadError
 from renderer.output.transitions import CommittedTree
@@ -31,14 +34,16 @@ from renderer.output.validation import OutputValidator
 from renderer.output.writer import (
     Staleness,
     Stat,
-    build_tree,
-    compare_folder,
-    entries_outside,
+    build_files,
+    compare_listed,
     file_stat,
+    tree_stats,
 )
 from renderer.pipeline import (
+    CheckMemo,
     ClusterOutcome,
     InputCache,
+    body_key,
     check_cluster,
     import_layers,
     input_files,
@@ -76,12 +81,19 @@ class _ClusterFiles:
     outcome: ClusterOutcome
     """Without its objects, which stay in the worker."""
     objects: int
-    files: dict[str, bytes] | None
+    files: dict[str, bytes | None] | None
+    """None for a file known to be on disk as rendered."""
     file_count: int
     staleness: Staleness
     digests: dict[str, bytes]
     stats: dict[str, Stat | None]
     """The stat of each file that holds on disk what was rendered."""
+    made_of: dict[str, bytes]
+    """Each object file's `body_key` and source file (`ClusterRecord.files`)."""
+    checks: bytes
+    """The objects' checks, by body, pickled for the index (`CheckMemo.now`)."""
+    suites: dict[bytes, bytes]
+    """The suite objects the cluster's workflows layer used (`layers.workflows.USED`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +103,12 @@ class _Work:
     previous: CommittedTree | None
     target: Path
     keep_files: bool
+    on_disk: Mapping[str, Mapping[str, Stat | None]]
+    """Each file of `target` with its stat, by top folder (`_on_disk`)."""
+    records: Mapping[str, ClusterRecord]
+    """What each cluster rendered last time, for its objects that did not change."""
+    contexts: Mapping[str, bytes]
+    """`RenderIndex.contexts`: empty when the index is off (then nothing is reused)."""
 
 
 _WORK: _Work | None = None
@@ -140,12 +158,23 @@ def render_tree(
     validator, missing = prepare(root, loaded.platform, validator)
     if missing:
         return nothing([*diagnostics, *missing])
-    work = _Work(loaded.platform, validator, previous, target, keep_files)
     names = sorted(loaded.platform.clusters)
     keys = index.keys(root, loaded, previous) if index.path is not None else {}
+    disk = _on_disk(target, previous)
+    work = _Work(
+        loaded.platform,
+        validator,
+        previous,
+        target,
+        keep_files,
+        disk,
+        index.clusters,
+        index.contexts,
+    )
     reused: dict[str, ClusterRecord] = {}
     for name in names:
-        record = index.current(name, keys[name], target) if name in keys else None
+        below = disk.get(name, {})
+        record = index.current(name, keys[name], target, below) if name in keys else None
         if record is not None:
             reused[name] = record
             if on_cluster is not None:
@@ -158,7 +187,8 @@ def render_tree(
     done.sort(key=lambda r: r.outcome.name)
     outcomes = [*(r.outcome for r in done), *(r.outcome for r in reused.values())]
     diagnostics.extend(merge_findings(outcomes, validator))
-    outside = entries_outside(target, names)
+    known = set(names)  # a file beside the clusters' folders, or in a removed cluster's
+    outside = [p for folder, below in disk.items() if folder not in known for p in below]
     staleness = Staleness(
         missing=tuple(sorted(p for r in done for p in r.staleness.missing)),
         extra=tuple(sorted([*outside, *(p for r in done for p in r.staleness.extra)])),
@@ -179,7 +209,13 @@ def render_tree(
                 keys[name],
                 result.outcome,
                 result.objects,
-                {p: (d, result.stats.get(p)) for p, d in result.digests.items()},
+                {
+                    p: (d, result.stats.get(p), result.made_of.get(p))
+                    for p, d in result.digests.items()
+                },
+                index.contexts[name],
+                result.checks,
+                result.suites,
             )
     return RenderedTree(
         loaded.platform,
@@ -194,12 +230,26 @@ def render_tree(
     )
 
 
+def _on_disk(target: Path, previous: CommittedTree | None) -> dict[str, dict[str, Stat | None]]:
+    """Every file of `target` with its stat, by top folder ("" for a file beside them), from
+    one walk: the committed tree's when it is this tree on disk (outside git)."""
+    if previous is not None and previous.disk is not None and previous.folder == target:
+        listed: Mapping[str, Stat | None] = previous.disk
+    else:
+        listed = tree_stats(target)
+    grouped: dict[str, dict[str, Stat | None]] = {}
+    for path, stat in listed.items():
+        folder, slash, _ = path.partition("/")
+        grouped.setdefault(folder if slash else "", {})[path] = stat
+    return grouped
+
+
 def restat(index: RenderIndex, target: Path) -> None:
     """After `rendered/` was written: each recorded file's stat as it is now (a written file is
     a new inode; a kept one was linked into the new tree, which changes its ctime)."""
     for record in index.clusters.values():
-        for path, (digest, _) in record.files.items():
-            record.files[path] = (digest, file_stat(target / path))
+        for path, (digest, _, made_of) in record.files.items():
+            record.files[path] = (digest, file_stat(target / path), made_of)
 
 
 def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_ClusterFiles]:
@@ -271,17 +321,69 @@ def _render_in_worker(name: str) -> _ClusterFiles:
     return _render_one(_WORK, name)
 
 
+def _made_of(name: str, outcome: ClusterOutcome) -> dict[str, bytes]:
+    """What each object and values file of the cluster is made from: its body (`body_key`), its
+    source file (in its header) and a values file's comment. The same bytes here are the same
+    bytes in the file; a path two objects claim (a clash, an error) gets none."""
+    made: dict[str, bytes] = {}
+    twice: set[str] = set()
+    parts: list[tuple[str, bytes | None, str]] = [
+        (f"{name}/{m.path}", key, m.source.file)
+        for m, key in zip(outcome.manifests, outcome.keys, strict=True)
+    ]
+    parts.extend(
+        (f"{name}/{v.path}", body_key(v.body), f"{v.source.file}\0{v.comment}")
+        for v in outcome.values
+    )
+    seen: set[str] = set()
+    for path, key, rest in parts:
+        if path in seen:
+            twice.add(path)
+        seen.add(path)
+        if key is not None:
+            made[path] = key + rest.encode()
+    return {path: made_of for path, made_of in made.items() if path not in twice}
+
+
 def _render_one(work: _Work, name: str) -> _ClusterFiles:
-    outcome = check_cluster(work.platform, name, work.validator, work.previous)
-    files = build_tree({name: outcome.manifests}, {name: outcome.readme}, {name: outcome.values})
-    staleness = compare_folder(work.target, name, files)
+    """Render and check one cluster, and compare its files with `rendered/<name>/`. With the
+    index, an object whose body did not change since the last render keeps its check, and its
+    file, when the file on disk is still the one recorded, is neither dumped nor read."""
+    context = work.contexts.get(name)
+    record = work.records.get(name)
+    memo = None
+    if context is not None:
+        checks = record.checks if record is not None and record.context == context else b""
+        memo = CheckMemo(pickle.loads(checks) if checks else {})
+        suites.COMPILED.update(record.suites if record is not None else {})
+    suites.USED.clear()
+    outcome = check_cluster(work.platform, name, work.validator, work.previous, memo)
+    listed = work.on_disk.get(name, {})
+    made_of = _made_of(name, outcome) if memo is not None else {}
+    recorded = record.files if record is not None else {}
+    unchanged = set()
+    for path, made in made_of.items():
+        entry = recorded.get(path)
+        stat = entry[1] if entry is not None and entry[2] == made else None
+        if stat is not None and listed.get(path) == stat:
+            unchanged.add(path)
+    files = build_files(
+        {name: outcome.manifests}, {name: outcome.readme}, {name: outcome.values}, unchanged
+    )
+    staleness = compare_listed(work.target, listed, files)
     differ = {*staleness.missing, *staleness.changed}
+    digests = {
+        p: recorded[p][0] if b is None else hashlib.sha256(b).digest() for p, b in files.items()
+    }
     return _ClusterFiles(
-        replace(outcome, manifests=(), values=()),
+        replace(outcome, manifests=(), values=(), keys=()),
         len(outcome.manifests),
         files if work.keep_files else None,
         len(files),
         staleness,
-        digests_of(files),
-        {p: None if p in differ else file_stat(work.target / p) for p in files},
+        digests,
+        {p: None if p in differ else listed.get(p) for p in files},
+        made_of,
+        pickle.dumps(memo.now, protocol=pickle.HIGHEST_PROTOCOL) if memo is not None else b"",
+        dict(suites.USED) if memo is not None else {},
     )

@@ -37,12 +37,12 @@ from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.transitions import CommittedTree
-from renderer.output.writer import Stat, stat_of
+from renderer.output.writer import Stat
 from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
 
-FORMAT = 2
+FORMAT = 3
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
 
 PINNED = (
@@ -68,8 +68,17 @@ class ClusterRecord:
     key: bytes
     outcome: ClusterOutcome
     objects: int
-    files: dict[str, tuple[bytes, Stat | None]]
-    """Path under rendered/ -> (SHA-256 of the bytes, the file's stat when it held them)."""
+    files: dict[str, tuple[bytes, Stat | None, bytes | None]]
+    """Path under rendered/ -> (SHA-256 of the bytes, the file's stat when it held them, what
+    the file was made from: its object's `body_key` and source file, None for other files)."""
+    context: bytes = b""
+    """What the checks below were made against besides each object's body (`RenderIndex.keys`)."""
+    checks: bytes = b""
+    """Each object's check by its body (`pipeline.CheckMemo`), pickled: only a worker that
+    renders the cluster again reads them."""
+    suites: dict[bytes, bytes] = field(default_factory=dict)
+    """The suite objects Hera compiled for the cluster, by the digest of their inputs
+    (`layers.workflows.COMPILED`)."""
 
 
 @dataclass(slots=True)
@@ -84,6 +93,9 @@ class RenderIndex:
     """Each input file as loaded and schema-checked, by name and bytes (`pipeline.InputCache`);
     entries this run did not ask for are dropped when it is saved."""
     _asked: set[tuple[str, bytes]] = field(default_factory=set)
+    contexts: dict[str, bytes] = field(default_factory=dict)
+    """Per cluster, what its objects' checks read besides their bodies: gpuplane, the CRDs and
+    the cluster's own file (its Kubernetes version and operator pins); set by `keys`."""
 
     def input_cache(self) -> InputCache | None:
         """The loaded inputs to start from, or None when the index is off."""
@@ -151,6 +163,12 @@ class RenderIndex:
             _hash_tree(listed, root / entry)
         fingerprint = listed.digest()
         for name in sorted(platform.clusters):
+            context = hashlib.sha256(fingerprint)
+            context.update(f"\0cluster\0{name}".encode())
+            for own in settings(platform, name):
+                context.update(f"\0{own}\0".encode())
+                context.update(loaded.digests.get(own, b"unknown"))
+            self.contexts[name] = context.digest()
             part = cluster_slice(platform, name)
             key = hashlib.sha256(fingerprint)
             key.update(f"\0cluster\0{name}".encode())
@@ -164,48 +182,25 @@ class RenderIndex:
             keys[name] = key.digest()
         return keys
 
-    def current(self, name: str, key: bytes, target: Path) -> ClusterRecord | None:
+    def current(
+        self, name: str, key: bytes, target: Path, on_disk: Mapping[str, Stat | None]
+    ) -> ClusterRecord | None:
         """The cluster's record when its key is `key` and `target/<name>/` holds exactly the
-        files it recorded; else None (render it)."""
+        files it recorded (`on_disk`: each file below it, as `tree_stats` listed it); else None
+        (render it)."""
         record = self.clusters.get(name)
         if record is None or record.key != key:
             return None
-        on_disk = _stats_below(str(target), f"{name}/")
         if on_disk.keys() != record.files.keys():
             return None
-        for path, (digest, stat) in record.files.items():
+        for path, (digest, stat, made_of) in record.files.items():
             now = on_disk[path]
             if stat is not None and now == stat:
                 continue
             if now is None or _digest_file(target / path) != digest:
                 return None
-            record.files[path] = (digest, now)
+            record.files[path] = (digest, now, made_of)
         return record
-
-
-def _stats_below(target: str, prefix: str) -> dict[str, Stat | None]:
-    """Each file below `target/prefix` (a path relative to `target`) with its stat, in one walk
-    of the folders (a symbolic link counts as a file, and never matches a recorded stat)."""
-    found: dict[str, Stat | None] = {}
-    pending = [prefix.rstrip("/")]
-    while pending:
-        folder = pending.pop()
-        try:
-            entries = list(os.scandir(os.path.join(target, folder)))
-        except OSError:
-            continue
-        for entry in entries:
-            relative = f"{folder}/{entry.name}"
-            if entry.is_dir(follow_symlinks=False):
-                pending.append(relative)
-                continue
-            try:
-                got = entry.stat(follow_symlinks=False)
-            except OSError:
-                found[relative] = None
-                continue
-            found[relative] = None if entry.is_symlink() else stat_of(got)
-    return found
 
 
 class _Recorded(MutableMapping[tuple[str, bytes], bytes]):
@@ -236,15 +231,20 @@ class _Recorded(MutableMapping[tuple[str, bytes], bytes]):
         return len(self._index.inputs)
 
 
+def settings(platform: model.Platform, name: str) -> list[str]:
+    """The files a cluster's objects are checked by besides their bodies: the cluster's own (its
+    Kubernetes version, its operators' pinned releases) and the repository's settings."""
+    files = [platform.clusters[name].origin.file]
+    if platform.repository is not None:
+        files.append(platform.repository.origin.file)
+    return files
+
+
 def _changed_lines(platform: model.Platform, file: str) -> str:
     if file not in platform.changed:
         return "-"
     lines = platform.changed[file]
     return "all" if lines is None else ",".join(map(str, sorted(lines)))
-
-
-def digests_of(files: Mapping[str, bytes]) -> dict[str, bytes]:
-    return {path: hashlib.sha256(data).digest() for path, data in files.items()}
 
 
 def _digest_file(path: Path) -> bytes:

@@ -24,20 +24,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterator, Mapping
+import pickle
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from renderer.findings.diagnostics import Location
 from renderer.layers.gitops import argo_workflows
 from renderer.layers.gpu import dra
+from renderer.model.content import content_digest
 from renderer.model.names import COST_CENTER_LABEL, SUITE_COST_CENTER
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, metadata
 from workflows.suites import placement, references
-from workflows.suites.every_pool import cron_workflow, postsync_hook
 from workflows.suites.program import headless_service, needs_service
 from workflows.suites.settings import JOBS_NAMESPACE, NAMESPACE, POOL_LABEL, SERVICE_ACCOUNT
-from workflows.suites.templates import acceptance_template, benchmark_template
 
 LAYER = "workflows"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -89,15 +89,12 @@ def render(view: ClusterView) -> Iterator[Output]:
     templates: dict[str, dict[str, Any]] = {}
     outputs: list[Manifest] = []
     for target in targets:
-        for built in (acceptance_template(target), benchmark_template(target)):
-            body = references.to_data(built)
+        for what in ("acceptance", "benchmark"):
+            body = compiled(what, target)
             templates[body["metadata"]["name"]] = body
             outputs.append(Manifest(LAYER, body, target.pool.origin.location))
-    for built_run in (
-        postsync_hook(cluster, targets),
-        cron_workflow(cluster, targets),
-    ):
-        outputs.append(Manifest(LAYER, references.to_data(built_run), at))
+    for what in ("postsync", "cron"):
+        outputs.append(Manifest(LAYER, compiled(what, cluster, targets), at))
     problems = [
         message
         for manifest in outputs
@@ -109,6 +106,48 @@ def render(view: ClusterView) -> Iterator[Output]:
             + "\n".join(f"  {p}" for p in problems)
         )
     yield from outputs
+
+
+COMPILED: dict[bytes, bytes] = {}
+"""Each suite object Hera compiled, as pickled data, by the digest of what it was built from
+(`content_digest` of its kind and inputs). `gpuplane render` fills it from the render index and
+keeps what this render used; Hera is imported, and builds, only for what is not in it."""
+
+COMPILED_AT_MOST = 4096
+
+USED: dict[bytes, bytes] = {}
+"""The entries of `COMPILED` this process built or read, for the index."""
+
+
+def compiled(what: str, *inputs: Any) -> dict[str, Any]:
+    """The suite object `what` built from `inputs` by Hera, as data (`references.to_data`): from
+    `COMPILED` when the same inputs built it before, a fresh copy either way."""
+    key = content_digest(what, *inputs)
+    found = COMPILED.get(key) if key is not None else None
+    if found is None:
+        found = pickle.dumps(references.to_data(_build(what, *inputs)), pickle.HIGHEST_PROTOCOL)
+        if key is not None:
+            if len(COMPILED) >= COMPILED_AT_MOST:  # a long-lived process (the tests) starts over
+                COMPILED.clear()
+            COMPILED[key] = found
+    if key is not None:
+        USED[key] = found
+    body: dict[str, Any] = pickle.loads(found)
+    return body
+
+
+def _build(what: str, *inputs: Any) -> Any:
+    """The Hera object; Hera (a second to import) only now."""
+    from workflows.suites.every_pool import cron_workflow, postsync_hook
+    from workflows.suites.templates import acceptance_template, benchmark_template
+
+    builders: dict[str, Callable[..., Any]] = {
+        "acceptance": acceptance_template,
+        "benchmark": benchmark_template,
+        "postsync": postsync_hook,
+        "cron": cron_workflow,
+    }
+    return builders[what](*inputs)
 
 
 def _suite_namespace(view: ClusterView) -> Iterator[Manifest]:

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from renderer.output.manifest import Manifest
-from renderer.output.writer import file_stat
+from renderer.output.writer import Stat, file_stat, tree_stats
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -47,11 +47,20 @@ class CommittedTree:
         *,
         unread: Mapping[str, str] | None = None,
         read: Callable[[str], bytes | None] | None = None,
+        disk: Mapping[str, Stat | None] | None = None,
+        folder: Path | None = None,
     ) -> None:
         self._contents = dict(files)
         self._unread_paths = dict(unread or {})
         """Path -> where to read it (a blob id, a file), for `read`."""
+        self._where = dict(self._unread_paths)
+        """The same, kept after a file is read: what says which version of it this is."""
         self._read = read
+        self.disk = disk
+        """Outside git: every file below rendered/ on disk with its stat, as listed once (the
+        committed tree is then the tree on disk); None in git."""
+        self.folder = folder
+        """The folder `disk` lists."""
         self._paths = sorted({*self._contents, *self._unread_paths})
         self.origin = origin
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
@@ -98,7 +107,8 @@ class CommittedTree:
                 continue
             where = self._unread_paths[path]
             if disk:
-                where = str(file_stat(where) or "unreadable")
+                stat = self.disk.get(path) if self.disk is not None else file_stat(where)
+                where = str(stat or "unreadable")
             digest.update(f"{path}\0{where}\0".encode())
         return digest.digest()
 
@@ -126,8 +136,9 @@ class CommittedTree:
 
     def _lookup(
         self, cluster: str, manifest: Manifest
-    ) -> tuple[Mapping[str, Any] | None, list[tuple[str, str]]]:
-        """The committed object, and the candidate files that could not be read."""
+    ) -> tuple[Mapping[str, Any] | None, list[tuple[str, str]], str | None]:
+        """The committed object, the candidate files that could not be read, and the file
+        it was found in."""
         exact = f"{cluster}/{manifest.path}"
         candidates = [exact] if exact in self else []
         candidates += [p for p in self._named(cluster, manifest.filename) if p != exact]
@@ -138,8 +149,20 @@ class CommittedTree:
                 unread.append((path, why))
             for found in docs:
                 if isinstance(found, Mapping) and same_object(found, manifest.body):
-                    return found, []
-        return None, unread
+                    return found, [], path
+        return None, unread, None
+
+    def version_of(self, path: str) -> str | None:
+        """What identifies this version of a committed file without reading it (its blob id in
+        git, its stat on disk), None when it is not in the tree or cannot be stat'ed."""
+        if path in self._where:
+            if self.disk is None:
+                return f"{self.origin}:{self._where[path]}"
+            stat = self.disk.get(path)
+            return None if stat is None else f"disk:{stat}"
+        if path in self._contents:
+            return f"bytes:{hashlib.sha256(self._contents[path]).hexdigest()}"
+        return None
 
     def _named(self, cluster: str, filename: str) -> list[str]:
         """The committed files of the cluster with this file name, in any folder, sorted. An
@@ -169,16 +192,24 @@ class CommittedTree:
 
     def could_hold(self, cluster: str, manifest: Manifest) -> bool:
         """Whether the object is committed, or a file that could hold it cannot be read."""
-        found, unread = self._lookup(cluster, manifest)
+        found, unread, _ = self._lookup(cluster, manifest)
         return found is not None or bool(unread)
 
     def old_self(self, cluster: str, manifest: Manifest) -> Mapping[str, Any] | None:
         """`find`, for the transition rules: a candidate file that cannot be read is kept, for
         `unreadable`, so that rules not evaluated against it are never passed silently."""
-        found, unread = self._lookup(cluster, manifest)
+        return self.old_self_from(cluster, manifest)[0]
+
+    def old_self_from(
+        self, cluster: str, manifest: Manifest
+    ) -> tuple[Mapping[str, Any] | None, str | None]:
+        """`old_self`, and the `version_of` the file it was found in when that is the object's
+        own file (`<cluster>/<its path>`); None when it was found elsewhere or not at all."""
+        found, unread, path = self._lookup(cluster, manifest)
         if found is None and unread:
             self._unread[(cluster, manifest.path)] = unread
-        return found
+        own = path is not None and path == f"{cluster}/{manifest.path}"
+        return found, self.version_of(path) if own and path is not None else None
 
     def unreadable(self, cluster: str, manifest: Manifest) -> list[tuple[str, str]]:
         """(path under rendered/, why) of the files `old_self` could not read for the manifest;
@@ -307,12 +338,14 @@ def committed_tree(root: Path, ref: str = "HEAD") -> CommittedTree:
 
 def _from_disk(root: Path) -> CommittedTree:
     folder = root / RENDERED
-    paths: dict[str, str] = {}
-    if folder.is_dir():
-        for path in sorted(folder.rglob("*.yaml")):
-            if path.is_file() and not path.is_symlink():
-                paths[path.relative_to(folder).as_posix()] = str(path)
-    return CommittedTree({}, "disk", unread=paths, read=_read_file)
+    stats = tree_stats(folder)
+    base = str(folder)
+    paths = {
+        path: os.path.join(base, path)
+        for path, stat in stats.items()
+        if stat is not None and path.endswith(".yaml")
+    }
+    return CommittedTree({}, "disk", unread=paths, read=_read_file, disk=stats, folder=folder)
 
 
 def _read_file(path: str) -> bytes | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import cast
@@ -31,16 +31,35 @@ def build_tree(
     """`{relative path: bytes}` for every file under `rendered/`: the manifests and the
     kustomizations that list them, then (listed by no kustomization) each cluster's Helm values
     and its generated README.md."""
-    files: dict[str, bytes] = {}
+    return cast(dict[str, bytes], build_files(rendered, readmes, values))
+
+
+def build_files(
+    rendered: Mapping[str, Iterable[Manifest]],
+    readmes: Mapping[str, str] | None = None,
+    values: Mapping[str, Iterable[Values]] | None = None,
+    unchanged: Container[str] = (),
+) -> dict[str, bytes | None]:
+    """`build_tree`, with the manifest and values files whose path is in `unchanged` (known to
+    be on disk as this render would write them) left None instead of dumped."""
+    files: dict[str, bytes | None] = {}
     for cluster, manifests in rendered.items():
         for manifest in manifests:
+            path = f"{cluster}/{manifest.path}"
+            if path in unchanged:
+                files[path] = None
+                continue
             text = HEADER.format(source=manifest.source.file) + dump(manifest.body)
-            files[f"{cluster}/{manifest.path}"] = text.encode("utf-8")
+            files[path] = text.encode("utf-8")
     files.update(_kustomizations(files))
     for cluster, items in (values or {}).items():
         for item in items:
+            path = f"{cluster}/{item.path}"
+            if path in unchanged:
+                files[path] = None
+                continue
             text = HEADER.format(source=item.source.file) + comment_lines(item.comment)
-            files[f"{cluster}/{item.path}"] = (text + dump(item.body)).encode("utf-8")
+            files[path] = (text + dump(item.body)).encode("utf-8")
     for cluster, text in (readmes or {}).items():
         files[f"{cluster}/README.md"] = text.encode("utf-8")
     return dict(sorted(files.items()))
@@ -57,7 +76,7 @@ def comment_lines(text: str, width: int = 98) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
-def _kustomizations(files: Mapping[str, bytes]) -> dict[str, bytes]:
+def _kustomizations(files: Iterable[str]) -> dict[str, bytes]:
     """A kustomization.yaml in every folder, listing its files and subfolders, so that
     `kubectl kustomize rendered/<cluster>` builds a whole cluster for a person at a terminal."""
     entries: dict[str, set[str]] = {}
@@ -108,6 +127,32 @@ def compare_folder(target: Path, folder: str, files: Mapping[str, bytes]) -> Sta
     return _differences(_read_tree(target / folder, f"{folder}/"), files)
 
 
+def compare_listed(
+    target: Path, listed: Mapping[str, Stat | None], files: Mapping[str, bytes | None]
+) -> Staleness:
+    """`compare`, against `listed` (the files on disk as `tree_stats` found them): only the
+    files with bytes here and a regular file there are read; a file None here is known to be
+    current; anything on disk that is not a regular file differs."""
+    changed = []
+    for path, content in files.items():
+        if content is None or path not in listed:
+            continue
+        if listed[path] is None:
+            changed.append(path)
+            continue
+        try:
+            with open(target / path, "rb") as handle:
+                if handle.read() != content:
+                    changed.append(path)
+        except OSError:
+            changed.append(path)
+    return Staleness(
+        missing=tuple(sorted(p for p in files if p not in listed)),
+        extra=tuple(sorted(p for p in listed if p not in files)),
+        changed=tuple(sorted(changed)),
+    )
+
+
 def _differences(on_disk: Mapping[str, bytes], files: Mapping[str, bytes]) -> Staleness:
     return Staleness(
         missing=tuple(sorted(set(files) - set(on_disk))),
@@ -133,21 +178,30 @@ def file_stat(path: str | Path) -> Stat | None:
         return None
 
 
-def entries_outside(target: Path, folders: Iterable[str]) -> list[str]:
-    """Every file of the tree on disk that is not below one of `folders` (a removed cluster's),
-    without reading it."""
-    if not target.is_dir():
-        return []
-    keep = set(folders)
-    found: list[str] = []
-    for entry in os.scandir(target):
-        if entry.is_dir(follow_symlinks=False) and entry.name in keep:
+def tree_stats(target: Path | str, prefix: str = "") -> dict[str, Stat | None]:
+    """Every file below `target` (its path relative to `target`, after `prefix`) with its
+    `Stat`, in one walk of the folders and without reading any file: a symbolic link or
+    anything else that is not a regular file, or a file that cannot be stat'ed, is None (it
+    never matches a recorded stat)."""
+    found: dict[str, Stat | None] = {}
+    pending = [(os.fspath(target), prefix)]
+    while pending:
+        folder, head = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
             continue
-        if entry.is_dir(follow_symlinks=False):
-            found.extend(_walk(Path(entry.path), f"{entry.name}/"))
-        elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
-            found.append(entry.name)
-    return sorted(found)
+        for entry in entries:
+            relative = f"{head}{entry.name}"
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{relative}/"))
+                    continue
+                regular = entry.is_file(follow_symlinks=False)  # not a link, a pipe, a socket
+                found[relative] = stat_of(entry.stat(follow_symlinks=False)) if regular else None
+            except OSError:
+                found[relative] = None
+    return found
 
 
 def _walk(folder: Path, prefix: str) -> Iterator[str]:

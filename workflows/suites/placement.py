@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from renderer.model.admission import (
-    ClusterQueuePlan,
     cluster_queues,
     cohorts,
     potential_available,
@@ -31,7 +30,7 @@ from workflows.suites.settings import (
 class Target:
     """A pool, and the platform ClusterQueue of its cohort its suite Jobs are admitted through.
 
-    `plan` is the team queue that can hold the most of the pool: the suite's Jobs take the
+    `plan` names the team queue that can hold the most of the pool: the suite's Jobs take the
     shapes a team's jobs could. `available` is the most of `offer.resource` a suite Job may ask
     for: what that team queue could be admitted (Kueue's PotentialAvailable in an empty cluster),
     and no more than the cohort lends, which is all the platform ClusterQueue (nominal 0) can
@@ -40,7 +39,12 @@ class Target:
 
     cluster: Cluster
     pool: Pool
-    plan: ClusterQueuePlan
+    queue: Queue
+    """The gpuplane Queue (Kueue's cohort) whose idle quota the suite borrows."""
+    plan: str
+    """The team ClusterQueue, by name: the suites read nothing else of it (or of its team), so
+    a change to a team reaches a suite only through `available` (their compiled objects are
+    cached by what a target holds: `renderer.layers.workflows.compiled`)."""
     offer: Offer
     available: int
     repository: Repository | None = None
@@ -48,11 +52,6 @@ class Target:
     @property
     def name(self) -> str:
         return self.pool.name
-
-    @property
-    def queue(self) -> Queue:
-        """The gpuplane Queue (Kueue's cohort) whose idle quota the suite borrows."""
-        return self.plan.queue
 
     @property
     def namespace(self) -> str:
@@ -145,7 +144,13 @@ def targets(view: ClusterView) -> tuple[Target, ...]:
                 held = best.get(pool.name)
                 if available > 0 and (held is None or key < held[0]):
                     target = Target(
-                        view.cluster, pool, plan, offer, available, view.platform.repository
+                        view.cluster,
+                        pool,
+                        plan.queue,
+                        plan.name,
+                        offer,
+                        available,
+                        view.platform.repository,
                     )
                     best[pool.name] = (key, target)
     return tuple(best[pool.name][1] for pool in view.pools if pool.name in best)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hera.workflows import Workflow
+if TYPE_CHECKING:  # the data checks need no Hera: only `to_data` reads a Hera object
+    from hera.workflows import Workflow
 
 # --- from Hera to data ------------------------------------------------------------------------
 
