@@ -196,16 +196,19 @@ def render(
     fmt: str,
 ) -> None:
     """Validate, render every cluster, validate the output, and write rendered/."""
+    from renderer.output.writer import OUTPUT_DIR, TreeListing, write_file_atomically, write_tree
+
+    root = root_of(ctx)
+    target = root / OUTPUT_DIR
+    on_disk = TreeListing(target)  # in a child process, while this one imports and loads
+
     from renderer.commands.render import default_jobs, render_tree, restat
     from renderer.commands.render_index import RenderIndex
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.transitions import committed_tree
-    from renderer.output.writer import OUTPUT_DIR, write_file_atomically, write_tree
 
-    root = root_of(ctx)
     validator = _output_validator(crds, strict_schemas)
-    target = root / OUTPUT_DIR
     index = (
         RenderIndex.disabled()
         if no_index
@@ -217,11 +220,12 @@ def render(
             validator,
             target,
             changed=changed_lines(root),
-            previous=committed_tree(root),
+            previous=committed_tree(root, listing=on_disk),
             keep_files=not check,
             jobs=jobs or default_jobs(),
             on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
             index=index,
+            listing=on_disk,
         )
     diagnostics = result.diagnostics
     if allow_recreate:

@@ -261,9 +261,14 @@ def load_checked(
 
 
 def load_platform(
-    root: Path, *, changed: model.Changes | None = None, inputs: InputCache | None = None
+    root: Path,
+    *,
+    changed: model.Changes | None = None,
+    inputs: InputCache | None = None,
+    policy: bool = True,
 ) -> Loaded:
-    """Load, schema-check and model every input file, then run the policy rules.
+    """Load, schema-check and model every input file, then run the policy rules (`policy`:
+    False leaves them to the caller, `check_policy`).
 
     `changed`: the input files (relative to `root`) the change being checked adds or edits,
     each with its changed lines (None: the whole file), as
@@ -323,7 +328,8 @@ def load_platform(
         changed=MappingProxyType(dict(changed or {})),
         documents=MappingProxyType(documents),
     )
-    diagnostics.extend(check_policy(platform))
+    if policy:
+        diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics), MappingProxyType(digests))
 
 

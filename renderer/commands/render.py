@@ -34,9 +34,9 @@ from renderer.output.validation import OutputValidator
 from renderer.output.writer import (
     Staleness,
     Stat,
+    TreeListing,
     build_files,
     compare_listed,
-    file_stat,
     tree_stats,
 )
 from renderer.pipeline import (
@@ -52,6 +52,7 @@ from renderer.pipeline import (
     merge_findings,
     prepare,
 )
+from renderer.policy.check import check_policy
 
 __all__ = ["RenderedTree", "default_jobs", "render_tree", "restat"]
 
@@ -134,18 +135,20 @@ def render_tree(
     jobs: int = 1,
     on_cluster: Callable[[str], None] | None = None,
     index: RenderIndex | None = None,
+    listing: TreeListing | None = None,
 ) -> RenderedTree:
     """Load, check, render and validate the platform at `root`, and compare each cluster's files
     with `target` (`rendered/`). `keep_files`: bring every file's bytes back, to write them.
     `jobs`: worker processes (1 renders here, one cluster after the other). `on_cluster` is told
     each cluster's name when it is done. `index`: what each cluster rendered last time; a
     cluster whose key and files are as recorded is taken from it (`render_index`), and the
-    index is brought up to date here (the caller saves it)."""
+    index is brought up to date here (the caller saves it). `listing`: `target` listed with its
+    stats, started by the caller before it loads anything (else listed here)."""
     index = index if index is not None else RenderIndex.disabled()
     inputs = index.input_cache()
     inputs = inputs if inputs is not None else {}
     _load_in_workers(root, inputs, jobs, validator)
-    loaded = load_platform(root, changed=changed, inputs=inputs)
+    loaded = load_platform(root, changed=changed, inputs=inputs, policy=False)
     diagnostics = list(loaded.diagnostics)
 
     def nothing(found: list[Diagnostic]) -> RenderedTree:
@@ -154,13 +157,13 @@ def render_tree(
         )
 
     if has_errors(diagnostics):
-        return nothing(diagnostics)
+        return nothing([*diagnostics, *check_policy(loaded.platform)])
     validator, missing = prepare(root, loaded.platform, validator)
     if missing:
-        return nothing([*diagnostics, *missing])
+        return nothing([*diagnostics, *check_policy(loaded.platform), *missing])
     names = sorted(loaded.platform.clusters)
     keys = index.keys(root, loaded, previous) if index.path is not None else {}
-    disk = _on_disk(target, previous)
+    disk = _on_disk(target, previous, listing)
     work = _Work(
         loaded.platform,
         validator,
@@ -177,13 +180,19 @@ def render_tree(
         record = index.current(name, keys[name], target, below) if name in keys else None
         if record is not None:
             reused[name] = record
+    done = []
+    # the clusters render in the workers while the policy runs here; an error drops them
+    with _clusters_started(work, [n for n in names if n not in reused], jobs) as results:
+        diagnostics.extend(check_policy(loaded.platform))
+        if has_errors(diagnostics):
+            return nothing(diagnostics)
+        for name in reused:
             if on_cluster is not None:
                 on_cluster(name)
-    done = []
-    for result in _each_cluster(work, [n for n in names if n not in reused], jobs):
-        if on_cluster is not None:
-            on_cluster(result.outcome.name)
-        done.append(result)
+        for result in results:
+            if on_cluster is not None:
+                on_cluster(result.outcome.name)
+            done.append(result)
     done.sort(key=lambda r: r.outcome.name)
     outcomes = [*(r.outcome for r in done), *(r.outcome for r in reused.values())]
     diagnostics.extend(merge_findings(outcomes, validator))
@@ -230,11 +239,16 @@ def render_tree(
     )
 
 
-def _on_disk(target: Path, previous: CommittedTree | None) -> dict[str, dict[str, Stat | None]]:
+def _on_disk(
+    target: Path, previous: CommittedTree | None, listing: TreeListing | None
+) -> dict[str, dict[str, Stat | None]]:
     """Every file of `target` with its stat, by top folder ("" for a file beside them), from
-    one walk: the committed tree's when it is this tree on disk (outside git)."""
-    if previous is not None and previous.disk is not None and previous.folder == target:
+    one walk: the committed tree's when it is this tree on disk (outside git), else
+    `listing`'s when it lists `target`."""
+    if previous is not None and previous.folder == target and previous.disk is not None:
         listed: Mapping[str, Stat | None] = previous.disk
+    elif listing is not None and listing.folder == target:
+        listed = listing.stats()
     else:
         listed = tree_stats(target)
     grouped: dict[str, dict[str, Stat | None]] = {}
@@ -247,20 +261,20 @@ def _on_disk(target: Path, previous: CommittedTree | None) -> dict[str, dict[str
 def restat(index: RenderIndex, target: Path) -> None:
     """After `rendered/` was written: each recorded file's stat as it is now (a written file is
     a new inode; a kept one was linked into the new tree, which changes its ctime)."""
-    for record in index.clusters.values():
-        for path, (digest, _, made_of) in record.files.items():
-            record.files[path] = (digest, file_stat(target / path), made_of)
+    index.restat(target)
 
 
-def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_ClusterFiles]:
-    """Each cluster's result, as it is done: here when one job (or one cluster), else from
-    forked workers, the clusters with the most teams first so that no worker is left with a
-    large one at the end."""
+@contextlib.contextmanager
+def _clusters_started(
+    work: _Work, names: list[str], jobs: int
+) -> Iterator[Iterator[_ClusterFiles]]:
+    """Each cluster's result, as it is done: with one job rendered here when asked for, else
+    started now in forked workers (even for one cluster: this process goes on with the policy
+    meanwhile), the clusters with the most teams first so that no worker is left with a large
+    one at the end; leaving the block stops them."""
     global _WORK
-    jobs = min(jobs, len(names))
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        for name in names:
-            yield _render_one(work, name)
+    if jobs <= 1 or not names or "fork" not in multiprocessing.get_all_start_methods():
+        yield (_render_one(work, name) for name in names)
         return
     weight = dict.fromkeys(names, 0)
     for team in work.platform.teams.values():
@@ -270,8 +284,8 @@ def _each_cluster(work: _Work, names: list[str], jobs: int) -> Iterator[_Cluster
     ordered = sorted(names, key=lambda n: (-weight[n], n))
     _WORK = work
     try:
-        with _pool(jobs) as pool:
-            yield from pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
+        with _pool(min(jobs, len(names))) as pool:
+            yield pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
     finally:
         _WORK = None
 

@@ -37,12 +37,12 @@ from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.transitions import CommittedTree
-from renderer.output.writer import Stat
+from renderer.output.writer import Stat, file_stat
 from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
 
-FORMAT = 3
+FORMAT = 4
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
 
 PINNED = (
@@ -96,6 +96,8 @@ class RenderIndex:
     contexts: dict[str, bytes] = field(default_factory=dict)
     """Per cluster, what its objects' checks read besides their bodies: gpuplane, the CRDs and
     the cluster's own file (its Kubernetes version and operator pins); set by `keys`."""
+    _stored: dict[str, tuple[ClusterRecord, bytes]] = field(default_factory=dict)
+    """Each record as read, with its pickle: saved again as it was unless it changed."""
 
     def input_cache(self) -> InputCache | None:
         """The loaded inputs to start from, or None when the index is off."""
@@ -127,7 +129,15 @@ class RenderIndex:
             and isinstance(stored.get("clusters"), dict)
             and isinstance(stored.get("inputs"), dict)
         ):
-            index.clusters = stored["clusters"]
+            try:
+                for name, data in stored["clusters"].items():
+                    record = pickle.loads(data)
+                    if isinstance(record, ClusterRecord):
+                        index.clusters[name] = record
+                        index._stored[name] = (record, data)
+            except Exception:  # as above: render those clusters
+                index.clusters.clear()
+                index._stored.clear()
             index.inputs = stored["inputs"]
         return index
 
@@ -136,10 +146,17 @@ class RenderIndex:
         if self.path is None:
             return
         inputs = {k: v for k, v in self.inputs.items() if k in self._asked}
+        clusters = {}
+        for name, record in self.clusters.items():
+            kept = self._stored.get(name)
+            if kept is not None and kept[0] is record:
+                clusters[name] = kept[1]
+            else:
+                clusters[name] = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
         data = {
             "format": FORMAT,
             "fingerprint": self.fingerprint,
-            "clusters": self.clusters,
+            "clusters": clusters,
             "inputs": inputs,
         }
         staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
@@ -182,6 +199,13 @@ class RenderIndex:
             keys[name] = key.digest()
         return keys
 
+    def restat(self, target: Path) -> None:
+        """Each recorded file's stat as it is on disk now, after `target` was written."""
+        for record in self.clusters.values():
+            for path, (digest, _, made_of) in record.files.items():
+                record.files[path] = (digest, file_stat(target / path), made_of)
+        self._stored.clear()
+
     def current(
         self, name: str, key: bytes, target: Path, on_disk: Mapping[str, Stat | None]
     ) -> ClusterRecord | None:
@@ -200,6 +224,7 @@ class RenderIndex:
             if now is None or _digest_file(target / path) != digest:
                 return None
             record.files[path] = (digest, now, made_of)
+            self._stored.pop(name, None)  # changed: pickled again when saved
         return record
 
 

@@ -184,7 +184,16 @@ def _flavor(pool: Pool, entries: list[tuple[GpuQuota, Offer]], borrow_only: bool
 
 
 def cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
-    """Every ClusterQueue of one cluster, by team then purpose."""
+    """Every ClusterQueue of one cluster, by team then purpose (computed once per view: most
+    layers ask)."""
+    found = view.derived.get("cluster_queues")
+    if found is None:
+        found = view.derived["cluster_queues"] = _cluster_queues(view)
+    plans: tuple[ClusterQueuePlan, ...] = found
+    return plans
+
+
+def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
     plans: list[ClusterQueuePlan] = []
     for tenant in view.tenants:
         team = tenant.team

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from renderer.model.platform import Cluster, Namespace, Platform, Pool, Queue, Team
 
@@ -29,6 +29,9 @@ class ClusterView:
     pools: tuple[Pool, ...]
     queues: tuple[Queue, ...]
     tenants: tuple[Tenant, ...]
+    derived: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """What is computed from the view alone, once for every layer that asks (the cluster's
+    ClusterQueues: `admission.cluster_queues`); the view is frozen, so it stays true."""
 
     @classmethod
     def of(cls, platform: Platform, cluster: Cluster) -> ClusterView:

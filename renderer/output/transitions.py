@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import marshal
 import os
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from typing import Any
 import yaml
 
 from renderer.output.manifest import Manifest
-from renderer.output.writer import Stat, file_stat, tree_stats
+from renderer.output.writer import Stat, TreeListing, file_stat
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -47,21 +48,21 @@ class CommittedTree:
         *,
         unread: Mapping[str, str] | None = None,
         read: Callable[[str], bytes | None] | None = None,
-        disk: Mapping[str, Stat | None] | None = None,
+        listing: Callable[[], Mapping[str, Stat | None]] | None = None,
         folder: Path | None = None,
     ) -> None:
         self._contents = dict(files)
         self._unread_paths = dict(unread or {})
         """Path -> where to read it (a blob id, a file), for `read`."""
-        self._where = dict(self._unread_paths)
-        """The same, kept after a file is read: what says which version of it this is."""
         self._read = read
-        self.disk = disk
-        """Outside git: every file below rendered/ on disk with its stat, as listed once (the
-        committed tree is then the tree on disk); None in git."""
+        self._listing = listing
+        self._disk: Mapping[str, Stat | None] | None = None
         self.folder = folder
         """The folder `disk` lists."""
-        self._paths = sorted({*self._contents, *self._unread_paths})
+        self._where: dict[str, str] = {}
+        """`_unread_paths`, kept after a file is read: what says which version of it this is."""
+        self._paths: list[str] = []
+        self._listed = False
         self.origin = origin
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
         self._parsed: dict[str, tuple[list[Any], str | None]] = {}
@@ -69,8 +70,33 @@ class CommittedTree:
         self._by_name: dict[tuple[str, str], list[str]] | None = None
         self._by_folder: dict[str, list[str]] | None = None
 
+    def _ready(self) -> None:
+        """Outside git, take the listing of rendered/ (made in the background) when first
+        needed."""
+        if self._listed:
+            return
+        self._listed = True
+        if self._listing is not None and self.folder is not None:
+            self._disk = self._listing()
+            base = str(self.folder)
+            self._unread_paths.update(
+                (path, os.path.join(base, path))
+                for path, stat in self._disk.items()
+                if stat is not None and path.endswith(".yaml")
+            )
+        self._where = dict(self._unread_paths)
+        self._paths = sorted({*self._contents, *self._unread_paths})
+
+    @property
+    def disk(self) -> Mapping[str, Stat | None] | None:
+        """Outside git: every file below rendered/ on disk with its stat, as listed once (the
+        committed tree is then the tree on disk); None in git."""
+        self._ready()
+        return self._disk
+
     @property
     def paths(self) -> list[str]:
+        self._ready()
         return self._paths
 
     @property
@@ -79,6 +105,7 @@ class CommittedTree:
         return {path: self._bytes(path) for path in self.paths}
 
     def _bytes(self, path: str) -> bytes:
+        self._ready()
         if path not in self._contents:
             where = self._unread_paths.pop(path)
             found = self._read(where) if self._read is not None else None
@@ -91,31 +118,33 @@ class CommittedTree:
         """A digest of what the tree holds below the top folder `folder` (`prod-east`): each
         path with its blob id (git), its size, times and inode (disk) or its bytes (already
         read)."""
+        self._ready()
         if self._by_folder is None:
             grouped: dict[str, list[str]] = {}
             for path in self._paths:
                 grouped.setdefault(path.partition("/")[0], []).append(path)
             self._by_folder = grouped
-        digest = hashlib.sha256()
         disk = self.origin == "disk"
+        entries: list[tuple[str, Any]] = []
         for path in self._by_folder.get(folder, ()):
             if "/" not in path:
                 continue  # a file named like the folder, beside it
             if path in self._contents:
-                digest.update(f"{path}\0".encode())
-                digest.update(hashlib.sha256(self._contents[path]).digest())
-                continue
-            where = self._unread_paths[path]
-            if disk:
-                stat = self.disk.get(path) if self.disk is not None else file_stat(where)
-                where = str(stat or "unreadable")
-            digest.update(f"{path}\0{where}\0".encode())
-        return digest.digest()
+                entries.append((path, hashlib.sha256(self._contents[path]).digest()))
+            elif not disk:
+                entries.append((path, self._unread_paths[path]))
+            elif self._disk is not None:
+                entries.append((path, self._disk.get(path)))
+            else:
+                entries.append((path, file_stat(self._unread_paths[path])))
+        return hashlib.sha256(marshal.dumps(entries)).digest()
 
     def __contains__(self, path: str) -> bool:
+        self._ready()
         return path in self._contents or path in self._unread_paths
 
     def __bool__(self) -> bool:
+        self._ready()
         return bool(self._contents or self._unread_paths)
 
     def _documents(self, path: str) -> tuple[list[Any], str | None]:
@@ -155,10 +184,11 @@ class CommittedTree:
     def version_of(self, path: str) -> str | None:
         """What identifies this version of a committed file without reading it (its blob id in
         git, its stat on disk), None when it is not in the tree or cannot be stat'ed."""
+        self._ready()
         if path in self._where:
-            if self.disk is None:
+            if self._disk is None:
                 return f"{self.origin}:{self._where[path]}"
-            stat = self.disk.get(path)
+            stat = self._disk.get(path)
             return None if stat is None else f"disk:{stat}"
         if path in self._contents:
             return f"bytes:{hashlib.sha256(self._contents[path]).hexdigest()}"
@@ -309,14 +339,17 @@ def _close(process: subprocess.Popen[bytes], pid: int) -> None:
             process.stdout.close()
 
 
-def committed_tree(root: Path, ref: str = "HEAD") -> CommittedTree:
+def committed_tree(
+    root: Path, ref: str = "HEAD", listing: TreeListing | None = None
+) -> CommittedTree:
     """`rendered/` of the repository at `root` as committed at `ref`; outside a git repository,
     `rendered/` on disk. A repository where `ref` has no `rendered/` (no commit yet, a first
     render) gives an empty tree: every object is created, no transition rule applies. Only the
-    listing is read here; a file's bytes are read when an object asks for it."""
+    listing is read here (outside git, `listing`'s, when it lists `rendered/`); a file's bytes
+    are read when an object asks for it."""
     top = _git(root, "rev-parse", "--show-prefix")
     if top is None or top.returncode != 0:
-        return _from_disk(root)
+        return _from_disk(root, listing)
     prefix = top.stdout.decode().strip()
     if ref.startswith("-") or not ref:
         return CommittedTree({}, ref)
@@ -336,16 +369,11 @@ def committed_tree(root: Path, ref: str = "HEAD") -> CommittedTree:
     return CommittedTree({}, ref, unread=blobs, read=reader)
 
 
-def _from_disk(root: Path) -> CommittedTree:
+def _from_disk(root: Path, listing: TreeListing | None = None) -> CommittedTree:
     folder = root / RENDERED
-    stats = tree_stats(folder)
-    base = str(folder)
-    paths = {
-        path: os.path.join(base, path)
-        for path, stat in stats.items()
-        if stat is not None and path.endswith(".yaml")
-    }
-    return CommittedTree({}, "disk", unread=paths, read=_read_file, disk=stats, folder=folder)
+    if listing is None or listing.folder != folder:
+        listing = TreeListing(folder, background=False)
+    return CommittedTree({}, "disk", read=_read_file, listing=listing.stats, folder=folder)
 
 
 def _read_file(path: str) -> bytes | None:

@@ -8,12 +8,14 @@ files of removed objects disappear with the old tree.
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
+import weakref
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import cast
+from typing import Any, cast
 
 from renderer.output.canonical import dump
 from renderer.output.manifest import Manifest, Values
@@ -176,6 +178,66 @@ def file_stat(path: str | Path) -> Stat | None:
         return stat_of(os.stat(path, follow_symlinks=False))
     except OSError:
         return None
+
+
+class TreeListing:
+    """`tree_stats` of a folder, made in a forked process while this one goes on loading the
+    inputs (a large tree takes a quarter of a second to list); where there is no fork, or the
+    child fails, it is made here when asked for."""
+
+    def __init__(self, folder: Path, *, background: bool = True) -> None:
+        self.folder = folder
+        self._stats: dict[str, Stat | None] | None = None
+        self._child: weakref.finalize[Any, TreeListing] | None = None
+        if background and hasattr(os, "fork"):
+            child = _list_in_child(folder)
+            if child is not None:  # reaped when asked for, or when this is dropped
+                self._child = weakref.finalize(self, _reap, *child)
+
+    def stats(self) -> dict[str, Stat | None]:
+        """Each file below the folder with its `Stat`, as `tree_stats` gives it."""
+        if self._stats is None:
+            if self._child is not None:
+                self._stats = self._child()
+            if self._stats is None:
+                self._stats = tree_stats(self.folder)
+        return self._stats
+
+
+def _list_in_child(folder: Path) -> tuple[int, int] | None:
+    try:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:  # the child: list, send, and leave without running anything of the parent's
+        code = 1
+        try:
+            os.close(read_end)
+            with os.fdopen(write_end, "wb") as out:
+                out.write(marshal.dumps(tree_stats(folder)))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _reap(pid: int, fd: int) -> dict[str, Stat | None] | None:
+    """What the child sent (None when it failed), once it has exited."""
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+        _, status = os.waitpid(pid, 0)
+    except OSError:
+        return None
+    if status != 0 or not data:
+        return None
+    try:
+        found = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def tree_stats(target: Path | str, prefix: str = "") -> dict[str, Stat | None]:
