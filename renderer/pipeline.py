@@ -51,7 +51,9 @@ Layer = Callable[[ClusterView], Iterator[Output]]
 def import_layers() -> None:
     """Import what the layers import on first use (Hera, for the workflows layer), so that
     worker processes forked afterwards start with it."""
-    from workflows.suites import every_pool, templates  # noqa: F401
+    from renderer.layers import workflows
+
+    workflows.import_hera()
 
 
 def render_workflows(view: ClusterView) -> Iterator[Output]:

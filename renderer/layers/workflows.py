@@ -136,6 +136,11 @@ def compiled(what: str, *inputs: Any) -> dict[str, Any]:
     return body
 
 
+def import_hera() -> None:
+    """Import what `_build` imports, ahead (for worker processes to fork with it)."""
+    from workflows.suites import every_pool, templates  # noqa: F401
+
+
 def _build(what: str, *inputs: Any) -> Any:
     """The Hera object; Hera (a second to import) only now."""
     from workflows.suites.every_pool import cron_workflow, postsync_hook

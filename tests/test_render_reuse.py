@@ -1,0 +1,340 @@
+"""Reuse below the cluster: when a change reaches a cluster, its objects whose bodies did not
+change keep their checks and (when the file on disk is still the one recorded) their files; the
+suites' Hera objects are compiled once per distinct input. Each shortcut must give what the full
+render gives, and trust nothing on disk it cannot verify."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from renderer.layers import workflows as suites_layer
+from renderer.model.content import content_digest
+from renderer.model.platform import Platform
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest
+from renderer.output.transitions import CommittedTree
+from renderer.output.validation import Checked, Pin
+from renderer.output.writer import TreeListing, compare_listed, tree_stats
+from renderer.pipeline import CheckMemo, load_platform
+from tests.conftest import REPO, tree
+from workflows.suites import placement, references
+from workflows.suites.templates import acceptance_template, benchmark_template
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("GPUPLANE_CACHE_DIR", str(folder))
+    return folder
+
+
+def _check(gpuplane, root: Path, *args: str):  # type: ignore[no-untyped-def]
+    return gpuplane("-C", str(root), "render", "--check", *args)
+
+
+def _one_team_on(root: Path, cluster: str) -> Path:
+    """The file of a team with namespaces on `cluster` only."""
+    loaded = load_platform(root).platform
+    team = next(
+        t
+        for t in sorted(loaded.teams)
+        if {ns.cluster for ns in loaded.teams[t].namespaces} == {cluster}
+    )
+    return root / "teams" / f"{team}.yaml"
+
+
+def _lower_first_nominal(path: Path) -> None:
+    text = path.read_text()
+    changed, count = re.subn(
+        r"nominal: (\d+)", lambda m: f"nominal: {int(m.group(1)) - 1}", text, count=1
+    )
+    assert count == 1, path
+    path.write_text(changed)
+
+
+# --- objects whose bodies did not change ---------------------------------------------------------
+
+
+def test_a_hand_edit_beside_a_change_is_found_in_the_cluster_rendered_again(
+    platform: Path, crds: Path, cache: Path, gpuplane
+) -> None:
+    """prod-east renders again for a team change; another of its files, hand-edited to the same
+    size and mtime, is not taken for the recorded one (its ctime and inode say otherwise), and
+    the report is the one a full render gives."""
+    assert _check(gpuplane, platform, "--crds", str(crds)).exit_code == 0  # fills the index
+    _lower_first_nominal(_one_team_on(platform, "prod-east"))
+    edited = sorted((platform / "rendered" / "prod-east" / "security").rglob("*.yaml"))[0]
+    before = edited.stat()
+    edited.write_bytes(edited.read_bytes().replace(b"gpuplane", b"gpuplanf", 1))
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with_index = _check(gpuplane, platform, "--crds", str(crds))
+    without = _check(gpuplane, platform, "--crds", str(crds), "--no-index")
+    assert with_index.exit_code == without.exit_code == 1
+    assert with_index.output == without.output
+    shown = edited.relative_to(platform / "rendered").as_posix()
+    assert f"stale: rendered/{shown} (changed)" in with_index.output
+
+
+def test_a_render_after_a_change_writes_what_a_full_render_writes(
+    platform: Path, crds: Path, cache: Path, gpuplane, tmp_path: Path
+) -> None:
+    assert gpuplane("-C", str(platform), "render", "--crds", str(crds)).exit_code == 0
+    for cluster in ("prod-east", "staging-west"):
+        _lower_first_nominal(_one_team_on(platform, cluster))
+    full = tmp_path / "full"
+    shutil.copytree(platform, full)
+    assert gpuplane("-C", str(platform), "render", "--crds", str(crds)).exit_code == 0
+    assert gpuplane("-C", str(full), "render", "--crds", str(crds), "--no-index").exit_code == 0
+    assert tree(platform / "rendered") == tree(full / "rendered")
+    assert _check(gpuplane, platform, "--crds", str(crds)).exit_code == 0
+
+
+def test_findings_of_kept_checks_are_reported_again_after_a_change(
+    platform: Path, cache: Path, gpuplane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without CRDs every custom kind is a warning; after a change that re-renders a cluster,
+    the checks kept for its unchanged objects say the same as checking them again."""
+    monkeypatch.delenv("GPUPLANE_CRDS", raising=False)
+    args = ("--format", "json")
+    assert _check(gpuplane, platform, *args).exit_code == 0
+    _lower_first_nominal(_one_team_on(platform, "prod-east"))
+    with_index = _check(gpuplane, platform, *args)
+    without = _check(gpuplane, platform, *args, "--no-index")
+    assert with_index.exit_code == without.exit_code == 1
+    assert with_index.output == without.output and "warning" in with_index.output
+
+
+def test_a_policy_error_found_while_the_clusters_render_stops_everything(
+    platform: Path, crds: Path, cache: Path, gpuplane
+) -> None:
+    """The workers render while the policy runs; an error it finds drops what they rendered:
+    the same report with one job or two, and nothing written."""
+    before = tree(platform / "rendered")
+    path = _one_team_on(platform, "prod-east")
+    path.write_text(re.sub(r"nominal: (\d+)", "nominal: 100000", path.read_text(), count=1))
+    reports = [
+        gpuplane("-C", str(platform), "render", "--crds", str(crds), "--jobs", jobs)
+        for jobs in ("1", "2")
+    ]
+    assert reports[0].exit_code == reports[1].exit_code == 1
+    assert reports[0].output == reports[1].output and "error[" in reports[0].output
+    assert tree(platform / "rendered") == before
+
+
+class _CountingValidator:
+    """Asks for the old self, as a CRD with transition rules makes `OutputValidator.check` do."""
+
+    def __init__(self, asks_old: bool) -> None:
+        self.asks_old = asks_old
+        self.calls = 0
+
+    def check(
+        self,
+        obj: Mapping[str, Any],
+        kubernetes_version: str,
+        pin_of: Callable[[str, str], Pin] | None = None,
+        old_of: Callable[[], Mapping[str, Any] | None] | None = None,
+    ) -> Checked:
+        self.calls += 1
+        if self.asks_old and old_of is not None:
+            old_of()
+        return Checked([])
+
+
+def _memo_round(
+    validator: _CountingValidator, before: CheckMemo | None, committed: dict[str, bytes]
+) -> CheckMemo:
+    example = load_platform(REPO).platform
+    cluster = example.clusters[sorted(example.clusters)[0]]
+    body = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "llm-training"},
+        "spec": {},
+    }
+    manifest = Manifest("queueing", body, cluster.origin.location)
+    memo = CheckMemo(before.now if before is not None else {})
+    previous = CommittedTree(committed, "HEAD")
+    key = hashlib.sha256(b"the same body").digest()
+    memo.check(validator, key, manifest, cluster, lambda g, k: Pin(g, g), previous)  # type: ignore[arg-type]
+    return memo
+
+
+def test_a_check_that_read_the_old_self_is_kept_only_while_that_file_is_the_same() -> None:
+    example = load_platform(REPO).platform
+    cluster = sorted(example.clusters)[0]
+    path = f"{cluster}/queueing/clusterqueue-llm-training.yaml"
+    old = (
+        b"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: llm-training\n"
+    )
+    validator = _CountingValidator(asks_old=True)
+    first = _memo_round(validator, None, {path: old})
+    assert validator.calls == 1
+    second = _memo_round(validator, first, {path: old})
+    assert validator.calls == 1  # the same committed file: kept
+    _memo_round(validator, second, {path: old + b"spec: {}\n"})
+    assert validator.calls == 2  # another committed version: checked again
+    created = _memo_round(validator, None, {})
+    assert validator.calls == 3 and not created.now  # nothing to compare with: never kept
+
+
+def test_a_check_that_did_not_read_the_old_self_is_kept_whatever_is_committed() -> None:
+    validator = _CountingValidator(asks_old=False)
+    first = _memo_round(validator, None, {})
+    _memo_round(validator, first, {"anything/else.yaml": b"{}\n"})
+    assert validator.calls == 1
+
+
+# --- the suites, compiled once per distinct input ------------------------------------------------
+
+
+def _targets(platform: Platform) -> list[placement.Target]:
+    return [
+        t
+        for name in sorted(platform.clusters)
+        for t in placement.targets(ClusterView.of(platform, platform.clusters[name]))
+    ]
+
+
+def test_a_compiled_suite_is_what_hera_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suites_layer, "COMPILED", {})
+    targets = _targets(load_platform(REPO).platform)
+    assert targets
+    for target in targets:
+        for what, build in (("acceptance", acceptance_template), ("benchmark", benchmark_template)):
+            direct = references.to_data(build(target))
+            assert suites_layer.compiled(what, target) == direct
+            again = suites_layer.compiled(what, target)  # from the cache now
+            assert again == direct
+            again["metadata"]["name"] = "changed by a later step"
+            assert suites_layer.compiled(what, target) == direct  # a fresh copy each time
+
+
+def test_moving_the_inputs_to_other_lines_keeps_the_digests(tmp_path: Path) -> None:
+    """Where a value was declared is not part of what the suites are built from."""
+    moved = tmp_path / "moved"
+    for folder in ("clusters", "pools", "queues", "teams"):
+        shutil.copytree(REPO / folder, moved / folder)
+        for path in (moved / folder).glob("*.yaml"):
+            path.write_text("# moved down two lines\n#\n" + path.read_text())
+    settings = (REPO / "gpuplane.yaml").read_text()
+    (moved / "gpuplane.yaml").write_text("# moved down one line\n" + settings)
+    original = _targets(load_platform(REPO).platform)
+    shifted = _targets(load_platform(moved).platform)
+    assert [t.pool.origin.location for t in original] != [t.pool.origin.location for t in shifted]
+    assert [content_digest("acceptance", t) for t in original] == [
+        content_digest("acceptance", t) for t in shifted
+    ]
+
+
+def test_what_a_suite_reads_changes_its_digest() -> None:
+    (target, *_) = _targets(load_platform(REPO).platform)
+    digest = content_digest("acceptance", target)
+    assert digest is not None
+    assert content_digest("benchmark", target) != digest
+    for changed in (
+        dataclasses.replace(target, available=target.available + 1),
+        dataclasses.replace(target, plan=target.plan + "-other"),
+        dataclasses.replace(target, pool=dataclasses.replace(target.pool, gpus_per_node=1)),
+        dataclasses.replace(
+            target,
+            cluster=dataclasses.replace(
+                target.cluster, kubernetes_version=target.cluster.kubernetes_version + "9"
+            ),
+        ),
+    ):
+        assert content_digest("acceptance", changed) != digest
+
+
+# --- the digest itself ---------------------------------------------------------------------------
+
+
+def test_the_digest_tells_types_and_orders_apart() -> None:
+    values = [1, True, 1.0, "1", b"1", (1,), [1], {1: 1}, {"1": 1}, frozenset({1}), None]
+    digests = [content_digest(v) for v in values]
+    assert None not in digests and len(set(digests)) == len(values)
+    assert content_digest({"a": 1, "b": 2}) != content_digest({"b": 2, "a": 1})  # order is output
+    assert content_digest(("a", "b")) != content_digest(("ab",))
+
+
+def test_the_digest_refuses_what_it_cannot_read() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    assert content_digest(loop) is None
+    assert content_digest(object()) is None
+
+    class Text(str):
+        pass
+
+    assert content_digest(Text("a subclass may write itself otherwise")) is None
+
+
+def test_a_set_digests_the_same_under_every_hash_seed() -> None:
+    code = (
+        "from renderer.model.content import content_digest;"
+        "print(content_digest(frozenset({'alpha', 'beta', 'gamma', 'delta'}), {'x', 'y'}).hex())"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout
+        for seed in ("0", "1", "2", "3")
+    }
+    assert len(seen) == 1
+
+
+# --- the tree on disk, listed once ---------------------------------------------------------------
+
+
+def test_the_listing_made_in_a_child_is_the_walk(tmp_path: Path) -> None:
+    folder = tmp_path / "rendered"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "one.yaml").write_text("1\n")
+    (folder / "top.yaml").write_text("2\n")
+    (folder / "a" / "link.yaml").symlink_to(folder / "top.yaml")
+    os.mkfifo(folder / "a" / "pipe.yaml")
+    listed = TreeListing(folder).stats()
+    assert listed == tree_stats(folder)
+    assert set(listed) == {"a/b/one.yaml", "top.yaml", "a/link.yaml", "a/pipe.yaml"}
+    assert listed["a/link.yaml"] is None and listed["a/pipe.yaml"] is None
+    assert listed["top.yaml"] is not None
+    assert TreeListing(tmp_path / "absent").stats() == {}
+    # a link or a pipe is never read, and never current
+    files: dict[str, bytes | None] = {"a/link.yaml": b"2\n", "a/pipe.yaml": b"", "top.yaml": None}
+    found = compare_listed(folder, listed, files)
+    assert found.changed == ("a/link.yaml", "a/pipe.yaml")
+    assert found.extra == ("a/b/one.yaml",) and found.missing == ()
+
+
+def test_a_failed_listing_child_falls_back_to_listing_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import renderer.output.writer as writer
+
+    def failing(folder: Path) -> tuple[int, int] | None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(3)
+        os.close(write_end)
+        return pid, read_end
+
+    monkeypatch.setattr(writer, "_list_in_child", failing)
+    (tmp_path / "x.yaml").write_text("x\n")
+    assert TreeListing(tmp_path).stats() == tree_stats(tmp_path)
