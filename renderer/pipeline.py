@@ -41,8 +41,9 @@ from renderer.output.crds import CrdLoadError
 from renderer.output.identity import clashes_across, identity_clashes
 from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion, is_builtin_group
 from renderer.output.manifest import Manifest, Output, Values
+from renderer.output.reuse import CheckMemo, body_key
 from renderer.output.transitions import CommittedTree
-from renderer.output.validation import Checked, OutputValidator, Pin
+from renderer.output.validation import OutputValidator, Pin
 from renderer.policy.check import check_policy
 
 Layer = Callable[[ClusterView], Iterator[Output]]
@@ -405,71 +406,6 @@ class ClusterOutcome:
     """Each manifest's `body_key`, in order, when checked with a `CheckMemo`."""
 
 
-def body_key(body: Any) -> bytes | None:
-    """What identifies an object's body, for reusing what was found about the same body: the
-    SHA-256 of its pickle (every value and its type, in order; equal bodies may pickle apart,
-    which only misses), None when it cannot be pickled."""
-    try:
-        return hashlib.sha256(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)).digest()
-    except Exception:  # an object no render should hold: never reused
-        return None
-
-
-_PASSED: tuple[Checked, None, bool] = (Checked([]), None, False)
-"""What most objects' checks are: one shared entry, which the index pickles once."""
-
-
-@dataclass(slots=True)
-class CheckMemo:
-    """Each object's check from the cluster's last render, by its body (`body_key`), so that an
-    object whose body did not change is not validated again. Valid only where everything else
-    the check reads is the same: gpuplane, the CRDs, the cluster's Kubernetes version and
-    operator pins (the caller's `context`); and, for an object whose CRD has transition rules,
-    the committed file its old self was read from (its blob id or stat), else not reused."""
-
-    before: Mapping[bytes, tuple[Checked, str | None, bool]]
-    """body key -> (the check, the version of the object's committed file, whether the check
-    asked for the old self)."""
-    now: dict[bytes, tuple[Checked, str | None, bool]] = field(default_factory=dict)
-    """What this render checked or reused, for the next one."""
-
-    def check(
-        self,
-        validator: OutputValidator,
-        key: bytes | None,
-        manifest: Manifest,
-        cluster: model.Cluster,
-        pin_of: Callable[[str, str], Pin],
-        previous: CommittedTree | None,
-    ) -> Checked:
-        earlier = self.before.get(key) if key is not None else None
-        if earlier is not None:
-            checked, version, asked = earlier
-            if not asked or (
-                previous is not None
-                and version is not None
-                and previous.version_of(f"{cluster.name}/{manifest.path}") == version
-            ):
-                self.now[key] = earlier  # type: ignore[index]
-                return checked
-        seen: list[str | None] = []
-
-        def old_of() -> Mapping[str, Any] | None:
-            if previous is None:
-                seen.append(None)
-                return None
-            found, version = previous.old_self_from(cluster.name, manifest)
-            seen.append(version)
-            return found
-
-        checked = validator.check(manifest.body, cluster.kubernetes_version, pin_of, old_of)
-        if key is not None and not seen:
-            self.now[key] = _PASSED if checked == _PASSED[0] else (checked, None, False)
-        elif key is not None and seen[0] is not None:
-            self.now[key] = (checked, seen[0], True)
-        return checked
-
-
 def check_cluster(
     platform: model.Platform,
     name: str,
@@ -657,7 +593,15 @@ def _check_output(
         try:
             if memo is not None:
                 key = keys[position]
-                checked = memo.check(validator, key, manifest, cluster, pin_of, previous)
+                checked = memo.check(
+                    validator,
+                    key,
+                    manifest,
+                    cluster.name,
+                    cluster.kubernetes_version,
+                    pin_of,
+                    previous,
+                )
             else:
                 checked = validator.check(
                     manifest.body,

@@ -23,10 +23,11 @@ from renderer.model.content import content_digest
 from renderer.model.platform import Platform
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest
+from renderer.output.reuse import CheckMemo
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import Checked, Pin
 from renderer.output.writer import TreeListing, compare_listed, tree_stats
-from renderer.pipeline import CheckMemo, load_platform
+from renderer.pipeline import load_platform
 from tests.conftest import REPO, tree
 from workflows.suites import placement, references
 from workflows.suites.templates import acceptance_template, benchmark_template
@@ -167,7 +168,15 @@ def _memo_round(
     memo = CheckMemo(before.now if before is not None else {})
     previous = CommittedTree(committed, "HEAD")
     key = hashlib.sha256(b"the same body").digest()
-    memo.check(validator, key, manifest, cluster, lambda g, k: Pin(g, g), previous)  # type: ignore[arg-type]
+    memo.check(
+        validator,  # type: ignore[arg-type]
+        key,
+        manifest,
+        cluster.name,
+        cluster.kubernetes_version,
+        lambda g, k: Pin(g, g),
+        previous,
+    )
     return memo
 
 

@@ -29,6 +29,7 @@ from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnosti
 from renderer.layers import workflows as suites
 from renderer.model import platform as model
 from renderer.output.crds import CrdLoadError
+from renderer.output.reuse import CheckMemo, body_key
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import (
@@ -40,10 +41,8 @@ from renderer.output.writer import (
     tree_stats,
 )
 from renderer.pipeline import (
-    CheckMemo,
     ClusterOutcome,
     InputCache,
-    body_key,
     check_cluster,
     import_layers,
     input_files,
