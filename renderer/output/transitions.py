@@ -59,9 +59,7 @@ class CommittedTree:
         self._disk: Mapping[str, Stat | None] | None = None
         self.folder = folder
         """The folder `disk` lists."""
-        self._where: dict[str, str] = {}
-        """`_unread_paths`, kept after a file is read: what says which version of it this is."""
-        self._paths: list[str] = []
+        self._paths: list[str] | None = None
         self._listed = False
         self.origin = origin
         """Where the files come from, for messages: `HEAD`, a ref, or `disk`."""
@@ -78,14 +76,11 @@ class CommittedTree:
         self._listed = True
         if self._listing is not None and self.folder is not None:
             self._disk = self._listing()
-            base = str(self.folder)
             self._unread_paths.update(
-                (path, os.path.join(base, path))
+                (path, path)  # read below `folder`
                 for path, stat in self._disk.items()
                 if stat is not None and path.endswith(".yaml")
             )
-        self._where = dict(self._unread_paths)
-        self._paths = sorted({*self._contents, *self._unread_paths})
 
     @property
     def disk(self) -> Mapping[str, Stat | None] | None:
@@ -96,7 +91,10 @@ class CommittedTree:
 
     @property
     def paths(self) -> list[str]:
+        """Every committed file, sorted."""
         self._ready()
+        if self._paths is None:
+            self._paths = sorted({*self._contents, *self._unread_paths})
         return self._paths
 
     @property
@@ -107,7 +105,7 @@ class CommittedTree:
     def _bytes(self, path: str) -> bytes:
         self._ready()
         if path not in self._contents:
-            where = self._unread_paths.pop(path)
+            where = self._unread_paths[path]  # kept: it says which version was read
             found = self._read(where) if self._read is not None else None
             if found is None:
                 raise OSError(f"cannot read {RENDERED}/{path} ({self.origin})")
@@ -121,8 +119,10 @@ class CommittedTree:
         self._ready()
         if self._by_folder is None:
             grouped: dict[str, list[str]] = {}
-            for path in self._paths:
+            for path in {*self._contents, *self._unread_paths}:
                 grouped.setdefault(path.partition("/")[0], []).append(path)
+            for paths in grouped.values():
+                paths.sort()
             self._by_folder = grouped
         disk = self.origin == "disk"
         entries: list[tuple[str, Any]] = []
@@ -185,9 +185,9 @@ class CommittedTree:
         """What identifies this version of a committed file without reading it (its blob id in
         git, its stat on disk), None when it is not in the tree or cannot be stat'ed."""
         self._ready()
-        if path in self._where:
+        if path in self._unread_paths:
             if self._disk is None:
-                return f"{self.origin}:{self._where[path]}"
+                return f"{self.origin}:{self._unread_paths[path]}"
             stat = self._disk.get(path)
             return None if stat is None else f"disk:{stat}"
         if path in self._contents:
@@ -373,7 +373,14 @@ def _from_disk(root: Path, listing: TreeListing | None = None) -> CommittedTree:
     folder = root / RENDERED
     if listing is None or listing.folder != folder:
         listing = TreeListing(folder, background=False)
-    return CommittedTree({}, "disk", read=_read_file, listing=listing.stats, folder=folder)
+    base = str(folder)
+    return CommittedTree(
+        {},
+        "disk",
+        read=lambda path: _read_file(os.path.join(base, path)),
+        listing=listing.stats,
+        folder=folder,
+    )
 
 
 def _read_file(path: str) -> bytes | None:
