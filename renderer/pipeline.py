@@ -209,6 +209,16 @@ class Rendered:
     diagnostics: list[Diagnostic]
 
 
+@dataclass(frozen=True, slots=True)
+class SharedOutcomes:
+    """Clusters rendered once for two folders (`gpuplane diff`'s base and head): a cluster's
+    outcome is a function of its key (`key_of`: the slice's files, the schemas), so one
+    folder's outcome stands for the other's when the keys are the same."""
+
+    key_of: Callable[[Path, Loaded], Mapping[str, bytes]]
+    outcomes: dict[bytes, ClusterOutcome] = field(default_factory=dict)
+
+
 InputCache = MutableMapping[tuple[str, bytes], bytes]
 """(file, SHA-256 of its bytes) -> the file loaded and its schema problems, pickled when they
 were made (so that nothing done to the data later reaches the cache): what loading those bytes
@@ -356,14 +366,19 @@ def render_platform(
     changed: model.Changes | None = None,
     on_cluster: Callable[[str], None] | None = None,
     previous: CommittedTree | None = None,
+    shared: SharedOutcomes | None = None,
+    inputs: InputCache | None = None,
 ) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced.
 
     `on_cluster` is told each cluster's name before it is rendered (the CLI's progress display).
     `previous`: the objects committed in `rendered/` that these would replace, for the CRDs'
     transition rules (`renderer.output.transitions.committed_tree`); None checks no transition.
+    `shared`: outcomes by cluster key, from a render of another folder (without `previous`): a
+    cluster whose key it holds is taken from it, and each one rendered here is added.
+    `inputs`: files loaded before, by their bytes (`InputCache`).
     """
-    loaded = load_platform(root, changed=changed)
+    loaded = load_platform(root, changed=changed, inputs=inputs)
     if has_errors(loaded.diagnostics):
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
@@ -371,10 +386,17 @@ def render_platform(
     if missing:
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, [*diagnostics, *missing])
     outcomes = []
+    keys = shared.key_of(root, loaded) if shared is not None and previous is None else {}
     for name in sorted(loaded.platform.clusters):
         if on_cluster is not None:
             on_cluster(name)
-        outcomes.append(check_cluster(loaded.platform, name, validator, previous))
+        key = keys.get(name)
+        outcome = shared.outcomes.get(key) if shared is not None and key is not None else None
+        if outcome is None:
+            outcome = check_cluster(loaded.platform, name, validator, previous)
+            if shared is not None and key is not None:
+                shared.outcomes[key] = outcome
+        outcomes.append(outcome)
     diagnostics.extend(merge_findings(outcomes, validator))
     return Rendered(
         loaded.platform,

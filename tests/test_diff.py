@@ -385,3 +385,39 @@ def test_truncation_and_json_round_trip(
         kept = total - int(note.group(1))
         assert kept >= 2  # the marker and the verdict, always
         assert cut.startswith("\n".join(full.splitlines()[:kept]).rstrip("\n"))
+
+
+@pytest.mark.parametrize("case", sorted(CHANGES))
+def test_a_cluster_the_change_does_not_reach_is_rendered_once(
+    case: str,
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    crds: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Base and head render a cluster whose slice and schemas are the same bytes the same, so
+    diff renders it once; the report is the one rendering both sides whole gives."""
+    import renderer.pipeline as pipeline
+    from renderer.commands.diff import platforms
+
+    CHANGES[case](repo)
+    rendered: list[str] = []
+    real = pipeline.check_cluster
+
+    def counted(platform: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        rendered.append(name)
+        return real(platform, name, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "check_cluster", counted)
+    shared = _diff(gpuplane, repo, crds, "--format", "json")
+    once = list(rendered)
+    rendered.clear()
+    monkeypatch.setattr(platforms, "outcome_keys", lambda *args, **kwargs: {})
+    whole = _diff(gpuplane, repo, crds, "--format", "json")
+    assert (shared.exit_code, shared.output) == (whole.exit_code, whole.output)
+    clusters = set(rendered)
+    assert len(rendered) == 2 * len(clusters)  # both sides, every cluster
+    if case == "no-change":
+        assert sorted(once) == sorted(clusters)
+    else:
+        assert len(clusters) <= len(once) < len(rendered)

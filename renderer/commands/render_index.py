@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
@@ -175,10 +176,7 @@ class RenderIndex:
         lines the change touched in it, and what the committed tree holds for it."""
         platform = loaded.platform
         keys = {}
-        listed = hashlib.sha256(self.fingerprint)  # the CRDs gpuplane.yaml lists, by their bytes
-        for entry in platform.repository.schemas if platform.repository is not None else ():
-            _hash_tree(listed, root / entry)
-        fingerprint = listed.digest()
+        fingerprint = listed_schemas(self.fingerprint, root, platform)
         for name in sorted(platform.clusters):
             context = hashlib.sha256(fingerprint)
             context.update(f"\0cluster\0{name}".encode())
@@ -186,13 +184,7 @@ class RenderIndex:
                 context.update(f"\0{own}\0".encode())
                 context.update(loaded.digests.get(own, b"unknown"))
             self.contexts[name] = context.digest()
-            part = cluster_slice(platform, name)
-            key = hashlib.sha256(fingerprint)
-            key.update(f"\0cluster\0{name}".encode())
-            for file in slice_files(part):  # each declares an object, so it was read
-                lines = _changed_lines(platform, file)
-                key.update(f"\0file\0{file}\0{lines}\0".encode())
-                key.update(loaded.digests[file])
+            key = slice_key(fingerprint, loaded, name, with_changes=True)
             if previous is not None:
                 key.update(f"\0previous\0{previous.origin}\0".encode())
                 key.update(previous.fingerprint(name))
@@ -256,6 +248,43 @@ class _Recorded(MutableMapping[tuple[str, bytes], bytes]):
         return len(self._index.inputs)
 
 
+def listed_schemas(fingerprint: bytes, root: Path, platform: model.Platform) -> bytes:
+    """`fingerprint` with the bytes of the CRDs the repository's gpuplane.yaml lists."""
+    listed = hashlib.sha256(fingerprint)
+    for entry in platform.repository.schemas if platform.repository is not None else ():
+        _hash_tree(listed, root / entry, label=entry)  # as written, wherever the root is
+    return listed.digest()
+
+
+def slice_key(fingerprint: bytes, loaded: Loaded, name: str, *, with_changes: bool) -> Any:
+    """A digest (to be added to) of `fingerprint`, the cluster's name and the path and bytes
+    (their SHA-256, as `load_platform` read them) of every input file of its slice, with the
+    lines the change touched in each when `with_changes`."""
+    platform = loaded.platform
+    key = hashlib.sha256(fingerprint)
+    key.update(f"\0cluster\0{name}".encode())
+    for file in slice_files(cluster_slice(platform, name)):  # each declares an object: read
+        lines = _changed_lines(platform, file) if with_changes else "-"
+        key.update(f"\0file\0{file}\0{lines}\0".encode())
+        key.update(loaded.digests[file])
+    return key
+
+
+def outcome_keys(root: Path, loaded: Loaded, strict_schemas: bool) -> dict[str, bytes]:
+    """Per cluster, what its `ClusterOutcome` (rendered without a committed tree) is a function
+    of in this process, besides the CRDs the caller's validator was given: `--strict-schemas`,
+    the repository's schema store and listed CRDs, and the slice's files, none by where the
+    repository is. Two folders whose cluster has the same key
+    render it the same (`gpuplane diff` renders such a cluster once for both sides)."""
+    store = hashlib.sha256(f"strict {strict_schemas}\0".encode())
+    _hash_tree(store, root / ".gpuplane" / "schemas", label="store")
+    fingerprint = listed_schemas(store.digest(), root, loaded.platform)
+    return {
+        name: slice_key(fingerprint, loaded, name, with_changes=False).digest()
+        for name in sorted(loaded.platform.clusters)
+    }
+
+
 def settings(platform: model.Platform, name: str) -> list[str]:
     """The files a cluster's objects are checked by besides their bodies: the cluster's own (its
     Kubernetes version, its operators' pinned releases) and the repository's settings."""
@@ -306,9 +335,12 @@ def code_and_schema_fingerprint(
     return digest.digest()
 
 
-def _hash_tree(digest: hashlib._Hash, path: Path, suffixes: tuple[str, ...] = ()) -> None:
-    """Every file's name and bytes below `path` (or the file itself), in name order."""
-    digest.update(f"\0tree\0{path}\0".encode())
+def _hash_tree(
+    digest: hashlib._Hash, path: Path, suffixes: tuple[str, ...] = (), label: str | None = None
+) -> None:
+    """Every file's name and bytes below `path` (or the file itself), in name order, after
+    `label` (else the path itself)."""
+    digest.update(f"\0tree\0{path if label is None else label}\0".encode())
     if path.is_file():
         candidates = [path]
     elif path.is_dir():

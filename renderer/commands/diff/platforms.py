@@ -24,10 +24,12 @@ from renderer.commands.diff.objects import objects
 from renderer.commands.diff.quotas import quotas
 from renderer.commands.diff.revision import render
 from renderer.commands.diff.teams import teams
+from renderer.commands.render_index import outcome_keys
 from renderer.inputs.schema import REPOSITORY_FILE
 from renderer.model.capacity import how_to_request, pool_offers
 from renderer.model.platform import Changes, Cluster, Platform, Pool, Queue
 from renderer.output.validation import OutputValidator
+from renderer.pipeline import InputCache, SharedOutcomes
 
 HEAD_LABEL = "working tree"
 
@@ -52,6 +54,12 @@ def diff_platforms(
     head's findings that several files share land on the entry the change touched. `on_cluster` is told the side's label and each
     cluster's name before it is rendered (the CLI's progress display).
     """
+    # a cluster whose slice and schemas are the same on both sides renders the same: once
+    shared = SharedOutcomes(
+        lambda root, loaded: outcome_keys(root, loaded, validator.strict_schemas)
+    )
+    inputs: InputCache = {}  # most files are the same bytes on both sides: loaded once
+    trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] = {}
     head = render(
         head_root,
         validator,
@@ -59,6 +67,9 @@ def diff_platforms(
         None,
         changed=head_changed,
         on_cluster=_told(on_cluster, head_label),
+        shared=shared,
+        inputs=inputs,
+        trees=trees,
     )
     if not head.side.valid:
         return DiffReport(
@@ -72,7 +83,14 @@ def diff_platforms(
             head_files=head.files,
         )
     base = render(
-        base_root, validator, base_ref, base_commit, on_cluster=_told(on_cluster, base_ref)
+        base_root,
+        validator,
+        base_ref,
+        base_commit,
+        on_cluster=_told(on_cluster, base_ref),
+        shared=shared,
+        inputs=inputs,
+        trees=trees,
     )
     findings: list[Finding] = []
     findings += _repository(base.platform, head.platform)

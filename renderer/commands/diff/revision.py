@@ -15,7 +15,7 @@ from renderer.model.platform import Changes, Platform
 from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
-from renderer.pipeline import render_platform
+from renderer.pipeline import InputCache, SharedOutcomes, render_platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,16 +39,41 @@ def render(
     *,
     changed: Changes | None = None,
     on_cluster: Callable[[str], None] | None = None,
+    shared: SharedOutcomes | None = None,
+    inputs: InputCache | None = None,
+    trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] | None = None,
 ) -> Revision:
     """Render one side; `changed` is what the change touches (files and their changed lines),
     for where its findings land; `on_cluster` is told each cluster before it is rendered (the
-    CLI's progress display)."""
-    rendered = render_platform(root, validator, changed=changed, on_cluster=on_cluster)
+    CLI's progress display). Shared with the other side: `shared`, the clusters it rendered, by
+    key; `inputs`, the files it loaded, by bytes; `trees`, each cluster's files, by the
+    outcome's objects (the same objects make the same files)."""
+    rendered = render_platform(
+        root, validator, changed=changed, on_cluster=on_cluster, shared=shared, inputs=inputs
+    )
     empty = rendered.files == 0
     diagnostics = tuple(d for d in rendered.diagnostics if not (empty and d.rule == "no-inputs"))
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     model_ok = empty or bool(rendered.manifests) or errors == 0
-    tree = build_tree(rendered.manifests, rendered.readmes, rendered.values)
+    tree: dict[str, bytes] = {}
+    for name in sorted({*rendered.manifests, *rendered.readmes, *rendered.values}):
+        manifests = rendered.manifests.get(name, ())
+        values = rendered.values.get(name, ())
+        readme = rendered.readmes.get(name)
+        made_of = (manifests, values, readme)
+        known = trees.get(id(manifests)) if trees is not None and manifests else None
+        if known is not None and all(a is b for a, b in zip(known[0], made_of, strict=True)):
+            files = known[1]
+        else:
+            files = build_tree(
+                {name: manifests},
+                {name: readme} if readme is not None else {},
+                {name: values},
+            )
+            if trees is not None and manifests:
+                trees[id(manifests)] = (made_of, files)
+        tree.update(files)
+    tree = dict(sorted(tree.items()))
     return Revision(
         platform=rendered.platform,
         tree=tree,
