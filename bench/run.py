@@ -214,6 +214,8 @@ def stages(
     size.tree_files = len(tree)
     out = root.parent / f"{root.name}-inproc-rendered"
     _, t_write = timed(lambda: write_tree(out, tree))
+    if hasattr(os, "sync"):  # a check reads a tree written long before, not one still flushing
+        os.sync()
     stale, t_compare = timed(lambda: compare(out, tree))
     shutil.rmtree(out)
     if not stale.clean:
