@@ -245,6 +245,10 @@ def test_moving_the_inputs_to_other_lines_keeps_the_digests(tmp_path: Path) -> N
     assert [content_digest("acceptance", t) for t in original] == [
         content_digest("acceptance", t) for t in shifted
     ]
+    # and the suites do not read where a value was declared: the same digest, the same objects
+    for before, after in zip(original, shifted, strict=True):
+        for build in (acceptance_template, benchmark_template):
+            assert references.to_data(build(before)) == references.to_data(build(after))
 
 
 def test_what_a_suite_reads_changes_its_digest() -> None:
