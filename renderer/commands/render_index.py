@@ -32,7 +32,6 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
@@ -71,11 +70,12 @@ class ClusterRecord:
     objects: int
     files: dict[str, tuple[bytes, Stat | None, bytes | None]]
     """Path under rendered/ -> (SHA-256 of the bytes, the file's stat when it held them, what
-    the file was made from: its object's `body_key` and source file, None for other files)."""
+    the file was made from: its object's `body_key`, source file and (values) comment, None for
+    kustomizations and READMEs)."""
     context: bytes = b""
     """What the checks below were made against besides each object's body (`RenderIndex.keys`)."""
     checks: bytes = b""
-    """Each object's check by its body (`pipeline.CheckMemo`), pickled: only a worker that
+    """Each object's check by its body (`output.reuse.CheckMemo`), pickled: only a worker that
     renders the cluster again reads them."""
     suites: dict[bytes, bytes] = field(default_factory=dict)
     """The suite objects Hera compiled for the cluster, by the digest of their inputs
@@ -95,8 +95,9 @@ class RenderIndex:
     entries this run did not ask for are dropped when it is saved."""
     _asked: set[tuple[str, bytes]] = field(default_factory=set)
     contexts: dict[str, bytes] = field(default_factory=dict)
-    """Per cluster, what its objects' checks read besides their bodies: gpuplane, the CRDs and
-    the cluster's own file (its Kubernetes version and operator pins); set by `keys`."""
+    """Per cluster, what its objects' checks read besides their bodies: gpuplane, the CRDs, the
+    cluster's own file (its Kubernetes version and operator pins) and the repository's settings
+    (`settings`); set by `keys`."""
     _stored: dict[str, tuple[ClusterRecord, bytes]] = field(default_factory=dict)
     """Each record as read, with its pickle: saved again as it was unless it changed."""
 
@@ -256,7 +257,9 @@ def listed_schemas(fingerprint: bytes, root: Path, platform: model.Platform) -> 
     return listed.digest()
 
 
-def slice_key(fingerprint: bytes, loaded: Loaded, name: str, *, with_changes: bool) -> Any:
+def slice_key(
+    fingerprint: bytes, loaded: Loaded, name: str, *, with_changes: bool
+) -> hashlib._Hash:
     """A digest (to be added to) of `fingerprint`, the cluster's name and the path and bytes
     (their SHA-256, as `load_platform` read them) of every input file of its slice, with the
     lines the change touched in each when `with_changes`."""
@@ -274,8 +277,8 @@ def outcome_keys(root: Path, loaded: Loaded, strict_schemas: bool) -> dict[str, 
     """Per cluster, what its `ClusterOutcome` (rendered without a committed tree) is a function
     of in this process, besides the CRDs the caller's validator was given: `--strict-schemas`,
     the repository's schema store and listed CRDs, and the slice's files, none by where the
-    repository is. Two folders whose cluster has the same key
-    render it the same (`gpuplane diff` renders such a cluster once for both sides)."""
+    repository is. Two folders whose cluster has the same key render it the same (`gpuplane
+    diff` renders such a cluster once for both sides)."""
     store = hashlib.sha256(f"strict {strict_schemas}\0".encode())
     _hash_tree(store, root / ".gpuplane" / "schemas", label="store")
     fingerprint = listed_schemas(store.digest(), root, loaded.platform)

@@ -238,8 +238,9 @@ class CommittedTree:
         found, unread, path = self._lookup(cluster, manifest)
         if found is None and unread:
             self._unread[(cluster, manifest.path)] = unread
-        own = path is not None and path == f"{cluster}/{manifest.path}"
-        return found, self.version_of(path) if own and path is not None else None
+        if path is None or path != f"{cluster}/{manifest.path}":
+            return found, None
+        return found, self.version_of(path)
 
     def unreadable(self, cluster: str, manifest: Manifest) -> list[tuple[str, str]]:
         """(path under rendered/, why) of the files `old_self` could not read for the manifest;

@@ -120,13 +120,13 @@ class Staleness:
 
 
 def compare(target: Path, files: Mapping[str, bytes]) -> Staleness:
-    return _differences(_read_tree(target), files)
-
-
-def compare_folder(target: Path, folder: str, files: Mapping[str, bytes]) -> Staleness:
-    """`compare` for one top folder of the tree (a cluster's): `files` are all below
-    `folder/`, and only `target/folder` is read."""
-    return _differences(_read_tree(target / folder, f"{folder}/"), files)
+    """How the tree on disk at `target` differs from `files`, every file of it read."""
+    on_disk = _read_tree(target)
+    return Staleness(
+        missing=tuple(sorted(set(files) - set(on_disk))),
+        extra=tuple(sorted(set(on_disk) - set(files))),
+        changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
+    )
 
 
 def compare_listed(
@@ -152,14 +152,6 @@ def compare_listed(
         missing=tuple(sorted(p for p in files if p not in listed)),
         extra=tuple(sorted(p for p in listed if p not in files)),
         changed=tuple(sorted(changed)),
-    )
-
-
-def _differences(on_disk: Mapping[str, bytes], files: Mapping[str, bytes]) -> Staleness:
-    return Staleness(
-        missing=tuple(sorted(set(files) - set(on_disk))),
-        extra=tuple(sorted(set(on_disk) - set(files))),
-        changed=tuple(sorted(p for p in files if p in on_disk and on_disk[p] != files[p])),
     )
 
 
@@ -240,13 +232,12 @@ def _reap(pid: int, fd: int) -> dict[str, Stat | None] | None:
     return found if isinstance(found, dict) else None
 
 
-def tree_stats(target: Path | str, prefix: str = "") -> dict[str, Stat | None]:
-    """Every file below `target` (its path relative to `target`, after `prefix`) with its
-    `Stat`, in one walk of the folders and without reading any file: a symbolic link or
+def tree_stats(target: Path | str) -> dict[str, Stat | None]:
+    """Every file below `target` (by its path relative to `target`) with its `Stat`, in one walk of the folders and without reading any file: a symbolic link or
     anything else that is not a regular file, or a file that cannot be stat'ed, is None (it
     never matches a recorded stat)."""
     found: dict[str, Stat | None] = {}
-    pending = [(os.fspath(target), prefix)]
+    pending = [(os.fspath(target), "")]
     while pending:
         folder, head = pending.pop()
         try:
@@ -266,22 +257,22 @@ def tree_stats(target: Path | str, prefix: str = "") -> dict[str, Stat | None]:
     return found
 
 
-def _walk(folder: Path, prefix: str) -> Iterator[str]:
-    """The relative paths (with `prefix`) of the files below `folder`."""
+def _walk(folder: Path) -> Iterator[str]:
+    """The relative paths of the files below `folder`."""
     for path, _, names in os.walk(folder):
         relative = os.path.relpath(path, folder)
-        head = prefix if relative == "." else f"{prefix}{Path(relative).as_posix()}/"
+        head = "" if relative == "." else f"{Path(relative).as_posix()}/"
         for name in names:
             if os.path.isfile(os.path.join(path, name)):
                 yield f"{head}{name}"
 
 
-def _read_tree(target: Path, prefix: str = "") -> dict[str, bytes]:
+def _read_tree(target: Path) -> dict[str, bytes]:
     if not target.is_dir():
         return {}
     found = {}
-    for relative in sorted(_walk(target, prefix)):
-        with open(target / relative.removeprefix(prefix), "rb") as handle:
+    for relative in sorted(_walk(target)):
+        with open(target / relative, "rb") as handle:
             found[relative] = handle.read()
     return found
 
