@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from renderer.findings.diagnostics import Location, SourceMap
 from renderer.inputs.source import MAX_FILE_BYTES, load_bytes, load_file
 from tests.conftest import tree
 
@@ -167,3 +168,29 @@ def test_a_team_file_nested_thirty_thousand_deep_is_refused_not_a_crash(tmp_path
     assert done.returncode == 0, done.stderr
     # the document's mapping, then 65 sequences: the 65th `[` is column 6 + 65
     assert done.stdout.strip() == "[('yaml-too-deep', 1, 71)]"
+
+
+def test_positions_pickle_compactly_and_read_back_the_same(tmp_path: Path) -> None:
+    """The render index keeps every input's positions pickled; read back, each value and key is
+    where the file wrote it, and pickling again gives the same bytes without reading them."""
+    import pickle
+
+    path = tmp_path / "team.yaml"
+    path.write_text(
+        "metadata:\n  name: a\nspec:\n  namespaces:\n    - name: a-train\n      cluster: east\n"
+    )
+    loaded = load_file(path, "teams/team.yaml").document
+    assert loaded is not None
+    source = loaded.source
+    again = pickle.loads(pickle.dumps(source))
+    assert again == source
+    assert again.locate(("spec", "namespaces", 0, "cluster")) == Location("teams/team.yaml", 6, 16)
+    assert again.locate_key(("spec", "namespaces", 0, "cluster")) == Location(
+        "teams/team.yaml", 6, 7
+    )
+    assert again.locate(("spec", "nowhere")) == Location("teams/team.yaml", 4, 3)
+    unread = pickle.loads(pickle.dumps(source))
+    assert pickle.dumps(unread) == pickle.dumps(source) == pickle.dumps(again)
+    # a position in another file (none the loader makes, but a map may hold one) is kept
+    mixed = SourceMap("a.yaml", {(): Location("b.yaml", 2, 3)}, {})
+    assert pickle.loads(pickle.dumps(mixed)).locate(("x",)) == Location("b.yaml", 2, 3)

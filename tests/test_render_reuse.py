@@ -26,7 +26,7 @@ from renderer.output.manifest import Manifest
 from renderer.output.reuse import CheckMemo
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import Checked, Pin
-from renderer.output.writer import TreeListing, compare_listed, tree_stats
+from renderer.output.writer import TreeListing, compare_listed, folder_fingerprints, tree_stats
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, tree
 from workflows.suites import placement, references
@@ -351,3 +351,63 @@ def test_a_failed_listing_child_falls_back_to_listing_here(
     monkeypatch.setattr(writer, "_list_in_child", failing)
     (tmp_path / "x.yaml").write_text("x\n")
     assert TreeListing(tmp_path).stats() == tree_stats(tmp_path)
+    assert TreeListing(tmp_path).fingerprints() == folder_fingerprints(tree_stats(tmp_path))
+
+
+def _committed_on_disk(folder: Path, listing: TreeListing | None) -> CommittedTree:
+    """The committed tree of a folder outside git, with the listing's fingerprints or without."""
+    if listing is None:
+        stats = tree_stats(folder)
+        return CommittedTree(
+            {},
+            "disk",
+            read=lambda path: (folder / path).read_bytes(),
+            listing=lambda: stats,
+            folder=folder,
+        )
+    return CommittedTree(
+        {},
+        "disk",
+        read=lambda path: (folder / path).read_bytes(),
+        listing=listing.stats,
+        fingerprints=listing.fingerprints,
+        folder=folder,
+    )
+
+
+def test_the_fingerprints_the_listing_made_are_the_committed_trees(tmp_path: Path) -> None:
+    """The listing child fingerprints each cluster's folder as the committed tree does from
+    the stats, so keys made either way are the same; the fingerprint follows the `.yaml` files
+    below the folder and nothing else."""
+    folder = tmp_path / "rendered"
+    for cluster in ("east", "west"):
+        (folder / cluster / "queueing").mkdir(parents=True)
+        (folder / cluster / "queueing" / "cq.yaml").write_text(f"{cluster}\n")
+        (folder / cluster / "README.md").write_text("readme\n")
+    (folder / "east.yaml").write_text("beside the folders\n")
+    (folder / "empty").mkdir()
+    child = _committed_on_disk(folder, TreeListing(folder))
+    here = _committed_on_disk(folder, None)
+    for name in ("east", "west", "empty", "absent"):
+        assert child.fingerprint(name) == here.fingerprint(name), name
+    assert child.fingerprint("empty") == child.fingerprint("absent")
+    assert child.fingerprint("east") != child.fingerprint("west")
+    before = {name: child.fingerprint(name) for name in ("east", "west")}
+
+    (folder / "east" / "README.md").write_text("another readme\n")  # not a committed object
+    (folder / "west" / "queueing" / "cq.yaml").write_text("west, edited\n")
+    after = _committed_on_disk(folder, TreeListing(folder))
+    assert after.fingerprint("east") == before["east"]
+    assert after.fingerprint("west") != before["west"]
+
+
+def test_a_folder_with_a_file_read_is_fingerprinted_by_its_bytes(tmp_path: Path) -> None:
+    """Once an object read its old self, the folder's fingerprint is of the bytes read, not the
+    stats the listing saw before (the file may have changed since)."""
+    folder = tmp_path / "rendered"
+    (folder / "east").mkdir(parents=True)
+    (folder / "east" / "a.yaml").write_text("kind: A\n")
+    tree = _committed_on_disk(folder, TreeListing(folder))
+    listed = tree.fingerprint("east")
+    assert tree.files == {"east/a.yaml": b"kind: A\n"}  # read
+    assert tree.fingerprint("east") != listed

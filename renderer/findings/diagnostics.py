@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import marshal
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 PathKey = tuple[str | int, ...]
 
@@ -54,6 +56,64 @@ class SourceMap:
     def locate_key(self, path: PathKey) -> Location:
         """The position of the key that holds `path` (for "unknown field" and the like)."""
         return self.keys.get(path) or self.locate(path)
+
+    def __reduce__(self) -> tuple[Callable[..., SourceMap], tuple[str, bytes, bytes]]:
+        """Pickled as each map's paths, lines and columns in one marshal string, read back
+        into dictionaries only when first looked in: the render index keeps every input's
+        positions, and most files' are never asked for (a render that finds nothing asks for
+        those of the objects it renders)."""
+        file = self.file
+        return (_unpacked, (file, _packed(file, self.values), _packed(file, self.keys)))
+
+
+def _packed(file: str, locations: Mapping[PathKey, Location]) -> bytes:
+    """(path, line, column), and the file where it is not the map's (marshal's version 2,
+    which writes no references, so the same map gives the same bytes)."""
+    if isinstance(locations, _Packed) and locations.file == file:
+        return locations.packed
+    return marshal.dumps(
+        [
+            (p, at.line, at.col) if at.file == file else (p, at.line, at.col, at.file)
+            for p, at in locations.items()
+        ],
+        2,
+    )
+
+
+def _unpacked(file: str, values: bytes, keys: bytes) -> SourceMap:
+    return SourceMap(file, _Packed(file, values), _Packed(file, keys))
+
+
+class _Packed(Mapping[PathKey, Location]):
+    """A SourceMap's positions as pickled, made a dictionary when first looked in."""
+
+    __slots__ = ("_found", "file", "packed")
+
+    def __init__(self, file: str, packed: bytes) -> None:
+        self.file = file
+        self.packed = packed
+        self._found: dict[PathKey, Location] | None = None
+
+    def _dict(self) -> dict[PathKey, Location]:
+        if self._found is None:
+            file = self.file
+            self._found = {
+                entry[0]: Location(entry[3] if len(entry) == 4 else file, entry[1], entry[2])
+                for entry in marshal.loads(self.packed)
+            }
+        return self._found
+
+    def __getitem__(self, path: PathKey) -> Location:
+        return self._dict()[path]
+
+    def get(self, path: PathKey, default: Any = None) -> Any:
+        return self._dict().get(path, default)
+
+    def __iter__(self) -> Iterator[PathKey]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
 
 
 _INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import marshal
 import os
 import shutil
 import subprocess
@@ -24,7 +23,13 @@ from typing import Any
 import yaml
 
 from renderer.output.manifest import Manifest
-from renderer.output.writer import Stat, TreeListing, file_stat
+from renderer.output.writer import (
+    EMPTY_FINGERPRINT,
+    Stat,
+    TreeListing,
+    file_stat,
+    fingerprint_of,
+)
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -49,6 +54,7 @@ class CommittedTree:
         unread: Mapping[str, str] | None = None,
         read: Callable[[str], bytes | None] | None = None,
         listing: Callable[[], Mapping[str, Stat | None]] | None = None,
+        fingerprints: Callable[[], Mapping[str, bytes]] | None = None,
         folder: Path | None = None,
     ) -> None:
         self._contents = dict(files)
@@ -56,6 +62,8 @@ class CommittedTree:
         """Path -> where to read it (a blob id, a file), for `read`."""
         self._read = read
         self._listing = listing
+        self._fingerprints = fingerprints
+        """`folder_fingerprints` of `listing`'s stats, made with them."""
         self._disk: Mapping[str, Stat | None] | None = None
         self.folder = folder
         """The folder `disk` lists."""
@@ -114,9 +122,14 @@ class CommittedTree:
 
     def fingerprint(self, folder: str) -> bytes:
         """A digest of what the tree holds below the top folder `folder` (`prod-east`): each
-        path with its blob id (git), its size, times and inode (disk) or its bytes (already
-        read)."""
+        path with its blob id (git), its stat (disk) or its bytes (already read). On disk, with
+        none of the folder's files read, the one the listing made with the stats."""
         self._ready()
+        disk = self.origin == "disk"
+        if disk and self._fingerprints is not None and self._disk is not None:
+            below = f"{folder}/"
+            if not any(path.startswith(below) for path in self._contents):
+                return self._fingerprints().get(folder, EMPTY_FINGERPRINT)
         if self._by_folder is None:
             grouped: dict[str, list[str]] = {}
             for path in {*self._contents, *self._unread_paths}:
@@ -124,7 +137,6 @@ class CommittedTree:
             for paths in grouped.values():
                 paths.sort()
             self._by_folder = grouped
-        disk = self.origin == "disk"
         entries: list[tuple[str, Any]] = []
         for path in self._by_folder.get(folder, ()):
             if "/" not in path:
@@ -137,7 +149,7 @@ class CommittedTree:
                 entries.append((path, self._disk.get(path)))
             else:
                 entries.append((path, file_stat(self._unread_paths[path])))
-        return hashlib.sha256(marshal.dumps(entries)).digest()
+        return fingerprint_of(entries)
 
     def __contains__(self, path: str) -> bool:
         self._ready()
@@ -380,6 +392,7 @@ def _from_disk(root: Path, listing: TreeListing | None = None) -> CommittedTree:
         "disk",
         read=lambda path: _read_file(os.path.join(base, path)),
         listing=listing.stats,
+        fingerprints=listing.fingerprints,
         folder=folder,
     )
 
