@@ -93,7 +93,39 @@ def _strings(data: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str, bool
             yield from _strings(item, (*path, index))
 
 
+def _texts(data: Any, out: list[str]) -> list[str]:
+    """Every string of a loaded document, mapping keys included, in `_strings`' order."""
+    if isinstance(data, str):
+        out.append(data)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str):
+                out.append(key)
+            _texts(value, out)
+    elif isinstance(data, list):
+        for item in data:
+            _texts(item, out)
+    return out
+
+
+JOIN = "\n"
+"""What `may_hold_secrets` puts between two strings: a character no pattern's match holds
+around a string's edge, which `\b` sees as it sees the edge of a string."""
+
+
+def may_hold_secrets(data: Any) -> bool:
+    """Whether any pattern, or a `password=…` assignment, matches the document's strings joined
+    by line breaks. A match inside one string is a match in the join: no pattern is anchored
+    to a string's start or end, and `\b` sees a line break as it sees the edge of a string.
+    So a document whose join matches nothing holds no finding, and only the rest (almost
+    none) are searched string by string."""
+    joined = JOIN.join(_texts(data, []))
+    return any(p.regex.search(joined) for p in PATTERNS) or ASSIGNMENT.search(joined) is not None
+
+
 def _check_document(data: Any, source: SourceMap) -> Iterator[Diagnostic]:
+    if not may_hold_secrets(data):
+        return
     for path, text, is_key in _strings(data):
         found = findings_in(text)
         if not found:
