@@ -95,7 +95,12 @@ def test_a_document_without_secrets_is_not_searched_string_by_string(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     searched: list[str] = []
-    monkeypatch.setattr(secrets, "findings_in", lambda text: searched.append(text) or [])
+
+    def search(text: str) -> list[str]:
+        searched.append(text)
+        return []
+
+    monkeypatch.setattr(secrets, "findings_in", search)
     data = {"metadata": {"name": "team-a"}, "spec": {"contact": "ml@example.com", "n": 3}}
     assert list(secrets._check_document(data, SourceMap("t.yaml", {}, {}))) == []
     assert searched == []
