@@ -109,3 +109,16 @@ def test_peak_memory_counts_every_process_of_a_command(tmp_path: Path) -> None:
     ballast = b"y" * (300 * 2**20)  # noqa: F841 - held by this process while the command runs
     _, peak_kib = run.run_command([sys.executable, "-c", program], tmp_path, 0)
     assert 190 * 1024 < peak_kib < 280 * 1024, peak_kib
+
+
+def test_timed_runs_are_not_watched_and_memory_comes_from_one_more() -> None:
+    """The memory sampler competes with the command for the two cores, so the seconds come
+    only from runs nothing samples, and the peak from one more run that is sampled."""
+    calls: list[bool] = []
+
+    def run_once(memory: bool) -> tuple[float, int]:
+        calls.append(memory)
+        return (9.0 if memory else float(len(calls))), (512 if memory else 0)
+
+    assert run.measured(run_once, 3) == (2.0, 512)
+    assert calls == [False, False, False, True]
