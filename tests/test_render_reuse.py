@@ -411,3 +411,34 @@ def test_a_folder_with_a_file_read_is_fingerprinted_by_its_bytes(tmp_path: Path)
     listed = tree.fingerprint("east")
     assert tree.files == {"east/a.yaml": b"kind: A\n"}  # read
     assert tree.fingerprint("east") != listed
+
+
+@pytest.mark.usefixtures("git_env")
+def test_in_git_a_folder_is_fingerprinted_by_its_tree(tmp_path: Path) -> None:
+    """In git, a cluster folder's fingerprint is of its tree id at the revision: the same for
+    the same commit contents, changed by any file committed below it, and untouched by a
+    change to another cluster's folder or to the working tree."""
+    from renderer.output.transitions import committed_tree
+    from tests.conftest import git
+
+    rendered = tmp_path / "rendered"
+    for cluster in ("east", "west"):
+        (rendered / cluster / "queueing").mkdir(parents=True)
+        (rendered / cluster / "queueing" / "cq.yaml").write_text(f"kind: A\nname: {cluster}\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "one")
+    first = committed_tree(tmp_path)
+    assert first.origin == "HEAD"
+    before = {name: first.fingerprint(name) for name in ("east", "west")}
+    assert before["east"] != before["west"]
+    assert committed_tree(tmp_path).fingerprint("east") == before["east"]
+
+    (rendered / "east" / "queueing" / "cq.yaml").write_text("kind: A\nname: changed\n")
+    assert committed_tree(tmp_path).fingerprint("east") == before["east"]  # not committed
+    git(tmp_path, "commit", "-qam", "two")
+    after = committed_tree(tmp_path)
+    assert after.fingerprint("east") != before["east"]
+    assert after.fingerprint("west") == before["west"]
+    # a folder the revision does not have is fingerprinted as an empty one, as before
+    assert after.fingerprint("north") == CommittedTree({}, "HEAD").fingerprint("north")

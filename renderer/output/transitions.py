@@ -63,7 +63,8 @@ class CommittedTree:
         self._read = read
         self._listing = listing
         self._fingerprints = fingerprints
-        """`folder_fingerprints` of `listing`'s stats, made with them."""
+        """Each top folder's digest: of its git tree id, or `folder_fingerprints` of
+        `listing`'s stats, made with them."""
         self._disk: Mapping[str, Stat | None] | None = None
         self.folder = folder
         """The folder `disk` lists."""
@@ -121,12 +122,18 @@ class CommittedTree:
         return self._contents[path]
 
     def fingerprint(self, folder: str) -> bytes:
-        """A digest of what the tree holds below the top folder `folder` (`prod-east`): each
-        path with its blob id (git), its stat (disk) or its bytes (already read). On disk, with
-        none of the folder's files read, the one the listing made with the stats."""
+        """A digest of what the tree holds below the top folder `folder` (`prod-east`): in git,
+        the folder's tree id; on disk, with none of the folder's files read, the one the
+        listing made with the stats; else each path with its blob id, its stat or its bytes
+        (already read)."""
         self._ready()
         disk = self.origin == "disk"
-        if disk and self._fingerprints is not None and self._disk is not None:
+        if not disk and self._fingerprints is not None:
+            # in git, a folder's tree id: it changes when anything below it does
+            found = self._fingerprints().get(folder)
+            if found is not None:
+                return found
+        elif disk and self._fingerprints is not None and self._disk is not None:
             below = f"{folder}/"
             if not any(path.startswith(below) for path in self._contents):
                 return self._fingerprints().get(folder, EMPTY_FINGERPRINT)
@@ -366,20 +373,26 @@ def committed_tree(
     prefix = top.stdout.decode().strip()
     if ref.startswith("-") or not ref:
         return CommittedTree({}, ref)
-    listed = _git(root, "ls-tree", "-r", "-z", "--full-tree", f"{ref}:{prefix}{RENDERED}")
+    listed = _git(root, "ls-tree", "-r", "-t", "-z", "--full-tree", f"{ref}:{prefix}{RENDERED}")
     git = shutil.which("git")
     if listed is None or listed.returncode != 0 or git is None:
         return CommittedTree({}, ref)
     blobs: dict[str, str] = {}
+    folders: dict[str, str] = {}
     for record in listed.stdout.split(b"\0"):
         meta, _, raw = record.partition(b"\t")
         parts = meta.decode().split()
-        if len(parts) == 3 and parts[1] == "blob" and raw.endswith((b".yaml", b".yml")):
+        if len(parts) != 3:
+            continue
+        if parts[1] == "blob" and raw.endswith((b".yaml", b".yml")):
             blobs[raw.decode("utf-8", "surrogateescape")] = parts[2]
+        elif parts[1] == "tree" and b"/" not in raw:
+            folders[raw.decode("utf-8", "surrogateescape")] = parts[2]
     if not blobs:
         return CommittedTree({}, ref)
     reader = _GitBlobs([git, "-C", str(root), "cat-file", "--batch"], _git_env())
-    return CommittedTree({}, ref, unread=blobs, read=reader)
+    fingerprints = {name: fingerprint_of([("tree", tree)]) for name, tree in folders.items()}
+    return CommittedTree({}, ref, unread=blobs, read=reader, fingerprints=lambda: fingerprints)
 
 
 def _from_disk(root: Path, listing: TreeListing | None = None) -> CommittedTree:
