@@ -104,3 +104,17 @@ def test_a_document_without_secrets_is_not_searched_string_by_string(
     data = {"metadata": {"name": "team-a"}, "spec": {"contact": "ml@example.com", "n": 3}}
     assert list(secrets._check_document(data, SourceMap("t.yaml", {}, {}))) == []
     assert searched == []
+
+
+@pytest.mark.parametrize("pattern", secrets.PATTERNS, ids=lambda p: p.name)
+def test_every_match_holds_what_the_pattern_needs(pattern: secrets.Pattern) -> None:
+    """`needs` lists literals of the expression, one of which every match holds: the shape
+    holds one, and with each taken out nothing matches any more."""
+    shape = SHAPES[pattern.name]
+    assert any(text in shape for text in pattern.needs)
+    literal = pattern.regex.pattern.replace("\\", "")
+    assert all(text in literal for text in pattern.needs), pattern.needs
+    stripped = shape
+    for text in pattern.needs:
+        stripped = stripped.replace(text, "")
+    assert not pattern.regex.search(stripped)

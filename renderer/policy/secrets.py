@@ -25,6 +25,8 @@ class Pattern:
     name: str
     regex: re.Pattern[str]
     shown: str
+    needs: tuple[str, ...]
+    """Text one of which every match holds: a cheap test before the expression's search."""
 
 
 PATTERNS: tuple[Pattern, ...] = (
@@ -32,29 +34,38 @@ PATTERNS: tuple[Pattern, ...] = (
         "a private key",
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----"),
         "-----BEGIN … PRIVATE KEY-----",
+        ("PRIVATE KEY",),
     ),
-    Pattern("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "AKIA…"),
-    Pattern("a GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "ghp_…"),
     Pattern(
-        "a GitHub fine-grained token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), "github_pat_…"
+        "an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "AKIA…", ("AKIA", "ASIA")
     ),
-    Pattern("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), "glpat-…"),
-    Pattern("a Slack token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"), "xox…-…"),
+    Pattern("a GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "ghp_…", ("gh",)),
+    Pattern(
+        "a GitHub fine-grained token",
+        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+        "github_pat_…",
+        ("github_pat_",),
+    ),
+    Pattern("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), "glpat-…", ("glpat-",)),
+    Pattern("a Slack token", re.compile(r"\bxox[abeoprs]-[A-Za-z0-9-]{10,}"), "xox…-…", ("xox",)),
     Pattern(
         "a Slack webhook URL",
         re.compile(r"hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"),
         "hooks.slack.com/services/…",
+        ("hooks.slack.com/services/T",),
     ),
-    Pattern("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), "AIza…"),
+    Pattern("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), "AIza…", ("AIza",)),
     Pattern(
         "a JSON Web Token",
         re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
         "eyJ….eyJ….…",
+        ("eyJ",),
     ),
     Pattern(
         "a credential in a URL",
         re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
         "scheme://user:…@",
+        ("://",),
     ),
 )
 """Token formats whose shape alone says they are credentials."""
@@ -120,7 +131,11 @@ def may_hold_secrets(data: Any) -> bool:
     So a document whose join matches nothing holds no finding, and only the rest (almost
     none) are searched string by string."""
     joined = JOIN.join(_texts(data, []))
-    return any(p.regex.search(joined) for p in PATTERNS) or ASSIGNMENT.search(joined) is not None
+    for pattern in PATTERNS:
+        if any(text in joined for text in pattern.needs) and pattern.regex.search(joined):
+            return True
+    # no shortcut for the assignment: it ignores case, and Unicode folds U+017F into `s`
+    return ASSIGNMENT.search(joined) is not None
 
 
 def _check_document(data: Any, source: SourceMap) -> Iterator[Diagnostic]:
