@@ -27,10 +27,13 @@ def quota_offers(p: Platform) -> dict[tuple[str, str], list[tuple[Team, GpuQuota
     layout is invalid (mig-layout-invalid says what to fix first, and the capacity a broken
     layout implies would send a team to a wrong fix)."""
     by_offer: dict[tuple[str, str], list[tuple[Team, GpuQuota, Offer]]] = defaultdict(list)
+    usable_pools: dict[str, bool] = {}  # a pool's layout is checked once, not once per quota
     for team in p.teams.values():
         for quota in team.gpus:
             pool = p.pools.get(quota.pool)
-            usable = pool is not None and mig_layout_usable(pool)
+            if pool is not None and pool.name not in usable_pools:
+                usable_pools[pool.name] = mig_layout_usable(pool)
+            usable = pool is not None and usable_pools[pool.name]
             offer = quota_offer(pool, quota) if pool is not None and usable else None
             if offer is not None:
                 by_offer[(offer.pool, offer.resource)].append((team, quota, offer))

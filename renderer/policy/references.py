@@ -6,7 +6,7 @@ Kept apart because these rules change when the files gain a new kind of cross-re
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Mapping
 
 from renderer.findings.diagnostics import Diagnostic, Location
 from renderer.model.platform import GpuQuota, Namespace, Platform, Team
@@ -28,15 +28,14 @@ def references_resolve(p: Platform) -> Iterator[Diagnostic]:
     """
 
     def check(
-        kind: str, name: str, known: Iterable[str], at: Location, what: str
+        kind: str, name: str, known: Mapping[str, object], at: Location, what: str
     ) -> Iterator[Diagnostic]:
-        known = list(known)
         if name not in known and not p.is_broken(kind, name):
             yield error(
                 "unknown-reference",
                 f"{what} '{name}' does not exist",
                 at,
-                did_you_mean(name, known) or f"add {kind.lower()}s/{name}.yaml",
+                did_you_mean(name, list(known)) or f"add {kind.lower()}s/{name}.yaml",
             )
 
     for pool in p.pools.values():

@@ -22,12 +22,17 @@ from renderer.model.reserved import (
 from renderer.policy.rule import error, rule
 
 
-def _reservation(p: Platform, cluster_name: str, name: str) -> Reservation | None:
+def _reservation(
+    p: Platform, cluster_name: str, name: str, known: dict[str, dict[str, Reservation]]
+) -> Reservation | None:
     """Why `name` is reserved on the cluster; on a cluster no file declares (its own finding),
-    the names reserved on every cluster still count."""
+    the names reserved on every cluster still count. `known`: each cluster's reservations,
+    made once."""
     cluster = p.clusters.get(cluster_name)
     if cluster is not None:
-        found = reservations(p, cluster).get(name)
+        if cluster_name not in known:
+            known[cluster_name] = reservations(p, cluster)
+        found = known[cluster_name].get(name)
     elif name in KUBERNETES_NAMESPACES:
         found = Reservation(KUBERNETES)
     else:
@@ -60,9 +65,10 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
     team's own, e.g. `<team>-<purpose>` (`vision-training`): any DNS-1123 label that is not
     one of the reserved names above and does not start with `kube-`.
     """
+    known: dict[str, dict[str, Reservation]] = {}
     for team in p.teams.values():
         for ns in team.namespaces:
-            found = _reservation(p, ns.cluster, ns.name)
+            found = _reservation(p, ns.cluster, ns.name, known)
             if found is None:
                 continue
             notes = () if found.declared is None else (("reserved here", found.declared),)
