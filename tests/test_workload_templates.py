@@ -696,3 +696,33 @@ def test_a_long_pool_name_keeps_names_and_label_values_within_limits(
         assert not validator.validate(body, view.cluster.kubernetes_version)
     assert {"Job", "JobSet", "RayJob", "Deployment"} <= kinds
     assert wt.short("a" * 70, 63) != wt.short("a" * 71, 63)
+
+
+def test_a_template_body_is_copied_with_nothing_shared() -> None:
+    """The copy that keeps anchors out of the YAML shares no dict or list, keeps every value's
+    type and order, and copies a body holding a type marshal does not write exactly too."""
+    import enum
+
+    from renderer.layers.templates.workloads import _tree
+
+    class Purpose(enum.StrEnum):
+        TRAINING = "training"
+
+    labels = {"team": "a", "n": 1, "on": True, "ratio": 0.5, "none": None}
+    body = {"metadata": {"labels": labels}, "spec": {"labels": labels, "items": [labels, [1]]}}
+    for original in (body, {**body, "purpose": Purpose.TRAINING}):
+        copied = _tree(original)
+        assert copied == original
+        containers: list[int] = []
+
+        def walk(value: object, into: list[int]) -> None:
+            if isinstance(value, dict | list):
+                into.append(id(value))
+                for item in value.values() if isinstance(value, dict) else value:
+                    walk(item, into)
+
+        walk(copied, containers)
+        assert len(containers) == len(set(containers)) == 8
+        assert type(copied["metadata"]["labels"]["on"]) is bool
+        assert list(copied["spec"]) == ["labels", "items"]
+    assert type(_tree({**body, "purpose": Purpose.TRAINING})["purpose"]) is Purpose
