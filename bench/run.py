@@ -68,6 +68,17 @@ COMMAND_ENV = {k: v for k, v in os.environ.items() if k != "GPUPLANE_CRDS"}
 """The commands get the CRDs with --crds: a relative GPUPLANE_CRDS means nothing in the
 generated platform's folder. `main` points GPUPLANE_CACHE_DIR at a fresh folder per size."""
 
+GIT_ENV = {
+    **COMMAND_ENV,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
+"""git for the benchmark's own commit: no configuration of the machine's, a fixed author."""
+
 
 class BenchError(Exception):
     """The benchmark cannot measure what it claims to: the reason is printed, exit 1."""
@@ -148,21 +159,47 @@ def refuse_findings(root: Path) -> model.Platform:
     return loaded.platform
 
 
-def one_team_change(root: Path) -> tuple[Path, bytes]:
-    """Raise the first team's first lending limit by one (a quota change that reaches its
-    ClusterQueue); returns the file and its old bytes, to put back."""
+def one_team_change(root: Path, step: int = 1) -> tuple[Path, bytes]:
+    """Change the first team's first lending limit (a quota change that reaches its
+    ClusterQueue) to the `step`-th value nearest above it that its nominal quota allows, so
+    that each step is a platform this run has not checked before (a check repeated on the
+    same change would find its new objects' checks kept in the index); returns the file and
+    its old bytes, to put back."""
     path = sorted((root / "teams").glob("*.yaml"))[0]
     old = path.read_bytes()
-    text, changed = re.subn(
-        r"lendingLimit: (\d+)",
-        lambda m: f"lendingLimit: {int(m.group(1)) + 1}",
-        old.decode(),
-        count=1,
+    text = old.decode()
+    found = re.search(r"nominal: (\d+)[^\n}]*lendingLimit: (\d+)", text)
+    if found is None:
+        raise BenchError(f"{path.name}: no lendingLimit beside a nominal quota to change")
+    nominal, lending = int(found.group(1)), int(found.group(2))
+    values = sorted(
+        (v for v in range(nominal + 1) if v != lending),
+        key=lambda v: (v < lending, abs(v - lending)),
     )
-    if not changed:
-        raise BenchError(f"{path.name}: no lendingLimit to change")
-    path.write_text(text, encoding="utf-8")
+    if step > len(values):
+        raise BenchError(
+            f"{path.name}: fewer than {step} other lending limits fit nominal {nominal}"
+        )
+    start, end = found.span(2)
+    path.write_text(f"{text[:start]}{values[step - 1]}{text[end:]}", encoding="utf-8")
     return path, old
+
+
+def fresh_change(
+    root: Path, command: list[str], expect: int
+) -> Callable[[bool], tuple[float, int]]:
+    """A run for `measured` that first moves the one-team change a step further (each run
+    checks a change never checked before), and puts the file back after it."""
+    steps = itertools.count(1)
+
+    def run(memory: bool) -> tuple[float, int]:
+        path, old = one_team_change(root, next(steps))
+        try:
+            return run_command(command, root, expect, memory=memory)
+        finally:
+            path.write_bytes(old)
+
+    return run
 
 
 # --- in-process stages ---------------------------------------------------------------------------
@@ -434,16 +471,30 @@ def commands(root: Path, crds: Path, size: Size, repeat: int) -> None:
     found["gpuplane render --check, index, nothing changed"] = median_run(
         [*render, "--check"], root, 0, repeat
     )
-    path, old = one_team_change(root)
-    try:
-        found["gpuplane render --check --no-index, one team changed"] = median_run(
-            full, root, STALE, repeat
-        )
-        found["gpuplane render --check, index, one team changed"] = median_run(
-            [*render, "--check"], root, STALE, repeat
-        )
-    finally:
-        path.write_bytes(old)
+    found["gpuplane render --check --no-index, one team changed"] = measured(
+        fresh_change(root, full, STALE), repeat
+    )
+    found["gpuplane render --check, index, one team changed"] = measured(
+        fresh_change(root, [*render, "--check"], STALE), repeat
+    )
+    in_git(root, render, found, repeat)
+
+
+def in_git(root: Path, render: list[str], found: dict[str, tuple[float, int]], repeat: int) -> None:
+    """The same checks where a pull request runs them: in a git repository whose HEAD holds
+    the rendered tree (the committed tree is read with git, each cluster's folder is known by
+    its tree id, and the change is found with `git diff`)."""
+    git = shutil.which("git")
+    if git is None:
+        return
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "platform"]):
+        subprocess.run([git, *step], cwd=root, check=True, stdout=subprocess.DEVNULL, env=GIT_ENV)
+    full = [*render, "--check", "--no-index"]
+    found["in git: gpuplane render --check --no-index"] = median_run(full, root, 0, repeat)
+    run_command([*render, "--check"], root, 0)  # fills the render index
+    found["in git: gpuplane render --check, index, one team changed"] = measured(
+        fresh_change(root, [*render, "--check"], STALE), repeat
+    )
 
 
 # --- the same objects through other tools --------------------------------------------------------

@@ -56,9 +56,14 @@ def test_without_crds_the_benchmark_says_what_it_needs(
 
 def test_one_team_change_reaches_the_rendered_tree(tmp_path: Path) -> None:
     generate_platform(tmp_path, clusters=1, pools_per_cluster=4, teams=3)
-    path, old = run.one_team_change(tmp_path)
-    assert path.read_bytes() != old
-    run.refuse_findings(tmp_path)  # still a platform gpuplane accepts
+    seen = set()
+    for step in (1, 2, 3, 4):
+        path, old = run.one_team_change(tmp_path, step)
+        seen.add(path.read_bytes())
+        assert path.read_bytes() != old
+        run.refuse_findings(tmp_path)  # still a platform gpuplane accepts
+        path.write_bytes(old)
+    assert len(seen) == 4  # each step a platform not checked before
 
 
 def test_a_tiny_run_times_every_stage_command_and_tool(
@@ -78,6 +83,7 @@ def test_a_tiny_run_times_every_stage_command_and_tool(
         "gpuplane render (into an empty tree)",
         "gpuplane render --check --no-index (cold)",
         "gpuplane render --check --no-index (warm)",
+        "in git: gpuplane render --check, index, one team changed",
         "gpuplane render --check, index, nothing changed",
         "gpuplane render --check --no-index, one team changed",
         "gpuplane render --check, index, one team changed",
