@@ -716,9 +716,14 @@ def transition_changes(
         pin_of = schema_pins(cluster)
         for manifest in objects:
             group = manifest.body["apiVersion"].rpartition("/")[0]
-            if is_builtin_group(group) or not previous.could_hold(name, manifest):
-                continue
             try:
+                if (
+                    is_builtin_group(group)
+                    # a CRD without transition rules: nothing to read, nothing to report
+                    or not validator.reads_old_self(manifest.body, pin_of)
+                    or not previous.could_hold(name, manifest)
+                ):
+                    continue
                 checked = validator.check(
                     manifest.body,
                     cluster.kubernetes_version,

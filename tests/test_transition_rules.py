@@ -187,3 +187,41 @@ def test_the_file_name_index_finds_what_a_scan_of_every_file_finds() -> None:
         "prod-east/queueing/clusterqueue-a.yaml",
         "prod-east/tenancy/clusterqueue-a.yaml",
     ]
+
+
+def test_only_objects_whose_crd_names_old_self_have_their_committed_file_read(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`validate --base` and `diff` compare each custom object with its committed self only
+    where its CRD has a rule naming `oldSelf`; they found the same immutable edit when every
+    committed custom object was read, and they still do."""
+    from renderer.output import transitions
+    from renderer.output.validation import OutputValidator
+    from renderer.pipeline import load_platform, schema_pins, transition_changes
+
+    validator = OutputValidator([SHARED_CRDS])
+    platform = load_platform(repo).platform
+    previous = committed_tree(repo)
+    read: list[str] = []
+    documents = transitions.CommittedTree._documents
+
+    def counted(self: transitions.CommittedTree, path: str) -> Any:
+        read.append(path)
+        return documents(self, path)
+
+    monkeypatch.setattr(transitions.CommittedTree, "_documents", counted)
+    found = transition_changes(repo, platform, validator, previous)
+    assert any(
+        d.rule == "output-immutable-field" and m.kind == "ResourceFlavor" for _, m, d in found
+    )
+    assert read
+    folders = {path.split("/")[0] for path in read}
+    for path in read:
+        cluster = platform.clusters[path.split("/")[0]]
+        docs = yaml.safe_load_all((repo / "rendered" / path).read_text())
+        assert all(validator.reads_old_self(doc, schema_pins(cluster)) for doc in docs if doc), path
+    assert folders <= set(platform.clusters)
+    committed_custom = [
+        p for p in previous.paths if "/queueing/" in p or "/workflows/" in p or "/gitops/" in p
+    ]
+    assert len(read) < len(committed_custom)

@@ -402,6 +402,32 @@ class OutputValidator:
         ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
         return Checked([SchemaProblem(format_path(path), message) for path, message in ordered])
 
+    def reads_old_self(
+        self,
+        obj: Mapping[str, Any],
+        pin_of: Callable[[str, str], Pin] | None = None,
+    ) -> bool:
+        """Whether `check` of `obj` can read the object it replaces: its CRD's version has a
+        rule that names `oldSelf` (one gpuplane evaluates or one it cannot). False for a
+        built-in kind and for a kind or version no CRD here serves, whose check reads nothing
+        old (it says why it checked nothing)."""
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return False
+        parts = _split_api_version(api_version)
+        if parts is None or parts[0] in KNOWN_BUILTIN_GROUPS:
+            return False
+        group, version = parts
+        crd = self._find_explicit(group, kind)
+        if crd is None and not is_builtin_group(group):
+            crd = self._find_stored(
+                group, kind, pin_of(group, kind) if pin_of else Pin(group, group)
+            )
+        if crd is None or version not in crd.served:
+            return False
+        rules = self.cel_rules(crd, version)
+        return rules.transition or any(rule.transition for rule in rules.unchecked)
+
     def _check_custom(
         self,
         obj: Mapping[str, Any],
