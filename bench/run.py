@@ -250,6 +250,8 @@ def stages(
     tree, t_dump = timed(lambda: build_tree(rendered))
     size.tree_files = len(tree)
     out = root.parent / f"{root.name}-inproc-rendered"
+    if hasattr(os, "sync"):  # each write starts with nothing of the last one still flushing
+        os.sync()
     _, t_write = timed(lambda: write_tree(out, tree))
     if hasattr(os, "sync"):  # a check reads a tree written long before, not one still flushing
         os.sync()
@@ -571,10 +573,10 @@ def report(console: Console, sizes: list[Size], args: argparse.Namespace) -> Non
             stage,
             *(f"{s.stages[stage][2]:.3f}" for s in sizes),
             f"{items / seconds:,.0f} {unit}/s" if seconds > 0 else "-",
+            # over the objects rendered, the platform's size, as for the commands: input files
+            # count the clusters, pools and queues too, which do not grow with the teams
             *(
-                exponent(
-                    a.stages[stage][0], a.stages[stage][2], b.stages[stage][0], b.stages[stage][2]
-                )
+                exponent(a.objects, a.stages[stage][2], b.objects, b.stages[stage][2])
                 for a, b in pairs
             ),
         )
