@@ -39,7 +39,11 @@ from renderer.output.cel_report import UncheckedRules, cel_diagnostics, unreadab
 from renderer.output.coverage import UncheckedObject, coverage_findings
 from renderer.output.crds import CrdLoadError
 from renderer.output.identity import clashes_across, identity_clashes
-from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion, is_builtin_group
+from renderer.output.kubernetes_schemas import (
+    UnsupportedKubernetesVersion,
+    is_builtin_group,
+    schema_dir_for,
+)
 from renderer.output.manifest import Manifest, Output, Values
 from renderer.output.reuse import CheckMemo, body_key
 from renderer.output.transitions import CommittedTree
@@ -684,6 +688,15 @@ def check_transitions(
     return sort_diagnostics([*found, *rules.diagnostics()])
 
 
+def supported_kubernetes_version(version: str) -> bool:
+    """Whether gpuplane has the built-in schemas of this Kubernetes version."""
+    try:
+        schema_dir_for(version)
+    except UnsupportedKubernetesVersion:
+        return False
+    return True
+
+
 def transition_changes(
     root: Path,
     platform: model.Platform,
@@ -714,16 +727,22 @@ def transition_changes(
             view = ClusterView.of(platform, cluster)
             objects = [o for o in render_cluster(view) if isinstance(o, Manifest)]
         pin_of = schema_pins(cluster)
+        # on a version gpuplane has no schemas for, `check` stops at the first committed object
+        supported = supported_kubernetes_version(cluster.kubernetes_version)
         for manifest in objects:
             group = manifest.body["apiVersion"].rpartition("/")[0]
+            if is_builtin_group(group):
+                continue
             try:
-                if (
-                    is_builtin_group(group)
-                    # a CRD without transition rules: nothing to read, nothing to report
-                    or not validator.reads_old_self(manifest.body, pin_of)
-                    or not previous.could_hold(name, manifest)
-                ):
-                    continue
+                reads = not supported or validator.reads_old_self(manifest.body, pin_of)
+            except CrdLoadError:
+                # as before the shortcut: an object with nothing committed never reaches the
+                # broken CRD, and a committed one meets it in `check`, which stops here
+                reads = True
+            # a CRD without transition rules: nothing to read, nothing to report
+            if not reads or not previous.could_hold(name, manifest):
+                continue
+            try:
                 checked = validator.check(
                     manifest.body,
                     cluster.kubernetes_version,

@@ -225,3 +225,75 @@ def test_only_objects_whose_crd_names_old_self_have_their_committed_file_read(
         p for p in previous.paths if "/queueing/" in p or "/workflows/" in p or "/gitops/" in p
     ]
     assert len(read) < len(committed_custom)
+
+
+def _everything_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """transition_changes as it was before `reads_old_self`: every committed custom object."""
+    from renderer.output.validation import OutputValidator
+
+    monkeypatch.setattr(OutputValidator, "reads_old_self", lambda *_, **__: True)
+
+
+def _shown(found: list[Any]) -> list[tuple[str, str, str, str]]:
+    return [(cluster, m.path, d.rule, str(d)) for cluster, m, d in found]
+
+
+@pytest.mark.parametrize(
+    "case", ["as committed", "broken CRD of a new kind", "unsupported version"]
+)
+def test_the_shortcut_finds_what_reading_every_committed_object_finds(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The same findings, in the same order, as comparing every committed custom object; also
+    when a kind that has nothing committed has a CRD that cannot be loaded (only a committed
+    object meets it, in `check`, which stops there) and when a cluster's Kubernetes version has
+    no schemas (`check` stops at its first committed custom object)."""
+    from dataclasses import replace
+
+    from renderer.model.view import ClusterView
+    from renderer.output.crds import CrdLoadError
+    from renderer.output.kubernetes_schemas import is_builtin_group
+    from renderer.output.transitions import CommittedTree
+    from renderer.output.validation import OutputValidator
+    from renderer.pipeline import load_platform, render_cluster, transition_changes
+
+    platform = load_platform(repo).platform
+    if case == "broken CRD of a new kind":
+        first = platform.clusters[sorted(platform.clusters)[0]]
+        custom = [
+            o.kind
+            for o in render_cluster(ClusterView.of(platform, first))
+            if isinstance(o, Manifest)
+            and not is_builtin_group(o.body["apiVersion"].rpartition("/")[0])
+            and o.kind != "ResourceFlavor"
+        ]
+        new_kind = custom[0]
+        holds = CommittedTree.could_hold
+        monkeypatch.setattr(
+            CommittedTree,
+            "could_hold",
+            lambda self, c, m: m.kind != new_kind and holds(self, c, m),
+        )
+        find = OutputValidator._find_explicit
+
+        def broken(self: OutputValidator, group: str, kind: str) -> Any:
+            if kind == new_kind:
+                raise CrdLoadError(f"{kind}: a broken CRD file")
+            return find(self, group, kind)
+
+        monkeypatch.setattr(OutputValidator, "_find_explicit", broken)
+    if case == "unsupported version":
+        name = sorted(platform.clusters)[-1]
+        clusters = dict(platform.clusters)
+        clusters[name] = replace(clusters[name], kubernetes_version="1.99")
+        platform = replace(platform, clusters=clusters)
+
+    def run() -> list[tuple[str, str, str, str]]:
+        validator = OutputValidator([SHARED_CRDS])
+        return _shown(transition_changes(repo, platform, validator, committed_tree(repo)))
+
+    shortcut = run()
+    _everything_read(monkeypatch)
+    assert shortcut == run()
+    if case == "as committed":
+        assert any("output-immutable-field" in shown for shown in shortcut)

@@ -31,9 +31,9 @@ def quota_offers(p: Platform) -> dict[tuple[str, str], list[tuple[Team, GpuQuota
     for team in p.teams.values():
         for quota in team.gpus:
             pool = p.pools.get(quota.pool)
-            if pool is not None and pool.name not in usable_pools:
-                usable_pools[pool.name] = mig_layout_usable(pool)
-            usable = pool is not None and usable_pools[pool.name]
+            if pool is not None and quota.pool not in usable_pools:
+                usable_pools[quota.pool] = mig_layout_usable(pool)
+            usable = pool is not None and usable_pools[quota.pool]
             offer = quota_offer(pool, quota) if pool is not None and usable else None
             if offer is not None:
                 by_offer[(offer.pool, offer.resource)].append((team, quota, offer))
