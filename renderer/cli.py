@@ -110,9 +110,9 @@ def validate(ctx: click.Context, fmt: str, base: str | None, allow_recreate: boo
     update of what is committed in rendered/ at REF (immutable fields, docs/cel.md)."""
     loaded = load_inputs(ctx, base)
     if base is not None and not has_errors(loaded.diagnostics):
+        from renderer.commands.transition_checks import check_transitions
         from renderer.findings.diagnostics import sort_diagnostics
         from renderer.output.transitions import committed_tree
-        from renderer.pipeline import check_transitions
 
         root = root_of(ctx)
         previous = committed_tree(root, base)

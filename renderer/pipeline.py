@@ -39,11 +39,7 @@ from renderer.output.cel_report import UncheckedRules, cel_diagnostics, unreadab
 from renderer.output.coverage import UncheckedObject, coverage_findings
 from renderer.output.crds import CrdLoadError
 from renderer.output.identity import clashes_across, identity_clashes
-from renderer.output.kubernetes_schemas import (
-    UnsupportedKubernetesVersion,
-    is_builtin_group,
-    schema_dir_for,
-)
+from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
 from renderer.output.manifest import Manifest, Output, Values
 from renderer.output.reuse import CheckMemo, body_key
 from renderer.output.transitions import CommittedTree
@@ -491,7 +487,7 @@ def prepare(
 ) -> tuple[OutputValidator, list[Diagnostic]]:
     """The output validator with the CRDs the repository's settings list, and why a listed
     source cannot be used (then nothing is rendered)."""
-    sources, missing = _repository_schemas(root, platform.repository)
+    sources, missing = repository_schemas(root, platform.repository)
     try:
         validator = validator.for_repository(root, sources)
     except CrdLoadError as err:
@@ -510,7 +506,7 @@ def _crd_load(err: CrdLoadError) -> Diagnostic:
     return Diagnostic("crd-load", rest if sep else message, Location(shown))
 
 
-def _repository_schemas(
+def repository_schemas(
     root: Path, repository: model.Repository | None
 ) -> tuple[list[Path], list[Diagnostic]]:
     """The CRD folders and files gpuplane.yaml lists, each inside the repository."""
@@ -674,92 +670,3 @@ def _old_of(
     if previous is None:
         return None
     return lambda: previous.old_self(cluster, manifest)
-
-
-def check_transitions(
-    root: Path, platform: model.Platform, validator: OutputValidator, previous: CommittedTree
-) -> list[Diagnostic]:
-    """The updates the API server would refuse (`output-immutable-field`): every cluster
-    rendered in memory and each custom object compared with the one committed in `previous`;
-    and, as warnings, the transition rules that could not be evaluated. What `validate --base
-    REF` adds; schema and other CEL problems are `render`'s to report."""
-    rules = UncheckedRules(only_transition=True)
-    found = [d for _, _, d in transition_changes(root, platform, validator, previous, rules=rules)]
-    return sort_diagnostics([*found, *rules.diagnostics()])
-
-
-def supported_kubernetes_version(version: str) -> bool:
-    """Whether gpuplane has the built-in schemas of this Kubernetes version."""
-    try:
-        schema_dir_for(version)
-    except UnsupportedKubernetesVersion:
-        return False
-    return True
-
-
-def transition_changes(
-    root: Path,
-    platform: model.Platform,
-    validator: OutputValidator,
-    previous: CommittedTree,
-    manifests: Mapping[str, Sequence[Manifest]] | None = None,
-    rules: UncheckedRules | None = None,
-) -> list[tuple[str, Manifest, Diagnostic]]:
-    """(cluster, object, finding) for every rendered object whose CRD's transition rules refuse
-    the change from the object committed in `previous`, or could not be evaluated against it
-    (a committed file that cannot be read: a warning `output-cel-unchecked`); `manifests`: each
-    cluster's objects when already rendered (`diff`), else every cluster is rendered here.
-    `rules` collects the transition rules gpuplane could not evaluate."""
-    try:
-        validator = validator.for_repository(
-            root, _repository_schemas(root, platform.repository)[0]
-        )
-    except CrdLoadError:
-        return []  # render reports it
-    if not validator.has_custom_schemas():
-        return []  # no CRD, no rule: nothing to render for
-    found: list[tuple[str, Manifest, Diagnostic]] = []
-    for name in sorted(platform.clusters):
-        cluster = platform.clusters[name]
-        if manifests is not None:
-            objects = list(manifests.get(name, ()))
-        else:
-            view = ClusterView.of(platform, cluster)
-            objects = [o for o in render_cluster(view) if isinstance(o, Manifest)]
-        pin_of = schema_pins(cluster)
-        # on a version gpuplane has no schemas for, `check` stops at the first committed object
-        supported = supported_kubernetes_version(cluster.kubernetes_version)
-        for manifest in objects:
-            group = manifest.body["apiVersion"].rpartition("/")[0]
-            if is_builtin_group(group):
-                continue
-            try:
-                reads = not supported or validator.reads_old_self(manifest.body, pin_of)
-            except CrdLoadError:
-                # as before the shortcut: an object with nothing committed never reaches the
-                # broken CRD, and a committed one meets it in `check`, which stops here
-                reads = True
-            # a CRD without transition rules: nothing to read, nothing to report
-            if not reads or not previous.could_hold(name, manifest):
-                continue
-            try:
-                checked = validator.check(
-                    manifest.body,
-                    cluster.kubernetes_version,
-                    pin_of,
-                    _old_of(previous, name, manifest),
-                )
-            except (CrdLoadError, UnsupportedKubernetesVersion):
-                return found  # render reports both
-            found.extend(
-                (name, manifest, d)
-                for d in cel_diagnostics(name, manifest, checked, previous.origin)
-                if d.rule == "output-immutable-field"
-            )
-            found.extend(
-                (name, manifest, d)
-                for d in unreadable_diagnostics(name, manifest, checked, previous)
-            )
-            if rules is not None:
-                rules.add(manifest, checked)
-    return found

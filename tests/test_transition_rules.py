@@ -195,9 +195,10 @@ def test_only_objects_whose_crd_names_old_self_have_their_committed_file_read(
     """`validate --base` and `diff` compare each custom object with its committed self only
     where its CRD has a rule naming `oldSelf`; they found the same immutable edit when every
     committed custom object was read, and they still do."""
+    from renderer.commands.transition_checks import transition_changes
     from renderer.output import transitions
     from renderer.output.validation import OutputValidator
-    from renderer.pipeline import load_platform, schema_pins, transition_changes
+    from renderer.pipeline import load_platform, schema_pins
 
     validator = OutputValidator([SHARED_CRDS])
     platform = load_platform(repo).platform
@@ -250,12 +251,13 @@ def test_the_shortcut_finds_what_reading_every_committed_object_finds(
     no schemas (`check` stops at its first committed custom object)."""
     from dataclasses import replace
 
+    from renderer.commands.transition_checks import transition_changes
     from renderer.model.view import ClusterView
     from renderer.output.crds import CrdLoadError
     from renderer.output.kubernetes_schemas import is_builtin_group
     from renderer.output.transitions import CommittedTree
     from renderer.output.validation import OutputValidator
-    from renderer.pipeline import load_platform, render_cluster, transition_changes
+    from renderer.pipeline import load_platform, render_cluster
 
     platform = load_platform(repo).platform
     if case == "broken CRD of a new kind":

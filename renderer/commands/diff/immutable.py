@@ -14,10 +14,10 @@ from pathlib import Path
 
 from renderer.commands.diff.findings import Finding, Risk
 from renderer.commands.diff.revision import Revision
+from renderer.commands.transition_checks import transition_changes
 from renderer.output.cel_report import UncheckedRules, recreate_hint
 from renderer.output.transitions import CommittedTree, committed_tree
 from renderer.output.validation import OutputValidator
-from renderer.pipeline import transition_changes
 
 
 def immutable_fields(
