@@ -629,7 +629,7 @@ def _check_output(
                     manifest.body,
                     cluster.kubernetes_version,
                     pin_of,
-                    _old_of(previous, cluster.name, manifest),
+                    old_of(previous, cluster.name, manifest),
                 )
         except CrdLoadError as err:
             return [_crd_load(err)]
@@ -662,7 +662,7 @@ def _check_output(
     return problems
 
 
-def _old_of(
+def old_of(
     previous: CommittedTree | None, cluster: str, manifest: Manifest
 ) -> Callable[[], Mapping[str, Any] | None] | None:
     """How to find the committed object `manifest` replaces, asked only for a CRD with

@@ -7,7 +7,6 @@ HEAD's tree as it validates each object (`pipeline.check_cluster`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 from pathlib import Path
 
 from renderer.findings.diagnostics import Diagnostic, sort_diagnostics
@@ -23,7 +22,7 @@ from renderer.output.kubernetes_schemas import (
 from renderer.output.manifest import Manifest
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
-from renderer.pipeline import render_cluster, repository_schemas, schema_pins
+from renderer.pipeline import old_of, render_cluster, repository_schemas, schema_pins
 
 
 def check_transitions(
@@ -95,7 +94,7 @@ def transition_changes(
                     manifest.body,
                     cluster.kubernetes_version,
                     pin_of,
-                    partial(previous.old_self, name, manifest),
+                    old_of(previous, name, manifest),
                 )
             except (CrdLoadError, UnsupportedKubernetesVersion):
                 return found  # render reports both

@@ -367,14 +367,10 @@ class OutputValidator:
             )
         group, version = parts
 
-        # no CRD can define a kind in a built-in group, so built-ins never trigger parsing
-        crd = None if group in KNOWN_BUILTIN_GROUPS else self._find_explicit(group, kind)
-        if crd is None and not is_builtin_group(group):
-            pin = pin_of(group, kind) if pin_of else Pin(group, group)
-            crd = self._find_stored(group, kind, pin)
-            if crd is None:
-                available = self.store_releases().get(pin.operator, ())
-                return Checked([], Unchecked(api_version, kind, pin, available))
+        crd, pin = self._crd_of(group, kind, pin_of)
+        if crd is None and pin is not None:
+            available = self.store_releases().get(pin.operator, ())
+            return Checked([], Unchecked(api_version, kind, pin, available))
         if crd is not None:
             if version not in crd.served:
                 served = ", ".join(crd.served) or "none"
@@ -415,18 +411,27 @@ class OutputValidator:
         if not isinstance(api_version, str) or not isinstance(kind, str):
             return False
         parts = _split_api_version(api_version)
-        if parts is None or parts[0] in KNOWN_BUILTIN_GROUPS:
+        if parts is None:
             return False
         group, version = parts
-        crd = self._find_explicit(group, kind)
-        if crd is None and not is_builtin_group(group):
-            crd = self._find_stored(
-                group, kind, pin_of(group, kind) if pin_of else Pin(group, group)
-            )
+        crd, _ = self._crd_of(group, kind, pin_of)
         if crd is None or version not in crd.served:
             return False
         rules = self.cel_rules(crd, version)
         return rules.transition or any(rule.transition for rule in rules.unchecked)
+
+    def _crd_of(
+        self, group: str, kind: str, pin_of: Callable[[str, str], Pin] | None
+    ) -> tuple[Crd | None, Pin | None]:
+        """The CRD a custom kind is checked against: one given with --crds, else the store's
+        release the cluster pins (then with that pin, also when the store lacks the kind);
+        (None, None) for a built-in kind. No CRD can define a kind in a built-in group, so
+        built-ins never trigger parsing."""
+        crd = None if group in KNOWN_BUILTIN_GROUPS else self._find_explicit(group, kind)
+        if crd is not None or is_builtin_group(group):
+            return crd, None
+        pin = pin_of(group, kind) if pin_of else Pin(group, group)
+        return self._find_stored(group, kind, pin), pin
 
     def _check_custom(
         self,

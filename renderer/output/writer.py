@@ -278,9 +278,10 @@ def _reap(pid: int, fd: int) -> tuple[dict[str, Stat | None], dict[str, bytes]] 
 
 
 def tree_stats(target: Path | str) -> dict[str, Stat | None]:
-    """Every file below `target` (by its path relative to `target`) with its `Stat`, in one walk of the folders and without reading any file: a symbolic link or
-    anything else that is not a regular file, or a file that cannot be stat'ed, is None (it
-    never matches a recorded stat)."""
+    """Every file below `target` (by its path relative to `target`) with its `Stat`, in one
+    walk of the folders and without reading any file: a symbolic link or anything else that is
+    not a regular file, or a file that cannot be stat'ed, is None (it never matches a recorded
+    stat)."""
     found: dict[str, Stat | None] = {}
     pending = [(os.fspath(target), "")]
     while pending:

@@ -105,7 +105,8 @@ def _strings(data: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str, bool
 
 
 def _texts(data: Any, out: list[str]) -> list[str]:
-    """Every string of a loaded document, mapping keys included, in `_strings`' order."""
+    """Every string of a loaded document, mapping keys included, in `_strings`' order, without
+    the paths `_strings` builds for a finding (they cost the pre-filter 2.5 times its walk)."""
     if isinstance(data, str):
         out.append(data)
     elif isinstance(data, dict):
