@@ -12,7 +12,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -31,15 +30,13 @@ from renderer.cli_support import (
     emit,
     load_every_rule,
     load_inputs,
+    open_render_index,
+    output_validator,
     root_of,
     wants_colour,
 )
 from renderer.findings.diagnostics import Diagnostic, Location, closest, has_errors
 from renderer.findings.rules import all_rules, document_rule, explain
-
-if TYPE_CHECKING:
-    from renderer.output.validation import OutputValidator
-
 
 GC_THRESHOLDS = (50_000, 20, 100)
 """A render allocates millions of small dicts, lists and strings that form no cycles and live
@@ -117,7 +114,7 @@ def validate(ctx: click.Context, fmt: str, base: str | None, allow_recreate: boo
         root = root_of(ctx)
         previous = committed_tree(root, base)
         if previous:
-            found = check_transitions(root, loaded.platform, _output_validator((), False), previous)
+            found = check_transitions(root, loaded.platform, output_validator((), False), previous)
             if allow_recreate:
                 found = _recreate_allowed(found)
             loaded = replace(loaded, diagnostics=sort_diagnostics([*loaded.diagnostics, *found]))
@@ -135,26 +132,6 @@ def _recreate_allowed(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
         replace(d, severity=Severity.WARNING) if d.rule == "output-immutable-field" else d
         for d in diagnostics
     ]
-
-
-def _crds_from_environment() -> list[Path]:
-    return [Path(p) for p in os.environ.get("GPUPLANE_CRDS", "").split(os.pathsep) if p]
-
-
-def _output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputValidator:
-    """The output validator for --crds, then $GPUPLANE_CRDS; a CRD source that cannot be read
-    is a usage error."""
-    from renderer.output.crds import CrdLoadError
-    from renderer.output.validation import OutputValidator
-
-    try:
-        return OutputValidator(
-            list(crds),
-            fallback_sources=_crds_from_environment(),
-            strict_schemas=strict_schemas,
-        )
-    except CrdLoadError as err:
-        raise click.UsageError(str(err)) from err
 
 
 @main.command()
@@ -203,17 +180,12 @@ def render(
     on_disk = TreeListing(target)  # in a child process, while this one imports and loads
 
     from renderer.commands.render import default_jobs, render_tree, restat
-    from renderer.commands.render_index import RenderIndex
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.transitions import committed_tree
 
-    validator = _output_validator(crds, strict_schemas)
-    index = (
-        RenderIndex.disabled()
-        if no_index
-        else RenderIndex.open(root, [*crds, *_crds_from_environment()], strict_schemas)
-    )
+    validator = output_validator(crds, strict_schemas)
+    index = open_render_index(root, crds, strict_schemas, no_index)
     with report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step:
         result = render_tree(
             root,
@@ -433,6 +405,12 @@ def plan(
     show_default=True,
     help="Truncate the Markdown to this many characters (GitHub's comment limit is 65,536).",
 )
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Render every cluster of both revisions, without reading the render index (what "
+    "`gpuplane render` recorded of each cluster; see docs/performance.md).",
+)
 @click.pass_context
 def diff(
     ctx: click.Context,
@@ -441,6 +419,7 @@ def diff(
     crds: tuple[Path, ...],
     strict_schemas: bool,
     max_chars: int,
+    no_index: bool,
 ) -> None:
     """What the change from REF to the working tree means, by cluster and team, marked by risk.
 
@@ -457,7 +436,8 @@ def diff(
     from renderer.inputs.changes import changed_lines
 
     root = root_of(ctx)
-    validator = _output_validator(crds, strict_schemas)
+    validator = output_validator(crds, strict_schemas)
+    index = open_render_index(root, crds, strict_schemas, no_index)
     with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
         try:
             commit = checkout_base(root, base_ref, Path(tmp))
@@ -474,6 +454,7 @@ def diff(
                 base_commit=commit,
                 head_changed=changed_lines(root, base=base_ref),
                 on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
+                index=index if index.path is not None else None,
             )
     if not result.head_valid:
         emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")

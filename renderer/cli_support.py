@@ -6,6 +6,7 @@ beside it (`cli_fit.py`) import it, so no command module needs `cli.py` itself.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +17,8 @@ from renderer import report
 from renderer.findings.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
+    from renderer.commands.render_index import RenderIndex
+    from renderer.output.validation import OutputValidator
     from renderer.pipeline import Loaded
 
 FORMAT = click.option(
@@ -106,3 +109,34 @@ def wants_colour() -> bool:
     ctx = click.get_current_context(silent=True)
     obj = ctx.find_root().obj if ctx is not None else None
     return bool(obj and obj.get("color"))
+
+
+def crds_from_environment() -> list[Path]:
+    return [Path(p) for p in os.environ.get("GPUPLANE_CRDS", "").split(os.pathsep) if p]
+
+
+def output_validator(crds: tuple[Path, ...], strict_schemas: bool) -> OutputValidator:
+    """The output validator for --crds, then $GPUPLANE_CRDS; a CRD source that cannot be read
+    is a usage error."""
+    from renderer.output.crds import CrdLoadError
+    from renderer.output.validation import OutputValidator
+
+    try:
+        return OutputValidator(
+            list(crds),
+            fallback_sources=crds_from_environment(),
+            strict_schemas=strict_schemas,
+        )
+    except CrdLoadError as err:
+        raise click.UsageError(str(err)) from err
+
+
+def open_render_index(
+    root: Path, crds: tuple[Path, ...], strict_schemas: bool, no_index: bool
+) -> RenderIndex:
+    """The repository's render index for these CRDs and options (`--no-index`: none)."""
+    from renderer.commands.render_index import RenderIndex
+
+    if no_index:
+        return RenderIndex.disabled()
+    return RenderIndex.open(root, [*crds, *crds_from_environment()], strict_schemas)

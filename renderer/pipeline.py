@@ -217,6 +217,8 @@ class SharedOutcomes:
 
     key_of: Callable[[Path, Loaded], Mapping[str, bytes]]
     outcomes: dict[bytes, ClusterOutcome] = field(default_factory=dict)
+    memo_of: Callable[[Path, Loaded, str], CheckMemo | None] | None = None
+    """The checks a cluster of a folder may start from (the render index's), or None."""
 
 
 InputCache = MutableMapping[tuple[str, bytes], bytes]
@@ -368,6 +370,7 @@ def render_platform(
     previous: CommittedTree | None = None,
     shared: SharedOutcomes | None = None,
     inputs: InputCache | None = None,
+    loaded: Loaded | None = None,
 ) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced.
 
@@ -376,9 +379,11 @@ def render_platform(
     transition rules (`renderer.output.transitions.committed_tree`); None checks no transition.
     `shared`: outcomes by cluster key, from a render of another folder (without `previous`): a
     cluster whose key it holds is taken from it, and each one rendered here is added.
-    `inputs`: files loaded before, by their bytes (`InputCache`).
+    `inputs`: files loaded before, by their bytes (`InputCache`). `loaded`: `root` already
+    loaded, with `changed` (then `changed` and `inputs` are not read).
     """
-    loaded = load_platform(root, changed=changed, inputs=inputs)
+    if loaded is None:
+        loaded = load_platform(root, changed=changed, inputs=inputs)
     if has_errors(loaded.diagnostics):
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
@@ -393,7 +398,10 @@ def render_platform(
         key = keys.get(name)
         outcome = shared.outcomes.get(key) if shared is not None and key is not None else None
         if outcome is None:
-            outcome = check_cluster(loaded.platform, name, validator, previous)
+            memo = None
+            if shared is not None and shared.memo_of is not None and previous is None:
+                memo = shared.memo_of(root, loaded, name)
+            outcome = check_cluster(loaded.platform, name, validator, previous, memo)
             if shared is not None and key is not None:
                 shared.outcomes[key] = outcome
         outcomes.append(outcome)

@@ -224,6 +224,8 @@ def render_tree(
                 index.contexts[name],
                 result.checks,
                 result.suites,
+                index.slices[name],
+                index.previous[name],
             )
     return RenderedTree(
         loaded.platform,

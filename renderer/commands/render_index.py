@@ -33,16 +33,18 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from renderer.layers import workflows as suites
 from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
+from renderer.output.reuse import CheckMemo
 from renderer.output.transitions import CommittedTree
 from renderer.output.writer import Stat, file_stat
 from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
 
-FORMAT = 4
+FORMAT = 5
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
 
 PINNED = (
@@ -80,6 +82,11 @@ class ClusterRecord:
     suites: dict[bytes, bytes] = field(default_factory=dict)
     """The suite objects Hera compiled for the cluster, by the digest of their inputs
     (`layers.workflows.COMPILED`)."""
+    slice: bytes = b""
+    """`key` without the changed lines and the committed tree: what the outcome is a function
+    of when no transition rule found anything (`gpuplane diff` takes the cluster from here)."""
+    previous: bytes = b""
+    """The committed tree's fingerprint of the cluster's folder its transition rules read."""
 
 
 @dataclass(slots=True)
@@ -99,6 +106,10 @@ class RenderIndex:
     cluster's own file (its Kubernetes version and operator pins) and the repository's settings
     (`settings`); set by `keys`."""
     _stored: dict[str, tuple[ClusterRecord, bytes]] = field(default_factory=dict)
+    slices: dict[str, bytes] = field(default_factory=dict)
+    """Per cluster, `ClusterRecord.slice` as `keys` found it."""
+    previous: dict[str, bytes] = field(default_factory=dict)
+    """Per cluster, `ClusterRecord.previous` as `keys` found it."""
     """Each record as read, with its pickle: saved again as it was unless it changed."""
 
     def input_cache(self) -> InputCache | None:
@@ -179,18 +190,51 @@ class RenderIndex:
         keys = {}
         fingerprint = listed_schemas(self.fingerprint, root, platform)
         for name in sorted(platform.clusters):
-            context = hashlib.sha256(fingerprint)
-            context.update(f"\0cluster\0{name}".encode())
-            for own in settings(platform, name):
-                context.update(f"\0{own}\0".encode())
-                context.update(loaded.digests.get(own, b"unknown"))
-            self.contexts[name] = context.digest()
+            self.contexts[name] = _context(fingerprint, loaded, name)
             key = slice_key(fingerprint, loaded, name, with_changes=True)
+            self.slices[name] = slice_key(fingerprint, loaded, name, with_changes=False).digest()
+            self.previous[name] = b""
             if previous is not None:
+                self.previous[name] = previous.fingerprint(name)
                 key.update(f"\0previous\0{previous.origin}\0".encode())
-                key.update(previous.fingerprint(name))
+                key.update(self.previous[name])
             keys[name] = key.digest()
         return keys
+
+    def memo_for(self, root: Path, loaded: Loaded, name: str) -> CheckMemo | None:
+        """The checks the cluster's last render made, for a render of `root`'s cluster `name`
+        without a committed tree: valid when what they read besides each object's body is the
+        same (`contexts`), else None. A check that read an old self is done again
+        (`CheckMemo.check` without a committed tree), as are the objects the index has none of.
+        The suites its workflows layer compiled are made available to this process."""
+        record = self.clusters.get(name)
+        if record is None or name not in loaded.platform.clusters:
+            return None
+        fingerprint = listed_schemas(self.fingerprint, root, loaded.platform)
+        if not record.checks or record.context != _context(fingerprint, loaded, name):
+            return None
+        suites.COMPILED.update(record.suites)
+        return CheckMemo(pickle.loads(record.checks))
+
+    def outcomes_for(self, root: Path, loaded: Loaded) -> dict[str, tuple[ClusterOutcome, bytes]]:
+        """Each recorded cluster whose slice is the one `loaded` has, as the render that
+        recorded it found it (objects left out), with the fingerprint of the committed folder
+        it was checked against; a cluster whose check read anything from that tree for a
+        transition rule (an update refused, a file unreadable, a transition rule not evaluated)
+        is left out: only a check against the same tree could say the same of it. What
+        `gpuplane diff` takes instead of rendering a cluster its change does not reach."""
+        fingerprint = listed_schemas(self.fingerprint, root, loaded.platform)
+        found = {}
+        for name in sorted(loaded.platform.clusters):
+            record = self.clusters.get(name)
+            if record is None or not record.slice or not record.previous:
+                continue
+            if record.slice != slice_key(fingerprint, loaded, name, with_changes=False).digest():
+                continue
+            if not _transitions_silent(record.outcome):
+                continue
+            found[name] = (record.outcome, record.previous)
+        return found
 
     def restat(self, target: Path) -> None:
         """Each recorded file's stat as it is on disk now, after `target` was written."""
@@ -295,6 +339,32 @@ def settings(platform: model.Platform, name: str) -> list[str]:
     if platform.repository is not None:
         files.append(platform.repository.origin.file)
     return files
+
+
+def _context(fingerprint: bytes, loaded: Loaded, name: str) -> bytes:
+    """What a cluster's objects' checks read besides their bodies (`RenderIndex.contexts`)."""
+    context = hashlib.sha256(fingerprint)
+    context.update(f"\0cluster\0{name}".encode())
+    for own in settings(loaded.platform, name):
+        context.update(f"\0{own}\0".encode())
+        context.update(loaded.digests.get(own, b"unknown"))
+    return context.digest()
+
+
+TRANSITION_RULES = frozenset({"output-immutable-field", "output-cel-unchecked"})
+"""What a cluster's own findings can hold from its committed tree: an update its transition
+rules refuse, a committed file that could not be read for them (`cel_report`)."""
+
+
+def _transitions_silent(outcome: ClusterOutcome) -> bool:
+    """Whether the outcome is what a check without a committed tree finds: nothing of
+    `TRANSITION_RULES`, and no transition rule among those not evaluated (a rule that meets a
+    value it cannot evaluate says so only when it runs, and it runs only against an old self)."""
+    if any(d.rule in TRANSITION_RULES for d in outcome.diagnostics):
+        return False
+    return not any(
+        rule.transition for crd in outcome.rules.by_crd.values() for rule in crd.rules.values()
+    )
 
 
 def _changed_lines(platform: model.Platform, file: str) -> str:

@@ -16,7 +16,7 @@ from renderer.commands.diff.findings import Finding, Risk
 from renderer.commands.diff.revision import Revision
 from renderer.commands.transition_checks import transition_changes
 from renderer.output.cel_report import UncheckedRules, recreate_hint
-from renderer.output.transitions import CommittedTree, committed_tree
+from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
 
 
@@ -25,14 +25,13 @@ def immutable_fields(
     head: Revision,
     base: Revision,
     validator: OutputValidator,
-    base_commit: str | None,
+    committed: CommittedTree,
 ) -> Iterator[Finding]:
     """High-risk `immutable-field` findings; medium-risk `transition-unchecked` ones for the
     transition rules gpuplane could not evaluate (a rule it cannot evaluate, a committed file it
-    cannot read): the reviewer checks those by hand."""
-    previous = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
-    if not previous:
-        previous = CommittedTree(base.tree, base.side.label)
+    cannot read): the reviewer checks those by hand. `committed`: `rendered/` at the base
+    commit; when it has none, the base's own render stands in for it."""
+    previous = committed if committed else CommittedTree(base.tree, base.side.label)
     rules = UncheckedRules(only_transition=True)
     for cluster, manifest, found in transition_changes(
         head_root, head.platform, validator, previous, head.manifests, rules

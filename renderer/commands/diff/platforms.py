@@ -24,12 +24,14 @@ from renderer.commands.diff.objects import objects
 from renderer.commands.diff.quotas import quotas
 from renderer.commands.diff.revision import render
 from renderer.commands.diff.teams import teams
-from renderer.commands.render_index import outcome_keys
+from renderer.commands.render_index import RenderIndex, outcome_keys
+from renderer.findings.diagnostics import has_errors
 from renderer.inputs.schema import REPOSITORY_FILE
 from renderer.model.capacity import how_to_request, pool_offers
 from renderer.model.platform import Changes, Cluster, Platform, Pool, Queue
+from renderer.output.transitions import CommittedTree, committed_tree
 from renderer.output.validation import OutputValidator
-from renderer.pipeline import InputCache, SharedOutcomes
+from renderer.pipeline import InputCache, Loaded, SharedOutcomes, load_platform
 
 HEAD_LABEL = "working tree"
 
@@ -44,6 +46,7 @@ def diff_platforms(
     head_label: str = HEAD_LABEL,
     head_changed: Changes | None = None,
     on_cluster: Callable[[str, str], None] | None = None,
+    index: RenderIndex | None = None,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
 
@@ -52,24 +55,41 @@ def diff_platforms(
     valid files go, without `plan` figures and without rendered objects. `head_changed`: the
     input files the change adds or edits, with their changed lines (None when unknown), so the
     head's findings that several files share land on the entry the change touched. `on_cluster` is told the side's label and each
-    cluster's name before it is rendered (the CLI's progress display).
+    cluster's name before it is rendered (the CLI's progress display). `index`: the head
+    repository's render index (`gpuplane render` made it): the files it loaded, and the
+    clusters the change does not reach (`_taken`), which are then not rendered at all.
     """
     # a cluster whose slice and schemas are the same on both sides renders the same: once
     shared = SharedOutcomes(
-        lambda root, loaded: outcome_keys(root, loaded, validator.strict_schemas)
+        lambda root, loaded: outcome_keys(root, loaded, validator.strict_schemas),
+        memo_of=index.memo_for if index is not None else None,
     )
-    inputs: InputCache = {}  # most files are the same bytes on both sides: loaded once
+    # most files are the same bytes on both sides: loaded once, or taken from the index
+    recorded = index.input_cache() if index is not None else None
+    inputs: InputCache = recorded if recorded is not None else {}
     trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] = {}
+    committed = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
+    head_loaded = load_platform(head_root, changed=head_changed, inputs=inputs)
+    base_loaded = None
+    same: frozenset[str] = frozenset()
+    taken: frozenset[str] = frozenset()
+    if not has_errors(head_loaded.diagnostics):
+        base_loaded = load_platform(base_root, inputs=inputs)
+        head_keys = shared.key_of(head_root, head_loaded)
+        base_keys = shared.key_of(base_root, base_loaded)
+        same = frozenset(n for n, k in head_keys.items() if base_keys.get(n) == k)
+        if index is not None and committed:
+            taken = _taken(index, head_root, head_loaded, committed, same, head_keys, shared)
     head = render(
         head_root,
         validator,
         head_label,
         None,
-        changed=head_changed,
         on_cluster=_told(on_cluster, head_label),
         shared=shared,
-        inputs=inputs,
         trees=trees,
+        loaded=head_loaded,
+        taken=taken,
     )
     if not head.side.valid:
         return DiffReport(
@@ -91,6 +111,8 @@ def diff_platforms(
         shared=shared,
         inputs=inputs,
         trees=trees,
+        loaded=base_loaded,
+        taken=taken,
     )
     findings: list[Finding] = []
     findings += _repository(base.platform, head.platform)
@@ -98,12 +120,12 @@ def diff_platforms(
     findings += _pools(base.platform, head.platform)
     findings += _queues(base.platform, head.platform)
     findings += teams(base, head)
-    quota_findings, totals = quotas(base, head)
+    quota_findings, totals = quotas(base, head, same)
     findings += quota_findings
     compared = base.side.valid or base.files == 0
     if compared:
         findings += objects(base.tree, head.tree)
-        findings += immutable_fields(head_root, head, base, validator, base_commit)
+        findings += immutable_fields(head_root, head, base, validator, committed)
     names = sorted(set(base.platform.clusters) | set(head.platform.clusters))
     headings = []
     for name in names:
@@ -126,6 +148,29 @@ def diff_platforms(
         head_diagnostics=head.diagnostics,
         head_files=head.files,
     )
+
+
+def _taken(
+    index: RenderIndex,
+    head_root: Path,
+    head_loaded: Loaded,
+    committed: CommittedTree,
+    same: frozenset[str],
+    head_keys: Mapping[str, bytes],
+    shared: SharedOutcomes,
+) -> frozenset[str]:
+    """The clusters taken from the render index instead of rendered, their outcomes put in
+    `shared` for both sides: each that the change does not reach (its slice is the same on both
+    sides), that the index recorded from the head's slice, checked against the folder the base
+    commit has in `rendered/` (the same tree id), and in which no transition rule found anything
+    (`RenderIndex.outcomes_for`). Rendering it would give the same findings, the same files on
+    both sides (no object changes) and, against that same folder, no refused update."""
+    taken = []
+    for name, (outcome, previous) in index.outcomes_for(head_root, head_loaded).items():
+        if name in same and previous == committed.fingerprint(name):
+            shared.outcomes[head_keys[name]] = outcome
+            taken.append(name)
+    return frozenset(taken)
 
 
 def _told(on_cluster: Callable[[str, str], None] | None, side: str) -> Callable[[str], None] | None:

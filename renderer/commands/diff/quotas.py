@@ -6,6 +6,8 @@ and comparing its numbers is what shows that, so it is kept apart from the model
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from renderer.commands.diff.field_changes import camel
 from renderer.commands.diff.findings import (
     DERIVED,
@@ -18,17 +20,24 @@ from renderer.commands.diff.findings import (
     Risk,
 )
 from renderer.commands.diff.revision import Revision
-from renderer.commands.plan import build_plan
+from renderer.commands.plan import ClusterPlan, build_plan
 
 _QuotaKey = tuple[str, str, str, str | None]
 """(cluster, team, pool, profile)"""
 
 
-def _quota_figures(rev: Revision) -> dict[_QuotaKey, QuotaFigures]:
+def _plans(rev: Revision, same: frozenset[str]) -> tuple[ClusterPlan, ...]:
+    """The plan of each cluster not in `same` (none when the side does not validate)."""
+    if not rev.model_ok:
+        return ()
+    return build_plan(rev.platform, [n for n in rev.platform.clusters if n not in same]).clusters
+
+
+def _quota_figures(rev: Revision, plans: Sequence[ClusterPlan]) -> dict[_QuotaKey, QuotaFigures]:
     platform = rev.platform
     found: dict[_QuotaKey, QuotaFigures] = {}
     if rev.model_ok:
-        for cluster in build_plan(platform).clusters:
+        for cluster in plans:
             for t in cluster.teams:
                 found[(cluster.name, t.team, t.pool, t.profile)] = QuotaFigures(
                     t.resource,
@@ -52,14 +61,16 @@ def _quota_figures(rev: Revision) -> dict[_QuotaKey, QuotaFigures]:
     return found
 
 
-def _pool_figures(rev: Revision) -> dict[tuple[str, str, str], PoolFigures]:
+def _pool_figures(
+    rev: Revision, plans: Sequence[ClusterPlan]
+) -> dict[tuple[str, str, str], PoolFigures]:
     if not rev.model_ok:
         return {}
     return {
         (c.name, r.pool, r.resource): PoolFigures(
             r.capacity, r.capacity_max, r.nominal, r.guaranteed, r.lendable
         )
-        for c in build_plan(rev.platform).clusters
+        for c in plans
         for r in c.pools
     }
 
@@ -103,8 +114,16 @@ def _limit(value: int | None) -> str:
     return "unset" if value is None else str(value)
 
 
-def quotas(base: Revision, head: Revision) -> tuple[list[Finding], tuple[PoolTotals, ...]]:
-    old, new = _quota_figures(base), _quota_figures(head)
+def quotas(
+    base: Revision, head: Revision, same: frozenset[str] = frozenset()
+) -> tuple[list[Finding], tuple[PoolTotals, ...]]:
+    """The quota and pool figures that change. `same`: clusters whose slice is the same on both
+    sides, so that their figures are too (a cluster's plan is a function of its slice, as its
+    objects are): not worked out when both sides validate."""
+    if not (base.model_ok and head.model_ok):
+        same = frozenset()
+    old_plans, new_plans = _plans(base, same), _plans(head, same)
+    old, new = _quota_figures(base, old_plans), _quota_figures(head, new_plans)
     findings = []
     for key in sorted(set(old) | set(new), key=lambda k: (k[0], k[1], k[2], k[3] or "")):
         cluster, team, pool, profile = key
@@ -136,7 +155,7 @@ def quotas(base: Revision, head: Revision) -> tuple[list[Finding], tuple[PoolTot
         )
     if not base.model_ok:
         return findings, ()
-    old_pools, new_pools = _pool_figures(base), _pool_figures(head)
+    old_pools, new_pools = _pool_figures(base, old_plans), _pool_figures(head, new_plans)
     totals = tuple(
         PoolTotals(*key, old_pools.get(key), new_pools.get(key))
         for key in sorted(set(old_pools) | set(new_pools))

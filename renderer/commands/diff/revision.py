@@ -15,7 +15,7 @@ from renderer.model.platform import Changes, Platform
 from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
-from renderer.pipeline import InputCache, SharedOutcomes, render_platform
+from renderer.pipeline import InputCache, Loaded, SharedOutcomes, render_platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,10 @@ class Revision:
     files: int
     manifests: Mapping[str, tuple[Manifest, ...]] = field(default_factory=dict)
     """Each cluster's rendered objects (for the transition rules against the base)."""
+    taken: frozenset[str] = frozenset()
+    """Clusters taken from the render index without their objects, in neither `tree` nor
+    `manifests`: the change does not reach them, they render the same on both sides, and no
+    transition rule finds anything in them (`diff_platforms`)."""
 
 
 def render(
@@ -42,21 +46,32 @@ def render(
     shared: SharedOutcomes | None = None,
     inputs: InputCache | None = None,
     trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] | None = None,
+    loaded: Loaded | None = None,
+    taken: frozenset[str] = frozenset(),
 ) -> Revision:
     """Render one side; `changed` is what the change touches (files and their changed lines),
     for where its findings land; `on_cluster` is told each cluster before it is rendered (the
     CLI's progress display). Shared with the other side: `shared`, the clusters it rendered, by
     key; `inputs`, the files it loaded, by bytes; `trees`, each cluster's files, by the
-    outcome's objects (the same objects make the same files)."""
+    outcome's objects (the same objects make the same files). `loaded`: `root` already
+    loaded; `taken`: the clusters whose outcomes `shared` holds from the render index, without
+    objects (`Revision.taken`)."""
     rendered = render_platform(
-        root, validator, changed=changed, on_cluster=on_cluster, shared=shared, inputs=inputs
+        root,
+        validator,
+        changed=changed,
+        on_cluster=on_cluster,
+        shared=shared,
+        inputs=inputs,
+        loaded=loaded,
     )
+    taken = taken & rendered.manifests.keys()
     empty = rendered.files == 0
     diagnostics = tuple(d for d in rendered.diagnostics if not (empty and d.rule == "no-inputs"))
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     model_ok = empty or bool(rendered.manifests) or errors == 0
     tree: dict[str, bytes] = {}
-    for name in sorted({*rendered.manifests, *rendered.readmes, *rendered.values}):
+    for name in sorted({*rendered.manifests, *rendered.readmes, *rendered.values} - taken):
         manifests = rendered.manifests.get(name, ())
         values = rendered.values.get(name, ())
         readme = rendered.readmes.get(name)
@@ -81,5 +96,6 @@ def render(
         side=Side(label, commit, errors == 0, errors, len(diagnostics) - errors),
         diagnostics=diagnostics,
         files=rendered.files,
-        manifests=rendered.manifests,
+        manifests={n: m for n, m in rendered.manifests.items() if n not in taken},
+        taken=frozenset(taken),
     )

@@ -1,0 +1,216 @@
+"""`gpuplane diff` takes the clusters a change does not reach from the render index.
+
+`gpuplane render` (and `render --check`) records each cluster's findings, checked against the
+folder of `rendered/` committed at HEAD. `diff --base REF` takes such a record instead of
+rendering the cluster when the cluster's slice is the same on both sides and in the record,
+when the base commit's folder is the one the record was checked against (the same tree id),
+and when no transition rule found anything there. Every case here compares the report with
+the one `--no-index` gives (both revisions rendered whole), on the example platform in a real
+git repository, and counts which clusters were rendered; the quota figures `diff` leaves out
+for the clusters whose slice is the same are worked out too, and must not differ.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once, git
+
+LOCAL_QUEUE = "staging-west/queueing/search-train/localqueue-default.yaml"
+"""A staging-west LocalQueue; Kueue's CRD keeps its `spec.clusterQueue` immutable."""
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
+    """The example platform rendered with the upstream CRDs and committed."""
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    from click.testing import CliRunner
+
+    from renderer.cli import main
+
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("diff-index") / "repo")
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    done = CliRunner().invoke(
+        main, ["-C", str(root), "render", "--no-index", "--crds", str(SHARED_CRDS)]
+    )
+    assert done.exit_code == 0, done.output
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the example platform, rendered")
+    return root
+
+
+@pytest.fixture
+def repo(committed: Path, tmp_path: Path, git_env: None, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the committed repository, with a render index of its own."""
+    monkeypatch.setenv("GPUPLANE_CACHE_DIR", str(tmp_path / "cache"))
+    target = tmp_path / "repo"
+    shutil.copytree(committed, target, symlinks=True)
+    return target
+
+
+@pytest.fixture
+def rendered(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The clusters `check_cluster` renders, in order; and every `quotas` call checked against
+    the same call that works out every cluster's figures."""
+    import renderer.pipeline as pipeline
+    from renderer.commands.diff import platforms
+
+    names: list[str] = []
+    real_check, real_quotas = pipeline.check_cluster, platforms.quotas
+
+    def counted(platform: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        names.append(name)
+        return real_check(platform, name, *args, **kwargs)
+
+    def both_ways(base: Any, head: Any, same: frozenset[str] = frozenset()) -> Any:
+        shortcut = real_quotas(base, head, same)
+        assert shortcut == real_quotas(base, head, frozenset()), sorted(same)
+        return shortcut
+
+    monkeypatch.setattr(pipeline, "check_cluster", counted)
+    monkeypatch.setattr(platforms, "quotas", both_ways)
+    yield names
+
+
+def _render(gpuplane: Callable[..., Any], root: Path, *args: str) -> Any:
+    return gpuplane("-C", str(root), "render", "--crds", str(SHARED_CRDS), *args)
+
+
+def _diff(
+    gpuplane: Callable[..., Any], root: Path, rendered: list[str], base: str = "HEAD"
+) -> tuple[Any, list[str]]:
+    """The JSON report with the index, and the clusters that diff rendered; asserting that
+    `--no-index`, rendering both revisions whole, gives the same report in every format."""
+    args = ("-C", str(root), "diff", "--base", base, "--crds", str(SHARED_CRDS))
+    rendered.clear()
+    with_index = gpuplane(*args, "--format", "json")
+    names = list(rendered)
+    whole = gpuplane(*args, "--format", "json", "--no-index")
+    assert (with_index.exit_code, with_index.output) == (whole.exit_code, whole.output)
+    for fmt in ("markdown", "text"):
+        shown = gpuplane(*args, "--format", fmt)
+        assert shown.output == gpuplane(*args, "--format", fmt, "--no-index").output
+    assert with_index.exit_code == 0, with_index.output
+    return json.loads(with_index.output), names
+
+
+def _more_gpus_for_llm(root: Path) -> None:
+    """A one-team quota change on prod-east."""
+    edit_once(
+        root / "teams/llm.yaml",
+        "{pool: h100-train, nominal: 16, borrowingLimit: 16, lendingLimit: 8}",
+        "{pool: h100-train, nominal: 16, borrowingLimit: 16, lendingLimit: 6}",
+    )
+
+
+def _codes(report: Any) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for finding in report["findings"]:
+        found.setdefault(finding["code"], set()).add(finding["cluster"])
+    return found
+
+
+def test_a_one_team_change_renders_only_the_cluster_it_reaches(
+    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    assert _render(gpuplane, repo).exit_code == 0
+    _more_gpus_for_llm(repo)
+    assert _render(gpuplane, repo, "--check").exit_code == 1  # stale: it records the change
+    report, names = _diff(gpuplane, repo, rendered)
+    assert names == ["prod-east", "prod-east"]  # the head's, then the base's
+    assert _codes(report)["gpu-quota"] == {"prod-east"}
+
+
+def test_a_record_made_before_the_change_serves_too(
+    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    """Without `render --check` after the edit, the index holds the base's records: the
+    cluster the change reaches is rendered on both sides, the other is taken."""
+    assert _render(gpuplane, repo).exit_code == 0
+    _more_gpus_for_llm(repo)
+    report, names = _diff(gpuplane, repo, rendered)
+    assert names == ["prod-east", "prod-east"]
+    assert _codes(report)["gpu-quota"] == {"prod-east"}
+
+
+def test_an_immutable_edit_in_the_cluster_the_change_reaches(
+    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    assert _render(gpuplane, repo).exit_code == 0
+    edit_once(repo / "pools/h100-train.yaml", "      - topology.gpuplane.dev/block\n", "")
+    report, names = _diff(gpuplane, repo, rendered)
+    assert "staging-west" not in names
+    assert _codes(report)["immutable-field"] == {"prod-east"}
+
+
+def _hand_edited_local_queue(root: Path) -> None:
+    edit_once(
+        root / "rendered" / LOCAL_QUEUE,
+        "clusterQueue: search-training",
+        "clusterQueue: search-inference",
+    )
+
+
+def test_a_base_whose_folder_is_not_the_one_checked_is_rendered(
+    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    """The base commit holds another staging-west folder (a hand edit a later commit undid)
+    than the HEAD the index checked against: staging-west is rendered and its LocalQueue
+    compared with the base's, which the API server would refuse to update."""
+    _hand_edited_local_queue(repo)
+    git(repo, "commit", "-q", "-am", "a hand edit")
+    assert _render(gpuplane, repo).exit_code == 1  # refused: an immutable field against HEAD
+    assert _render(gpuplane, repo, "--allow-recreate").exit_code == 0
+    git(repo, "commit", "-q", "-am", "rendered again")
+    assert _render(gpuplane, repo, "--check").exit_code == 0  # checked against the new HEAD
+    _more_gpus_for_llm(repo)
+    report, names = _diff(gpuplane, repo, rendered, base="HEAD~1")
+    assert "staging-west" in names
+    assert _codes(report)["immutable-field"] == {"staging-west"}
+
+
+def test_a_record_whose_transition_rules_found_something_is_not_taken(
+    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    """HEAD commits the hand edit: the index's staging-west was checked against that same
+    folder, but its transition rule refused the update, so diff renders staging-west again
+    to say which object and why."""
+    _hand_edited_local_queue(repo)
+    git(repo, "commit", "-q", "-am", "a hand edit")
+    checked = _render(gpuplane, repo, "--check", "--allow-recreate")
+    assert "output-immutable-field" in checked.output
+    _more_gpus_for_llm(repo)
+    report, names = _diff(gpuplane, repo, rendered)
+    assert "staging-west" in names
+    assert _codes(report)["immutable-field"] == {"staging-west"}
+
+
+def test_an_index_made_with_other_schemas_is_not_read(
+    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    assert gpuplane("-C", str(repo), "render").exit_code == 0  # without --crds
+    _more_gpus_for_llm(repo)
+    _, names = _diff(gpuplane, repo, rendered)
+    assert sorted(set(names)) == ["prod-east", "staging-west"]
+
+
+def test_a_base_without_rendered_files_takes_nothing(
+    committed: Path, tmp_path: Path, gpuplane: Callable[..., Any], rendered: list[str]
+) -> None:
+    """When the base commit has no rendered/, the base's own render stands in for it: nothing
+    recorded was checked against that."""
+    root = copy_inputs(committed, tmp_path / "inputs-only")
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "inputs only")
+    assert _render(gpuplane, root).exit_code == 0
+    _more_gpus_for_llm(root)
+    _, names = _diff(gpuplane, root, rendered)
+    assert sorted(set(names)) == ["prod-east", "staging-west"]
