@@ -433,6 +433,7 @@ def diff(
     from renderer.commands.diff.markdown import diff_markdown
     from renderer.commands.diff.platforms import diff_platforms
     from renderer.commands.diff.text import diff_text
+    from renderer.commands.render import default_jobs
     from renderer.inputs.changes import changed_lines
 
     root = root_of(ctx)
@@ -455,6 +456,7 @@ def diff(
                 head_changed=changed_lines(root, base=base_ref),
                 on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
                 index=index if index.path is not None else None,
+                jobs=default_jobs(),
             )
     if not result.head_valid:
         emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")

@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import pickle
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -348,6 +348,13 @@ def load_platform(
     return Loaded(platform, count, sort_diagnostics(diagnostics), MappingProxyType(digests))
 
 
+def with_policy(loaded: Loaded) -> Loaded:
+    """`loaded` (by `load_platform` with `policy=False`) with the policy's findings, as
+    `load_platform` would have given them."""
+    found = check_policy(loaded.platform)
+    return replace(loaded, diagnostics=sort_diagnostics([*loaded.diagnostics, *found]))
+
+
 def _stray(entry: Path, display: str) -> Diagnostic:
     if entry.is_symlink():
         message, hint = "symbolic links are not followed", "copy the file into the repository"
@@ -405,7 +412,15 @@ def render_platform(
             if shared is not None and key is not None:
                 shared.outcomes[key] = outcome
         outcomes.append(outcome)
-    diagnostics.extend(merge_findings(outcomes, validator))
+    return rendered_from(loaded, outcomes, validator)
+
+
+def rendered_from(
+    loaded: Loaded, outcomes: Sequence[ClusterOutcome], validator: OutputValidator
+) -> Rendered:
+    """The platform rendered: every cluster's outcome (in name order), with the findings of
+    the inputs and those that span clusters (`merge_findings`)."""
+    diagnostics = [*loaded.diagnostics, *merge_findings(outcomes, validator)]
     return Rendered(
         loaded.platform,
         {o.name: o.manifests for o in outcomes},

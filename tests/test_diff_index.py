@@ -55,18 +55,34 @@ def repo(committed: Path, tmp_path: Path, git_env: None, monkeypatch: pytest.Mon
     return target
 
 
-@pytest.fixture
-def rendered(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The clusters `check_cluster` renders, in order; and every `quotas` call checked against
-    the same call that works out every cluster's figures."""
-    import renderer.pipeline as pipeline
-    from renderer.commands.diff import platforms
+class Rendered:
+    """The clusters `check_cluster` rendered, in this process or in a forked worker (each call
+    appends a line to a file)."""
 
-    names: list[str] = []
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    def clear(self) -> None:
+        self.log.write_text("")
+
+    def names(self) -> list[str]:
+        return self.log.read_text().split()
+
+
+@pytest.fixture
+def rendered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Rendered]:
+    """Counts the clusters rendered; and checks every `quotas` call against the same call that
+    works out every cluster's figures."""
+    import renderer.pipeline as pipeline
+    from renderer.commands.diff import background, platforms
+
+    spy = Rendered(tmp_path / "rendered.log")
+    spy.clear()
     real_check, real_quotas = pipeline.check_cluster, platforms.quotas
 
     def counted(platform: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-        names.append(name)
+        with open(spy.log, "a") as log:
+            log.write(f"{name}\n")
         return real_check(platform, name, *args, **kwargs)
 
     def both_ways(base: Any, head: Any, same: frozenset[str] = frozenset()) -> Any:
@@ -75,8 +91,9 @@ def rendered(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return shortcut
 
     monkeypatch.setattr(pipeline, "check_cluster", counted)
+    monkeypatch.setattr(background, "check_cluster", counted)
     monkeypatch.setattr(platforms, "quotas", both_ways)
-    yield names
+    yield spy
 
 
 def _render(gpuplane: Callable[..., Any], root: Path, *args: str) -> Any:
@@ -84,19 +101,31 @@ def _render(gpuplane: Callable[..., Any], root: Path, *args: str) -> Any:
 
 
 def _diff(
-    gpuplane: Callable[..., Any], root: Path, rendered: list[str], base: str = "HEAD"
+    gpuplane: Callable[..., Any],
+    root: Path,
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
+    base: str = "HEAD",
 ) -> tuple[Any, list[str]]:
     """The JSON report with the index, and the clusters that diff rendered; asserting that
-    `--no-index`, rendering both revisions whole, gives the same report in every format."""
+    `--no-index` (both revisions rendered whole) and one process (the base rendered after the
+    head, here) give the same report in every format."""
+    import renderer.commands.render as render
+
     args = ("-C", str(root), "diff", "--base", base, "--crds", str(SHARED_CRDS))
     rendered.clear()
     with_index = gpuplane(*args, "--format", "json")
-    names = list(rendered)
+    names = sorted(rendered.names())
     whole = gpuplane(*args, "--format", "json", "--no-index")
     assert (with_index.exit_code, with_index.output) == (whole.exit_code, whole.output)
     for fmt in ("markdown", "text"):
         shown = gpuplane(*args, "--format", fmt)
         assert shown.output == gpuplane(*args, "--format", fmt, "--no-index").output
+    with monkeypatch.context() as one_process:
+        one_process.setattr(render, "default_jobs", lambda: 1)
+        for extra in ((), ("--no-index",)):
+            alone = gpuplane(*args, "--format", "json", *extra)
+            assert (alone.exit_code, alone.output) == (with_index.exit_code, with_index.output)
     assert with_index.exit_code == 0, with_index.output
     return json.loads(with_index.output), names
 
@@ -118,34 +147,43 @@ def _codes(report: Any) -> dict[str, set[str]]:
 
 
 def test_a_one_team_change_renders_only_the_cluster_it_reaches(
-    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _render(gpuplane, repo).exit_code == 0
     _more_gpus_for_llm(repo)
     assert _render(gpuplane, repo, "--check").exit_code == 1  # stale: it records the change
-    report, names = _diff(gpuplane, repo, rendered)
-    assert names == ["prod-east", "prod-east"]  # the head's, then the base's
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
+    assert names == ["prod-east", "prod-east"]  # the head's and the base's
     assert _codes(report)["gpu-quota"] == {"prod-east"}
 
 
 def test_a_record_made_before_the_change_serves_too(
-    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Without `render --check` after the edit, the index holds the base's records: the
     cluster the change reaches is rendered on both sides, the other is taken."""
     assert _render(gpuplane, repo).exit_code == 0
     _more_gpus_for_llm(repo)
-    report, names = _diff(gpuplane, repo, rendered)
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
     assert names == ["prod-east", "prod-east"]
     assert _codes(report)["gpu-quota"] == {"prod-east"}
 
 
 def test_an_immutable_edit_in_the_cluster_the_change_reaches(
-    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _render(gpuplane, repo).exit_code == 0
     edit_once(repo / "pools/h100-train.yaml", "      - topology.gpuplane.dev/block\n", "")
-    report, names = _diff(gpuplane, repo, rendered)
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
     assert "staging-west" not in names
     assert _codes(report)["immutable-field"] == {"prod-east"}
 
@@ -159,7 +197,10 @@ def _hand_edited_local_queue(root: Path) -> None:
 
 
 def test_a_base_whose_folder_is_not_the_one_checked_is_rendered(
-    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The base commit holds another staging-west folder (a hand edit a later commit undid)
     than the HEAD the index checked against: staging-west is rendered and its LocalQueue
@@ -171,13 +212,16 @@ def test_a_base_whose_folder_is_not_the_one_checked_is_rendered(
     git(repo, "commit", "-q", "-am", "rendered again")
     assert _render(gpuplane, repo, "--check").exit_code == 0  # checked against the new HEAD
     _more_gpus_for_llm(repo)
-    report, names = _diff(gpuplane, repo, rendered, base="HEAD~1")
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch, base="HEAD~1")
     assert "staging-west" in names
     assert _codes(report)["immutable-field"] == {"staging-west"}
 
 
 def test_a_record_whose_transition_rules_found_something_is_not_taken(
-    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """HEAD commits the hand edit: the index's staging-west was checked against that same
     folder, but its transition rule refused the update, so diff renders staging-west again
@@ -187,22 +231,29 @@ def test_a_record_whose_transition_rules_found_something_is_not_taken(
     checked = _render(gpuplane, repo, "--check", "--allow-recreate")
     assert "output-immutable-field" in checked.output
     _more_gpus_for_llm(repo)
-    report, names = _diff(gpuplane, repo, rendered)
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
     assert "staging-west" in names
     assert _codes(report)["immutable-field"] == {"staging-west"}
 
 
 def test_an_index_made_with_other_schemas_is_not_read(
-    repo: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert gpuplane("-C", str(repo), "render").exit_code == 0  # without --crds
     _more_gpus_for_llm(repo)
-    _, names = _diff(gpuplane, repo, rendered)
+    _, names = _diff(gpuplane, repo, rendered, monkeypatch)
     assert sorted(set(names)) == ["prod-east", "staging-west"]
 
 
 def test_a_base_without_rendered_files_takes_nothing(
-    committed: Path, tmp_path: Path, gpuplane: Callable[..., Any], rendered: list[str]
+    committed: Path,
+    tmp_path: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """When the base commit has no rendered/, the base's own render stands in for it: nothing
     recorded was checked against that."""
@@ -212,5 +263,5 @@ def test_a_base_without_rendered_files_takes_nothing(
     git(root, "commit", "-q", "-m", "inputs only")
     assert _render(gpuplane, root).exit_code == 0
     _more_gpus_for_llm(root)
-    _, names = _diff(gpuplane, root, rendered)
+    _, names = _diff(gpuplane, root, rendered, monkeypatch)
     assert sorted(set(names)) == ["prod-east", "staging-west"]

@@ -29,7 +29,7 @@ from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnosti
 from renderer.layers import workflows as suites
 from renderer.model import platform as model
 from renderer.output.crds import CrdLoadError
-from renderer.output.reuse import CheckMemo, body_key
+from renderer.output.reuse import CheckMemo, made_of_files
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import (
@@ -285,7 +285,7 @@ def _clusters_started(
     ordered = sorted(names, key=lambda n: (-weight[n], n))
     _WORK = work
     try:
-        with _pool(min(jobs, len(names))) as pool:
+        with worker_pool(min(jobs, len(names))) as pool:
             yield pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
     finally:
         _WORK = None
@@ -308,7 +308,7 @@ def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: Outpu
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return
     shares = [todo[i::workers] for i in range(workers)]
-    with _pool(workers) as pool:
+    with worker_pool(workers) as pool:
         pending = pool.map_async(_load_share, shares)
         import_layers()
         with contextlib.suppress(CrdLoadError):  # reported where the CRD is first needed
@@ -317,7 +317,7 @@ def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: Outpu
             inputs.update(loaded)
 
 
-def _pool(workers: int) -> Any:
+def worker_pool(workers: int) -> Any:
     """Forked workers that leave what they inherit out of their garbage collections (the
     platform, the validator: objects that live as long as they do), as the parent leaves its
     imported modules out."""
@@ -336,30 +336,6 @@ def _render_in_worker(name: str) -> _ClusterFiles:
     return _render_one(_WORK, name)
 
 
-def _made_of(name: str, outcome: ClusterOutcome) -> dict[str, bytes]:
-    """What each object and values file of the cluster is made from: its body (`body_key`), its
-    source file (in its header) and a values file's comment. The same bytes here are the same
-    bytes in the file; a path two objects claim (a clash, an error) gets none."""
-    made: dict[str, bytes] = {}
-    twice: set[str] = set()
-    parts: list[tuple[str, bytes | None, str]] = [
-        (f"{name}/{m.path}", key, m.source.file)
-        for m, key in zip(outcome.manifests, outcome.keys, strict=True)
-    ]
-    parts.extend(
-        (f"{name}/{v.path}", body_key(v.body), f"{v.source.file}\0{v.comment}")
-        for v in outcome.values
-    )
-    seen: set[str] = set()
-    for path, key, rest in parts:
-        if path in seen:
-            twice.add(path)
-        seen.add(path)
-        if key is not None:
-            made[path] = key + rest.encode()
-    return {path: made_of for path, made_of in made.items() if path not in twice}
-
-
 def _render_one(work: _Work, name: str) -> _ClusterFiles:
     """Render and check one cluster, and compare its files with `rendered/<name>/`. With the
     index, an object whose body did not change since the last render keeps its check, and its
@@ -374,7 +350,11 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
     suites.USED.clear()
     outcome = check_cluster(work.platform, name, work.validator, work.previous, memo)
     listed = work.on_disk.get(name, {})
-    made_of = _made_of(name, outcome) if memo is not None else {}
+    made_of = (
+        made_of_files(name, outcome.manifests, outcome.keys, outcome.values)
+        if memo is not None
+        else {}
+    )
     recorded = record.files if record is not None else {}
     unchanged = set()
     for path, made in made_of.items():

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from renderer.output.manifest import Manifest
+from renderer.output.manifest import Manifest, Values
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import Checked, OutputValidator, Pin
 
-__all__ = ["CheckMemo", "body_key"]
+__all__ = ["CheckMemo", "body_key", "made_of_files"]
 
 
 def body_key(body: Any) -> bytes | None:
@@ -29,6 +29,34 @@ def body_key(body: Any) -> bytes | None:
         return hashlib.sha256(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL)).digest()
     except Exception:  # an object no render should hold: never reused
         return None
+
+
+def made_of_files(
+    cluster: str,
+    manifests: Sequence[Manifest],
+    keys: Sequence[bytes | None],
+    values: Sequence[Values],
+) -> dict[str, bytes]:
+    """What each object and values file of a cluster's folder is made from: its body
+    (`body_key`; `keys`, the objects' in order), its source file (in its header) and a values
+    file's comment. The same bytes here are the same bytes in the file; a path two objects
+    claim (a clash, an error) gets none."""
+    made: dict[str, bytes] = {}
+    twice: set[str] = set()
+    parts: list[tuple[str, bytes | None, str]] = [
+        (f"{cluster}/{m.path}", key, m.source.file) for m, key in zip(manifests, keys, strict=True)
+    ]
+    parts.extend(
+        (f"{cluster}/{v.path}", body_key(v.body), f"{v.source.file}\0{v.comment}") for v in values
+    )
+    seen: set[str] = set()
+    for path, key, rest in parts:
+        if path in seen:
+            twice.add(path)
+        seen.add(path)
+        if key is not None:
+            made[path] = key + rest.encode()
+    return {path: made_of for path, made_of in made.items() if path not in twice}
 
 
 _PASSED: tuple[Checked, None, bool] = (Checked([]), None, False)

@@ -123,17 +123,28 @@ def _write_paths(
     if batch.returncode != 0:
         raise BaseRefError(f"cannot read the files of '{ref}': {batch.stderr.decode().strip()}")
     data, offset = batch.stdout, 0
+    folders: set[Path] = set()
     for mode, _, path in entries:
         header_end = data.index(b"\n", offset)
         size = int(data[offset:header_end].split()[2])
         content = data[header_end + 1 : header_end + 1 + size]
         offset = header_end + 1 + size + 1
         target = into.joinpath(*path.parts)
-        if target.exists() or target.is_symlink():
-            continue  # written by the first pass
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if mode == "120000":
-            os.symlink(os.fsdecode(content), target)
-        else:
-            target.write_bytes(content)
+        if target.parent not in folders:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            folders.add(target.parent)
+        try:  # an entry that exists was written by the first pass
+            if mode == "120000":
+                os.symlink(os.fsdecode(content), target)
+            else:
+                _write_new(target, content)
+        except FileExistsError:
+            continue
     return True
+
+
+def _write_new(target: Path, content: bytes) -> None:
+    """Write a file that must not exist yet (FileExistsError: it does, or a link is there)."""
+    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    with os.fdopen(handle, "wb") as out:
+        out.write(content)

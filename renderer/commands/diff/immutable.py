@@ -23,15 +23,13 @@ from renderer.output.validation import OutputValidator
 def immutable_fields(
     head_root: Path,
     head: Revision,
-    base: Revision,
     validator: OutputValidator,
-    committed: CommittedTree,
+    previous: CommittedTree,
 ) -> Iterator[Finding]:
     """High-risk `immutable-field` findings; medium-risk `transition-unchecked` ones for the
     transition rules gpuplane could not evaluate (a rule it cannot evaluate, a committed file it
-    cannot read): the reviewer checks those by hand. `committed`: `rendered/` at the base
-    commit; when it has none, the base's own render stands in for it."""
-    previous = committed if committed else CommittedTree(base.tree, base.side.label)
+    cannot read): the reviewer checks those by hand. `previous`: `rendered/` at the base
+    commit, or the base's own render when that commit has none."""
     rules = UncheckedRules(only_transition=True)
     for cluster, manifest, found in transition_changes(
         head_root, head.platform, validator, previous, head.manifests, rules

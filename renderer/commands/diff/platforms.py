@@ -13,16 +13,24 @@ repository settings, clusters, pools and queues. Nothing here prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from renderer.commands.diff.background import (
+    base_part,
+    base_revision,
+    head_tree,
+    in_background,
+)
 from renderer.commands.diff.egress import egress
 from renderer.commands.diff.field_changes import camel, changed_fields, field_lines, other_fields
 from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding, Risk, Side
 from renderer.commands.diff.immutable import immutable_fields
 from renderer.commands.diff.objects import objects
 from renderer.commands.diff.quotas import quotas
-from renderer.commands.diff.revision import render
+from renderer.commands.diff.revision import Revision, render, revision_of
 from renderer.commands.diff.teams import teams
 from renderer.commands.render_index import RenderIndex, outcome_keys
 from renderer.findings.diagnostics import has_errors
@@ -31,7 +39,14 @@ from renderer.model.capacity import how_to_request, pool_offers
 from renderer.model.platform import Changes, Cluster, Platform, Pool, Queue
 from renderer.output.transitions import CommittedTree, committed_tree
 from renderer.output.validation import OutputValidator
-from renderer.pipeline import InputCache, Loaded, SharedOutcomes, load_platform
+from renderer.pipeline import (
+    InputCache,
+    Loaded,
+    SharedOutcomes,
+    load_platform,
+    render_platform,
+    with_policy,
+)
 
 HEAD_LABEL = "working tree"
 
@@ -47,6 +62,7 @@ def diff_platforms(
     head_changed: Changes | None = None,
     on_cluster: Callable[[str, str], None] | None = None,
     index: RenderIndex | None = None,
+    jobs: int = 1,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
 
@@ -58,6 +74,8 @@ def diff_platforms(
     cluster's name before it is rendered (the CLI's progress display). `index`: the head
     repository's render index (`gpuplane render` made it): the files it loaded, and the
     clusters the change does not reach (`_taken`), which are then not rendered at all.
+    `jobs`: more than 1 renders the base in a worker process (`background`) while this one
+    renders the head; the report is the same either way.
     """
     # a cluster whose slice and schemas are the same on both sides renders the same: once
     shared = SharedOutcomes(
@@ -67,31 +85,21 @@ def diff_platforms(
     # most files are the same bytes on both sides: loaded once, or taken from the index
     recorded = index.input_cache() if index is not None else None
     inputs: InputCache = recorded if recorded is not None else {}
-    trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] = {}
     committed = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
-    head_loaded = load_platform(head_root, changed=head_changed, inputs=inputs)
-    base_loaded = None
+    head_loaded = load_platform(head_root, changed=head_changed, inputs=inputs, policy=False)
+    base_loaded = load_platform(base_root, inputs=inputs, policy=False)
+    head_keys: Mapping[str, bytes] = {}
     same: frozenset[str] = frozenset()
     taken: frozenset[str] = frozenset()
     if not has_errors(head_loaded.diagnostics):
-        base_loaded = load_platform(base_root, inputs=inputs)
         head_keys = shared.key_of(head_root, head_loaded)
         base_keys = shared.key_of(base_root, base_loaded)
         same = frozenset(n for n, k in head_keys.items() if base_keys.get(n) == k)
         if index is not None and committed:
             taken = _taken(index, head_root, head_loaded, committed, same, head_keys, shared)
-    head = render(
-        head_root,
-        validator,
-        head_label,
-        None,
-        on_cluster=_told(on_cluster, head_label),
-        shared=shared,
-        trees=trees,
-        loaded=head_loaded,
-        taken=taken,
-    )
-    if not head.side.valid:
+    head_side = _told(on_cluster, head_label)
+
+    def invalid(head: Revision) -> DiffReport:
         return DiffReport(
             base=Side(base_ref, base_commit, True, 0, 0),
             head=head.side,
@@ -102,18 +110,68 @@ def diff_platforms(
             head_diagnostics=head.diagnostics,
             head_files=head.files,
         )
-    base = render(
-        base_root,
-        validator,
-        base_ref,
-        base_commit,
-        on_cluster=_told(on_cluster, base_ref),
-        shared=shared,
-        inputs=inputs,
-        trees=trees,
-        loaded=base_loaded,
-        taken=taken,
-    )
+
+    if jobs > 1 and committed:
+        # the base renders in a worker meanwhile; the clusters the same on both sides are the
+        # head's to render, and their files, the same on both sides, are compared with nothing
+        job = partial(base_part, base_root, validator, base_loaded, same, shared.memo_of)
+        with in_background(job, fork=True) as base_result:
+            rendered = render_platform(
+                head_root,
+                validator,
+                on_cluster=head_side,
+                shared=shared,
+                loaded=with_policy(head_loaded),
+            )
+            # the tree once the base's files are here: a file made of the same is not dumped
+            every = frozenset(rendered.manifests)
+            head = revision_of(rendered, head_label, None, taken=taken, untreed=every)
+            if not head.side.valid:
+                return invalid(head)
+            refused = list(immutable_fields(head_root, head, validator, committed))
+            part = base_result()
+        head = replace(head, tree=head_tree(rendered, part, same | taken))
+        if on_cluster is not None:
+            for name in sorted(base_loaded.platform.clusters):
+                on_cluster(base_ref, name)
+        base = base_revision(
+            part,
+            base_loaded,
+            {name: shared.outcomes[head_keys[name]] for name in same},
+            validator,
+            base_ref,
+            base_commit,
+            taken=taken,
+            untreed=same,
+        )
+    else:
+        trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] = {}
+        head = render(
+            head_root,
+            validator,
+            head_label,
+            None,
+            on_cluster=head_side,
+            shared=shared,
+            trees=trees,
+            loaded=with_policy(head_loaded),
+            taken=taken,
+        )
+        if not head.side.valid:
+            return invalid(head)
+        base = render(
+            base_root,
+            validator,
+            base_ref,
+            base_commit,
+            on_cluster=_told(on_cluster, base_ref),
+            shared=shared,
+            trees=trees,
+            loaded=with_policy(base_loaded),
+            taken=taken,
+        )
+        previous = committed if committed else CommittedTree(base.tree, base.side.label)
+        refused = list(immutable_fields(head_root, head, validator, previous))
     findings: list[Finding] = []
     findings += _repository(base.platform, head.platform)
     findings += _clusters(base.platform, head.platform)
@@ -125,7 +183,7 @@ def diff_platforms(
     compared = base.side.valid or base.files == 0
     if compared:
         findings += objects(base.tree, head.tree)
-        findings += immutable_fields(head_root, head, base, validator, committed)
+        findings += refused
     names = sorted(set(base.platform.clusters) | set(head.platform.clusters))
     headings = []
     for name in names:

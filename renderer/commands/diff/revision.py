@@ -12,10 +12,10 @@ from pathlib import Path
 from renderer.commands.diff.findings import Side
 from renderer.findings.diagnostics import Diagnostic, Severity
 from renderer.model.platform import Changes, Platform
-from renderer.output.manifest import Manifest
+from renderer.output.manifest import Manifest, Values
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
-from renderer.pipeline import InputCache, Loaded, SharedOutcomes, render_platform
+from renderer.pipeline import InputCache, Loaded, Rendered, SharedOutcomes, render_platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,7 @@ def render(
     trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] | None = None,
     loaded: Loaded | None = None,
     taken: frozenset[str] = frozenset(),
+    untreed: frozenset[str] = frozenset(),
 ) -> Revision:
     """Render one side; `changed` is what the change touches (files and their changed lines),
     for where its findings land; `on_cluster` is told each cluster before it is rendered (the
@@ -55,7 +56,7 @@ def render(
     key; `inputs`, the files it loaded, by bytes; `trees`, each cluster's files, by the
     outcome's objects (the same objects make the same files). `loaded`: `root` already
     loaded; `taken`: the clusters whose outcomes `shared` holds from the render index, without
-    objects (`Revision.taken`)."""
+    objects (`Revision.taken`); `untreed`: clusters left out of `tree` (`revision_of`)."""
     rendered = render_platform(
         root,
         validator,
@@ -65,13 +66,33 @@ def render(
         inputs=inputs,
         loaded=loaded,
     )
+    return revision_of(rendered, label, commit, trees=trees, taken=taken, untreed=untreed)
+
+
+def revision_of(
+    rendered: Rendered,
+    label: str,
+    commit: str | None,
+    *,
+    trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] | None = None,
+    taken: frozenset[str] = frozenset(),
+    untreed: frozenset[str] = frozenset(),
+    files_of: Mapping[str, dict[str, bytes]] | None = None,
+) -> Revision:
+    """One side from its render: `trees` as for `render`; `files_of`, the files of clusters
+    laid out elsewhere (a worker); `untreed`, clusters whose files are the same on both sides,
+    left out of `tree` on both (`diff_platforms`)."""
     taken = taken & rendered.manifests.keys()
     empty = rendered.files == 0
     diagnostics = tuple(d for d in rendered.diagnostics if not (empty and d.rule == "no-inputs"))
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
     model_ok = empty or bool(rendered.manifests) or errors == 0
     tree: dict[str, bytes] = {}
-    for name in sorted({*rendered.manifests, *rendered.readmes, *rendered.values} - taken):
+    names = {*rendered.manifests, *rendered.readmes, *rendered.values} - taken - untreed
+    for name in sorted(names):
+        if files_of is not None and name in files_of:
+            tree.update(files_of[name])
+            continue
         manifests = rendered.manifests.get(name, ())
         values = rendered.values.get(name, ())
         readme = rendered.readmes.get(name)
@@ -80,11 +101,7 @@ def render(
         if known is not None and all(a is b for a, b in zip(known[0], made_of, strict=True)):
             files = known[1]
         else:
-            files = build_tree(
-                {name: manifests},
-                {name: readme} if readme is not None else {},
-                {name: values},
-            )
+            files = cluster_files(name, manifests, values, readme)
             if trees is not None and manifests:
                 trees[id(manifests)] = (made_of, files)
         tree.update(files)
@@ -98,4 +115,13 @@ def render(
         files=rendered.files,
         manifests={n: m for n, m in rendered.manifests.items() if n not in taken},
         taken=frozenset(taken),
+    )
+
+
+def cluster_files(
+    name: str, manifests: tuple[Manifest, ...], values: tuple[Values, ...], readme: str | None
+) -> dict[str, bytes]:
+    """The files of one cluster's folder of `rendered/`."""
+    return build_tree(
+        {name: manifests}, {name: readme} if readme is not None else {}, {name: values}
     )
