@@ -7,7 +7,8 @@ benchmark of a platform `gpuplane render` would refuse measures nothing), and th
 - each pipeline stage in this process (load, schema, model, policy, layers, output validation,
   dump, write, compare);
 - each command as a user runs it, in a fresh process, with its peak memory (`validate`; `render`
-  into an empty tree; `render --check` cold, then warm; a one-team quota change re-checked);
+  into an empty tree; `render --check` cold, then warm; a one-team quota change re-checked,
+  and `diff --base HEAD` of it);
 - on the same objects, kubernetes-validate as shipped (on a sample: it takes ~15 ms an object)
   and `kubectl kustomize` over the largest cluster's tree, with the ratios to `render --check`.
 
@@ -483,13 +484,22 @@ def commands(root: Path, crds: Path, size: Size, repeat: int) -> None:
     found["gpuplane render --check, index, one team changed"] = measured(
         fresh_change(root, [*render, "--check"], STALE), repeat
     )
-    in_git(root, render, found, repeat)
+    diff = [*gpuplane, "diff", "--base", "HEAD", "--crds", str(crds), "--strict-schemas"]
+    in_git(root, render, diff, found, repeat)
 
 
-def in_git(root: Path, render: list[str], found: dict[str, tuple[float, int]], repeat: int) -> None:
+def in_git(
+    root: Path,
+    render: list[str],
+    diff: list[str],
+    found: dict[str, tuple[float, int]],
+    repeat: int,
+) -> None:
     """The same checks where a pull request runs them: in a git repository whose HEAD holds
     the rendered tree (the committed tree is read with git, each cluster's folder is known by
-    its tree id, and the change is found with `git diff`)."""
+    its tree id, and the change is found with `git diff`); and `diff --base HEAD` of a
+    one-team change, with the index the checks left (made before the change, as a person's
+    is after their last render) and without."""
     git = shutil.which("git")
     if git is None:
         return
@@ -500,6 +510,12 @@ def in_git(root: Path, render: list[str], found: dict[str, tuple[float, int]], r
     run_command([*render, "--check"], root, 0)  # fills the render index
     found["in git: gpuplane render --check, index, one team changed"] = measured(
         fresh_change(root, [*render, "--check"], STALE), repeat
+    )
+    found["in git: gpuplane diff --base HEAD --no-index, one team changed"] = measured(
+        fresh_change(root, [*diff, "--no-index"], 0), repeat
+    )
+    found["in git: gpuplane diff --base HEAD, index, one team changed"] = measured(
+        fresh_change(root, diff, 0), repeat
     )
 
 

@@ -428,7 +428,7 @@ def diff(
     """
     import tempfile
 
-    from renderer.commands.diff.checkout import BaseRefError, checkout_base
+    from renderer.commands.diff.checkout import BaseCheckout, BaseRefError
     from renderer.commands.diff.json_form import diff_json
     from renderer.commands.diff.markdown import diff_markdown
     from renderer.commands.diff.platforms import diff_platforms
@@ -438,26 +438,32 @@ def diff(
 
     root = root_of(ctx)
     validator = output_validator(crds, strict_schemas)
-    index = open_render_index(root, crds, strict_schemas, no_index)
     with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
         try:
-            commit = checkout_base(root, base_ref, Path(tmp))
+            base = BaseCheckout(root, base_ref, Path(tmp))  # its files written in a thread
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err
-        with report.progress(
-            "loading the working tree", plain=ctx.find_root().obj["no_color"]
-        ) as step:
-            result = diff_platforms(
-                Path(tmp),
-                root,
-                validator,
-                base_ref=base_ref,
-                base_commit=commit,
-                head_changed=changed_lines(root, base=base_ref),
-                on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
-                index=index if index.path is not None else None,
-                jobs=default_jobs(),
-            )
+        try:
+            index = open_render_index(root, crds, strict_schemas, no_index)
+            with report.progress(
+                "loading the working tree", plain=ctx.find_root().obj["no_color"]
+            ) as step:
+                result = diff_platforms(
+                    Path(tmp),
+                    root,
+                    validator,
+                    base_ref=base_ref,
+                    base_commit=base.commit,
+                    base_ready=base.wait,
+                    head_changed=changed_lines(root, base=base_ref),
+                    on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
+                    index=index if index.path is not None else None,
+                    jobs=default_jobs(),
+                )
+        except BaseRefError as err:
+            raise click.UsageError(str(err)) from err
+        finally:
+            base.join()  # before the folder goes
     if not result.head_valid:
         emit(list(result.head_diagnostics), result.head_files, "json" if fmt == "json" else "text")
         ctx.exit(1)

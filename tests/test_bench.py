@@ -88,6 +88,8 @@ def test_a_tiny_run_times_every_stage_command_and_tool(
         "gpuplane render --check, index, one team changed",
         "in git: gpuplane render --check --no-index",
         "in git: gpuplane render --check, index, one team changed",
+        "in git: gpuplane diff --base HEAD --no-index, one team changed",
+        "in git: gpuplane diff --base HEAD, index, one team changed",
         "kubernetes-validate",
     ):
         # a row's first cell, whole: one label inside another's is not that row

@@ -263,6 +263,25 @@ def test_outside_git_exits_2(
     assert "is not in a git repository" in result.output
 
 
+def test_a_failure_writing_the_base_is_a_usage_error(
+    repo: Path, gpuplane: Callable[..., Any], crds: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base's files are written in a thread: what goes wrong there reaches the command,
+    which exits 2 with git's message, and the thread has ended before its folder goes."""
+    from renderer.commands.diff import checkout
+
+    def refused(*args: Any, **kwargs: Any) -> bool:
+        raise BaseRefError("cannot read the files of 'HEAD': fatal: broken pack")
+
+    monkeypatch.setattr(checkout, "_write_paths", refused)
+    result = _diff(gpuplane, repo, crds)
+    assert result.exit_code == 2, result.output
+    assert "broken pack" in result.output
+    base = checkout.BaseCheckout(repo, "HEAD", repo / "unused")
+    with pytest.raises(BaseRefError, match="broken pack"):
+        base.wait()
+
+
 def test_base_from_a_subfolder_and_an_invalid_base(
     tmp_path: Path, gpuplane: Callable[..., Any], crds: Path, git_env: None
 ) -> None:

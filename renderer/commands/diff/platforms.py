@@ -63,6 +63,7 @@ def diff_platforms(
     on_cluster: Callable[[str, str], None] | None = None,
     index: RenderIndex | None = None,
     jobs: int = 1,
+    base_ready: Callable[[], None] | None = None,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
 
@@ -75,7 +76,8 @@ def diff_platforms(
     repository's render index (`gpuplane render` made it): the files it loaded, and the
     clusters the change does not reach (`_taken`), which are then not rendered at all.
     `jobs`: more than 1 renders the base in a worker process (`background`) while this one
-    renders the head; the report is the same either way.
+    renders the head; the report is the same either way. `base_ready`: waits until
+    `base_root` holds the base's files (written in a thread while the head loads).
     """
     # a cluster whose slice and schemas are the same on both sides renders the same: once
     shared = SharedOutcomes(
@@ -87,6 +89,8 @@ def diff_platforms(
     inputs: InputCache = recorded if recorded is not None else {}
     committed = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
     head_loaded = load_platform(head_root, changed=head_changed, inputs=inputs, policy=False)
+    if base_ready is not None:
+        base_ready()
     base_loaded = load_platform(base_root, inputs=inputs, policy=False)
     head_keys: Mapping[str, bytes] = {}
     same: frozenset[str] = frozenset()
