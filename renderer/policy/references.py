@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 
-from renderer.findings.diagnostics import Diagnostic, Location
-from renderer.model.platform import GpuQuota, Namespace, Platform, Team
+from renderer.findings.diagnostics import Diagnostic, PathKey
+from renderer.model.platform import GpuQuota, Namespace, Origin, Platform, Team
 from renderer.policy.rule import did_you_mean, error, rule
 
 
@@ -28,34 +28,35 @@ def references_resolve(p: Platform) -> Iterator[Diagnostic]:
     """
 
     def check(
-        kind: str, name: str, known: Mapping[str, object], at: Location, what: str
+        kind: str, name: str, known: Mapping[str, object], at: Origin, field: PathKey, what: str
     ) -> Iterator[Diagnostic]:
+        # the position only for a finding: most files' positions are never unpacked
+        # (`SourceMap`), and this rule would otherwise ask for every reference's
         if name not in known and not p.is_broken(kind, name):
             yield error(
                 "unknown-reference",
                 f"{what} '{name}' does not exist",
-                at,
+                at.at(*field),
                 did_you_mean(name, list(known)) or f"add {kind.lower()}s/{name}.yaml",
             )
 
     for pool in p.pools.values():
-        yield from check(
-            "Cluster", pool.cluster, p.clusters, pool.origin.at("spec", "cluster"), "cluster"
-        )
+        yield from check("Cluster", pool.cluster, p.clusters, pool.origin, CLUSTER, "cluster")
     for queue in p.queues.values():
-        yield from check(
-            "Cluster", queue.cluster, p.clusters, queue.origin.at("spec", "cluster"), "cluster"
-        )
+        yield from check("Cluster", queue.cluster, p.clusters, queue.origin, CLUSTER, "cluster")
         for index, pool_name in enumerate(queue.pools):
             yield from check(
-                "Pool", pool_name, p.pools, queue.origin.at("spec", "pools", index), "pool"
+                "Pool", pool_name, p.pools, queue.origin, ("spec", "pools", index), "pool"
             )
     for team in p.teams.values():
-        yield from check("Queue", team.queue, p.queues, team.origin.at("spec", "queue"), "queue")
+        yield from check("Queue", team.queue, p.queues, team.origin, ("spec", "queue"), "queue")
         for ns in team.namespaces:
-            yield from check("Cluster", ns.cluster, p.clusters, ns.origin.at("cluster"), "cluster")
+            yield from check("Cluster", ns.cluster, p.clusters, ns.origin, ("cluster",), "cluster")
         for quota in team.gpus:
-            yield from check("Pool", quota.pool, p.pools, quota.origin.at("pool"), "pool")
+            yield from check("Pool", quota.pool, p.pools, quota.origin, ("pool",), "pool")
+
+
+CLUSTER: PathKey = ("spec", "cluster")
 
 
 @rule("queue-pool-elsewhere")
