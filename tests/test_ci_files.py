@@ -157,11 +157,15 @@ def test_diff_step_writes_the_summary_only_when_diff_succeeds(
     env = {"BASE_REF": "main", "GITHUB_STEP_SUMMARY": str(summary), "GPUPLANE_CRDS": "crds"}
     ok = _bash(script, env, tmp_path)
     assert ok.returncode == 0, ok.stderr
-    expected = "args:diff --base origin/main --format markdown\n"
+    # strict as render --check is, so that it reads the render index that check left
+    expected = "args:diff --base origin/main --format markdown --strict-schemas\n"
     assert (tmp_path / "diff.md").read_text() == summary.read_text() == expected
     summary.unlink()
     failed = _bash(script, {**env, "STUB_EXIT": "1"}, tmp_path)
     assert failed.returncode == 1 and not summary.exists()
+    unset = {k: v for k, v in env.items() if k != "GPUPLANE_CRDS"}
+    assert _bash(script, unset, tmp_path).returncode == 0
+    assert (tmp_path / "diff.md").read_text() == "args:diff --base origin/main --format markdown\n"
 
 
 def test_validate_refuses_an_immutable_edit_unless_the_pull_request_allows_it(
