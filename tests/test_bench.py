@@ -95,6 +95,8 @@ def test_a_tiny_run_times_every_stage_command_and_tool(
         # a row's first cell, whole: one label inside another's is not that row
         assert re.search(rf"^[│┃] {re.escape(row)}[ (│]", out, re.MULTILINE), row
     assert "exp 1x-2x" in out and "peak MiB" in out
+    if run.memory_folder() is not None:  # the write stage again, without the disk
+        assert re.search(rf"^[│┃] {re.escape(run.WRITE_IN_MEMORY)}[ │]", out, re.MULTILINE)
 
 
 def test_peak_memory_counts_every_process_of_a_command(tmp_path: Path) -> None:
