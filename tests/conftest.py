@@ -173,6 +173,22 @@ def copy_inputs(source: Path, target: Path) -> Path:
     return target
 
 
+def committed_example(target: Path, *render_args: str) -> Path:
+    """The example platform's inputs in a new git repository at `target`, rendered with the
+    upstream CRDs (`render_args` added) and committed; skips the test without ../shared/crds."""
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    root = copy_inputs(REPO, target)
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    done = CliRunner().invoke(
+        main, ["-C", str(root), "render", "--crds", str(SHARED_CRDS), *render_args]
+    )
+    assert done.exit_code == 0, done.output  # no commit yet: every object is created
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the example platform, rendered")
+    return root
+
+
 def example_at_kubernetes(target: Path, version: str) -> Path:
     """A copy of the example platform's inputs with every cluster on this Kubernetes version
     (1.36 serves MutatingAdmissionPolicy: the team's priority is set, not required)."""

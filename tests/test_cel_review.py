@@ -33,7 +33,7 @@ from renderer.output.cel_report import UncheckedRules
 from renderer.output.manifest import Manifest
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import Checked, OutputValidator
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import REPO, committed_example, edit_once, git
 from tests.test_cel_rules import widget_crd
 
 SHARED = REPO.parent / "shared"
@@ -465,19 +465,7 @@ BLOCK_LEVEL = "      - topology.gpuplane.dev/block\n"
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
     """The example platform rendered with the upstream CRDs and committed."""
-    if not CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    from click.testing import CliRunner
-
-    from renderer.cli import main
-
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("celreview") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    done = CliRunner().invoke(main, ["-C", str(root), "render", "--crds", str(CRDS)])
-    assert done.exit_code == 0, done.output
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "rendered")
-    return root
+    return committed_example(tmp_path_factory.mktemp("celreview") / "repo")
 
 
 @pytest.fixture

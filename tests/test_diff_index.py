@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once, git
+from tests.conftest import SHARED_CRDS, committed_example, copy_inputs, edit_once, git
 
 LOCAL_QUEUE = "staging-west/queueing/search-train/localqueue-default.yaml"
 """A staging-west LocalQueue; Kueue's CRD keeps its `spec.clusterQueue` immutable."""
@@ -29,21 +29,7 @@ LOCAL_QUEUE = "staging-west/queueing/search-train/localqueue-default.yaml"
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
     """The example platform rendered with the upstream CRDs and committed."""
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    from click.testing import CliRunner
-
-    from renderer.cli import main
-
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("diff-index") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    done = CliRunner().invoke(
-        main, ["-C", str(root), "render", "--no-index", "--crds", str(SHARED_CRDS)]
-    )
-    assert done.exit_code == 0, done.output
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the example platform, rendered")
-    return root
+    return committed_example(tmp_path_factory.mktemp("diff-index") / "repo", "--no-index")
 
 
 @pytest.fixture
@@ -146,32 +132,23 @@ def _codes(report: Any) -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.parametrize("checked_after_the_edit", [True, False])
 def test_a_one_team_change_renders_only_the_cluster_it_reaches(
+    checked_after_the_edit: bool,
     repo: Path,
     gpuplane: Callable[..., Any],
     rendered: Rendered,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The index's records serve whether `render --check` recorded the change (as CI runs it
+    before diff) or the last render was before the edit (a person's): the cluster the change
+    reaches is rendered on both sides, the other is taken."""
     assert _render(gpuplane, repo).exit_code == 0
     _more_gpus_for_llm(repo)
-    assert _render(gpuplane, repo, "--check").exit_code == 1  # stale: it records the change
+    if checked_after_the_edit:
+        assert _render(gpuplane, repo, "--check").exit_code == 1  # stale: it records the change
     report, names = _diff(gpuplane, repo, rendered, monkeypatch)
     assert names == ["prod-east", "prod-east"]  # the head's and the base's
-    assert _codes(report)["gpu-quota"] == {"prod-east"}
-
-
-def test_a_record_made_before_the_change_serves_too(
-    repo: Path,
-    gpuplane: Callable[..., Any],
-    rendered: Rendered,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Without `render --check` after the edit, the index holds the base's records: the
-    cluster the change reaches is rendered on both sides, the other is taken."""
-    assert _render(gpuplane, repo).exit_code == 0
-    _more_gpus_for_llm(repo)
-    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
-    assert names == ["prod-east", "prod-east"]
     assert _codes(report)["gpu-quota"] == {"prod-east"}
 
 
@@ -196,6 +173,21 @@ def _hand_edited_local_queue(root: Path) -> None:
     )
 
 
+def _staging_west_is_rendered_and_refused(
+    gpuplane: Callable[..., Any],
+    repo: Path,
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
+    base: str,
+) -> None:
+    """After a one-team change on prod-east, diff renders staging-west (the index's record of
+    it cannot stand for it) and finds its LocalQueue's refused update."""
+    _more_gpus_for_llm(repo)
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch, base=base)
+    assert "staging-west" in names
+    assert _codes(report)["immutable-field"] == {"staging-west"}
+
+
 def test_a_base_whose_folder_is_not_the_one_checked_is_rendered(
     repo: Path,
     gpuplane: Callable[..., Any],
@@ -211,10 +203,7 @@ def test_a_base_whose_folder_is_not_the_one_checked_is_rendered(
     assert _render(gpuplane, repo, "--allow-recreate").exit_code == 0
     git(repo, "commit", "-q", "-am", "rendered again")
     assert _render(gpuplane, repo, "--check").exit_code == 0  # checked against the new HEAD
-    _more_gpus_for_llm(repo)
-    report, names = _diff(gpuplane, repo, rendered, monkeypatch, base="HEAD~1")
-    assert "staging-west" in names
-    assert _codes(report)["immutable-field"] == {"staging-west"}
+    _staging_west_is_rendered_and_refused(gpuplane, repo, rendered, monkeypatch, "HEAD~1")
 
 
 def test_a_record_whose_transition_rules_found_something_is_not_taken(
@@ -230,10 +219,7 @@ def test_a_record_whose_transition_rules_found_something_is_not_taken(
     git(repo, "commit", "-q", "-am", "a hand edit")
     checked = _render(gpuplane, repo, "--check", "--allow-recreate")
     assert "output-immutable-field" in checked.output
-    _more_gpus_for_llm(repo)
-    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
-    assert "staging-west" in names
-    assert _codes(report)["immutable-field"] == {"staging-west"}
+    _staging_west_is_rendered_and_refused(gpuplane, repo, rendered, monkeypatch, "HEAD")
 
 
 def test_an_index_made_with_other_schemas_is_not_read(

@@ -21,7 +21,7 @@ import yaml
 from renderer.findings.diagnostics import Location
 from renderer.output.manifest import Manifest
 from renderer.output.transitions import committed_tree
-from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once, git, tree
+from tests.conftest import SHARED_CRDS, committed_example, edit_once, tree
 
 BLOCK_LEVEL = "      - topology.gpuplane.dev/block\n"
 
@@ -41,19 +41,7 @@ def _flavor_message() -> str:
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
     """The example platform rendered with the upstream CRDs and committed."""
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    from click.testing import CliRunner
-
-    from renderer.cli import main
-
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("transitions") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    done = CliRunner().invoke(main, ["-C", str(root), "render", "--crds", str(SHARED_CRDS)])
-    assert done.exit_code == 0, done.output  # no commit yet: every object is created
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the example platform, rendered")
-    return root
+    return committed_example(tmp_path_factory.mktemp("transitions") / "repo")
 
 
 @pytest.fixture
