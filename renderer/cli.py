@@ -428,6 +428,7 @@ def diff(
     """
     import tempfile
 
+    from renderer.commands.diff.background import WorkerStopped
     from renderer.commands.diff.checkout import BaseCheckout, BaseRefError
     from renderer.commands.diff.json_form import diff_json
     from renderer.commands.diff.markdown import diff_markdown
@@ -462,6 +463,8 @@ def diff(
                 )
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err
+        except WorkerStopped as err:
+            raise click.ClickException(str(err)) from err
         finally:
             base.join()  # before the folder goes
     if not result.head_valid:

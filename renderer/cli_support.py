@@ -139,4 +139,4 @@ def open_render_index(
 
     if no_index:
         return RenderIndex.disabled()
-    return RenderIndex.open(root, [*crds, *crds_from_environment()], strict_schemas)
+    return RenderIndex.open(root, crds, strict_schemas, crds_from_environment())

@@ -13,7 +13,9 @@ for the clusters whose slice is the same are worked out too, and must not differ
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -86,34 +88,48 @@ def _render(gpuplane: Callable[..., Any], root: Path, *args: str) -> Any:
     return gpuplane("-C", str(root), "render", "--crds", str(SHARED_CRDS), *args)
 
 
+FORMATS = ("json", "markdown", "text")
+
+
 def _diff(
     gpuplane: Callable[..., Any],
     root: Path,
     rendered: Rendered,
     monkeypatch: pytest.MonkeyPatch,
     base: str = "HEAD",
+    args: tuple[str, ...] = ("--crds", str(SHARED_CRDS)),
+    expect: int = 0,
 ) -> tuple[Any, list[str]]:
-    """The JSON report with the index, and the clusters that diff rendered; asserting that
-    `--no-index` (both revisions rendered whole) and one process (the base rendered after the
-    head, here) give the same report in every format."""
+    """The JSON report, and the clusters that diff rendered, with the index and the base in a
+    worker (two jobs, whatever this machine has); asserting that every other way gives the
+    same exit code and the same report in every format: without the index, in one process,
+    and as before any shortcut (one process, no index, no cluster shared by the two sides,
+    nothing kept from the runs before in the suites' cache)."""
     import renderer.commands.render as render
+    from renderer.commands.diff import platforms
+    from renderer.layers import workflows
 
-    args = ("-C", str(root), "diff", "--base", base, "--crds", str(SHARED_CRDS))
-    rendered.clear()
-    with_index = gpuplane(*args, "--format", "json")
-    names = sorted(rendered.names())
-    whole = gpuplane(*args, "--format", "json", "--no-index")
-    assert (with_index.exit_code, with_index.output) == (whole.exit_code, whole.output)
-    for fmt in ("markdown", "text"):
-        shown = gpuplane(*args, "--format", fmt)
-        assert shown.output == gpuplane(*args, "--format", fmt, "--no-index").output
-    with monkeypatch.context() as one_process:
-        one_process.setattr(render, "default_jobs", lambda: 1)
-        for extra in ((), ("--no-index",)):
-            alone = gpuplane(*args, "--format", "json", *extra)
-            assert (alone.exit_code, alone.output) == (with_index.exit_code, with_index.output)
-    assert with_index.exit_code == 0, with_index.output
-    return json.loads(with_index.output), names
+    command = ("-C", str(root), "diff", "--base", base, *args)
+    whole: dict[str, tuple[int, str]] = {}
+    with monkeypatch.context() as before:
+        before.setattr(render, "default_jobs", lambda: 1)
+        before.setattr(platforms, "outcome_keys", lambda *args, **kwargs: {})
+        workflows.COMPILED.clear()
+        for fmt in FORMATS:
+            done = gpuplane(*command, "--format", fmt, "--no-index")
+            whole[fmt] = (done.exit_code, done.output)
+    assert whole["json"][0] == expect, whole["json"][1]
+    names: list[str] = []
+    for jobs, extra in ((2, ()), (2, ("--no-index",)), (1, ())):
+        with monkeypatch.context() as ways:
+            ways.setattr(render, "default_jobs", lambda jobs=jobs: jobs)
+            for fmt in FORMATS:
+                rendered.clear()
+                done = gpuplane(*command, "--format", fmt, *extra)
+                assert (done.exit_code, done.output) == whole[fmt], (jobs, extra, fmt)
+                if (jobs, extra, fmt) == (2, (), "json"):
+                    names = sorted(rendered.names())
+    return json.loads(whole["json"][1]) if expect == 0 else None, names
 
 
 def _more_gpus_for_llm(root: Path) -> None:
@@ -251,3 +267,184 @@ def test_a_base_without_rendered_files_takes_nothing(
     _more_gpus_for_llm(root)
     _, names = _diff(gpuplane, root, rendered, monkeypatch)
     assert sorted(set(names)) == ["prod-east", "staging-west"]
+
+
+def _crds_without(tmp_path: Path, *operators: str) -> Path:
+    """The upstream CRD folders but `operators`', copied."""
+    folder = tmp_path / "crds-without"
+    for source in sorted(SHARED_CRDS.iterdir()):
+        if source.is_dir() and source.name not in operators:
+            shutil.copytree(source, folder / source.name)
+    return folder
+
+
+def test_a_base_checked_with_another_schema_store(
+    repo: Path,
+    tmp_path: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HEAD imported Kueue's CRDs into the schema store, which the base commit has not, and
+    --crds lacks them: the index's checks were made with HEAD's store, so none of them may
+    stand for the base's, whose Kueue objects no schema checks (strict: errors)."""
+    crds = _crds_without(tmp_path, "kueue")
+    done = gpuplane(
+        "-C", str(repo), "schemas", "import", str(SHARED_CRDS / "kueue"), "--cluster", "prod-east"
+    )
+    assert done.exit_code == 0, done.output
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "Kueue's CRDs in the store")
+    strict = ("--crds", str(crds), "--strict-schemas")
+    assert gpuplane("-C", str(repo), "render", "--check", *strict).exit_code == 0
+    _more_gpus_for_llm(repo)
+    report, _ = _diff(gpuplane, repo, rendered, monkeypatch, "HEAD~1", strict)
+    assert not report["base"]["valid"] and report["base"]["errors"] > 0
+
+
+def test_crds_and_gpuplane_crds_are_two_sets(
+    repo: Path,
+    tmp_path: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CRD given twice, differently, is an error within --crds but not across --crds and
+    $GPUPLANE_CRDS (the first set wins): an index made with the two sets is not read by a diff
+    given both in one, which must find the clash as a render of both sides does."""
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    crd = SHARED_CRDS / "kueue" / "kueue.x-k8s.io_workloadpriorityclasses.yaml"
+    text = crd.read_text()
+    assert text.count("description:") > 1
+    (twin / crd.name).write_text(text.replace("description:", "description: (edited)", 1))
+    monkeypatch.setenv("GPUPLANE_CRDS", str(twin))
+    assert _render(gpuplane, repo, "--check").exit_code == 0  # across the sets: no clash
+    monkeypatch.delenv("GPUPLANE_CRDS")
+    edit_once(repo / "teams/llm.yaml", "  description: Pre-training", "  description: Reworded.")
+    both = ("--crds", str(SHARED_CRDS), "--crds", str(twin))
+    _diff(gpuplane, repo, rendered, monkeypatch, args=both, expect=1)
+
+
+def test_the_index_is_keyed_by_the_set_each_crd_source_is_in(committed: Path) -> None:
+    from renderer.commands.render_index import code_and_schema_fingerprint
+
+    kueue, argo = SHARED_CRDS / "kueue", SHARED_CRDS / "argo-cd"
+    one_set = code_and_schema_fingerprint(committed, [kueue, argo], True)
+    two_sets = code_and_schema_fingerprint(committed, [kueue], True, [argo])
+    assert one_set != two_sets
+    assert two_sets != code_and_schema_fingerprint(committed, [argo], True, [kueue])
+    assert one_set == code_and_schema_fingerprint(committed, [kueue, argo, kueue], True)
+
+
+def test_a_base_with_policy_errors(
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The base commit names a queue that does not exist: it does not validate, so no plan
+    figures are compared, for the clusters the change does not reach either."""
+    assert _render(gpuplane, repo).exit_code == 0
+    vision = repo / "teams/vision.yaml"
+    good = vision.read_text()
+    vision.write_text(good.replace("queue: prod\n", "queue: prd\n"))
+    git(repo, "commit", "-q", "-am", "a dangling queue")
+    vision.write_text(good)
+    report, _ = _diff(gpuplane, repo, rendered, monkeypatch)
+    assert not report["base"]["valid"]
+
+
+# --- the guards, one by one --------------------------------------------------------------------
+
+
+def test_a_record_stands_for_a_check_without_a_committed_tree_only_when_nothing_read_it(
+    repo: Path, gpuplane: Callable[..., Any]
+) -> None:
+    """`outcomes_for` leaves out a record whose transition rules found anything: a refused
+    update, an unreadable committed file, or a transition rule left unevaluated (which shows
+    only in the rules, not in the findings)."""
+    from dataclasses import replace
+
+    from renderer.commands.render_index import RenderIndex
+    from renderer.findings.diagnostics import Diagnostic, Location
+    from renderer.output.cel import UncheckedRule
+    from renderer.output.cel_report import UncheckedRules, _CrdRules
+    from renderer.pipeline import load_platform
+
+    assert _render(gpuplane, repo).exit_code == 0
+    index = RenderIndex.open(repo, [SHARED_CRDS], False)
+    loaded = load_platform(repo)
+    assert sorted(index.outcomes_for(repo, loaded)) == ["prod-east", "staging-west"]
+    record = index.clusters["staging-west"]
+    clean = record.outcome
+    where = Location("teams/search.yaml", 1, 1)
+    for rule in ("output-immutable-field", "output-cel-unchecked"):
+        found = Diagnostic(rule, "found against the committed tree", where)
+        record.outcome = replace(clean, diagnostics=[*clean.diagnostics, found])
+        assert "staging-west" not in index.outcomes_for(repo, loaded), rule
+    for transition in (True, False):
+        rules = UncheckedRules()
+        rules.by_crd["localqueues.kueue.x-k8s.io"] = _CrdRules(
+            "LocalQueue",
+            where,
+            {("spec", "x"): UncheckedRule("spec", "self == oldSelf", "why", transition)},
+        )
+        record.outcome = replace(clean, rules=rules)
+        taken = "staging-west" in index.outcomes_for(repo, loaded)
+        assert taken is not transition
+
+
+def test_checks_are_kept_only_for_the_same_context(
+    repo: Path, tmp_path: Path, gpuplane: Callable[..., Any]
+) -> None:
+    """`memo_for` gives a cluster's recorded checks for a folder only where they were made with
+    what that folder's checks read: the same cluster file (its Kubernetes version, its
+    operators' pins) and the same schema store."""
+    from renderer.commands.render_index import RenderIndex
+    from renderer.pipeline import load_platform
+
+    assert _render(gpuplane, repo).exit_code == 0
+    index = RenderIndex.open(repo, [SHARED_CRDS], False)
+    assert index.memo_for(repo, load_platform(repo), "prod-east") is not None
+    other = copy_inputs(repo, tmp_path / "other")
+    assert index.memo_for(other, load_platform(other), "prod-east") is not None  # same bytes
+    edit_once(
+        other / "clusters/prod-east.yaml", 'kubernetesVersion: "1.33"', 'kubernetesVersion: "1.32"'
+    )
+    assert index.memo_for(other, load_platform(other), "prod-east") is None
+    assert index.memo_for(other, load_platform(other), "staging-west") is not None
+    store = copy_inputs(repo, tmp_path / "store")
+    (store / ".gpuplane" / "schemas").mkdir(parents=True)
+    (store / ".gpuplane" / "schemas" / "README.md").write_text("a store\n")
+    assert index.memo_for(store, load_platform(store), "staging-west") is None
+
+
+# --- the base's worker ---------------------------------------------------------------------------
+
+
+def _exits() -> Any:
+    os._exit(9)
+
+
+def _raises() -> Any:
+    raise ValueError("a bug in the worker")
+
+
+def _sleeps() -> Any:
+    time.sleep(60)
+
+
+def test_a_worker_that_dies_or_raises_is_reported_not_waited_for() -> None:
+    from renderer.commands.diff.background import WorkerStopped, in_background
+
+    with in_background(_exits, fork=True) as result, pytest.raises(WorkerStopped, match="9"):
+        result()
+    with in_background(_raises, fork=True) as result, pytest.raises(ValueError, match="a bug"):
+        result()
+    started = time.monotonic()
+    with in_background(_sleeps, fork=True):
+        pass  # left without its result (the head did not validate): the worker is stopped
+    assert time.monotonic() - started < 30
+    with in_background(lambda: "here", fork=False) as result:
+        assert result() == "here"

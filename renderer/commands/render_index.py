@@ -121,13 +121,21 @@ class RenderIndex:
         return cls(None)
 
     @classmethod
-    def open(cls, root: Path, schema_paths: Sequence[Path], strict_schemas: bool) -> RenderIndex:
+    def open(
+        cls,
+        root: Path,
+        schema_paths: Sequence[Path],
+        strict_schemas: bool,
+        fallback: Sequence[Path] = (),
+    ) -> RenderIndex:
         """The repository's index, or an empty one when there is none, it cannot be read, or
-        it was written by another gpuplane or against other CRDs (then every cluster renders)."""
+        it was written by another gpuplane or against other CRDs (then every cluster renders).
+        `schema_paths`: the CRD sources given with --crds; `fallback`: those of
+        $GPUPLANE_CRDS, which the validator consults after them, as another set."""
         folder = cache_dir()
         if folder is None:
             return cls.disabled()
-        fingerprint = code_and_schema_fingerprint(root, schema_paths, strict_schemas)
+        fingerprint = code_and_schema_fingerprint(root, schema_paths, strict_schemas, fallback)
         name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()
         index = cls(folder / "render-index" / f"{name}.pickle", fingerprint=fingerprint)
         try:
@@ -189,8 +197,9 @@ class RenderIndex:
         platform = loaded.platform
         keys = {}
         fingerprint = listed_schemas(self.fingerprint, root, platform)
+        checked_with = _store(fingerprint, root)
         for name in sorted(platform.clusters):
-            self.contexts[name] = _context(fingerprint, loaded, name)
+            self.contexts[name] = _context(checked_with, loaded, name)
             key = slice_key(fingerprint, loaded, name, with_changes=True)
             self.slices[name] = slice_key(fingerprint, loaded, name, with_changes=False).digest()
             self.previous[name] = b""
@@ -210,8 +219,8 @@ class RenderIndex:
         record = self.clusters.get(name)
         if record is None or name not in loaded.platform.clusters:
             return None
-        fingerprint = listed_schemas(self.fingerprint, root, loaded.platform)
-        if not record.checks or record.context != _context(fingerprint, loaded, name):
+        checked_with = _store(listed_schemas(self.fingerprint, root, loaded.platform), root)
+        if not record.checks or record.context != _context(checked_with, loaded, name):
             return None
         suites.COMPILED.update(record.suites)
         return CheckMemo(pickle.loads(record.checks))
@@ -341,6 +350,15 @@ def settings(platform: model.Platform, name: str) -> list[str]:
     return files
 
 
+def _store(fingerprint: bytes, root: Path) -> bytes:
+    """`fingerprint` with `root`'s schema store: the index's fingerprint holds the store of
+    the repository it indexes, and a check reused for another folder (`diff`'s base, in
+    `memo_for`) must have been made with that folder's."""
+    digest = hashlib.sha256(fingerprint)
+    _hash_tree(digest, root / ".gpuplane" / "schemas", label="store")
+    return digest.digest()
+
+
 def _context(fingerprint: bytes, loaded: Loaded, name: str) -> bytes:
     """What a cluster's objects' checks read besides their bodies (`RenderIndex.contexts`)."""
     context = hashlib.sha256(fingerprint)
@@ -383,10 +401,12 @@ def _digest_file(path: Path) -> bytes:
 
 
 def code_and_schema_fingerprint(
-    root: Path, schema_paths: Sequence[Path], strict_schemas: bool
+    root: Path, schema_paths: Sequence[Path], strict_schemas: bool, fallback: Sequence[Path] = ()
 ) -> bytes:
     """gpuplane's own files, the pinned libraries' versions, Python's, the options, and the
-    bytes of every CRD source and of the repository's schema store."""
+    bytes of every CRD source, by the set it is in (--crds, $GPUPLANE_CRDS: two definitions of
+    one kind in one set are an error, across sets the first wins), and of the repository's
+    schema store."""
     digest = hashlib.sha256(
         f"format {FORMAT}\0python {sys.version}\0strict {strict_schemas}\0".encode()
     )
@@ -399,12 +419,16 @@ def code_and_schema_fingerprint(
     engine = Path(__file__).resolve().parents[1]  # renderer/, and workflows/ beside it
     for package in (engine, engine.parent / "workflows"):
         _hash_tree(digest, package, suffixes=(".py", ".json", ".yaml", ".j2", ".txt", ".md"))
-    seen: set[Path] = set()
-    for path in (*schema_paths, root / ".gpuplane" / "schemas"):
-        resolved = path.resolve()
-        if resolved not in seen:  # --crds and $GPUPLANE_CRDS may name the same folder
-            seen.add(resolved)
-            _hash_tree(digest, resolved)
+    for role, paths in (("crds", schema_paths), ("fallback", fallback)):
+        digest.update(f"\0{role}\0".encode())
+        seen: set[Path] = set()
+        for path in paths:
+            resolved = path.resolve()
+            if resolved not in seen:  # a folder named twice in one set reads the same
+                seen.add(resolved)
+                _hash_tree(digest, resolved)
+    digest.update(b"\0store\0")
+    _hash_tree(digest, (root / ".gpuplane" / "schemas").resolve())
     return digest.digest()
 
 

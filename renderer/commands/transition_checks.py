@@ -76,13 +76,13 @@ def transition_changes(
         pin_of = schema_pins(cluster)
         # on a version gpuplane has no schemas for, `check` stops at the first committed object
         supported = supported_kubernetes_version(cluster.kubernetes_version)
-        kinds: dict[tuple[str, str], bool] = {}  # what reads_old_self says of each kind here
+        kinds: dict[tuple[str, object], bool] = {}  # what reads_old_self says of each kind here
         for manifest in objects:
             api_version = manifest.body["apiVersion"]
             group = api_version.rpartition("/")[0]
             if is_builtin_group(group):
                 continue
-            reads = kinds.get((api_version, manifest.body["kind"]))
+            reads = kinds.get((api_version, manifest.body.get("kind")))
             if reads is None:
                 try:
                     reads = not supported or validator.reads_old_self(manifest.body, pin_of)
@@ -90,7 +90,7 @@ def transition_changes(
                     # as before the shortcut: an object with nothing committed never reaches
                     # the broken CRD, and a committed one meets it in `check`, which stops here
                     reads = True
-                kinds[(api_version, manifest.body["kind"])] = reads
+                kinds[(api_version, manifest.body.get("kind"))] = reads
             # a CRD without transition rules: nothing to read, nothing to report
             if not reads or not previous.could_hold(name, manifest):
                 continue

@@ -8,10 +8,13 @@ committed tree's transition rules.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import cast
 
 from renderer.commands.diff.revision import Revision, cluster_files, revision_of
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
@@ -133,30 +136,57 @@ def base_revision(
     return revision_of(rendered, label, commit, taken=taken, untreed=untreed, files_of=part.files)
 
 
-_JOB: Callable[[], BasePart] | None = None
-"""What the forked worker runs: set in this process just before it forks."""
-
-
-def _run() -> BasePart:
-    assert _JOB is not None, "the worker forks after _JOB is set"
-    return _JOB()
+class WorkerStopped(Exception):
+    """The worker rendering the base ended without a result (killed for memory, say)."""
 
 
 @contextlib.contextmanager
 def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[[], BasePart]]:
     """`job` started in a forked worker (with `fork`, where the platform can fork), else run
-    here when first asked for; yields how to get its result. Leaving the block stops the
-    worker."""
-    global _JOB
+    here when first asked for; yields how to get its result, which raises what the job raised,
+    or WorkerStopped when the worker died without one (never a wait that does not end).
+    Leaving the block stops the worker."""
     if not fork or "fork" not in multiprocessing.get_all_start_methods():
         yield job
         return
-    from renderer.commands.render import worker_pool
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    # forked: the worker starts with `job` (the platforms, the validator) in its memory, and
+    # only the result is pickled, back
+    process = context.Process(target=_run, args=(job, sender), daemon=True)
+    process.start()
+    sender.close()  # so that the worker's end closing is seen here as the end of the pipe
 
-    _JOB = job
+    def result() -> BasePart:
+        try:
+            found = receiver.recv()
+        except EOFError:
+            process.join()
+            raise WorkerStopped(
+                f"the worker rendering the base revision stopped (exit code {process.exitcode})"
+            ) from None
+        if isinstance(found, BaseException):
+            raise found
+        return cast(BasePart, found)
+
     try:
-        with worker_pool(1) as pool:
-            pending = pool.apply_async(_run)
-            yield pending.get
+        yield result
     finally:
-        _JOB = None
+        receiver.close()
+        if process.is_alive():  # the head did not validate: the base is not waited for
+            process.terminate()
+        process.join()
+
+
+def _run(job: Callable[[], BasePart], sender: Connection) -> None:
+    """In the worker: the job's result, or what it raised, sent back."""
+    gc.freeze()  # what it inherits lives as long as it does: out of its collections
+    try:
+        found: BasePart | BaseException = job()
+    except Exception as err:
+        found = err
+    try:
+        sender.send(found)
+    except Exception as err:  # an exception that cannot be pickled
+        sender.send(RuntimeError(f"{type(found).__name__}: {found}; then {err}"))
+    sender.close()
