@@ -335,6 +335,8 @@ def test_the_index_is_keyed_by_the_set_each_crd_source_is_in(committed: Path) ->
     assert one_set != two_sets
     assert two_sets != code_and_schema_fingerprint(committed, [argo], True, [kueue])
     assert one_set == code_and_schema_fingerprint(committed, [kueue, argo, kueue], True)
+    # a fallback folder that --crds names too reads nothing --crds has not found first
+    assert one_set == code_and_schema_fingerprint(committed, [kueue, argo], True, [argo])
 
 
 def test_a_base_with_policy_errors(

@@ -419,12 +419,14 @@ def code_and_schema_fingerprint(
     engine = Path(__file__).resolve().parents[1]  # renderer/, and workflows/ beside it
     for package in (engine, engine.parent / "workflows"):
         _hash_tree(digest, package, suffixes=(".py", ".json", ".yaml", ".j2", ".txt", ".md"))
+    seen: set[Path] = set()
     for role, paths in (("crds", schema_paths), ("fallback", fallback)):
         digest.update(f"\0{role}\0".encode())
-        seen: set[Path] = set()
         for path in paths:
             resolved = path.resolve()
-            if resolved not in seen:  # a folder named twice in one set reads the same
+            # a folder named twice reads the same: within a set, and in the fallback after
+            # --crds, which finds every kind the folder defines first
+            if resolved not in seen:
                 seen.add(resolved)
                 _hash_tree(digest, resolved)
     digest.update(b"\0store\0")
