@@ -408,8 +408,9 @@ def plan(
 @click.option(
     "--no-index",
     is_flag=True,
-    help="Render every cluster of both revisions, without reading the render index (what "
-    "`gpuplane render` recorded of each cluster; see docs/performance.md).",
+    help="Read no render index (what `gpuplane render` recorded of each cluster): render every "
+    "cluster, one the same on both revisions once. The report is the same; see "
+    "docs/performance.md.",
 )
 @click.pass_context
 def diff(
