@@ -219,6 +219,15 @@ class SharedOutcomes:
     outcomes: dict[bytes, ClusterOutcome] = field(default_factory=dict)
     memo_of: Callable[[Path, Loaded, str], CheckMemo | None] | None = None
     """The checks a cluster of a folder may start from (the render index's), or None."""
+    _keys: dict[Path, tuple[model.Platform, Mapping[str, bytes]]] = field(default_factory=dict)
+
+    def keys(self, root: Path, loaded: Loaded) -> Mapping[str, bytes]:
+        """`key_of` the folder's platform, worked out once for that platform (`diff` asks
+        before it renders, and the render asks again)."""
+        kept = self._keys.get(root)
+        if kept is None or kept[0] is not loaded.platform:
+            kept = self._keys[root] = (loaded.platform, self.key_of(root, loaded))
+        return kept[1]
 
 
 InputCache = MutableMapping[tuple[str, bytes], bytes]
@@ -398,7 +407,7 @@ def render_platform(
     if missing:
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, [*diagnostics, *missing])
     outcomes = []
-    keys = shared.key_of(root, loaded) if shared is not None and previous is None else {}
+    keys = shared.keys(root, loaded) if shared is not None and previous is None else {}
     for name in sorted(loaded.platform.clusters):
         if on_cluster is not None:
             on_cluster(name)

@@ -106,11 +106,14 @@ class RenderIndex:
     cluster's own file (its Kubernetes version and operator pins) and the repository's settings
     (`settings`); set by `keys`."""
     _stored: dict[str, tuple[ClusterRecord, bytes]] = field(default_factory=dict)
+    """Each record as read, with its pickle: saved again as it was unless it changed."""
     slices: dict[str, bytes] = field(default_factory=dict)
     """Per cluster, `ClusterRecord.slice` as `keys` found it."""
     previous: dict[str, bytes] = field(default_factory=dict)
     """Per cluster, `ClusterRecord.previous` as `keys` found it."""
-    """Each record as read, with its pickle: saved again as it was unless it changed."""
+    _checked_with: dict[tuple[Path, tuple[str, ...]], bytes] = field(default_factory=dict)
+    """What the checks of a folder read besides each object and its cluster's settings
+    (`checked_with`), by the folder and the CRD sources its gpuplane.yaml lists."""
 
     def input_cache(self) -> InputCache | None:
         """The loaded inputs to start from, or None when the index is off."""
@@ -197,11 +200,14 @@ class RenderIndex:
         platform = loaded.platform
         keys = {}
         fingerprint = listed_schemas(self.fingerprint, root, platform)
-        checked_with = _store(fingerprint, root)
+        checked_with = self.checked_with(root, platform)
         for name in sorted(platform.clusters):
             self.contexts[name] = _context(checked_with, loaded, name)
-            key = slice_key(fingerprint, loaded, name, with_changes=True)
-            self.slices[name] = slice_key(fingerprint, loaded, name, with_changes=False).digest()
+            files = slice_files(cluster_slice(platform, name))
+            key = slice_key(fingerprint, loaded, name, with_changes=True, files=files)
+            self.slices[name] = slice_key(
+                fingerprint, loaded, name, with_changes=False, files=files
+            ).digest()
             self.previous[name] = b""
             if previous is not None:
                 self.previous[name] = previous.fingerprint(name)
@@ -219,11 +225,24 @@ class RenderIndex:
         record = self.clusters.get(name)
         if record is None or name not in loaded.platform.clusters:
             return None
-        checked_with = _store(listed_schemas(self.fingerprint, root, loaded.platform), root)
+        checked_with = self.checked_with(root, loaded.platform)
         if not record.checks or record.context != _context(checked_with, loaded, name):
             return None
         suites.COMPILED.update(record.suites)
         return CheckMemo(pickle.loads(record.checks))
+
+    def checked_with(self, root: Path, platform: model.Platform) -> bytes:
+        """This index's fingerprint with the CRDs `root`'s gpuplane.yaml lists and `root`'s
+        schema store: the index's fingerprint holds the store of the repository it indexes,
+        and a check reused for another folder (`diff`'s base, in `memo_for`) must have been
+        made with that folder's. Hashed once per folder and list."""
+        listed = platform.repository.schemas if platform.repository is not None else ()
+        found = self._checked_with.get((root, tuple(listed)))
+        if found is None:
+            digest = hashlib.sha256(listed_schemas(self.fingerprint, root, platform))
+            _hash_tree(digest, root / ".gpuplane" / "schemas", label="store")
+            found = self._checked_with[(root, tuple(listed))] = digest.digest()
+        return found
 
     def outcomes_for(self, root: Path, loaded: Loaded) -> dict[str, tuple[ClusterOutcome, bytes]]:
         """Each recorded cluster whose slice is the one `loaded` has, as the render that
@@ -311,15 +330,22 @@ def listed_schemas(fingerprint: bytes, root: Path, platform: model.Platform) -> 
 
 
 def slice_key(
-    fingerprint: bytes, loaded: Loaded, name: str, *, with_changes: bool
+    fingerprint: bytes,
+    loaded: Loaded,
+    name: str,
+    *,
+    with_changes: bool,
+    files: Sequence[str] | None = None,
 ) -> hashlib._Hash:
     """A digest (to be added to) of `fingerprint`, the cluster's name and the path and bytes
-    (their SHA-256, as `load_platform` read them) of every input file of its slice, with the
-    lines the change touched in each when `with_changes`."""
+    (their SHA-256, as `load_platform` read them) of every input file of its slice (`files`,
+    when the caller has them), with the lines the change touched in each when `with_changes`."""
     platform = loaded.platform
     key = hashlib.sha256(fingerprint)
     key.update(f"\0cluster\0{name}".encode())
-    for file in slice_files(cluster_slice(platform, name)):  # each declares an object: read
+    if files is None:
+        files = slice_files(cluster_slice(platform, name))
+    for file in files:  # each declares an object: read
         lines = _changed_lines(platform, file) if with_changes else "-"
         key.update(f"\0file\0{file}\0{lines}\0".encode())
         key.update(loaded.digests[file])
@@ -348,15 +374,6 @@ def settings(platform: model.Platform, name: str) -> list[str]:
     if platform.repository is not None:
         files.append(platform.repository.origin.file)
     return files
-
-
-def _store(fingerprint: bytes, root: Path) -> bytes:
-    """`fingerprint` with `root`'s schema store: the index's fingerprint holds the store of
-    the repository it indexes, and a check reused for another folder (`diff`'s base, in
-    `memo_for`) must have been made with that folder's."""
-    digest = hashlib.sha256(fingerprint)
-    _hash_tree(digest, root / ".gpuplane" / "schemas", label="store")
-    return digest.digest()
 
 
 def _context(fingerprint: bytes, loaded: Loaded, name: str) -> bytes:

@@ -93,14 +93,20 @@ def _made_of(
     return made_of_files(name, manifests, keys, values)
 
 
-def head_tree(rendered: Rendered, part: BasePart, left_out: frozenset[str]) -> dict[str, bytes]:
+def head_tree(
+    rendered: Rendered,
+    part: BasePart,
+    left_out: frozenset[str],
+    keys: Mapping[str, tuple[bytes | None, ...]],
+) -> dict[str, bytes]:
     """The head's files of every cluster not `left_out`: a file made of what the base's file
-    of the same path is made of is the base's bytes, the others are dumped."""
+    of the same path is made of is the base's bytes, the others are dumped. `keys`: each
+    cluster's objects' `body_key`s where its check worked them out (`ClusterOutcome.keys`)."""
     tree: dict[str, bytes] = {}
     for name in sorted(rendered.manifests.keys() - left_out):
         manifests, values = rendered.manifests[name], rendered.values.get(name, ())
         base_made, base_files = part.made_of.get(name, {}), part.files.get(name, {})
-        made = _made_of(name, manifests, values)
+        made = _made_of(name, manifests, values, keys.get(name, ()))
         same = {path for path, of in made.items() if base_made.get(path) == of}
         readme = rendered.readmes.get(name)
         built = build_files(

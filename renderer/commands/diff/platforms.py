@@ -96,8 +96,8 @@ def diff_platforms(
     same: frozenset[str] = frozenset()
     taken: frozenset[str] = frozenset()
     if not has_errors(head_loaded.diagnostics):
-        head_keys = shared.key_of(head_root, head_loaded)
-        base_keys = shared.key_of(base_root, base_loaded)
+        head_keys = shared.keys(head_root, head_loaded)
+        base_keys = shared.keys(base_root, base_loaded)
         same = frozenset(n for n, k in head_keys.items() if base_keys.get(n) == k)
         if index is not None and committed:
             taken = _taken(index, head_root, head_loaded, committed, same, head_keys, shared)
@@ -134,7 +134,8 @@ def diff_platforms(
                 return invalid(head)
             refused = list(immutable_fields(head_root, head, validator, committed))
             part = base_result()
-        head = replace(head, tree=head_tree(rendered, part, same | taken))
+        kept = {n: shared.outcomes[k].keys for n, k in head_keys.items() if k in shared.outcomes}
+        head = replace(head, tree=head_tree(rendered, part, same | taken, kept))
         if on_cluster is not None:
             for name in sorted(base_loaded.platform.clusters):
                 on_cluster(base_ref, name)
