@@ -34,6 +34,7 @@ from renderer.cli_support import (
     output_validator,
     root_of,
     wants_colour,
+    worker_stops_reported,
 )
 from renderer.findings.diagnostics import Diagnostic, Location, closest, has_errors
 from renderer.findings.rules import all_rules, document_rule, explain
@@ -186,7 +187,10 @@ def render(
 
     validator = output_validator(crds, strict_schemas)
     index = open_render_index(root, crds, strict_schemas, no_index)
-    with report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step:
+    with (
+        report.progress("loading the inputs", plain=ctx.find_root().obj["no_color"]) as step,
+        worker_stops_reported(),
+    ):
         result = render_tree(
             root,
             validator,
@@ -429,13 +433,13 @@ def diff(
     """
     import tempfile
 
-    from renderer.commands.diff.background import WorkerStopped
     from renderer.commands.diff.checkout import BaseCheckout, BaseRefError
     from renderer.commands.diff.json_form import diff_json
     from renderer.commands.diff.markdown import diff_markdown
     from renderer.commands.diff.platforms import diff_platforms
     from renderer.commands.diff.text import diff_text
     from renderer.commands.render import default_jobs
+    from renderer.commands.workers import WorkerStopped
     from renderer.inputs.changes import changed_lines
 
     root = root_of(ctx)

@@ -5,9 +5,10 @@ beside it (`cli_fit.py`) import it, so no command module needs `cli.py` itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -140,3 +141,15 @@ def open_render_index(
     if no_index:
         return RenderIndex.disabled()
     return RenderIndex.open(root, crds, strict_schemas, crds_from_environment())
+
+
+@contextlib.contextmanager
+def worker_stops_reported() -> Iterator[None]:
+    """A worker process that died (killed for memory, say) ends the command with one line that
+    says which and how (exit 1), not with a traceback, and never with a wait that does not end."""
+    from renderer.commands.workers import WorkerStopped
+
+    try:
+        yield
+    except WorkerStopped as err:
+        raise click.ClickException(str(err)) from err

@@ -14,17 +14,16 @@ report are the same bytes whatever the number of workers (tests/test_render_jobs
 from __future__ import annotations
 
 import contextlib
-import gc
+import functools
 import hashlib
-import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from renderer.commands.render_index import ClusterRecord, RenderIndex
+from renderer.commands.workers import can_fork, forked_map
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.layers import workflows as suites
 from renderer.model import platform as model
@@ -109,10 +108,6 @@ class _Work:
     """What each cluster rendered last time, for its objects that did not change."""
     contexts: Mapping[str, bytes]
     """`RenderIndex.contexts`: empty when the index is off (then nothing is reused)."""
-
-
-_WORK: _Work | None = None
-"""What a forked worker renders from: set in the parent just before the workers fork."""
 
 
 def default_jobs() -> int:
@@ -273,8 +268,7 @@ def _clusters_started(
     started now in forked workers (even for one cluster: this process goes on with the policy
     meanwhile), the clusters with the most teams first so that no worker is left with a large
     one at the end; leaving the block stops them."""
-    global _WORK
-    if jobs <= 1 or not names or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or not names or not can_fork():
         yield (_render_one(work, name) for name in names)
         return
     weight = dict.fromkeys(names, 0)
@@ -283,12 +277,10 @@ def _clusters_started(
             if namespace.cluster in weight:
                 weight[namespace.cluster] += 1
     ordered = sorted(names, key=lambda n: (-weight[n], n))
-    _WORK = work
-    try:
-        with worker_pool(min(jobs, len(names))) as pool:
-            yield pool.imap_unordered(_render_in_worker, ordered, chunksize=1)
-    finally:
-        _WORK = None
+    with forked_map(
+        functools.partial(_render_one, work), ordered, jobs, describe=lambda n: f"cluster {n}"
+    ) as results:
+        yield results
 
 
 PARALLEL_LOAD_FROM = 200
@@ -305,23 +297,19 @@ def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: Outpu
     known = {display for display, _ in inputs}
     todo = [f for f in input_files(root) if f[1] not in known]
     workers = min(jobs, len(todo) // (PARALLEL_LOAD_FROM // 2))
-    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if workers <= 1 or not can_fork():
         return
     shares = [todo[i::workers] for i in range(workers)]
-    with worker_pool(workers) as pool:
-        pending = pool.map_async(_load_share, shares)
+    with forked_map(_load_share, shares, workers, describe=_share_name) as loading:
         import_layers()
         with contextlib.suppress(CrdLoadError):  # reported where the CRD is first needed
             validator.load_all()
-        for loaded in pending.get():
+        for loaded in loading:
             inputs.update(loaded)
 
 
-def worker_pool(workers: int) -> Any:
-    """Forked workers that leave what they inherit out of their garbage collections (the
-    platform, the validator: objects that live as long as they do), as the parent leaves its
-    imported modules out."""
-    return multiprocessing.get_context("fork").Pool(processes=workers, initializer=gc.freeze)
+def _share_name(share: list[tuple[Path, str, str]]) -> str:
+    return f"loading {len(share)} input files from {share[0][1]}"
 
 
 def _load_share(share: list[tuple[Path, str, str]]) -> dict[tuple[str, bytes], bytes]:
@@ -329,11 +317,6 @@ def _load_share(share: list[tuple[Path, str, str]]) -> dict[tuple[str, bytes], b
     for entry, display, folder in share:
         load_checked(entry, display, folder, loaded)
     return loaded
-
-
-def _render_in_worker(name: str) -> _ClusterFiles:
-    assert _WORK is not None, "a worker forks after _WORK is set"
-    return _render_one(_WORK, name)
 
 
 def _render_one(work: _Work, name: str) -> _ClusterFiles:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from renderer.commands.diff.revision import Revision, cluster_files, revision_of
+from renderer.commands.workers import WorkerStopped, can_fork
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.output.manifest import Manifest, Values
 from renderer.output.reuse import CheckMemo, body_key, made_of_files
@@ -142,17 +143,13 @@ def base_revision(
     return revision_of(rendered, label, commit, taken=taken, untreed=untreed, files_of=part.files)
 
 
-class WorkerStopped(Exception):
-    """The worker rendering the base ended without a result (killed for memory, say)."""
-
-
 @contextlib.contextmanager
 def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[[], BasePart]]:
     """`job` started in a forked worker (with `fork`, where the platform can fork), else run
     here when first asked for; yields how to get its result, which raises what the job raised,
     or WorkerStopped when the worker died without one (never a wait that does not end).
     Leaving the block stops the worker."""
-    if not fork or "fork" not in multiprocessing.get_all_start_methods():
+    if not fork or not can_fork():
         yield job
         return
     context = multiprocessing.get_context("fork")
