@@ -335,6 +335,30 @@ def test_the_listing_made_in_a_child_is_the_walk(tmp_path: Path) -> None:
     assert found.extra == ("a/b/one.yaml",) and found.missing == ()
 
 
+def test_compare_listed_reads_what_is_on_disk_now_not_what_was_listed(tmp_path: Path) -> None:
+    folder = tmp_path / "rendered"
+    folder.mkdir()
+    for name in ("same", "edited", "grown", "gone", "unreadable", "resized"):
+        (folder / f"{name}.yaml").write_bytes(b"kind: ConfigMap\n")
+    listed = tree_stats(folder)
+    (folder / "edited.yaml").write_bytes(b"kind: ConfigMaq\n")  # same size, other bytes
+    (folder / "grown.yaml").write_bytes(b"kind: ConfigMap\n" * 5000)  # longer than listed
+    (folder / "gone.yaml").unlink()
+    (folder / "unreadable.yaml").chmod(0)
+    (folder / "resized.yaml").write_bytes(b"kind: ConfigMap\n")  # listed at its size
+    expected = b"kind: ConfigMap\n"
+    files: dict[str, bytes | None] = dict.fromkeys(listed, expected)
+    files["resized.yaml"] = b"kind: Secret\n"  # another size: changed without reading it
+    found = compare_listed(folder, listed, files)
+    readable = os.access(folder / "unreadable.yaml", os.R_OK)  # root reads it anyway
+    expected_changed = {"edited.yaml", "grown.yaml", "gone.yaml", "resized.yaml"}
+    if not readable:
+        expected_changed.add("unreadable.yaml")
+    assert set(found.changed) == expected_changed
+    assert found.missing == () and found.extra == ()
+    assert compare_listed(folder, listed, {"same.yaml": expected}).changed == ()
+
+
 def test_a_failed_listing_child_falls_back_to_listing_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
