@@ -167,3 +167,53 @@ def test_caches_start_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
     body = {f"k{i}": f"value {i}\nline" if i % 2 else f"v{i}" for i in range(10)}
     assert fresh.dump(body) == dump(body, CDumper)
     assert len(fresh._inline) + len(fresh._blocks) <= 3
+
+
+def _candidates() -> list[str]:
+    """Strings made of what `written_as_is` looks at: every one- and two-character string of
+    its alphabet and a few others, every case of the words YAML readers take for booleans and
+    null, and names as the layers make them."""
+    import itertools
+    import random
+
+    alphabet = "abyYnNeE0129_./-:# '"
+    found = {"".join(p) for n in (1, 2) for p in itertools.product(alphabet, repeat=n)}
+    for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n", "inf", "nan"):
+        for cases in itertools.product(*((c.lower(), c.upper()) for c in word)):
+            found.add("".join(cases))
+            found.add("." + "".join(cases))
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-"
+    chance = random.Random(15)
+    for _ in range(3000):
+        found.add("".join(chance.choice(letters) for _ in range(chance.randint(1, 40))))
+    found.update(["team-0001-train", "kueue.x-k8s.io/v1beta2", "nvidia.com/gpu", "e1", "E9"])
+    return sorted(found)
+
+
+def test_strings_written_as_is_are_what_pyyaml_writes_as_is() -> None:
+    from renderer.output.canonical import written_as_is
+
+    candidates = _candidates()
+    as_is = [text for text in candidates if written_as_is(text)]
+    for text in as_is:
+        for dumper in (CDumper, PythonDumper):
+            assert dump({"k": text}, dumper) == f"k: {text}\n", (text, dumper)
+            assert dump({text: [text]}, dumper) == f"{text}:\n- {text}\n", (text, dumper)
+    # it takes most names, and none of the words another reader would take for something else
+    assert len(as_is) > len(candidates) / 2
+    assert not {"y", "N", "yes", "No", "TRUE", "fAlSe", "On", "oFF", "null", "NULL"} & set(as_is)
+    assert {"team-0001-train", "kueue.x-k8s.io/v1beta2", "e1", "nvidia.com/gpu"} <= set(as_is)
+
+
+def test_the_emitter_takes_a_string_written_as_is_without_asking_pyyaml() -> None:
+    asked: list[Any] = []
+
+    def dump_scalar(value: Any) -> str:
+        asked.append(value["k"])
+        return dump(value, CDumper)
+
+    emitter = Emitter(dump_scalar, as_is=lambda text: text.startswith("name"))
+    body = {"name": "name-a", "list": ["name-b", "other"], "n": "nam"}
+    assert emitter.dump(body) == dump(body, CDumper)
+    # keys and values alike: only what as_is refused went to PyYAML, each once
+    assert asked == ["list", "other", "n", "nam"]

@@ -64,6 +64,19 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar(tag, value)
 
 
+_AS_IS = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+_READ_AS_OTHER = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", "n"))
+
+
+def written_as_is(value: str) -> bool:
+    """Whether `_represent_str` and PyYAML write the string as itself, a plain scalar, decided
+    without them: ASCII letters, digits and `_./-`, a letter first (no YAML indicator, no number,
+    no `.inf`), and not a word some reader takes for a boolean or null, in any case. A string
+    this refuses may still be plain; PyYAML decides those (tests/test_emitter.py checks this
+    against both of its emitters)."""
+    return _AS_IS.fullmatch(value) is not None and value.lower() not in _READ_AS_OTHER
+
+
 class PythonDumper(yaml.SafeDumper):
     """The pure-Python emitter with gpuplane's string style."""
 
@@ -104,7 +117,7 @@ def _pyyaml(body: Any, dumper: type[yaml.SafeDumper]) -> str:
     return text
 
 
-_EMITTER = Emitter(lambda value: _pyyaml(value, DEFAULT_DUMPER))
+_EMITTER = Emitter(lambda value: _pyyaml(value, DEFAULT_DUMPER), written_as_is)
 
 
 def sorted_keys(value: Any) -> Any:
