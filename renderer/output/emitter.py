@@ -197,7 +197,9 @@ class Emitter:
         first_prefix: str,
     ) -> None:
         """Entries at column `indent`; the first one after `first_prefix` (`- ` in a list)."""
-        self._enter(value, seen)
+        if id(value) in seen:
+            raise Unsupported("a collection reached twice (PyYAML writes an anchor)")
+        seen.add(id(value))
         pad = " " * indent
         prefix = first_prefix
         keys, inline = self._keys, self._inline
@@ -205,51 +207,65 @@ class Emitter:
             text = keys.get(key) if type(key) is str else None
             if text is None:
                 text = self._key(key)
+            # the common entries first, each written at once: a string seen before, a number,
+            # a boolean, a mapping or a list with entries
             kind = type(item)
-            # the common entries, written at once: a string seen before, a number, a boolean
-            atom = (
-                inline.get(item)
-                if kind is str
-                else str(item)
-                if kind is int
-                else ("true" if item else "false")
-                if kind is bool
-                else None
-            )
-            if atom is not None:
-                out.append(f"{prefix}{text}: {atom}\n")
+            if kind is str:
+                atom = inline.get(item)
+                if atom is not None:
+                    out.append(f"{prefix}{text}: {atom}\n")
+                    prefix = pad
+                    continue
+            elif kind is dict and item:
+                out.append(f"{prefix}{text}:\n")
+                prefix = pad
+                self._mapping(item, indent + 2, out, seen, " " * (indent + 2))
+                continue
+            elif kind is list and item:
+                out.append(f"{prefix}{text}:\n")
+                prefix = pad
+                self._sequence(item, indent, out, seen, pad)
+                continue
+            elif kind is int:
+                out.append(f"{prefix}{text}: {item}\n")
+                prefix = pad
+                continue
+            elif kind is bool:
+                out.append(f"{prefix}{text}: {'true' if item else 'false'}\n")
                 prefix = pad
                 continue
             out.append(prefix + text + ":")
             prefix = pad
-            if self._scalar(self._atom(item, seen), indent, out):
-                continue
-            if type(item) is dict:
-                out.append("\n")
-                self._mapping(item, indent + 2, out, seen, " " * (indent + 2))
-            else:
-                out.append("\n")
-                self._sequence(item, indent, out, seen, pad)
+            self._scalar(self._atom(item, seen), indent, out)
 
     def _sequence(
         self, value: list[Any], indent: int, out: list[str], seen: set[int], first_prefix: str
     ) -> None:
         """Items whose `-` is at column `indent`; the first one after `first_prefix`."""
-        self._enter(value, seen)
+        if id(value) in seen:
+            raise Unsupported("a collection reached twice (PyYAML writes an anchor)")
+        seen.add(id(value))
         pad = " " * indent
         prefix = first_prefix
         inline = self._inline
         for item in value:
-            atom = inline.get(item) if type(item) is str else None
-            if atom is not None:
-                out.append(f"{prefix}- {atom}\n")
+            kind = type(item)
+            if kind is str:
+                atom = inline.get(item)
+                if atom is not None:
+                    out.append(f"{prefix}- {atom}\n")
+                    prefix = pad
+                    continue
+            elif kind is dict and item:
+                out.append(prefix + "-")
                 prefix = pad
+                self._mapping(item, indent + 2, out, seen, " ")
+                continue
+            elif kind is list and item:
+                out.append(prefix + "-")
+                prefix = pad
+                self._sequence(item, indent + 2, out, seen, " ")
                 continue
             out.append(prefix + "-")
             prefix = pad
-            if self._scalar(self._atom(item, seen), indent, out):
-                continue
-            if type(item) is dict:
-                self._mapping(item, indent + 2, out, seen, " ")
-            else:
-                self._sequence(item, indent + 2, out, seen, " ")
+            self._scalar(self._atom(item, seen), indent, out)
