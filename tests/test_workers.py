@@ -208,3 +208,68 @@ def test_render_reports_a_loading_worker_killed_for_memory(tmp_path: Path) -> No
     last = found.stderr.strip().splitlines()[-1]
     assert last.startswith("Error: the worker process for loading ") and "input files" in last
     assert "killed by signal 9" in last
+
+
+_SLOW = """
+import os, sys, time
+from renderer import cli
+from renderer.commands import render
+
+marks = sys.argv[1]
+original = render._render_one
+
+def slow(*args):
+    open(os.path.join(marks, f"started-{os.getpid()}"), "w").close()
+    time.sleep(60)
+    return original(*args)
+
+render._render_one = slow
+sys.argv = ["gpuplane", *sys.argv[2:]]
+cli.run()
+"""
+
+
+def test_ctrl_c_stops_render_and_its_workers_with_one_line(platform: Path, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    command = ["-C", str(platform), "render", "--no-index", "--check", "-j", "2"]
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW, str(marks), *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        while len(list(marks.iterdir())) < 2:  # both workers are in a cluster
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: the whole group
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 1
+    assert err.strip() == "Aborted!", err  # no worker's traceback beside it
+    for _ in range(100):  # and no worker left behind
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("a worker outlived the interrupted render")
+
+
+def _interrupt_handler(item: int) -> Any:
+    return signal.getsignal(signal.SIGINT)
+
+
+def test_workers_leave_ctrl_c_to_the_parent() -> None:
+    from renderer.commands.diff.background import in_background
+
+    with forked_map(_interrupt_handler, [1, 2], 2) as results:
+        assert list(results) == [signal.SIG_IGN, signal.SIG_IGN]
+    with in_background(lambda: _interrupt_handler(0), fork=True) as result:
+        assert result() == signal.SIG_IGN  # diff's base worker too
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # and not the parent

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import signal
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
@@ -130,6 +131,13 @@ def _results(
             yield value
 
 
+def quiet_on_interrupt() -> None:
+    """In a worker: ignore Ctrl-C, which the terminal sends to every process of the command.
+    The parent stops its workers when it is interrupted; a worker that took the interrupt
+    itself would print its own traceback beside the parent's one-line `Aborted!`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _exit_status(code: int | None) -> str:
     if code is not None and code < 0:
         return f"killed by signal {-code}; out of memory? --jobs 1 needs less"
@@ -141,6 +149,7 @@ def _serve(
 ) -> None:
     """In the worker: take items until the stop, sending each one's start and result (or
     what it raised) back."""
+    quiet_on_interrupt()
     gc.freeze()  # what it inherits lives as long as it does: out of its collections
     while True:
         position = tasks.get()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from renderer.commands.diff.revision import Revision, cluster_files, revision_of
-from renderer.commands.workers import WorkerStopped, can_fork
+from renderer.commands.workers import WorkerStopped, can_fork, quiet_on_interrupt
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.output.manifest import Manifest, Values
 from renderer.output.reuse import CheckMemo, body_key, made_of_files
@@ -183,6 +183,7 @@ def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[
 
 def _run(job: Callable[[], BasePart], sender: Connection) -> None:
     """In the worker: the job's result, or what it raised, sent back."""
+    quiet_on_interrupt()
     gc.freeze()  # what it inherits lives as long as it does: out of its collections
     try:
         found: BasePart | BaseException = job()
