@@ -217,3 +217,39 @@ def test_the_emitter_takes_a_string_written_as_is_without_asking_pyyaml() -> Non
     assert emitter.dump(body) == dump(body, CDumper)
     # keys and values alike: only what as_is refused went to PyYAML, each once
     assert asked == ["list", "other", "n", "nam"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"a": 0.0, "b": -0.0},  # one cache entry for both zeros wrote the first one twice
+        {"b": -0.0, "a": 0.0, "c": [0.0, -0.0]},
+        {"é" * 63 + "a": 1},  # 127 bytes: a plain key
+        {"é" * 64: 1},  # 128 bytes
+        {"é" * 65: 1},  # 130 bytes: libyaml writes `? key`, counting bytes, not characters
+        {"中" * 43: "v"},
+        {"a\r": 1},  # libyaml counts a carriage return as a line break: `? "a\r"`
+        {"x": {"a\rb": [1]}},
+    ],
+    ids=[
+        "zeros",
+        "zeros-reversed",
+        "127-bytes",
+        "128-bytes",
+        "130-bytes",
+        "cjk",
+        "cr",
+        "cr-nested",
+    ],
+)
+def test_what_libyaml_decides_by_bytes_and_breaks(body: dict[str, Any]) -> None:
+    """Found by review: the emitter wrote these unlike libyaml (PyYAML's default dumper here),
+    whose bytes are the canonical ones. Its own emitter disagrees with libyaml on some of them,
+    so only libyaml is the oracle."""
+    expected = dump(body, CDumper)
+    assert dump(body) == expected
+    try:
+        written = Emitter(lambda v: dump(v, CDumper)).dump(body)
+    except Unsupported:
+        return  # handed to PyYAML, which the line above checked
+    assert written == expected

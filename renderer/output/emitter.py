@@ -19,14 +19,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 SIMPLE_KEY_LENGTH = 128
-"""PyYAML writes a key of this many characters or more as an explicit `? key`."""
+"""A key of this many UTF-8 bytes or more goes to PyYAML: libyaml writes a key longer than 128
+bytes as an explicit `? key` (PyYAML's own emitter counts characters, and the tag)."""
 LONGEST_STRING = 100_000
 """Longer strings go to PyYAML with their body: near its line width (a million columns) where
 a string breaks would depend on the column it starts at."""
 CACHE_ENTRIES = 1_000_000
 """Distinct scalars remembered before the caches start again."""
-LINE_BREAKS = ("\n", "\x85", "\u2028", "\u2029")
-"""What PyYAML's scalar analysis counts as a line break (a multi-line key is explicit too)."""
+LINE_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
+"""What libyaml's scalar analysis counts as a line break (a multi-line key is explicit too)."""
 
 
 class Unsupported(Exception):
@@ -112,7 +113,7 @@ class Emitter:
         if (
             type(key) is not str
             or not key
-            or len(key) >= SIMPLE_KEY_LENGTH
+            or len(key.encode("utf-8", "surrogatepass")) >= SIMPLE_KEY_LENGTH
             or any(b in key for b in LINE_BREAKS)
         ):
             raise Unsupported(repr(key))
@@ -135,12 +136,13 @@ class Emitter:
         if type(value) is int:
             return str(value)
         if type(value) is float:
-            found = self._inline.get(("float", value))
+            cached = ("float", repr(value))  # not the value: 0.0 == -0.0, and nan != nan
+            found = self._inline.get(cached)
             if found is None:
                 found = self._scalar_text(value).rstrip("\n")
                 if "\n" in found:
                     raise Unsupported(repr(value))
-                self._inline[("float", value)] = found
+                self._inline[cached] = found
             return found
         if type(value) is dict or type(value) is list:
             if value:
