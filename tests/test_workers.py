@@ -105,7 +105,7 @@ def _unpicklable_result(item: int) -> Any:
 
 def test_a_result_that_cannot_be_pickled_is_an_error_not_a_lost_item() -> None:
     with (
-        pytest.raises(RuntimeError, match=r"its result; then, sending it back: .*pickle"),
+        pytest.raises(RuntimeError, match=r"its result: .*pickle"),
         forked_map(_unpicklable_result, [1, 2], 2) as results,
     ):
         list(results)
@@ -273,3 +273,113 @@ def test_workers_leave_ctrl_c_to_the_parent() -> None:
     with in_background(lambda: _interrupt_handler(0), fork=True) as result:
         assert result() == signal.SIG_IGN  # diff's base worker too
     assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # and not the parent
+
+
+def test_many_more_items_than_a_pipe_holds_all_come_back() -> None:
+    # the first version queued every item in one pipe before any worker read: 3,575 filled it
+    items = list(range(10_000))
+    with forked_map(_where, items, 2) as results:
+        assert sorted(item for item, _ in results) == items
+
+
+def _ctrl_c_right_after_each_fork(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Ctrl-C as a terminal sends it, to the parent and to the worker just forked, at the worst
+    moment: after the fork, before the parent has recorded the worker. The workers' pids."""
+    import multiprocessing.popen_fork as popen_fork
+
+    launch = popen_fork.Popen._launch
+    forked: list[int] = []
+
+    def launched(self: Any, process_obj: Any) -> None:
+        launch(self, process_obj)
+        forked.append(self.pid)
+        os.kill(self.pid, signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(popen_fork.Popen, "_launch", launched)
+    return forked
+
+
+def _assert_reaped(pids: list[int]) -> None:
+    """Each worker was stopped and waited for: none is left running, nor left to init."""
+    assert pids
+    left = []
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)  # a child nobody waited for: still ours to wait for
+        except ChildProcessError:
+            continue
+        left.append(pid)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert not left, f"workers {left} were left behind"
+
+
+def test_ctrl_c_while_workers_start_stops_every_one_of_them(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    forked = _ctrl_c_right_after_each_fork(monkeypatch)
+    with pytest.raises(KeyboardInterrupt), forked_map(_sleeps, [1, 2, 3], 3) as results:
+        list(results)
+    _assert_reaped(forked)
+    assert "Traceback" not in capfd.readouterr().err  # no worker's traceback
+
+
+def test_ctrl_c_while_diffs_base_worker_starts_stops_it(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from renderer.commands.diff.background import in_background
+
+    forked = _ctrl_c_right_after_each_fork(monkeypatch)
+    with pytest.raises(KeyboardInterrupt), in_background(lambda: _sleeps(1), fork=True):
+        pass
+    _assert_reaped(forked)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+class _TwoArguments(Exception):
+    def __init__(self, first: int, second: int) -> None:
+        super().__init__(f"{first} and {second}")
+
+
+def _raises_what_cannot_be_rebuilt(item: int) -> int:
+    raise _TwoArguments(item, item + 1)
+
+
+def test_an_exception_that_cannot_be_rebuilt_here_arrives_as_its_text() -> None:
+    with (
+        pytest.raises(RuntimeError, match=r"^_TwoArguments: 4 and 5$") as raised,
+        forked_map(_raises_what_cannot_be_rebuilt, [4], 1) as results,
+    ):
+        list(results)
+    assert "in _raises_what_cannot_be_rebuilt" in str(raised.value.__cause__)
+
+
+class _BreaksWhenLoaded:
+    def __reduce__(self) -> Any:
+        return (_refuse, ())
+
+
+def _refuse() -> None:
+    raise ValueError("cannot be rebuilt")
+
+
+def _result_that_breaks_when_loaded(item: int) -> Any:
+    return _BreaksWhenLoaded()
+
+
+def test_a_result_that_cannot_be_read_back_names_its_item() -> None:
+    with (
+        pytest.raises(RuntimeError, match=r"the result for <seven> cannot be read back"),
+        forked_map(_result_that_breaks_when_loaded, [7], 1, describe=lambda i: "<seven>") as res,
+    ):
+        list(res)
+
+
+def _exits(item: int) -> int:
+    sys.exit(f"item {item} says stop")
+
+
+def test_a_job_that_exits_raises_the_same_exit_here() -> None:
+    with pytest.raises(SystemExit, match="item 5 says stop"), forked_map(_exits, [5], 1) as r:
+        list(r)

@@ -2,10 +2,13 @@
 that is gone.
 
 `multiprocessing.Pool` replaces a worker that dies (killed for memory, say) and loses its task:
-the parent then waits for that result forever, and a CI job hangs until its timeout. Here the
-parent watches each worker's process as well as its results, knows which item each worker is
-on, and raises `WorkerStopped` naming it. The workers fork with what the parent holds (the
-platform, the validator), so only the items' positions go out and only results come back.
+the parent then waits for that result forever, and a CI job hangs until its timeout. Here each
+worker has a pipe of its own to the parent, which hands it the items one or two at a time and
+so always knows what each worker holds; a worker whose pipe closes before it was told to stop
+has died, and `WorkerStopped` names the item it was on. The workers fork with what the parent
+holds (the platform, the validator), so only the items' positions go out and only results come
+back. Nothing waits on a full pipe: the parent never has more than `AHEAD` small messages in a
+worker's pipe, and it reads results as it iterates.
 """
 
 from __future__ import annotations
@@ -13,24 +16,30 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import pickle
 import signal
+import threading
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Any, Generic, TypeVar
+from types import FrameType
+from typing import Any, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-_STARTED = "started"
+AHEAD = 2
+"""Items handed to a worker before it returns one: it goes on with the next while the parent
+is busy elsewhere (`render` runs the policy while its workers render)."""
+
 _DONE = "done"
 _FAILED = "failed"
-_STOPPING = "stopping"
 
 
 class WorkerStopped(Exception):
-    """A worker process ended without the result of the item it was working on."""
+    """A worker process ended without the result of an item it held."""
 
 
 class WorkerTraceback(Exception):
@@ -45,14 +54,15 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-class _Worker(Generic[Item]):
-    """One forked process, the end of its pipe that this process reads, and its item now."""
+class _Worker:
+    """One forked process, this process's end of its pipe, and the positions of the items it
+    holds, oldest first (it returns them in that order)."""
 
     def __init__(self, process: BaseProcess, connection: Connection) -> None:
         self.process = process
         self.connection = connection
-        self.current: Item | None = None
-        self.stopping = False
+        self.holds: deque[int] = deque()
+        self.stopped = False
         self.finished = False
 
 
@@ -64,71 +74,130 @@ def forked_map(
     *,
     describe: Callable[[Item], str] = str,
 ) -> Iterator[Iterator[Result]]:
-    """`job` of each item in `workers` forked processes, taken in the order given; yields an
-    iterator of the results as they are done. What `job` raised is raised here; a worker that
+    """`job` of each item in `workers` forked processes, handed out in the order given; yields
+    an iterator of the results as they are done. What `job` raised is raised here; a worker that
     ends without its result raises `WorkerStopped`, with `describe(item)` in its message.
     Leaving the block stops the workers, finished or not."""
+    if not items:
+        yield iter(())
+        return
     context = multiprocessing.get_context("fork")
-    tasks = context.SimpleQueue()
-    for position in range(len(items)):
-        tasks.put(position)
-    count = max(1, min(workers, len(items)))
-    for _ in range(count):
-        tasks.put(None)  # one stop for each worker, after every item
-    started: list[_Worker[Item]] = []
+    started: list[_Worker] = []
+    pending = deque(range(len(items)))
     try:
-        for _ in range(count):
-            receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(target=_serve, args=(job, items, tasks, sender), daemon=True)
-            process.start()
-            sender.close()  # the worker's end closing is then seen here as the end of its pipe
-            started.append(_Worker(process, receiver))
-        yield _results(started, items, describe)
+        with interrupts_deferred():  # every worker forked is in `started`, to be stopped
+            for _ in range(max(1, min(workers, len(items)))):
+                mine, theirs = context.Pipe()
+                process = context.Process(target=_serve, args=(job, items, theirs), daemon=True)
+                started.append(_Worker(process, mine))
+                try:
+                    process.start()
+                finally:
+                    theirs.close()  # the worker's end closing is then seen here as an end
+        for _ in range(AHEAD):  # round by round: the first items, the largest, on every worker
+            for worker in started:
+                _hand_out(worker, pending, 1)
+        yield _results(started, items, pending, describe)
     finally:
         for worker in started:
             worker.connection.close()
             if worker.process.is_alive():
                 worker.process.terminate()
         for worker in started:
-            worker.process.join()
+            if worker.process.pid is not None:
+                worker.process.join()
+
+
+def _hand_out(worker: _Worker, pending: deque[int], most: int) -> None:
+    """Up to `most` more items for the worker, within `AHEAD`; the stop when none is left."""
+    while most and pending and len(worker.holds) < AHEAD:
+        position = pending.popleft()
+        worker.connection.send(position)
+        worker.holds.append(position)
+        most -= 1
+    if not pending and not worker.holds and not worker.stopped:
+        worker.connection.send(None)
+        worker.stopped = True
 
 
 def _results(
-    started: list[_Worker[Item]], items: Sequence[Item], describe: Callable[[Item], str]
+    started: list[_Worker],
+    items: Sequence[Any],
+    pending: deque[int],
+    describe: Callable[[Any], str],
 ) -> Iterator[Any]:
     """Each result as a worker sends it, until every item has one."""
     remaining = len(items)
     while remaining:
         live = {w.connection: w for w in started if not w.finished}
-        if not live:  # pragma: no cover - each worker stops only after the last item's result
+        if not live:  # pragma: no cover - a worker stops only once it holds nothing
             raise WorkerStopped("the worker processes stopped with work left")
         for ready in wait(list(live)):
             assert isinstance(ready, Connection)
             worker = live[ready]
+            held = describe(items[worker.holds[0]]) if worker.holds else None
             try:
                 kind, position, value = ready.recv()
             except EOFError:  # the worker's end of the pipe closed: it ended
                 worker.finished = True
                 worker.process.join()
-                if worker.stopping:
+                if worker.stopped and not worker.holds:
                     continue
-                doing = f" for {describe(worker.current)}" if worker.current is not None else ""
+                doing = f" for {held}" if held is not None else ""
                 raise WorkerStopped(
                     f"the worker process{doing} stopped before it finished"
                     f" ({_exit_status(worker.process.exitcode)})"
                 ) from None
-            if kind == _STOPPING:
-                worker.stopping = True
-                continue
-            if kind == _STARTED:
-                worker.current = items[position]
-                continue
-            worker.current = None
+            except Exception as err:  # the message arrived whole but cannot be rebuilt here
+                raise RuntimeError(f"the result for {held} cannot be read back: {err!r}") from err
+            worker.holds.remove(position)  # the oldest: a worker does its items in order
             if kind == _FAILED:
-                error, where = value
+                error, where = _rebuilt(value)
                 raise error from WorkerTraceback(where)
             remaining -= 1
+            _hand_out(worker, pending, 1)
             yield value
+
+
+def _rebuilt(failure: tuple[bytes | None, str, str]) -> tuple[BaseException, str]:
+    """The exception a worker sent (its text, when the exception itself cannot be unpickled
+    here), and its traceback."""
+    pickled, text, where = failure
+    error: object = None
+    if pickled is not None:
+        with contextlib.suppress(Exception):
+            error = pickle.loads(pickled)
+    if not isinstance(error, BaseException):
+        error = RuntimeError(text)
+    return error, where
+
+
+def _exit_status(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"killed by signal {-code}; out of memory? --jobs 1 needs less"
+    return f"exit code {code}"
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C while worker processes start is taken once they have started and are known, not
+    between a fork and its record (a worker nobody stops would be left running). In a worker
+    forked meanwhile it is nothing, until `quiet_on_interrupt`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread takes signals in Python
+        return
+    arrived: list[int] = []
+
+    def later(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous = signal.signal(signal.SIGINT, later)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if arrived:
+        signal.raise_signal(signal.SIGINT)  # now, to the handler it was meant for
 
 
 def quiet_on_interrupt() -> None:
@@ -138,35 +207,35 @@ def quiet_on_interrupt() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _exit_status(code: int | None) -> str:
-    if code is not None and code < 0:
-        return f"killed by signal {-code}; out of memory? --jobs 1 needs less"
-    return f"exit code {code}"
-
-
-def _serve(
-    job: Callable[[Item], Any], items: Sequence[Item], tasks: Any, sender: Connection
-) -> None:
-    """In the worker: take items until the stop, sending each one's start and result (or
-    what it raised) back."""
+def _serve(job: Callable[[Any], Any], items: Sequence[Any], connection: Connection) -> None:
+    """In the worker: do each item the parent hands out, in order, until it says stop (or is
+    gone), sending each one's result, or what it raised, back."""
     quiet_on_interrupt()
     gc.freeze()  # what it inherits lives as long as it does: out of its collections
     while True:
-        position = tasks.get()
-        if position is None:
-            sender.send((_STOPPING, -1, None))
+        try:
+            position = connection.recv()
+        except EOFError:
             break
-        sender.send((_STARTED, position, None))
+        if position is None:
+            break
         try:
             message: tuple[str, int, Any] = (_DONE, position, job(items[position]))
-        except Exception as err:
-            message = (_FAILED, position, (err, traceback.format_exc()))
+        except BaseException as err:  # SystemExit too: raised in the parent, as in one process
+            message = (_FAILED, position, _failure(err))
         try:
-            sender.send(message)
-        except Exception as err:  # a result or an exception that cannot be pickled
-            kind, _, value = message
-            what = f"{value[0]!r}" if kind == _FAILED else "its result"
-            cannot = RuntimeError(f"{what}; then, sending it back: {err}")
-            where = value[1] if kind == _FAILED else traceback.format_exc()
-            sender.send((_FAILED, position, (cannot, where)))
-    sender.close()
+            connection.send(message)
+        except Exception as err:  # a result that cannot be pickled
+            where = traceback.format_exc()
+            connection.send((_FAILED, position, (None, f"its result: {err}", where)))
+    connection.close()
+
+
+def _failure(error: BaseException) -> tuple[bytes | None, str, str]:
+    """What the parent needs to raise `error` again: the exception pickled (None when it cannot
+    be), its type and text, and the traceback."""
+    try:
+        pickled: bytes | None = pickle.dumps(error, pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        pickled = None
+    return pickled, f"{type(error).__name__}: {error}", traceback.format_exc()

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import cast
 
 from renderer.commands.diff.revision import Revision, cluster_files, revision_of
-from renderer.commands.workers import WorkerStopped, can_fork, quiet_on_interrupt
+from renderer.commands.workers import (
+    WorkerStopped,
+    can_fork,
+    interrupts_deferred,
+    quiet_on_interrupt,
+)
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.output.manifest import Manifest, Values
 from renderer.output.reuse import CheckMemo, body_key, made_of_files
@@ -157,8 +162,6 @@ def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[
     # forked: the worker starts with `job` (the platforms, the validator) in its memory, and
     # only the result is pickled, back
     process = context.Process(target=_run, args=(job, sender), daemon=True)
-    process.start()
-    sender.close()  # so that the worker's end closing is seen here as the end of the pipe
 
     def result() -> BasePart:
         try:
@@ -173,12 +176,17 @@ def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[
         return cast(BasePart, found)
 
     try:
+        with interrupts_deferred():  # a Ctrl-C now is taken once the worker is known
+            process.start()
+        sender.close()  # so that the worker's end closing is seen here as the end of the pipe
         yield result
     finally:
+        sender.close()
         receiver.close()
         if process.is_alive():  # the head did not validate: the base is not waited for
             process.terminate()
-        process.join()
+        if process.pid is not None:
+            process.join()
 
 
 def _run(job: Callable[[], BasePart], sender: Connection) -> None:
