@@ -199,9 +199,7 @@ class Emitter:
         first_prefix: str,
     ) -> None:
         """Entries at column `indent`; the first one after `first_prefix` (`- ` in a list)."""
-        if id(value) in seen:
-            raise Unsupported("a collection reached twice (PyYAML writes an anchor)")
-        seen.add(id(value))
+        self._enter(value, seen)
         pad = " " * indent
         prefix = first_prefix
         keys, inline = self._keys, self._inline
@@ -244,9 +242,7 @@ class Emitter:
         self, value: list[Any], indent: int, out: list[str], seen: set[int], first_prefix: str
     ) -> None:
         """Items whose `-` is at column `indent`; the first one after `first_prefix`."""
-        if id(value) in seen:
-            raise Unsupported("a collection reached twice (PyYAML writes an anchor)")
-        seen.add(id(value))
+        self._enter(value, seen)
         pad = " " * indent
         prefix = first_prefix
         inline = self._inline
