@@ -439,7 +439,6 @@ def diff(
     from renderer.commands.diff.platforms import diff_platforms
     from renderer.commands.diff.text import diff_text
     from renderer.commands.render import default_jobs
-    from renderer.commands.workers import WorkerStopped
     from renderer.inputs.changes import changed_lines
 
     root = root_of(ctx)
@@ -451,9 +450,12 @@ def diff(
             raise click.UsageError(str(err)) from err
         try:
             index = open_render_index(root, crds, strict_schemas, no_index)
-            with report.progress(
-                "loading the working tree", plain=ctx.find_root().obj["no_color"]
-            ) as step:
+            with (
+                report.progress(
+                    "loading the working tree", plain=ctx.find_root().obj["no_color"]
+                ) as step,
+                worker_stops_reported(),
+            ):
                 result = diff_platforms(
                     Path(tmp),
                     root,
@@ -468,8 +470,6 @@ def diff(
                 )
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err
-        except WorkerStopped as err:
-            raise click.ClickException(str(err)) from err
         finally:
             base.join()  # before the folder goes
     if not result.head_valid:

@@ -438,7 +438,8 @@ def _sleeps() -> Any:
 
 
 def test_a_worker_that_dies_or_raises_is_reported_not_waited_for() -> None:
-    from renderer.commands.diff.background import WorkerStopped, in_background
+    from renderer.commands.diff.background import in_background
+    from renderer.commands.workers import WorkerStopped
 
     with in_background(_exits, fork=True) as result, pytest.raises(WorkerStopped, match="9"):
         result()

@@ -124,7 +124,13 @@ def test_a_killed_worker_is_reported_with_the_item_it_was_on() -> None:
     items = ["cluster a", "cluster b", "cluster c", "cluster d"]
     with (
         pytest.raises(WorkerStopped) as stopped,
-        forked_map(_killed_on("cluster c"), items, 2, describe=lambda i: f"<{i}>") as results,
+        forked_map(
+            _killed_on("cluster c"),
+            items,
+            2,
+            describe=lambda i: f"<{i}>",
+            advice="--jobs 1 needs less",  # what render says (render.LESS_MEMORY)
+        ) as results,
     ):
         list(results)
     message = str(stopped.value)

@@ -277,10 +277,15 @@ def _clusters_started(
             if namespace.cluster in weight:
                 weight[namespace.cluster] += 1
     ordered = sorted(names, key=lambda n: (-weight[n], n))
+    job = functools.partial(_render_one, work)
     with forked_map(
-        functools.partial(_render_one, work), ordered, jobs, describe=lambda n: f"cluster {n}"
+        job, ordered, jobs, describe=lambda n: f"cluster {n}", advice=LESS_MEMORY
     ) as results:
         yield results
+
+
+LESS_MEMORY = "--jobs 1 needs less"
+"""What a user whose worker was killed (for memory, most likely) can do."""
 
 
 PARALLEL_LOAD_FROM = 200
@@ -300,7 +305,9 @@ def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: Outpu
     if workers <= 1 or not can_fork():
         return
     shares = [todo[i::workers] for i in range(workers)]
-    with forked_map(_load_share, shares, workers, describe=_share_name) as loading:
+    with forked_map(
+        _load_share, shares, workers, describe=_share_name, advice=LESS_MEMORY
+    ) as loading:
         import_layers()
         with contextlib.suppress(CrdLoadError):  # reported where the CRD is first needed
             validator.load_all()

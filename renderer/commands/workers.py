@@ -73,11 +73,13 @@ def forked_map(
     workers: int,
     *,
     describe: Callable[[Item], str] = str,
+    advice: str = "",
 ) -> Iterator[Iterator[Result]]:
     """`job` of each item in `workers` forked processes, handed out in the order given; yields
     an iterator of the results as they are done. What `job` raised is raised here; a worker that
-    ends without its result raises `WorkerStopped`, with `describe(item)` in its message.
-    Leaving the block stops the workers, finished or not."""
+    ends without its result raises `WorkerStopped`, with `describe(item)` in its message, and
+    `advice` when it was killed (what the command's user can do about it). Leaving the block
+    stops the workers, finished or not."""
     if not items:
         yield iter(())
         return
@@ -85,7 +87,7 @@ def forked_map(
     started: list[_Worker] = []
     pending = deque(range(len(items)))
     try:
-        with interrupts_deferred():  # every worker forked is in `started`, to be stopped
+        with _interrupts_deferred():  # every worker forked is in `started`, to be stopped
             for _ in range(max(1, min(workers, len(items)))):
                 mine, theirs = context.Pipe()
                 process = context.Process(target=_serve, args=(job, items, theirs), daemon=True)
@@ -96,8 +98,8 @@ def forked_map(
                     theirs.close()  # the worker's end closing is then seen here as an end
         for _ in range(AHEAD):  # round by round: the first items, the largest, on every worker
             for worker in started:
-                _hand_out(worker, pending, 1)
-        yield _results(started, items, pending, describe)
+                _hand_out(worker, pending)
+        yield _results(started, items, pending, describe, advice)
     finally:
         for worker in started:
             worker.connection.close()
@@ -108,13 +110,12 @@ def forked_map(
                 worker.process.join()
 
 
-def _hand_out(worker: _Worker, pending: deque[int], most: int) -> None:
-    """Up to `most` more items for the worker, within `AHEAD`; the stop when none is left."""
-    while most and pending and len(worker.holds) < AHEAD:
+def _hand_out(worker: _Worker, pending: deque[int]) -> None:
+    """One more item for the worker, within `AHEAD`; the stop when none is left."""
+    if pending and len(worker.holds) < AHEAD:
         position = pending.popleft()
         worker.connection.send(position)
         worker.holds.append(position)
-        most -= 1
     if not pending and not worker.holds and not worker.stopped:
         worker.connection.send(None)
         worker.stopped = True
@@ -125,6 +126,7 @@ def _results(
     items: Sequence[Any],
     pending: deque[int],
     describe: Callable[[Any], str],
+    advice: str,
 ) -> Iterator[Any]:
     """Each result as a worker sends it, until every item has one."""
     remaining = len(items)
@@ -146,7 +148,7 @@ def _results(
                 doing = f" for {held}" if held is not None else ""
                 raise WorkerStopped(
                     f"the worker process{doing} stopped before it finished"
-                    f" ({_exit_status(worker.process.exitcode)})"
+                    f" ({_exit_status(worker.process.exitcode, advice)})"
                 ) from None
             except Exception as err:  # the message arrived whole but cannot be rebuilt here
                 raise RuntimeError(f"the result for {held} cannot be read back: {err!r}") from err
@@ -155,7 +157,7 @@ def _results(
                 error, where = _rebuilt(value)
                 raise error from WorkerTraceback(where)
             remaining -= 1
-            _hand_out(worker, pending, 1)
+            _hand_out(worker, pending)
             yield value
 
 
@@ -172,17 +174,17 @@ def _rebuilt(failure: tuple[bytes | None, str, str]) -> tuple[BaseException, str
     return error, where
 
 
-def _exit_status(code: int | None) -> str:
+def _exit_status(code: int | None, advice: str) -> str:
     if code is not None and code < 0:
-        return f"killed by signal {-code}; out of memory? --jobs 1 needs less"
+        return f"killed by signal {-code}; out of memory?{f' {advice}' if advice else ''}"
     return f"exit code {code}"
 
 
 @contextlib.contextmanager
-def interrupts_deferred() -> Iterator[None]:
+def _interrupts_deferred() -> Iterator[None]:
     """Ctrl-C while worker processes start is taken once they have started and are known, not
     between a fork and its record (a worker nobody stops would be left running). In a worker
-    forked meanwhile it is nothing, until `quiet_on_interrupt`."""
+    forked meanwhile it is nothing, until `_quiet_on_interrupt`."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread takes signals in Python
         return
@@ -200,7 +202,7 @@ def interrupts_deferred() -> Iterator[None]:
         signal.raise_signal(signal.SIGINT)  # now, to the handler it was meant for
 
 
-def quiet_on_interrupt() -> None:
+def _quiet_on_interrupt() -> None:
     """In a worker: ignore Ctrl-C, which the terminal sends to every process of the command.
     The parent stops its workers when it is interrupted; a worker that took the interrupt
     itself would print its own traceback beside the parent's one-line `Aborted!`."""
@@ -210,7 +212,7 @@ def quiet_on_interrupt() -> None:
 def _serve(job: Callable[[Any], Any], items: Sequence[Any], connection: Connection) -> None:
     """In the worker: do each item the parent hands out, in order, until it says stop (or is
     gone), sending each one's result, or what it raised, back."""
-    quiet_on_interrupt()
+    _quiet_on_interrupt()
     gc.freeze()  # what it inherits lives as long as it does: out of its collections
     while True:
         try:

@@ -8,21 +8,12 @@ committed tree's transition rules.
 from __future__ import annotations
 
 import contextlib
-import gc
-import multiprocessing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import cast
 
 from renderer.commands.diff.revision import Revision, cluster_files, revision_of
-from renderer.commands.workers import (
-    WorkerStopped,
-    can_fork,
-    interrupts_deferred,
-    quiet_on_interrupt,
-)
+from renderer.commands.workers import can_fork, forked_map
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.output.manifest import Manifest, Values
 from renderer.output.reuse import CheckMemo, body_key, made_of_files
@@ -153,52 +144,10 @@ def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[
     """`job` started in a forked worker (with `fork`, where the platform can fork), else run
     here when first asked for; yields how to get its result, which raises what the job raised,
     or WorkerStopped when the worker died without one (never a wait that does not end).
-    Leaving the block stops the worker."""
+    Leaving the block stops the worker. The worker starts with `job` (the platforms, the
+    validator) in its memory, and only the result is pickled, back."""
     if not fork or not can_fork():
         yield job
         return
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    # forked: the worker starts with `job` (the platforms, the validator) in its memory, and
-    # only the result is pickled, back
-    process = context.Process(target=_run, args=(job, sender), daemon=True)
-
-    def result() -> BasePart:
-        try:
-            found = receiver.recv()
-        except EOFError:
-            process.join()
-            raise WorkerStopped(
-                f"the worker rendering the base revision stopped (exit code {process.exitcode})"
-            ) from None
-        if isinstance(found, BaseException):
-            raise found
-        return cast(BasePart, found)
-
-    try:
-        with interrupts_deferred():  # a Ctrl-C now is taken once the worker is known
-            process.start()
-        sender.close()  # so that the worker's end closing is seen here as the end of the pipe
-        yield result
-    finally:
-        sender.close()
-        receiver.close()
-        if process.is_alive():  # the head did not validate: the base is not waited for
-            process.terminate()
-        if process.pid is not None:
-            process.join()
-
-
-def _run(job: Callable[[], BasePart], sender: Connection) -> None:
-    """In the worker: the job's result, or what it raised, sent back."""
-    quiet_on_interrupt()
-    gc.freeze()  # what it inherits lives as long as it does: out of its collections
-    try:
-        found: BasePart | BaseException = job()
-    except Exception as err:
-        found = err
-    try:
-        sender.send(found)
-    except Exception as err:  # an exception that cannot be pickled
-        sender.send(RuntimeError(f"{type(found).__name__}: {found}; then {err}"))
-    sender.close()
+    with forked_map(lambda _: job(), [None], 1, describe=lambda _: "the base revision") as done:
+        yield lambda: next(done)
