@@ -62,7 +62,9 @@ def test_cpu_and_memory_follow_the_gpu_share(example: Platform) -> None:
     plans = _plans(example, "prod-east")
     pool = example.pools["h100-train"]
     quota = next(q for q in example.teams["vision"].gpus if q.pool == "h100-train")
-    flavor = next(f for f in plans["vision-training"].flavors if f.pool.name == "h100-train")
+    flavor = next(
+        f for f in plans["vision-training"].cohort.flavors if f.pool.name == "h100-train"
+    )
     share = Decimal(quota.nominal) / pool.gpus_per_node
     assert flavor.resources[CPU].nominal == int(pool.host_cpus * share)
     assert flavor.resources[MEMORY].nominal == int(parse(pool.host_memory) * share / 2**30) * 2**30
@@ -79,7 +81,7 @@ def test_mig_shares_count_compute_slices(example: Platform) -> None:
     per_gpu = sum(n * slices[p] for p, n in pool.mig_layout.items())
     quotas = [q for q in example.teams["vision"].gpus if q.pool == "a100-mig"]
     used = sum(q.nominal * slices[q.profile or ""] for q in quotas)
-    flavor = next(f for f in plans["vision-notebooks"].flavors if f.pool.name == "a100-mig")
+    flavor = next(f for f in plans["vision-notebooks"].cohort.flavors if f.pool.name == "a100-mig")
     expected = int(Decimal(pool.host_cpus) * used / (per_gpu * pool.gpus_per_node))
     assert flavor.resources[CPU].nominal == expected
 

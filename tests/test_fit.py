@@ -62,7 +62,7 @@ def lenders(
     platform: Platform, borrower: str, pool: str, profile: str | None = None
 ) -> dict[str, int]:
     """What every other team of the borrower's queue lends on a pool: its lending limit, or all
-    its nominal quota when it sets none (Kueue's rule), by the ClusterQueue holding the quota."""
+    its nominal quota when it sets none (Kueue's rule), by the team's Cohort holding the quota."""
     queue = platform.teams[borrower].queue
     out = {}
     for team in platform.teams.values():
@@ -70,17 +70,9 @@ def lenders(
             continue
         for q in team.gpus:
             if q.pool == pool and q.profile == profile:
-                purposes = {ns.purpose for ns in team.namespaces}
-                holder = (
-                    "notebooks"
-                    if platform.pools[pool].workload == "notebooks" and "notebooks" in purposes
-                    else "training"
-                )
-                if platform.pools[pool].workload == "online-inference":
-                    holder = "inference"
                 lent = q.nominal if q.lending_limit is None else q.lending_limit
                 if lent:
-                    out[f"{team.name}-{holder}"] = lent
+                    out[team.name] = lent
     return out
 
 
@@ -177,8 +169,8 @@ def test_job_that_must_borrow(example: Platform) -> None:
     assert gpus.borrowed == 16 - nominal
     assert gpus.maximum == maximum(example, "vision", "h100-train")
     expected = lenders(example, "vision", "h100-train")
-    assert expected == {"llm-training": 8, "recsys-training": 2, "speech-training": 2}
-    assert {lender.cluster_queue: lender.lendable for lender in result.lenders} == expected
+    assert expected == {"llm": 8, "recsys": 2, "speech": 2}
+    assert {lender.cohort: lender.lendable for lender in result.lenders} == expected
     assert "borrowing 8 nvidia.com/gpu on h100-train from cohort prod" in result.summary
     assert any("reclaimWithinCohort: Any" in p for p in result.preemption)
 
@@ -203,7 +195,7 @@ def test_job_over_nominal_plus_what_the_cohort_lends_never_fits(example: Platfor
         "previously considered podsets requests (0) + current podset request (24) > maximum "
         f"capacity ({most})"
     )
-    assert any("lends at most 12" in r for r in result.reasons)
+    assert any("lend at most 12" in r for r in result.reasons)
     # limits without requests: Kueue counts the LimitRange default, and fit says so
     assert any("LimitRange default request (1)" in n for n in result.notes)
 

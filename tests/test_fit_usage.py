@@ -3,15 +3,23 @@
 The snapshots are built here from Kueue's own types (apis/kueue/v1beta2/workload_types.go
 `Admission`/`PodSetAssignment`, clusterqueue_types.go `FlavorUsage`, apis/visibility/v1beta2
 `PendingWorkloadsSummary`). The expected numbers follow Kueue v0.19.2's
-pkg/cache/scheduler/resource_node.go for a flat cohort, worked out from the example platform's
-team files (nominalQuota, borrowingLimit, lendingLimit on l40s-infer), never from fit's output:
+pkg/cache/scheduler/resource_node.go, worked out from the example platform's team files
+(nominalQuota, borrowingLimit, lendingLimit on l40s-infer), never from fit's output. Each team's
+quota sits in its Cohort under the `prod` Cohort; on l40s-infer each team has one ClusterQueue,
+with no quota or limit of its own, so its `available` is its team Cohort's, and the team Cohorts
+form the flat cohort the formulas below describe (t: a team):
 
-    localQuota(cq)   = nominal - lendingLimit                    (quota the cohort never sees)
+    localQuota(t)    = nominal - lendingLimit                    (quota the cohort never sees)
     cohort quota     = sum over the cohort of (nominal - localQuota)
     cohort usage     = sum over the cohort of max(0, usage - localQuota)
     available(cq)    = max(0, localQuota - usage)
                        + min(cohort quota - cohort usage,
                              (nominal - localQuota) - max(0, usage - localQuota) + borrowingLimit)
+
+With fair sharing on (queues/prod.yaml), Kueue's `Preemptor.findCandidates` takes the Workloads
+of every ClusterQueue that borrows (`cqIsBorrowing`: usage above its own nominal, 0 here), so the
+other teams' Workloads are candidates whose eviction dominant resource shares decide; fit does
+not compute shares and targets none of them.
 
 The job: 8 pods of one time-sliced GPU each (one per pod, as the device plugin requires) in
 vision-serve, which queues in ClusterQueue vision-inference (the pool l40s-infer's quota lives
@@ -205,7 +213,11 @@ def test_a_cluster_queue_at_quota_in_a_full_cohort_waits_with_kueues_message(
         0,
         0,
     )
-    assert result.usage.candidates == ()
+    # every other team's Workload is a fair-sharing candidate (its ClusterQueue has no nominal
+    # quota of its own), none a target: fit computes no shares
+    assert {c.name: (c.reason, c.target) for c in result.usage.candidates} == {
+        f"{t}-svc": ("InCohortFairSharing", False) for t in TEAMS if t != "vision"
+    }
     assert result.usage.frees_enough is False
     body = fit_json(result)
     assert body["assumption"] == "snapshot"
@@ -236,7 +248,8 @@ def test_a_lower_priority_workload_of_the_same_queue_is_named_for_preemption(
     assert result.verdict == WAITS
     assert result.usage is not None
     candidates = {c.name: c for c in result.usage.candidates}
-    assert set(candidates) == {"older", "newer"}
+    assert {n for n, c in candidates.items() if c.reason == "InClusterQueue"} == {"older", "newer"}
+    assert {n for n, c in candidates.items() if c.target} == {"newer"}
     assert candidates["newer"].target and not candidates["older"].target
     assert candidates["newer"].reason == "InClusterQueue"
     assert candidates["newer"].priority == 10
@@ -302,7 +315,7 @@ def test_an_idle_queue_fits_now_within_nominal(
     """Nothing of vision-inference is used: 8 of its 16 nominal GPUs fit without borrowing."""
     result = fit_now(example, job, snapshot(tmp_path, workload("x", "llm", 32, 1000)))
     assert result.verdict == FITS
-    assert "admitted now within the nominal quota" in result.summary
+    assert "admitted now within team vision's nominal quota" in result.summary
 
 
 def test_a_v1beta1_snapshot_and_the_cluster_queues_status(

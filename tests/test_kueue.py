@@ -104,6 +104,26 @@ def config(rendered: Rendered, cluster: str) -> dict[str, Any]:
 def assert_cluster_queue_rules(cq: dict[str, Any]) -> None:
     spec = cq["spec"]
     name = cq["metadata"]["name"]
+    assert_resource_group_rules(spec, name, has_parent=bool(spec.get("cohortName")))
+    preemption = spec["preemption"]
+    borrow = preemption.get("borrowWithinCohort", {}).get("policy", "Never")
+    # CEL: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never
+    assert not (preemption.get("reclaimWithinCohort", "Never") == "Never" and borrow != "Never")
+    assert preemption["withinClusterQueue"] in (
+        "Never",
+        "LowerPriority",
+        "LowerOrNewerEqualPriority",
+    )
+    assert spec["queueingStrategy"] in ("StrictFIFO", "BestEffortFIFO")
+    assert_fair_sharing_rules(spec)
+    assert "flavorFungibility" not in spec  # its CEL rule never applies
+    (expression,) = spec["namespaceSelector"]["matchExpressions"]
+    assert expression["operator"] == "In" and expression["values"]  # In needs values
+
+
+def assert_resource_group_rules(spec: dict[str, Any], name: str, has_parent: bool) -> None:
+    """The CEL rules and `validateResourceGroups` (pkg/webhooks/clusterqueue_webhook.go) that
+    ClusterQueues and Cohorts share."""
     groups = spec.get("resourceGroups", [])
     assert len(groups) <= kueue.MAX_RESOURCE_GROUPS, name
     seen_resources: set[str] = set()
@@ -132,25 +152,29 @@ def assert_cluster_queue_rules(cq: dict[str, Any]) -> None:
                     assert value >= 0, (name, quota)  # webhook: must be non-negative
                 if "lendingLimit" in amounts:  # webhook: lendingLimit <= nominalQuota
                     assert amounts["lendingLimit"] <= amounts["nominalQuota"], (name, quota)
-                if not spec.get("cohortName"):  # CEL: limits need a cohort
+                if not has_parent:  # CEL and webhook: limits need a parent
                     assert "borrowingLimit" not in quota and "lendingLimit" not in quota, name
     assert len(seen_flavors) <= 256 and len(seen_resources) <= 256, name
-    preemption = spec["preemption"]
-    borrow = preemption.get("borrowWithinCohort", {}).get("policy", "Never")
-    # CEL: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never
-    assert not (preemption.get("reclaimWithinCohort", "Never") == "Never" and borrow != "Never")
-    assert preemption["withinClusterQueue"] in (
-        "Never",
-        "LowerPriority",
-        "LowerOrNewerEqualPriority",
-    )
-    assert spec["queueingStrategy"] in ("StrictFIFO", "BestEffortFIFO")
+
+
+def assert_fair_sharing_rules(spec: dict[str, Any]) -> None:
     if "fairSharing" in spec:  # CEL: "When not 0, Weight must be greater than 10^-9"
         weight = Decimal(str(spec["fairSharing"]["weight"]))
         assert weight == 0 or weight > Decimal("1e-9")
-    assert "flavorFungibility" not in spec  # its CEL rule never applies
-    (expression,) = spec["namespaceSelector"]["matchExpressions"]
-    assert expression["operator"] == "In" and expression["values"]  # In needs values
+
+
+def assert_cohort_rules(cohort: dict[str, Any], cohorts: set[str]) -> None:
+    """pkg/webhooks/cohort_webhook.go validateCohort: the fair-sharing weight and the same
+    resource-group rules as a ClusterQueue's, limits only with a parent; the parent is a
+    Cohort rendered here (else Kueue makes an implicit root with no quota) and not itself."""
+    spec = cohort["spec"]
+    name = cohort["metadata"]["name"]
+    parent = spec.get("parentName")
+    assert parent != name, name
+    if parent is not None:
+        assert parent in cohorts, (name, parent)
+    assert_fair_sharing_rules(spec)
+    assert_resource_group_rules(spec, name, has_parent=parent is not None)
 
 
 def assert_resource_flavor_rules(flavor: dict[str, Any], topologies: set[str]) -> None:
@@ -189,8 +213,11 @@ def assert_all_rules(rendered: Rendered) -> None:
         assert_resource_flavor_rules(flavor, set(topologies))
     for cq in objects(rendered, "ClusterQueue", suite=True):
         assert_cluster_queue_rules(cq)
-    for cohort in objects(rendered, "Cohort"):
-        assert cohort["spec"] == {}  # no parent: limits would be rejected by the webhook
+    cohorts = named(rendered, "Cohort")
+    for cohort in cohorts.values():
+        assert_cohort_rules(cohort, set(cohorts))
+    for cq in objects(rendered, "ClusterQueue", suite=True):  # each in a Cohort rendered here
+        assert cq["spec"]["cohortName"] in cohorts
     for wpc in objects(rendered, "WorkloadPriorityClass"):
         assert INT32[0] <= wpc["value"] <= INT32[1] and len(wpc["description"]) <= 2048
 
@@ -212,7 +239,12 @@ def test_example_platform_renders_every_kueue_kind_valid_against_the_crds(
     }
     assert all(b["apiVersion"] == API for b in objects(example))  # never the deprecated v1beta1
     assert kinds["ResourceFlavor"] == len(example.platform.pools)
-    assert kinds["Cohort"] == len(example.platform.queues)
+    teams = {
+        team.name
+        for team in example.platform.teams.values()
+        if example.platform.queues[team.queue].cluster in example.platform.clusters
+    }
+    assert kinds["Cohort"] == len(example.platform.queues) + len(teams)  # a Queue's, each team's
 
 
 def test_example_platform_honours_the_cel_rules(example: Rendered) -> None:
@@ -304,7 +336,7 @@ def test_inference_and_training_queues_never_share_a_pool(example: Rendered) -> 
     seen: Counter[str] = Counter()
     for cq in objects(example, "ClusterQueue"):
         purpose = cq["metadata"]["labels"]["gpuplane.dev/purpose"]
-        queue = example.platform.queues[cq["spec"]["cohortName"]]
+        queue = example.platform.queues[cq["metadata"]["labels"]["gpuplane.dev/queue"]]
         mixing = queue.mixing_priority is not None and purpose in MIXABLE
         for group in cq["spec"].get("resourceGroups", []):
             for flavor in group["flavors"]:
@@ -478,19 +510,24 @@ def _pool_input(name: str) -> dict[str, Any]:
     return spec
 
 
+def _flavor_quotas(spec: dict[str, Any], flavor: str) -> dict[str, dict[str, Any]]:
+    (group,) = spec["resourceGroups"]
+    (found,) = (f for f in group["flavors"] if f["name"] == flavor)
+    return {r["name"]: r for r in found["resources"]}
+
+
 def test_minimal_cluster_queue_arithmetic(minimal: Rendered) -> None:
-    """Each number of the golden ClusterQueues, from the pool and team files."""
+    """Each number of the golden team Cohort and ClusterQueues, from the pool and team files."""
     cqs = named(minimal, "ClusterQueue")
+    team = named(minimal, "Cohort")["ml"]["spec"]
+    assert team["parentName"] == "main"  # the team's Cohort, under its Queue's
     gib = Decimal(2**30)
 
     train = _pool_input("train")  # 2 nodes x 8 H100; the team: nominal 12, borrow 4, lend 4
     per_node = Decimal(train["gpusPerNode"])
     cpus, memory = Decimal(train["host"]["cpus"]), parse(train["host"]["memory"])
-    (group,) = cqs["ml-training"]["spec"]["resourceGroups"]
-    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
-    (flavor,) = group["flavors"]
-    assert flavor["name"] == "train"
-    cpu, mem, gpu = flavor["resources"]
+    quotas = _flavor_quotas(team, "train")
+    cpu, mem, gpu = quotas["cpu"], quotas["memory"], quotas["nvidia.com/gpu"]
     assert (gpu["nominalQuota"], gpu["borrowingLimit"], gpu["lendingLimit"]) == (12, 4, 4)
     # 12 GPUs are 1.5 nodes: 1.5 x 223 cores = 334.5, rounded down; 1.5 x 1951Gi = 2926.5Gi
     assert cpu["nominalQuota"] == str(int(cpus * 12 / per_node)) == "334"
@@ -503,14 +540,26 @@ def test_minimal_cluster_queue_arithmetic(minimal: Rendered) -> None:
 
     serve = _pool_input("serve")  # 1 node x 4 L40S x 2 replicas, renamed; the team: nominal 8
     per_node = Decimal(serve["gpusPerNode"] * serve["timeSlicing"]["replicas"])
-    (group,) = cqs["ml-inference"]["spec"]["resourceGroups"]
-    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu.shared"]
-    (flavor,) = group["flavors"]
-    cpu, mem, gpu = flavor["resources"]
+    quotas = _flavor_quotas(team, "serve")
+    cpu, mem, gpu = quotas["cpu"], quotas["memory"], quotas["nvidia.com/gpu.shared"]
     assert gpu == {"name": "nvidia.com/gpu.shared", "nominalQuota": 8}  # no limits: unlimited
     assert 8 / per_node == 1  # the whole node
     assert cpu == {"name": "cpu", "nominalQuota": str(serve["host"]["cpus"])}
     assert mem == {"name": "memory", "nominalQuota": serve["host"]["memory"]}
+
+    # the ClusterQueues hold nothing of their own and set no limit: all they use is the team's
+    for name, pool, covered in (
+        ("ml-training", "train", ["cpu", "memory", "nvidia.com/gpu"]),
+        ("ml-inference", "serve", ["cpu", "memory", "nvidia.com/gpu.shared"]),
+    ):
+        spec = cqs[name]["spec"]
+        assert spec["cohortName"] == "ml"
+        (group,) = spec["resourceGroups"]
+        assert group["coveredResources"] == covered
+        (flavor,) = group["flavors"]
+        assert flavor["name"] == pool
+        for quota in flavor["resources"]:
+            assert set(quota) == {"name", "nominalQuota"} and parse(str(quota["nominalQuota"])) == 0
 
 
 def test_minimal_queue_without_policy_uses_kueue_defaults(minimal: Rendered) -> None:

@@ -893,3 +893,50 @@ def test_gpuplane_cost_reads_what_the_recording_rules_make_of_raw_series(
     assert vision["idle"] == pytest.approx(2 * h100 + mig_hours / 2 * a100)
     assert teams["vision"]["costPerUnit"] == pytest.approx((10 * h100 + mig_hours * a100) / 2)
     assert teams["llm"]["costPerUnit"] == pytest.approx(0.25 * l40s / 0.5)
+
+
+def test_quota_use_is_the_teams_across_all_its_cluster_queues(
+    prod: tuple[list[Path], list[str]], tmp_path: Path
+) -> None:
+    """A team's quota is its Kueue Cohort's (docs/admission-model.md), so quota use is read from
+    Kueue's Cohort gauges (v0.19.2 pkg/metrics/metrics.go `kueue_cohort_subtree_quota`,
+    `kueue_cohort_subtree_resource_reservations`, labels cohort, flavor, resource,
+    replica_role), never from a ClusterQueue's nominal quota (0 for every team ClusterQueue).
+    vision reserves 12 of its 8 H100s (borrowing: 1.5); llm reserves nothing of its 16 (0); the
+    `prod` Cohort (the Queue's, no team's) and a follower replica's gauges are left out."""
+    kueue = {"job": "kueue-controller-manager-metrics", "instance": "10.0.1.4:8443"}
+    at = {"flavor": "h100-train", "resource": "nvidia.com/gpu"}
+
+    def gauge(name: str, cohort: str, role: str = "leader") -> str:
+        return selector(name, {**kueue, "cohort": cohort, **at, "replica_role": role})
+
+    series = [
+        (gauge("kueue_cohort_subtree_quota", "vision"), "8x10"),
+        (gauge("kueue_cohort_subtree_resource_reservations", "vision"), "12x10"),
+        (gauge("kueue_cohort_subtree_resource_reservations", "vision", "follower"), "99x10"),
+        (gauge("kueue_cohort_subtree_quota", "llm"), "16x10"),
+        (gauge("kueue_cohort_subtree_quota", "prod"), "32x10"),
+        (gauge("kueue_cohort_subtree_resource_reservations", "prod"), "4x10"),
+    ]
+    where = {"pool": "h100-train", "resource": "nvidia.com/gpu"}
+    unit_test(
+        tmp_path,
+        *prod,
+        series,
+        exprs=[
+            {
+                "expr": m.TEAM_POOL_QUOTA_USAGE_RATIO,
+                "eval_time": "5m",
+                "exp_samples": [
+                    {
+                        "labels": selector(
+                            m.TEAM_POOL_QUOTA_USAGE_RATIO,
+                            {**base(), **team, "queue": "prod", **where},
+                        ),
+                        "value": value,
+                    }
+                    for team, value in ((VISION, 1.5), (LLM, 0.0))
+                ],
+            }
+        ],
+    )

@@ -211,7 +211,10 @@ def test_borrowing_unlimited_reaches_the_pool_and_limited_stops_at_the_limit() -
     assert seen["limited"] and seen["unlimited"]
 
 
-def test_each_quota_names_the_cluster_queue_that_holds_it() -> None:
+def test_each_quota_names_the_team_cohort_and_the_cluster_queues_drawing_on_it() -> None:
+    """A team's quota on a pool is held by the team's Cohort; every ClusterQueue of the team
+    whose purpose the pool serves draws on it (notebook slices: the notebooks and the training
+    queue; an inference pool: the inference queue; a training pool: the training queue)."""
     report = _plan(REPO)
     for team, spec in _teams(REPO).items():
         purposes = {ns["purpose"] for ns in spec["namespaces"]}
@@ -221,16 +224,14 @@ def test_each_quota_names_the_cluster_queue_that_holds_it() -> None:
                 f"nvidia.com/mig-{entry['profile']}" if "profile" in entry else "nvidia.com/gpu"
             )
             row = _team(report, team, entry["pool"], resource)
+            assert row.cohort == team
             if pool["workload"] == "notebooks":
-                # notebook slices: held by the notebooks queue, borrowed by the training one
-                holder = "notebooks" if "notebooks" in purposes else "training"
-                assert row.cluster_queue == f"{team}-{holder}"
-                if holder == "notebooks":
-                    assert row.borrowing_queues == (f"{team}-training",)
+                expected = {f"{team}-{p}" for p in ("notebooks", "training") if p in purposes}
             elif pool["workload"] == "online-inference":
-                assert row.cluster_queue == f"{team}-inference"
+                expected = {f"{team}-inference"}
             else:
-                assert row.cluster_queue == f"{team}-training"
+                expected = {f"{team}-training"}
+            assert set(row.cluster_queues) == expected, (team, entry["pool"])
 
 
 def test_clusters_are_sorted_and_filtered() -> None:
@@ -366,7 +367,8 @@ def test_json_through_the_cli(gpuplane) -> None:
     assert team["nominal"] == entry["nominal"]
     assert team["lendingLimit"] == entry["lendingLimit"]
     assert team["borrowingLimit"] == entry["borrowingLimit"]
-    assert team["clusterQueue"] == "vision-training"
+    assert team["cohort"] == "vision"
+    assert team["clusterQueues"] == ["vision-training"]
 
 
 def test_json_filtered_by_cluster(gpuplane) -> None:
@@ -557,9 +559,11 @@ def test_a_team_sees_what_it_can_get_on_each_pool_and_where_it_submits(gpuplane)
     # the pools it uses are shown for context (their totals), and no other pool
     assert {(p["pool"], p["resource"]) for p in prod["pools"]} == set(rows)
     # where: each namespace's `default` LocalQueue feeds the ClusterQueue of its purpose; the
-    # notebook pool is held by the notebooks queue and borrowed on by the training one
+    # notebook pool is the notebooks queue's own and shared with the training one, all drawing
+    # on the team's Cohort
     queues = {q["clusterQueue"]: q for q in prod["clusterQueues"]}
-    assert {n: (q["namespaces"], q["holds"], q["borrows"]) for n, q in queues.items()} == {
+    assert {q["teamCohort"] for q in queues.values()} == {"llm"}
+    assert {n: (q["namespaces"], q["pools"], q["sharedPools"]) for n, q in queues.items()} == {
         "llm-training": (["llm-train"], ["h100-train"], ["a100-mig"]),
         "llm-inference": (["llm-serve"], ["l40s-infer"], []),
         "llm-notebooks": (["llm-notebooks"], ["a100-mig"], []),
@@ -680,7 +684,7 @@ def test_the_focused_text_answers_the_question(gpuplane) -> None:
     for team, nominal in (("llm", 16), ("recsys", 4), ("speech", 4), ("vision", 8)):
         assert re.search(rf"^{team} +nvidia\.com/gpu +\d+ +{nominal} ", pool, re.M), team
         assert f"{team}-training" in pool
-    assert "l40s-infer " not in pool.replace("may borrow on", "")
+    assert "l40s-infer " not in pool
 
 
 def test_the_focused_markdown_says_what_it_is_about(gpuplane) -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from bench.generate import KIND_DIRS, build_platform, to_yaml
 from renderer.findings.diagnostics import has_errors
-from renderer.model.admission import CPU, MEMORY, cluster_queues
+from renderer.model.admission import CPU, MEMORY, cluster_queues, team_cohorts
 from renderer.model.capacity import pool_offers
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
@@ -74,10 +74,10 @@ def test_validation_passes_exactly_when_guarantees_fit(
     kept: dict[tuple[str, str], int] = defaultdict(int)
     over_limits = False
     for cluster in platform.clusters.values():
-        for plan in cluster_queues(ClusterView.of(platform, cluster)):
-            for flavor in plan.flavors:
+        for team in team_cohorts(cluster_queues(ClusterView.of(platform, cluster))):
+            for flavor in team.flavors:  # a team's quota is its Cohort's
                 for resource, amount in flavor.resources.items():
-                    if resource in (CPU, MEMORY) or flavor.borrow_only:
+                    if resource in (CPU, MEMORY):
                         continue
                     key = (flavor.pool.name, resource)
                     nominal[key] += int(amount.nominal)

@@ -74,47 +74,59 @@ def test_volcano_queue_arithmetic() -> None:
         train_quota["borrowingLimit"],
         train_quota["lendingLimit"],
     )
+    # the team's queue holds its quota on both pools, under the gpuplane Queue's
+    team_queue = _load(EXPECTED / "queueing/queue-ml.yaml")["spec"]
+    assert team_queue["parent"] == "main"
     training = _load(EXPECTED / "queueing/queue-ml-training.yaml")["spec"]
-    assert training["parent"] == "main"
-    assert training["deserved"] == {
-        "cpu": quantity.cpu(train_cpus * train_share(nominal)),
-        "memory": quantity.memory(train_memory * train_share(nominal)),
+    inference = _load(EXPECTED / "queueing/queue-ml-inference.yaml")["spec"]
+    # the leaves hold nothing of their own (their jobs use the team's) and are closed to the
+    # other purpose's pool resource
+    assert training["parent"] == inference["parent"] == "ml"
+    assert "deserved" not in training and "guarantee" not in training
+    assert training["capability"] == {"nvidia.com/gpu.shared": 0}
+    assert "deserved" not in inference and "guarantee" not in inference
+    assert inference["capability"] == {"nvidia.com/gpu": 0}
+    serve_share = Decimal(serve_quota["nominal"]) / (
+        serve_pool["gpusPerNode"] * serve_pool["timeSlicing"]["replicas"]
+    )
+    serve_cpus = Decimal(serve_pool["host"]["cpus"])
+    serve_memory = quantity.parse(serve_pool["host"]["memory"])
+    assert team_queue["deserved"] == {
+        "cpu": quantity.cpu(train_cpus * train_share(nominal) + serve_cpus * serve_share),
+        "memory": quantity.memory(
+            train_memory * train_share(nominal) + serve_memory * serve_share
+        ),
         "nvidia.com/gpu": nominal,
+        "nvidia.com/gpu.shared": serve_quota["nominal"],
     }
-    kept = nominal - lending
-    assert training["guarantee"]["resource"] == {
+    kept = nominal - lending  # serve has no lendingLimit: all of it may be lent
+    assert team_queue["guarantee"]["resource"] == {
         "cpu": quantity.cpu(train_cpus * train_share(nominal) - train_cpus * train_share(lending)),
         "memory": quantity.memory(
             train_memory * train_share(nominal) - train_memory * train_share(lending)
         ),
         "nvidia.com/gpu": kept,
     }
+    # serve's borrowing is unlimited, so cpu, memory and its resource are left to the parent
+    # (Volcano counts them per name, not per pool); the train pool's GPUs are capped
     most = min(nominal + borrowing, train_gpus)
-    assert training["capability"] == {
-        "cpu": quantity.cpu(train_cpus * train_share(most)),
-        "memory": quantity.memory(train_memory * train_share(most)),
-        "nvidia.com/gpu": most,
-        # the serve pool's resource, closed to the training queue
-        "nvidia.com/gpu.shared": 0,
-    }
+    assert team_queue["capability"] == {"nvidia.com/gpu": most}
 
-    # serve: L40S time-sliced into `replicas` renamed to nvidia.com/gpu.shared
+
+def test_volcano_parent_queue_arithmetic() -> None:
+    """The gpuplane Queue's parent queue: its pools' capability, its team's sums."""
+    train_pool = _load(CASE / "pools/train.yaml")["spec"]
+    serve_pool = _load(CASE / "pools/serve.yaml")["spec"]
+    team = _load(CASE / "teams/ml.yaml")["spec"]
+    train_quota = next(q for q in team["gpus"] if q["pool"] == "train")
+    serve_quota = next(q for q in team["gpus"] if q["pool"] == "serve")
+    train_gpus = train_pool["gpusPerNode"] * train_pool["nodes"]
+    train_cpus = train_pool["host"]["cpus"]
+    train_memory = quantity.parse(train_pool["host"]["memory"])
     replicas = serve_pool["timeSlicing"]["replicas"]
     serve_units = serve_pool["gpusPerNode"] * replicas * serve_pool["nodes"]
-    serve_share = Decimal(serve_quota["nominal"]) / (serve_pool["gpusPerNode"] * replicas)
     serve_cpus = Decimal(serve_pool["host"]["cpus"])
     serve_memory = quantity.parse(serve_pool["host"]["memory"])
-    inference = _load(EXPECTED / "queueing/queue-ml-inference.yaml")["spec"]
-    assert inference["deserved"] == {
-        "cpu": quantity.cpu(serve_cpus * serve_share),
-        "memory": quantity.memory(serve_memory * serve_share),
-        "nvidia.com/gpu.shared": serve_quota["nominal"],
-    }
-    # no lendingLimit: all of it may be lent, nothing is reserved
-    assert "guarantee" not in inference
-    # no borrowingLimit: unlimited, so the parent's capability applies; the train pool's
-    # resource is closed to the inference queue
-    assert inference["capability"] == {"nvidia.com/gpu": 0}
 
     parent = _load(EXPECTED / "queueing/queue-main.yaml")["spec"]
     assert parent["parent"] == "root"
@@ -126,16 +138,16 @@ def test_volcano_queue_arithmetic() -> None:
         "nvidia.com/gpu": train_gpus,
         "nvidia.com/gpu.shared": serve_units,
     }
-    # the parent's deserved and guarantee are its children's sums (Volcano checks they cover them)
-    assert parent["deserved"]["nvidia.com/gpu"] == nominal
+    # the parent's deserved and guarantee are its teams' sums (Volcano checks they cover them)
+    team_queue = _load(EXPECTED / "queueing/queue-ml.yaml")["spec"]
+    assert parent["deserved"]["nvidia.com/gpu"] == train_quota["nominal"]
     assert parent["deserved"]["nvidia.com/gpu.shared"] == serve_quota["nominal"]
-    assert parent["guarantee"]["resource"]["nvidia.com/gpu"] == kept
-    assert quantity.parse(parent["deserved"]["cpu"]) == quantity.parse(
-        training["deserved"]["cpu"]
-    ) + quantity.parse(inference["deserved"]["cpu"])
+    assert parent["guarantee"] == team_queue["guarantee"]
+    assert parent["deserved"] == team_queue["deserved"]
 
     # no preemption in the queue file: Kueue's reclaimWithinCohort defaults to Never
-    assert training["reclaimable"] is False and inference["reclaimable"] is False
+    for name in ("ml", "ml-training", "ml-inference"):
+        assert _load(EXPECTED / f"queueing/queue-{name}.yaml")["spec"]["reclaimable"] is False
 
 
 def _rendered_objects(root: Path, crds: Path) -> tuple[dict[str, tuple[Manifest, ...]], Any]:
@@ -210,12 +222,13 @@ def test_queue_hierarchy_satisfies_volcano_admission(
 ) -> None:
     root = copy_inputs(CASE, tmp_path / "case")
     manifests, _ = _rendered_objects(root, crds)
-    # main, ml-training and the acceptance suites' platform queue under main
-    assert _check_hierarchy(manifests["lab"]) == 4
+    # main, the team ml, ml-training, ml-inference and the acceptance suites' queue under main
+    assert _check_hierarchy(manifests["lab"]) == 5
     # the example staging queue is oversubscribed (1.5x): still admissible
     _switch_to_volcano(platform / "clusters" / "staging-west.yaml")
     manifests, _ = _rendered_objects(platform, crds)
-    assert _check_hierarchy(manifests["staging-west"]) == 6  # staging, 4 team, 1 acceptance
+    # staging, 2 teams, their 4 purpose queues, 1 acceptance
+    assert _check_hierarchy(manifests["staging-west"]) == 8
 
 
 def test_same_team_and_pool_files_render_under_both_schedulers(platform: Path, crds: Path) -> None:
@@ -229,7 +242,7 @@ def test_same_team_and_pool_files_render_under_both_schedulers(platform: Path, c
     for team in ("llm-eval", "search"):
         for purpose in ("training", "inference"):
             child = queues[f"{team}-{purpose}"]
-            assert child["parent"] == "staging"
+            assert child["parent"] == team and queues[team]["parent"] == "staging"
             # the staging queue sets reclaimWithinCohort: Any
             assert child["reclaimable"] is True
     assert not [m for m in staging if m.body["apiVersion"].startswith("kueue.x-k8s.io/")]

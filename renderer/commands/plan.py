@@ -79,9 +79,10 @@ LEGEND: tuple[tuple[str, str], ...] = (
     ),
     (
         "ClusterQueue",
-        "the Kueue ClusterQueue (on Volcano: the queue) of one team and namespace purpose; each "
-        "namespace's `default` LocalQueue points at it, and it holds the team's quota on the "
-        "pools of its purpose and may borrow on the others it lists",
+        "the Kueue ClusterQueue (on Volcano: the leaf queue) of one team and namespace purpose; "
+        "each namespace's `default` LocalQueue points at it; it holds no quota of its own and "
+        "draws on the team's (the team's Cohort, on Volcano its queue), on the pools of its "
+        "purpose first, then on those another purpose of the team shares with it",
     ),
 )
 """What each figure means; shown under the tables, in the Markdown and in the JSON."""
@@ -136,15 +137,18 @@ class PoolRow:
 
 @dataclass(frozen=True, slots=True)
 class TeamRow:
-    """One team quota entry: its parts, its ceiling and the ClusterQueue that holds it."""
+    """One team quota entry: its parts, its ceiling, the team's Cohort that holds it and the
+    ClusterQueues that draw on it."""
 
     team: str
     pool: str
     resource: str
     profile: str | None
     unit: str
-    cluster_queue: str | None
-    borrowing_queues: tuple[str, ...]
+    cohort: str | None
+    """The team's Cohort holding the quota; None when no ClusterQueue of the team lists the pool."""
+    cluster_queues: tuple[str, ...]
+    """The team's ClusterQueues that list the pool, all drawing on the same quota."""
     nominal: int
     guaranteed: int
     lendable: int
@@ -171,10 +175,12 @@ class QueueRow:
     namespaces: tuple[str, ...]
     local_queue: str | None
     """The LocalQueue in each namespace that points at it; None on Volcano, which has none."""
-    holds: tuple[str, ...]
-    """Pools where it holds the team's quota."""
-    borrows: tuple[str, ...]
-    """Pools it lists with no quota of its own: it may only borrow there."""
+    team_cohort: str
+    """The team's Cohort (on Volcano: the team's queue), which holds the quota it draws on."""
+    pools: tuple[str, ...]
+    """Pools of its own purpose, which Kueue tries first."""
+    shared: tuple[str, ...]
+    """Pools whose primary purpose is another of the team's, which it also draws on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,30 +293,26 @@ def _pool_row(
 
 
 def _holders(view: ClusterView) -> dict[tuple[str, str], tuple[str | None, tuple[str, ...]]]:
-    """(team, pool) -> the ClusterQueue holding the team's quota there, and those that borrow."""
+    """(team, pool) -> the team's Cohort holding its quota there, and the ClusterQueues that
+    draw on it."""
     holders: dict[tuple[str, str], tuple[str | None, tuple[str, ...]]] = {}
     for plan in cluster_queues(view):
         for flavor in plan.flavors:
             key = (plan.team.name, flavor.pool.name)
-            holder, borrowers = holders.get(key, (None, ()))
-            if flavor.borrow_only:
-                borrowers = (*borrowers, plan.name)
-            else:
-                holder = plan.name
-            holders[key] = (holder, borrowers)
+            _, drawing = holders.get(key, (None, ()))
+            holders[key] = (plan.cohort.name, (*drawing, plan.name))
     return holders
 
 
 def _reachable(view: ClusterView) -> dict[tuple[str, str, str], int]:
-    """(team, pool, resource) -> Kueue's PotentialAvailable for the queue holding the quota."""
+    """(team, pool, resource) -> Kueue's PotentialAvailable for the team's ClusterQueues there
+    (the same for each: they set no limit of their own, the team's Cohort does)."""
     plans = cluster_queues(view)
     by_cohort = cohorts(plans)
     found: dict[tuple[str, str, str], int] = {}
     for plan in plans:
         cohort = by_cohort[plan.queue.name]
         for flavor in plan.flavors:
-            if flavor.borrow_only:
-                continue
             for resource in flavor.resources:
                 key = (plan.team.name, flavor.pool.name, resource)
                 found[key] = int(potential_available(plan, cohort, flavor.pool.name, resource))
@@ -325,13 +327,13 @@ def _team_row(
     holders: dict[tuple[str, str], tuple[str | None, tuple[str, ...]]],
     reachable: dict[tuple[str, str, str], int],
 ) -> TeamRow:
-    holder, borrowers = holders.get((team.name, pool.name), (None, ()))
+    holder, drawing = holders.get((team.name, pool.name), (None, ()))
     warnings: list[PlanWarning] = []
     if holder is None:
         warnings.append(
             PlanWarning(
                 "no-cluster-queue",
-                "no ClusterQueue holds this quota: no namespace of the team can use the pool",
+                "no ClusterQueue of the team lists the pool: no namespace of the team can use it",
             )
         )
     if quota.nominal == 0:
@@ -350,8 +352,8 @@ def _team_row(
         resource=offer.resource,
         profile=offer.profile,
         unit=offer.unit,
-        cluster_queue=holder,
-        borrowing_queues=tuple(sorted(borrowers)),
+        cohort=holder,
+        cluster_queues=tuple(sorted(drawing)),
         nominal=quota.nominal,
         guaranteed=guaranteed(quota),
         lendable=lendable(quota),
@@ -364,7 +366,7 @@ def _team_row(
 
 
 def _queue_rows(view: ClusterView) -> list[QueueRow]:
-    """Every ClusterQueue of the cluster: its namespaces and the pools it holds or borrows on."""
+    """Every ClusterQueue of the cluster: its namespaces and the pools it draws on."""
     local = DEFAULT_LOCAL_QUEUE if view.cluster.scheduler == "kueue" else None
     return [
         QueueRow(
@@ -374,8 +376,9 @@ def _queue_rows(view: ClusterView) -> list[QueueRow]:
             cohort=plan.queue.name,
             namespaces=tuple(ns.name for ns in plan.namespaces),
             local_queue=local,
-            holds=tuple(f.pool.name for f in plan.flavors if not f.borrow_only),
-            borrows=tuple(f.pool.name for f in plan.flavors if f.borrow_only),
+            team_cohort=plan.cohort.name,
+            pools=tuple(f.pool.name for f in plan.flavors if not f.borrow_only),
+            shared=tuple(f.pool.name for f in plan.flavors if f.borrow_only),
         )
         for plan in cluster_queues(view)
     ]
@@ -430,7 +433,7 @@ def _focused(cluster: ClusterPlan, teams: set[str], pools: set[str]) -> ClusterP
     queue_rows = tuple(
         q
         for q in cluster.queues
-        if (not teams or q.team in teams) and (not pools or pools & {*q.holds, *q.borrows})
+        if (not teams or q.team in teams) and (not pools or pools & {*q.pools, *q.shared})
     )
     if not (team_rows or pool_rows or queue_rows):
         return None
@@ -517,8 +520,8 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "resource": r.resource,
                 "profile": r.profile,
                 "unit": r.unit,
-                "clusterQueue": r.cluster_queue,
-                "borrowingClusterQueues": list(r.borrowing_queues),
+                "cohort": r.cohort,
+                "clusterQueues": list(r.cluster_queues),
                 "nominal": r.nominal,
                 "guaranteed": r.guaranteed,
                 "lendable": r.lendable,
@@ -539,8 +542,9 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "cohort": q.cohort,
                 "namespaces": list(q.namespaces),
                 "localQueue": q.local_queue,
-                "holds": list(q.holds),
-                "borrows": list(q.borrows),
+                "teamCohort": q.team_cohort,
+                "pools": list(q.pools),
+                "sharedPools": list(q.shared),
             }
             for q in cluster.queues
         ]

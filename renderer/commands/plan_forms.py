@@ -372,13 +372,11 @@ def _queue_grid(cluster: ClusterPlan, one_team: bool) -> _Grid:
         _Column("namespace", key=True),
         _Column(kind, group=1),
         _Column("purpose", group=1),
-        _Column("holds quota on", group=2, wraps=True),
-        _Column("may borrow on", group=2, wraps=True),
+        _Column("its purpose's pools", group=2, wraps=True),
+        _Column("shared pools", group=2, wraps=True),
     )
     rows = tuple(
-        _cells(
-            q.team, ns, q.name, q.purpose, ", ".join(q.holds) or "-", ", ".join(q.borrows) or "-"
-        )
+        _cells(q.team, ns, q.name, q.purpose, ", ".join(q.pools) or "-", ", ".join(q.shared) or "-")
         for q in cluster.queues
         for ns in q.namespaces
     )
@@ -487,8 +485,8 @@ def _md_teams(teams: tuple[TeamRow, ...]) -> list[str]:
             ("team", False),
             ("pool", False),
             ("resource", False),
-            ("ClusterQueue", False),
-            ("borrowed via", False),
+            ("team Cohort", False),
+            ("ClusterQueues", False),
             ("guaranteed", True),
             ("nominal", True),
             ("lendable", True),
@@ -503,8 +501,8 @@ def _md_teams(teams: tuple[TeamRow, ...]) -> list[str]:
                 markdown_cell(t.team),
                 markdown_cell(t.pool),
                 markdown_code(t.resource, table=True),
-                markdown_cell(t.cluster_queue or "-"),
-                markdown_cell(", ".join(t.borrowing_queues) or "-"),
+                markdown_cell(t.cohort or "-"),
+                markdown_cell(", ".join(t.cluster_queues) or "-"),
                 *_team_counts(t),
                 _md_warnings(t.warnings),
             ]
@@ -524,8 +522,8 @@ def _md_queues(cluster: ClusterPlan) -> list[str]:
             ("LocalQueue", False),
             (_queue_kind(cluster), False),
             ("purpose", False),
-            ("holds quota on", False),
-            ("may borrow on", False),
+            ("its purpose's pools", False),
+            ("shared pools", False),
         ),
         [
             [
@@ -534,8 +532,8 @@ def _md_queues(cluster: ClusterPlan) -> list[str]:
                 local(q),
                 markdown_cell(q.name),
                 markdown_cell(q.purpose),
-                markdown_cell(", ".join(q.holds) or "-"),
-                markdown_cell(", ".join(q.borrows) or "-"),
+                markdown_cell(", ".join(q.pools) or "-"),
+                markdown_cell(", ".join(q.shared) or "-"),
             ]
             for q in cluster.queues
         ],

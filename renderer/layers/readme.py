@@ -13,7 +13,14 @@ import jinja2
 
 from renderer.layers.diagram import drawing
 from renderer.model import catalog
-from renderer.model.admission import CPU, MEMORY, cluster_queues
+from renderer.model.admission import (
+    CPU,
+    MEMORY,
+    cluster_queues,
+    cohorts,
+    limits_of,
+    potential_available,
+)
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
 from renderer.model.names import DEFAULT_POD_SECURITY
@@ -77,6 +84,7 @@ def cluster_readme(view: ClusterView) -> str:
             ns.name: plan.name for plan in cluster_queues(view) for ns in plan.namespaces
         }
     plans = {ns.name: plan for plan in cluster_queues(view) for ns in plan.namespaces}
+    by_cohort = cohorts(cluster_queues(view))
     teams = []
     for tenant in view.tenants:
         team = tenant.team
@@ -86,6 +94,7 @@ def cluster_readme(view: ClusterView) -> str:
             plan = plans.get(ns.name)
             flavors = plan.flavors if plan is not None else ()
             for flavor in flavors:
+                assert plan is not None
                 pool = flavor.pool
                 for resource in sorted(r for r in flavor.resources if r not in (CPU, MEMORY)):
                     rows.append(
@@ -100,10 +109,12 @@ def cluster_readme(view: ClusterView) -> str:
                                 if pool.exposure == "dra"
                                 else resource
                             ),
-                            "nominal": "borrows only"
-                            if flavor.borrow_only
-                            else int(flavor.resources[resource].nominal),
-                            "maximum": flavor.maximum(resource),
+                            "nominal": int(limits_of(plan.cohort, pool.name, resource).nominal),
+                            "maximum": int(
+                                potential_available(
+                                    plan, by_cohort[plan.queue.name], pool.name, resource
+                                )
+                            ),
                         }
                     )
             if not flavors:

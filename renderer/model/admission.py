@@ -1,14 +1,14 @@
 """How teams' GPU quotas become admission queues: the one mapping that the queue layer renders
-(Kueue ClusterQueues, Volcano queues) and that `plan` and `fit` explain.
+(Kueue Cohorts and ClusterQueues, Volcano queues) and that `plan` and `fit` explain.
 
-One ClusterQueue per team and namespace purpose (`<team>-<purpose>`), so the training/inference
-separation is enforced by Kueue itself: a namespace's `default` LocalQueue points at the queue of
-its purpose, and that queue only lists the flavors (pools) that serve the purpose. A team's quota
-on a pool lives in the queue of the pool's primary purpose that the team has (training for
-training pools, inference for inference pools, notebooks for notebook pools); queues of the
-pool's other purposes list the pool with no nominal quota and borrow up to the team's maximum
-there. CPU and memory are covered too, in proportion to the share of a node the GPUs represent,
-because Kueue refuses workloads that request resources a ClusterQueue does not cover.
+A Cohort per team (`<team>`, its parent the Cohort of the team's Queue) holds the team's whole
+quota on each pool: nominal, borrowing and lending limits, so they hold across all the team's
+ClusterQueues in what Kueue enforces. Beneath it, one ClusterQueue per namespace purpose
+(`<team>-<purpose>`) with no quota of its own, so the training/inference separation is enforced
+by Kueue itself: a namespace's `default` LocalQueue points at the queue of its purpose, and that
+queue only lists the flavors (pools) that serve the purpose; what it may use there is the team's.
+CPU and memory are covered too, in proportion to the share of a node the GPUs represent, because
+Kueue refuses workloads that request resources a ClusterQueue does not cover.
 See docs/admission-model.md.
 """
 
@@ -28,6 +28,7 @@ from renderer.model.capacity import (
     serves,
 )
 from renderer.model.platform import GpuQuota, Namespace, Pool, Queue, Team
+from renderer.model.quota_tree import Quota, QuotaNode, settle
 from renderer.model.view import ClusterView
 
 CPU = "cpu"
@@ -45,10 +46,12 @@ class Amount:
 
 @dataclass(frozen=True, slots=True)
 class FlavorPlan:
-    """One pool as a flavor of one ClusterQueue: its amounts per resource name.
+    """One pool as a flavor of one team Cohort or ClusterQueue: its amounts per resource name.
 
-    `quotas` are the team entries the GPU amounts come from; empty when the queue may only
-    borrow on this pool (the team's quota lives in the queue of the pool's primary purpose).
+    `quotas` are the team entries the GPU amounts come from. A ClusterQueue's amounts are all
+    nominal 0 with no limit (it uses the team Cohort's quota); its `quotas` are the team's
+    entries where the queue is of the pool's primary purpose, and empty where it is not
+    (`borrow_only`: Kueue tries such flavors after the others).
     """
 
     pool: Pool
@@ -72,6 +75,17 @@ class FlavorPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class TeamCohortPlan:
+    """The team's Cohort in its Queue's Cohort: the team's quota on every pool its purposes
+    reach, which every ClusterQueue of the team draws on."""
+
+    name: str
+    team: Team
+    queue: Queue
+    flavors: tuple[FlavorPlan, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterQueuePlan:
     name: str
     team: Team
@@ -79,6 +93,7 @@ class ClusterQueuePlan:
     queue: Queue
     namespaces: tuple[Namespace, ...]
     flavors: tuple[FlavorPlan, ...]
+    cohort: TeamCohortPlan
 
     @property
     def gpu_resources(self) -> tuple[str, ...]:
@@ -88,12 +103,17 @@ class ClusterQueuePlan:
     @property
     def covered_resources(self) -> tuple[str, ...]:
         """cpu and memory first (when any flavor has them), then the GPU resource names."""
-        base = [r for r in (CPU, MEMORY) if any(r in f.resources for f in self.flavors)]
-        return (*base, *self.gpu_resources)
+        return covered_of(self.flavors)
 
 
 def cluster_queue_name(team: str, purpose: str) -> str:
     return f"{team}-{purpose}"
+
+
+def team_cohort_name(team: str) -> str:
+    """The team's Cohort: its name alone (Cohorts are cluster-scoped, as are the Queue Cohorts
+    it sits under; rule `cohort-name-taken` keeps a Queue from taking a team's name)."""
+    return team
 
 
 def primary_purpose(pool: Pool, served: list[str]) -> str | None:
@@ -203,22 +223,27 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
         by_purpose: dict[str, tuple[Namespace, ...]] = {}
         for ns in tenant.namespaces:
             by_purpose[ns.purpose] = (*by_purpose.get(ns.purpose, ()), ns)
+        team_flavors: list[FlavorPlan] = []
+        primaries: dict[str, str | None] = {}
+        for pool in view.pools:
+            served = [p for p, ns in by_purpose.items() if serves(pool, ns[0], queue)]
+            entries = [
+                (q, offer)
+                for q in team.gpus
+                if q.pool == pool.name and (offer := quota_offer(pool, q)) is not None
+            ]
+            if pool.name not in queue.pools or not served or not entries:
+                continue
+            team_flavors.append(_flavor(pool, entries, borrow_only=False))
+            primaries[pool.name] = primary_purpose(pool, served)
+        cohort = TeamCohortPlan(team_cohort_name(team.name), team, queue, tuple(team_flavors))
         for purpose in sorted(by_purpose):
             namespaces = by_purpose[purpose]
-            flavors = []
-            for pool in view.pools:
-                if pool.name not in queue.pools or not serves(pool, namespaces[0], queue):
-                    continue
-                served = [p for p, ns in by_purpose.items() if serves(pool, ns[0], queue)]
-                entries = [
-                    (q, offer)
-                    for q in team.gpus
-                    if q.pool == pool.name and (offer := quota_offer(pool, q)) is not None
-                ]
-                if not entries:
-                    continue
-                primary = primary_purpose(pool, served)
-                flavors.append(_flavor(pool, entries, borrow_only=primary != purpose))
+            flavors = tuple(
+                _drawing(held, primaries[held.pool.name] == purpose)
+                for held in team_flavors
+                if serves(held.pool, namespaces[0], queue)
+            )
             plans.append(
                 ClusterQueuePlan(
                     name=cluster_queue_name(team.name, purpose),
@@ -226,10 +251,28 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
                     purpose=purpose,
                     queue=queue,
                     namespaces=namespaces,
-                    flavors=tuple(flavors),
+                    flavors=flavors,
+                    cohort=cohort,
                 )
             )
     return tuple(plans)
+
+
+def _drawing(held: FlavorPlan, primary: bool) -> FlavorPlan:
+    """A ClusterQueue's flavor: every resource the team Cohort holds on the pool, with no
+    quota of its own and no limit, so that it may use all of the team's and no more."""
+    none = Amount(Decimal(0))
+    return FlavorPlan(
+        held.pool, dict.fromkeys(held.resources, none), held.quotas if primary else ()
+    )
+
+
+def team_cohorts(plans: Sequence[ClusterQueuePlan]) -> tuple[TeamCohortPlan, ...]:
+    """The team Cohorts of these ClusterQueues, each once, in the plans' order."""
+    seen: dict[str, TeamCohortPlan] = {}
+    for plan in plans:
+        seen.setdefault(plan.cohort.name, plan.cohort)
+    return tuple(seen.values())
 
 
 def amount_text(resource: str, value: Decimal) -> str | int:
@@ -260,10 +303,10 @@ class Limits:
         return Decimal(0) if self.lending is None else self.nominal - self.lending
 
 
-def limits_of(plan: ClusterQueuePlan, pool: str, resource: str) -> Limits:
-    """A queue's limits on one pool and resource. Where a flavor has no amount for a covered
-    resource, the queue layer writes nominal 0 and borrowing limit 0: nothing of it, and
-    nothing to borrow."""
+def limits_of(plan: ClusterQueuePlan | TeamCohortPlan, pool: str, resource: str) -> Limits:
+    """A queue's (or team Cohort's) limits on one pool and resource. Where a flavor has no
+    amount for a covered resource, the queue layer writes nominal 0 and borrowing limit 0:
+    nothing of it, and nothing to borrow."""
     found = next((f for f in plan.flavors if f.pool.name == pool), None)
     amount = found.resources.get(resource) if found is not None else None
     if amount is None:
@@ -271,19 +314,84 @@ def limits_of(plan: ClusterQueuePlan, pool: str, resource: str) -> Limits:
     return Limits(amount.nominal, amount.borrowing_limit, amount.lending_limit)
 
 
+def _quotas(plan: ClusterQueuePlan | TeamCohortPlan, covered: Sequence[str]) -> dict[Fr, Quota]:
+    """A node's quotas as the queue layer renders them: every covered resource of every flavor."""
+    quotas: dict[Fr, Quota] = {}
+    for flavor in plan.flavors:
+        for resource in covered:
+            limits = limits_of(plan, flavor.pool.name, resource)
+            quotas[(flavor.pool.name, resource)] = Quota(
+                limits.nominal, limits.borrowing, limits.lending
+            )
+    return quotas
+
+
+def covered_of(flavors: Sequence[FlavorPlan]) -> tuple[str, ...]:
+    """cpu and memory first (when any flavor has them), then the GPU resource names."""
+    gpus = sorted({r for f in flavors for r in f.resources if r not in (CPU, MEMORY)})
+    base = [r for r in (CPU, MEMORY) if any(r in f.resources for f in flavors)]
+    return (*base, *gpus)
+
+
+Fr = tuple[str, str]
+
+
 class Cohort(tuple[ClusterQueuePlan, ...]):
-    """The ClusterQueues of one cohort (one gpuplane queue), with what they lend of each pool
-    and resource summed once. Every ClusterQueue's PotentialAvailable needs that sum; summing
-    it again per ClusterQueue made the template, suite and plan steps grow with the square of
-    the team count."""
+    """The ClusterQueues of one cohort (one gpuplane queue), and Kueue's cohort tree of them:
+    the Queue's Cohort at the root, a Cohort per team beneath it, the team's ClusterQueues
+    beneath that (`renderer.model.quota_tree`). Built once per cohort: every ClusterQueue's
+    PotentialAvailable reads it."""
+
+    def tree(self) -> dict[str, QuotaNode]:
+        """The tree's nodes by name, settled, with no usage: the root under its Queue's name."""
+        found: dict[str, QuotaNode] | None = self.__dict__.get("_tree")
+        if found is None:
+            found = self.__dict__["_tree"] = self.build()
+        return found
+
+    def build(
+        self, foreign: Mapping[str, tuple[str, Mapping[Fr, Quota]]] = {}
+    ) -> dict[str, QuotaNode]:
+        """A fresh tree (usage can be added to it). `foreign`: ClusterQueues gpuplane does not
+        render, by name: the Cohort they name and their quotas; one naming a Cohort not in the
+        tree hangs under the root."""
+        if not self:
+            return {}
+        queue = self[0].queue.name
+        root = QuotaNode(queue, "Cohort", {})
+        nodes = {queue: root}
+        for team in team_cohorts(self):
+            covered = covered_of(team.flavors)
+            nodes[team.name] = root.adopt(QuotaNode(team.name, "Cohort", _quotas(team, covered)))
+        for plan in self:
+            node = QuotaNode(plan.name, "ClusterQueue", _quotas(plan, plan.covered_resources))
+            nodes[plan.name] = nodes[plan.cohort.name].adopt(node)
+        for name, (parent, quotas) in sorted(foreign.items()):
+            nodes[name] = nodes.get(parent, root).adopt(QuotaNode(name, "ClusterQueue", quotas))
+        settle(root)
+        return nodes
 
     def lendable(self, pool: str, resource: str) -> Decimal:
-        """What the cohort's ClusterQueues may lend of `resource` on `pool`, all together."""
-        sums: dict[tuple[str, str], Decimal] = self.__dict__.setdefault("_lendable", {})
-        key = (pool, resource)
-        if key not in sums:
-            sums[key] = sum((limits_of(p, pool, resource).lendable for p in self), Decimal(0))
-        return sums[key]
+        """What the teams of the cohort lend to it of `resource` on `pool`, all together: the
+        root's quota."""
+        root = self.tree().get(self[0].queue.name) if self else None
+        return root.subtree.get((pool, resource), Decimal(0)) if root is not None else Decimal(0)
+
+    def lenders(
+        self, plan: ClusterQueuePlan, pool: str, resource: str
+    ) -> list[tuple[str, Decimal]]:
+        """The other teams' Cohorts that lend `resource` on `pool` to the cohort, and how much."""
+        nodes = self.tree()
+        found = []
+        for team in team_cohorts(self):
+            if team.name == plan.cohort.name:
+                continue
+            node = nodes[team.name]
+            fr = (pool, resource)
+            lent = node.subtree.get(fr, Decimal(0)) - node.local_quota(fr)
+            if lent > 0:
+                found.append((team.name, lent))
+        return found
 
 
 def cohorts(plans: Sequence[ClusterQueuePlan]) -> dict[str, Cohort]:
@@ -304,16 +412,11 @@ def potential_available(
     plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], pool: str, resource: str
 ) -> Decimal:
     """The most a ClusterQueue can ever be admitted on one flavor, as Kueue computes it
-    (PotentialAvailable): what it never lends, plus everything the cohort may lend (its own
-    lendable part included), capped by nominal + borrowing limit. Lower than nominal +
-    borrowing limit whenever the other teams lend less than that. A `Cohort` sums what it
-    lends once; any other sequence is summed on each call."""
-    own = limits_of(plan, pool, resource)
-    if isinstance(cohort, Cohort):
-        lent = cohort.lendable(pool, resource)
-    else:
-        lent = sum((limits_of(p, pool, resource).lendable for p in cohort), Decimal(0))
-    available = own.guaranteed + lent
-    if own.borrowing is not None:
-        available = min(own.nominal + own.borrowing, available)
-    return available
+    (`potentialAvailable` through the cohort tree): the team's quota there, plus what the
+    other teams lend, capped by the team's borrowing limit. A `Cohort` builds its tree once;
+    any other sequence is built again on each call."""
+    tree = (cohort if isinstance(cohort, Cohort) else Cohort(cohort)).tree()
+    node = tree.get(plan.name)
+    if node is None:
+        return Decimal(0)
+    return node.potential_available((pool, resource))

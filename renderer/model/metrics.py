@@ -108,10 +108,12 @@ CLUSTER_QUEUE_PREEMPTIONS = "gpuplane:cluster_queue:preempted_workloads:increase
 """Workloads the ClusterQueue preempted over the last hour, per `reason`."""
 CLUSTER_QUEUE_POOL_USAGE = "gpuplane:cluster_queue_pool:resource_usage"
 """Kueue's resource usage per ClusterQueue, pool (flavor) and resource."""
-CLUSTER_QUEUE_POOL_NOMINAL = "gpuplane:cluster_queue_pool:nominal_quota"
-"""Kueue's nominal quota per ClusterQueue, pool (flavor) and resource."""
-CLUSTER_QUEUE_POOL_USAGE_RATIO = "gpuplane:cluster_queue_pool:nominal_quota_usage_ratio"
-"""Usage / nominal quota, where the nominal quota is above 0 (above 1: borrowing)."""
+TEAM_POOL_QUOTA_RESERVED = "gpuplane:team_pool:quota_reserved"
+"""Kueue's reservations in a team's Cohort (all its ClusterQueues), per pool and resource."""
+TEAM_POOL_NOMINAL = "gpuplane:team_pool:nominal_quota"
+"""Kueue's subtree quota of a team's Cohort (the team's nominal), per pool and resource."""
+TEAM_POOL_QUOTA_USAGE_RATIO = "gpuplane:team_pool:nominal_quota_usage_ratio"
+"""Reservations / nominal quota of a team, where the nominal is above 0 (above 1: borrowing)."""
 
 ARGO_METRIC_PREFIX = "argo_workflows_"
 """What Argo Workflows v4 puts before a custom metric's name (its controller's Prometheus

@@ -317,7 +317,10 @@ class Admitter:
             summary = f"admitted by borrowing {listed} from cohort {plan.queue.name}"
         else:
             flavors = ", ".join(sorted({ps.flavor or "" for ps in final.pod_sets}))
-            summary = f"admitted within the nominal quota of ClusterQueue {plan.name} on {flavors}"
+            summary = (
+                f"admitted within team {plan.team.name}'s nominal quota (Cohort "
+                f"{plan.cohort.name}) on {flavors}"
+            )
         if partial_note:
             summary += f" ({partial_note})"
         fields["preemption"] = _preemption(plan, priority, verdict == BORROWS, fair_sharing)
@@ -385,7 +388,9 @@ class Admitter:
             fields["pod_sets"] = tuple(current.pod_sets)
             fields["usage"] = now.report(current.usage, None, pending)
             borrowed = {
-                fr: now.own_usage(*fr) + v - max(limits_of(plan, *fr).nominal, now.own_usage(*fr))
+                fr: now.team_usage(*fr)
+                + v
+                - max(limits_of(plan.cohort, *fr).nominal, now.team_usage(*fr))
                 for fr, v in current.usage.items()
             }
             borrowed = {fr: v for fr, v in borrowed.items() if v > 0}
@@ -397,8 +402,8 @@ class Admitter:
             else:
                 flavors = ", ".join(sorted({ps.flavor or "" for ps in current.pod_sets}))
                 summary = (
-                    f"admitted now within the nominal quota of ClusterQueue {plan.name} on "
-                    f"{flavors}"
+                    f"admitted now within team {plan.team.name}'s nominal quota (Cohort "
+                    f"{plan.cohort.name}) on {flavors}"
                 )
             note = self.partial_note(current, admitted)
             if note:
@@ -597,7 +602,7 @@ class Admitter:
                 continue
             flavor = reason.split(" in flavor ", 1)[1].split(",", 1)[0]
             resource = reason.removeprefix("insufficient quota for ").split(" in flavor ", 1)[0]
-            own = limits_of(plan, flavor, resource)
+            own = limits_of(plan.cohort, flavor, resource)
             if own.nominal == 0 and own.borrowing == 0:
                 continue  # the flavor has none of it: Kueue's reason says all there is
             lenders = assigner.lenders_of(flavor, resource)
@@ -610,8 +615,9 @@ class Admitter:
             )
             listed = ", ".join(f"{name} {text(resource, amount)}" for name, amount in lenders)
             out.append(
-                f"ClusterQueue {plan.name} holds {text(resource, own.nominal)} {resource} on "
-                f"{flavor} ({limit}); the rest of cohort {plan.queue.name} lends at most "
+                f"team {plan.team.name} holds {text(resource, own.nominal)} {resource} on "
+                f"{flavor} for all its ClusterQueues (Cohort {plan.cohort.name}, {limit}); "
+                f"the other teams of cohort {plan.queue.name} lend at most "
                 f"{text(resource, lent)}" + (f" ({listed})" if listed else "")
             )
         return out

@@ -27,7 +27,14 @@ from renderer.commands.fit.result import (
 )
 from renderer.layers.queueing import kueue
 from renderer.model import nodes
-from renderer.model.admission import ClusterQueuePlan, FlavorPlan, limits_of, potential_available
+from renderer.model.admission import (
+    ClusterQueuePlan,
+    Cohort,
+    FlavorPlan,
+    Limits,
+    limits_of,
+    potential_available,
+)
 from renderer.model.platform import Cluster, Pool
 from renderer.model.quantity import kueue_string
 from renderer.model.topology import topology_aware
@@ -65,7 +72,7 @@ class Assigner:
         self.requested = requested if requested is not None else per_pod
         self.cluster = cluster
         self.plan = plan
-        self.cohort = cohort
+        self.cohort = cohort if isinstance(cohort, Cohort) else Cohort(cohort)
         self.per_pod = per_pod
         self.now = now
         self.waiting: dict[str, list[str]] = {}
@@ -85,11 +92,12 @@ class Assigner:
         return potential_available(self.plan, self.cohort, flavor, resource)
 
     def lenders_of(self, flavor: str, resource: str) -> list[tuple[str, Decimal]]:
-        return [
-            (p.name, limits_of(p, flavor, resource).lendable)
-            for p in self.cohort
-            if p.name != self.plan.name and limits_of(p, flavor, resource).lendable > 0
-        ]
+        """The other teams' Cohorts that lend the resource on the flavor, and how much."""
+        return self.cohort.lenders(self.plan, flavor, resource)
+
+    def team_limits(self, flavor: str, resource: str) -> Limits:
+        """The team's quota on the flavor: what its Cohort holds for all its ClusterQueues."""
+        return limits_of(self.plan.cohort, flavor, resource)
 
     def assign(self, pod_sets: Iterable[PodSet], counts: Mapping[str, int]) -> Assignment:
         """Kueue's `assignFlavors`: the pod sets in order, each on the first flavor that holds
@@ -243,7 +251,7 @@ class Assigner:
                 used = Decimal(0)
                 if self.now is not None:  # Kueue's Available (flavorassigner fitsResourceQuota)
                     free = self.now.available(name, resource)
-                    used = self.now.own_usage(name, resource)
+                    used = self.now.team_usage(name, resource)
                     if value > free:
                         reasons.append(
                             f"insufficient unused quota for {resource} in flavor {name}, "
@@ -251,8 +259,8 @@ class Assigner:
                         )
                         waits = True
                         continue
-                if used + value > limits_of(self.plan, name, resource).nominal:
-                    borrows = True
+                if used + value > self.team_limits(name, resource).nominal:
+                    borrows = True  # beyond the team's quota: from other teams
             if waits and not misfit:
                 self.waiting.setdefault(ps.name, []).append(name)
             elif not misfit:
@@ -265,7 +273,7 @@ class Assigner:
         for (flavor, resource), requested in sorted(
             usage.items(), key=lambda item: (order.get(item[0][0], 0), resource_order(item[0][1]))
         ):
-            own = limits_of(self.plan, flavor, resource)
+            own = self.team_limits(flavor, resource)
             lent = sum((amount for _, amount in self.lenders_of(flavor, resource)), Decimal(0))
             result.append(
                 Quota(
@@ -281,7 +289,7 @@ class Assigner:
         return tuple(result)
 
     def lenders(self, quotas: Sequence[Quota]) -> tuple[Lender, ...]:
-        teams = {p.name: p.team.name for p in self.cohort}
+        teams = {p.cohort.name: p.team.name for p in self.cohort}
         return tuple(
             Lender(name, teams[name], q.flavor, q.resource, amount)
             for q in quotas

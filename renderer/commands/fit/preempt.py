@@ -1,16 +1,17 @@
 """Admission against the cluster's current usage (`fit --usage`): what a ClusterQueue can be
 admitted now, what the cohort lends now, and whom Kueue's preemptor would evict.
 
-The numbers are Kueue's, for the flat cohorts gpuplane renders (a Cohort without quota of its
-own, every ClusterQueue a child of it), from pkg/cache/scheduler/resource_node.go:
+The numbers are Kueue's, on the cohort tree gpuplane renders (the Queue's Cohort without quota
+of its own, a Cohort per team holding the team's quota under it, the team's ClusterQueues under
+that), computed by `renderer.model.quota_tree`, a port of pkg/cache/scheduler/resource_node.go:
 
-- a ClusterQueue's `localQuota` is nominal - lendingLimit (nothing when no lending limit is
-  set): quota only it may use; the rest of its nominal quota is stored in the cohort;
-- the cohort's quota is the sum of what its ClusterQueues store there, its usage the sum of
+- a node's `localQuota` is its subtree quota - lendingLimit (nothing when no lending limit is
+  set): quota only its subtree may use; the rest is stored in its parent;
+- a Cohort's quota is its own plus what its children store there, its usage the sum of
   their usage beyond their local quota (`accumulateFromChild`);
 - `available` (what `ClusterQueueSnapshot.Available` returns, floored at 0) is the unused
-  local quota plus the cohort's unused quota, the latter capped by what the ClusterQueue
-  stores in the cohort, minus what it uses there, plus its borrowing limit;
+  local quota plus what the parent has available, capped at each level by what the node
+  stores in its parent, minus what it uses there, plus its borrowing limit;
 - `PotentialAvailable` is the same with no usage at all: fit's empty-cluster maximum.
 
 A pod set fits a flavor now when its request, with the pod sets before it, is within
@@ -19,10 +20,12 @@ A pod set fits a flavor now when its request, with the pod sets before it, is wi
 flavorassigner.go) and, with flavor fungibility's default `whenCanPreempt: TryNextFlavor`,
 tries the next flavor before it preempts.
 
-Preemption follows pkg/scheduler/preemption: the candidates (`Preemptor.findCandidates`) are
-the Workloads of the job's own ClusterQueue that its `withinClusterQueue` policy allows, and
-those of the cohort's other ClusterQueues that borrow on a contested flavor and resource and
-that its `reclaimWithinCohort` policy allows (`common.SatisfiesPreemptionPolicy`), ordered by
+Preemption follows pkg/scheduler/preemption: the candidates are the Workloads of the job's own
+ClusterQueue that its `withinClusterQueue` policy allows, and those its `reclaimWithinCohort`
+policy allows (`common.SatisfiesPreemptionPolicy`) in the subtrees beside the job's path that
+are over their quota on a contested flavor and resource (`collectCandidatesForHierarchicalReclaim`:
+hierarchical reclaim while the job fits within the quota of the subtree reached so far, else by
+priority; with fair sharing, `Preemptor.findCandidates`: every borrowing ClusterQueue), ordered by
 `common.CandidatesOrdering` (other ClusterQueues first, then lower priority, then the most
 recently admitted). Classical preemption (`classicalPreemptions`, `classical/
 candidate_generator.go`, `hierarchical_preemption.go`) removes them in that order until the
@@ -50,7 +53,8 @@ from renderer.commands.fit.usage import (
     UsageReport,
 )
 from renderer.layers.queueing import kueue
-from renderer.model.admission import ClusterQueuePlan, Limits, limits_of
+from renderer.model.admission import ClusterQueuePlan, Cohort, Limits, limits_of
+from renderer.model.quota_tree import Quota, QuotaNode
 
 ZERO = Decimal(0)
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -70,6 +74,9 @@ class _Candidate:
     holder: Holder
     variant: str
     reason: str
+    lca: str | None = None
+    """The Cohort whose subtree the candidate was found in (`candidateElem.lca`); None for
+    the job's own ClusterQueue."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +98,20 @@ def satisfies(policy: str, preemptor: int, candidate: int) -> bool:
     return policy == "Any"
 
 
-def _local(limits: Limits) -> Decimal:
-    """`resourceNode.localQuota`: nominal - lendingLimit, 0 without a lending limit."""
-    if limits.lending is None:
-        return ZERO
-    return max(ZERO, limits.nominal - limits.lending)
+def lowest_subtree_that_fits(
+    node: QuotaNode, fr: FlavorResource, value: Decimal
+) -> tuple[bool, bool]:
+    """`classical.FindHeightOfLowestSubtreeThatFits`, as two answers: whether `value` makes the
+    ClusterQueue borrow, and whether some Cohort on its path still holds it within its own
+    subtree quota (`mayReclaimInHierarchy`: Kueue may then reclaim there)."""
+    if not node.borrowing_with(fr, value) or node.parent is None:
+        return False, node.parent is not None
+    remaining = value - node.local_available(fr)
+    for tracking in node.path_to_root():
+        if not tracking.borrowing_with(fr, remaining):
+            return True, tracking.parent is not None
+        remaining -= tracking.local_available(fr)
+    return True, False
 
 
 class CohortNow:
@@ -117,10 +133,11 @@ class CohortNow:
         self.policy = kueue.preemption(plan.queue, fair_sharing)
         self.plans = {p.name: p for p in cohort}
         cohort_name = plan.queue.name
+        cohort_names = {cohort_name, *(p.cohort.name for p in cohort)}
         self.foreign = {
             q.name: q
             for q in snapshot.queues.values()
-            if q.cohort == cohort_name and q.name not in self.plans
+            if q.cohort in cohort_names and q.name not in self.plans
         }
         members = [*self.plans, *sorted(self.foreign)]
         self.holders: dict[str, list[Holder]] = {m: [] for m in members}
@@ -164,6 +181,20 @@ class CohortNow:
             else:
                 self.used[member] = _sum(h.usage for h in self.holders[member])
                 self.source[member] = "Workloads" if self.holders[member] else "none"
+        foreign = {
+            name: (
+                q.cohort or cohort_name,
+                {
+                    fr: Quota(lim.nominal, lim.borrowing, lim.lending)
+                    for fr, lim in q.quotas.items()
+                },
+            )
+            for name, q in self.foreign.items()
+        }
+        self.tree = Cohort(cohort).build(foreign)
+        for member, used in self.used.items():
+            for fr, value in used.items():
+                self.tree[member].add_usage(fr, value)
         if not snapshot.queues and not snapshot.holders:
             self.notes.append(
                 "the snapshot holds no ClusterQueue and no Workload holding quota: fit counts no "
@@ -182,41 +213,41 @@ class CohortNow:
     def usage(self, member: str, fr: FlavorResource) -> Decimal:
         return self.used.get(member, {}).get(fr, ZERO)
 
+    def node(self, member: str | None = None) -> QuotaNode:
+        return self.tree[member or self.plan.name]
+
+    def team_node(self) -> QuotaNode:
+        """The job's team Cohort: what the team holds and uses all together."""
+        return self.tree[self.plan.cohort.name]
+
     def cohort_available(self, fr: FlavorResource) -> Decimal:
         """The cohort's quota minus its usage (`available` at the root)."""
-        quota = ZERO
-        used = ZERO
-        for member in self.used:
-            limits = self.limits(member, fr)
-            local = _local(limits)
-            quota += limits.nominal - local
-            used += max(ZERO, self.usage(member, fr) - local)
-        return quota - used
+        return self.node().root().available(fr)
 
     def parent_available(self, fr: FlavorResource, member: str | None = None) -> Decimal:
-        """What the cohort can lend the ClusterQueue now, capped by its borrowing limit."""
-        member = member or self.plan.name
-        limits = self.limits(member, fr)
-        parent = self.cohort_available(fr)
-        if limits.borrowing is not None:
-            local = _local(limits)
-            stored = limits.nominal - local
-            used_there = max(ZERO, self.usage(member, fr) - local)
-            parent = min(stored - used_there + limits.borrowing, parent)
-        return parent
+        """What the ClusterQueue's parents can give it now, within every limit on its path."""
+        node = self.node(member)
+        return node.available(fr) - node.local_available(fr)
+
+    def team_from_cohort(self, fr: FlavorResource) -> Decimal:
+        """What the Queue's Cohort can give the team now beyond the team's own unused local
+        quota, within the team's borrowing limit."""
+        team = self.team_node()
+        return team.available(fr) - team.local_available(fr)
 
     def available(self, flavor: str, resource: str) -> Decimal:
         """`ClusterQueueSnapshot.Available` of the job's ClusterQueue."""
-        fr = (flavor, resource)
-        limits = self.limits(self.plan.name, fr)
-        local_free = max(ZERO, _local(limits) - self.usage(self.plan.name, fr))
-        return max(ZERO, local_free + self.parent_available(fr))
+        return max(ZERO, self.node().available((flavor, resource)))
 
     def own_usage(self, flavor: str, resource: str) -> Decimal:
         return self.usage(self.plan.name, (flavor, resource))
 
+    def team_usage(self, flavor: str, resource: str) -> Decimal:
+        """What all the team's ClusterQueues use of the resource now (its Cohort's usage)."""
+        return self.team_node().usage.get((flavor, resource), ZERO)
+
     def borrowing(self, member: str, needs: Iterable[FlavorResource]) -> bool:
-        return any(self.usage(member, fr) > self.limits(member, fr).nominal for fr in needs)
+        return not self.node(member).within_nominal(frozenset(needs))
 
     # --- the preemptor ------------------------------------------------------------------------
 
@@ -238,7 +269,7 @@ class CohortNow:
             for fr in ordered_needs
             if not (
                 self.limits(cq, fr).nominal >= totals[fr]
-                or self.usage(cq, fr) + totals[fr] <= self.limits(cq, fr).nominal
+                or lowest_subtree_that_fits(self.node(), fr, totals[fr])[1]
                 or can_while_borrowing
             )
         ]
@@ -247,34 +278,29 @@ class CohortNow:
                 ordered_needs, (), (), False,
                 (
                     f"Kueue does not try to preempt: the job would borrow {gate[0][1]} on "
-                    f"{gate[0][0]} and ClusterQueue {cq} may not preempt while borrowing "
-                    "(no borrowWithinCohort); it waits for quota to free up",
+                    f"{gate[0][0]} beyond team {self.plan.team.name}'s quota and ClusterQueue "
+                    f"{cq} may not preempt while borrowing (no borrowWithinCohort); it waits for "
+                    "quota to free up",
                 ),
             )  # fmt: skip
-        advantage = all(
-            self.usage(cq, fr) + v <= self.limits(cq, fr).nominal for fr, v in totals.items()
-        )
         same: list[_Candidate] = []
-        others: list[_Candidate] = []
         if within != "Never":
             same = [
                 _Candidate(h, _WITHIN, IN_CLUSTER_QUEUE)
                 for h in self.holders.get(cq, [])
                 if satisfies(within, priority, h.priority) and _uses(h, needs)
             ]
-        if reclaim != "Never":
-            for member, holders in self.holders.items():
-                if member == cq or not self.borrowing(member, needs):
-                    continue
-                for h in holders:
-                    if not (satisfies(reclaim, priority, h.priority) and _uses(h, needs)):
-                        continue
-                    others.append(self._classify(h, advantage, borrow, priority))
+        if self.fair_sharing:
+            hierarchy: list[_Candidate] = []
+            by_priority = self._fair_candidates(needs, priority, borrow)
+        else:
+            hierarchy, by_priority = self._reclaim_candidates(totals, needs, priority, borrow)
+        others = [*hierarchy, *by_priority]
         says: list[str] = []
         if self.fair_sharing:
             targets, fits = self._fair(totals, needs, sorted(same + others, key=self._order), says)
         else:
-            targets, fits = self._classical(totals, needs, same, others, advantage, borrow)
+            targets, fits = self._classical(totals, needs, same, hierarchy, by_priority, borrow)
         candidates = tuple(sorted(same + others, key=self._order))
         if not candidates:
             says.append(self._nobody(within, reclaim, priority))
@@ -290,15 +316,86 @@ class CohortNow:
             )
         return Preemption(ordered_needs, candidates, tuple(targets), fits, tuple(says))
 
-    def _classify(self, h: Holder, advantage: bool, borrow: object, priority: int) -> _Candidate:
+    def _reclaim_candidates(
+        self,
+        totals: Mapping[FlavorResource, Decimal],
+        needs: set[FlavorResource],
+        priority: int,
+        borrow: object,
+    ) -> tuple[list[_Candidate], list[_Candidate]]:
+        """`collectCandidatesForHierarchicalReclaim`: up the job's path, the Workloads of the
+        subtrees beside it that are over their quota, as hierarchical reclaim while the job
+        fits within the quota of the subtree so far, else by priority."""
+        node = self.node()
+        reclaim = str(self.policy["reclaimWithinCohort"])
+        hierarchy: list[_Candidate] = []
+        by_priority: list[_Candidate] = []
+        if node.parent is None or reclaim == "Never":
+            return hierarchy, by_priority
+        advantage, remaining = node.fits_in_quota(totals)
+        previous: QuotaNode | None = None
+        for subtree in node.path_to_root():
+            found = hierarchy if advantage else by_priority
+            self._collect(subtree, subtree, previous, (advantage, needs, priority, borrow), found)
+            fits, remaining = subtree.fits_in_quota(remaining)
+            advantage = advantage or fits
+            previous = subtree
+        return hierarchy, by_priority
+
+    def _fair_candidates(
+        self, needs: set[FlavorResource], priority: int, borrow: object
+    ) -> list[_Candidate]:
+        """`Preemptor.findCandidates` (fair sharing): the Workloads of every other ClusterQueue
+        of the tree that borrows any contested resource (`cqIsBorrowing`)."""
+        reclaim = str(self.policy["reclaimWithinCohort"])
+        node = self.node()
+        if node.parent is None or reclaim == "Never":
+            return []
+        root = node.root()
+        found = []
+        for other in root.walk():
+            if other.kind != "ClusterQueue" or other is node:
+                continue
+            if not any(other.borrowing_with(fr, ZERO) for fr in needs):
+                continue
+            for h in self.holders.get(other.name, []):
+                if satisfies(reclaim, priority, h.priority) and _uses(h, needs):
+                    found.append(self._classify(h, False, borrow, priority, root.name))
+        return found
+
+    def _collect(
+        self,
+        current: QuotaNode,
+        lca: QuotaNode,
+        skip: QuotaNode | None,
+        how: tuple[bool, set[FlavorResource], int, object],
+        found: list[_Candidate],
+    ) -> None:
+        """`collectCandidatesInSubtree`: Cohorts within their quota are passed over whole."""
+        advantage, needs, priority, borrow = how
+        reclaim = str(self.policy["reclaimWithinCohort"])
+        for child in current.cohorts():
+            if child is skip or child.within_nominal(frozenset(needs)):
+                continue
+            self._collect(child, lca, skip, how, found)
+        for child in current.cluster_queues():
+            if child.name == self.plan.name or child.within_nominal(frozenset(needs)):
+                continue
+            for h in self.holders.get(child.name, []):
+                if satisfies(reclaim, priority, h.priority) and _uses(h, needs):
+                    found.append(self._classify(h, advantage, borrow, priority, lca.name))
+
+    def _classify(
+        self, h: Holder, advantage: bool, borrow: object, priority: int, lca: str
+    ) -> _Candidate:
         """`classical.classifyPreemptionVariant` for a Workload of another ClusterQueue."""
         if self.fair_sharing:
-            return _Candidate(h, _HIERARCHICAL, IN_COHORT_FAIR_SHARING)
+            return _Candidate(h, _HIERARCHICAL, IN_COHORT_FAIR_SHARING, lca)
         if advantage:
-            return _Candidate(h, _HIERARCHICAL, IN_COHORT_RECLAMATION)
+            return _Candidate(h, _HIERARCHICAL, IN_COHORT_RECLAMATION, lca)
         if borrow in (None, "Never") or h.priority >= priority:
-            return _Candidate(h, _WITHOUT_BORROWING, IN_COHORT_RECLAMATION)
-        return _Candidate(h, _WHILE_BORROWING, IN_COHORT_RECLAIM_WHILE_BORROWING)
+            return _Candidate(h, _WITHOUT_BORROWING, IN_COHORT_RECLAMATION, lca)
+        return _Candidate(h, _WHILE_BORROWING, IN_COHORT_RECLAIM_WHILE_BORROWING, lca)
 
     def _order(self, c: _Candidate) -> tuple[bool, int, str, str]:
         """`common.CandidatesOrdering`: other ClusterQueues first, lower priority first, the
@@ -321,8 +418,15 @@ class CohortNow:
 
     def _remove(self, h: Holder, sign: int = -1) -> None:
         used = self.used.setdefault(h.cluster_queue, {})
+        node = self.tree.get(h.cluster_queue)
         for fr, v in h.usage.items():
             used[fr] = used.get(fr, ZERO) + sign * v
+            if node is None:
+                continue
+            if sign < 0:
+                node.remove_usage(fr, v)
+            else:
+                node.add_usage(fr, v)
 
     def _greedy(
         self,
@@ -358,19 +462,21 @@ class CohortNow:
         totals: Mapping[FlavorResource, Decimal],
         needs: set[FlavorResource],
         same: list[_Candidate],
-        others: list[_Candidate],
-        advantage: bool,
+        hierarchy: list[_Candidate],
+        by_priority: list[_Candidate],
         borrow: object,
     ) -> tuple[list[str], bool]:
         """`Preemptor.classicalPreemptions`."""
-        hierarchy = sorted((c for c in others if c.variant == _HIERARCHICAL), key=self._order)
-        by_priority = sorted((c for c in others if c.variant != _HIERARCHICAL), key=self._order)
-        ordered = [*hierarchy, *by_priority, *sorted(same, key=self._order)]
+        ordered = [
+            *sorted(hierarchy, key=self._order),
+            *sorted(by_priority, key=self._order),
+            *sorted(same, key=self._order),
+        ]
         forbidden = borrow in (None, "Never")
         under_nominal = all(
             self.limits(self.plan.name, fr).nominal > self.usage(self.plan.name, fr) for fr in needs
         )
-        if not others or (forbidden and not under_nominal):
+        if not (hierarchy or by_priority) or (forbidden and not under_nominal):
             attempts = [True]
         elif forbidden and not hierarchy:
             attempts = [False, True]
@@ -379,17 +485,30 @@ class CohortNow:
         for allow in attempts:
 
             def valid(c: _Candidate, allow: bool = allow) -> bool:
-                """`candidateIterator.candidateIsValid`."""
-                if c.holder.cluster_queue == self.plan.name:
-                    return True
-                if allow and c.variant == _WITHOUT_BORROWING:
-                    return False
-                return self.borrowing(c.holder.cluster_queue, needs)
+                return self._valid(c, allow, needs)
 
             taken, fits = self._greedy(totals, needs, ordered, allow, valid)
             if fits:
                 return [c.holder.key for c in taken], True
         return [], False
+
+    def _valid(self, c: _Candidate, allow: bool, needs: set[FlavorResource]) -> bool:
+        """`candidateIterator.candidateIsValid`: a candidate of another ClusterQueue stays one
+        while its ClusterQueue, and every Cohort between it and where it was found, is over
+        its quota."""
+        if c.holder.cluster_queue == self.plan.name:
+            return True
+        if allow and c.variant == _WITHOUT_BORROWING:
+            return False
+        node = self.tree.get(c.holder.cluster_queue)
+        if node is None or node.within_nominal(frozenset(needs)):
+            return False
+        for above in node.path_to_root():
+            if above.name == c.lca:
+                break
+            if above.within_nominal(frozenset(needs)):
+                return False
+        return True
 
     def _fair(
         self,
@@ -411,7 +530,8 @@ class CohortNow:
         taken, fits = self._greedy(totals, needs, ordered, True, valid)
         if shared and not within_nominal:
             says.append(
-                f"ClusterQueue {cq} would borrow: whether Kueue may evict workloads of other "
+                f"ClusterQueue {cq} would borrow (its quota is team {self.plan.team.name}'s, in "
+                f"Cohort {self.plan.cohort.name}): whether Kueue may evict workloads of other "
                 f"ClusterQueues of cohort {self.plan.queue.name} is decided by fair sharing's "
                 "dominant resource shares (LessThanOrEqualToFinalShare, LessThanInitialShare), "
                 "which fit does not compute; it counts only its own ClusterQueue's"
@@ -449,9 +569,9 @@ class CohortNow:
                 flavor=fr[0],
                 resource=fr[1],
                 requested=amount(fr[1], v),
-                nominal=amount(fr[1], self.limits(cq, fr).nominal),
-                used=amount(fr[1], self.usage(cq, fr)),
-                cohort_available=amount(fr[1], max(ZERO, self.parent_available(fr))),
+                nominal=amount(fr[1], limits_of(self.plan.cohort, *fr).nominal),
+                used=amount(fr[1], self.team_usage(*fr)),
+                cohort_available=amount(fr[1], max(ZERO, self.team_from_cohort(fr))),
                 available=amount(fr[1], self.available(*fr)),
             )
             for fr, v in requested.items()

@@ -52,10 +52,12 @@ class Quota:
     resource: str
     requested: Decimal
     nominal: Decimal
+    """The team's nominal quota (its Cohort's), which all its ClusterQueues share."""
     borrowing_limit: Decimal | None
     maximum: Decimal
-    """What Kueue lets the ClusterQueue hold at most: nominal plus what the cohort lends,
-    capped by the borrowing limit (`PotentialAvailable` in an empty cluster)."""
+    """What Kueue lets the ClusterQueue hold at most: the team's nominal plus what the other
+    teams lend, capped by the team's borrowing limit (`PotentialAvailable` in an empty
+    cluster)."""
     cohort_lendable: Decimal
 
     @property
@@ -65,9 +67,9 @@ class Quota:
 
 @dataclass(frozen=True, slots=True)
 class Lender:
-    """Another ClusterQueue of the cohort and what it lends on one flavor and resource."""
+    """Another team's Cohort in the job's cohort and what it lends on one flavor and resource."""
 
-    cluster_queue: str
+    cohort: str
     team: str
     flavor: str
     resource: str

@@ -86,7 +86,10 @@ def fit_text(result: FitResult) -> str:
                 f"  each of the {result.replicas} {unit}s is a Workload of its own: {fate}"
             )
     if result.quotas:
-        lines.append(f"quota of ClusterQueue {result.cluster_queue}, in an empty cluster:")
+        lines.append(
+            f"quota of ClusterQueue {result.cluster_queue} (the team's, shared by all its "
+            "ClusterQueues), in an empty cluster:"
+        )
         rows = []
         for q in result.quotas:
             limit = (
@@ -110,10 +113,10 @@ def fit_text(result: FitResult) -> str:
     accelerators = [x for x in result.lenders if x.resource not in HOST_RESOURCES]
     shown = accelerators or list(result.lenders)
     if shown:
-        lines.append("lent by (the cohort's other ClusterQueues):")
+        lines.append("lent by (the other teams' Cohorts):")
         for lender in shown:
             lines.append(
-                f"  {lender.cluster_queue} (team {lender.team}) lends up to "
+                f"  Cohort {lender.cohort} (team {lender.team}) lends up to "
                 f"{amount(lender.resource, lender.lendable)} {lender.resource} on {lender.flavor}"
             )
     if result.preemption:
@@ -226,7 +229,7 @@ def fit_json(result: FitResult) -> dict[str, Any]:
         ],
         "lenders": [
             {
-                "clusterQueue": lender.cluster_queue,
+                "cohort": lender.cohort,
                 "team": lender.team,
                 "flavor": lender.flavor,
                 "resource": lender.resource,

@@ -402,9 +402,11 @@ class ResourceNow:
     resource: str
     requested: Shown
     nominal: Shown
+    """The team's nominal quota (its Cohort's), shared by all its ClusterQueues."""
     used: Shown
+    """What all the team's ClusterQueues use now."""
     cohort_available: Shown
-    """What the rest of the cohort can lend now, capped by the borrowing limit."""
+    """What the Queue's Cohort can give the team now, capped by the team's borrowing limit."""
     available: Shown
     """Kueue's `Available`: what the ClusterQueue can be admitted now without preempting."""
 
@@ -495,8 +497,8 @@ class UsageReport:
         ]
         for r in self.resources:
             out.append(
-                f"  {r.flavor} {r.resource}: uses {r.used} of nominal {r.nominal}; the cohort "
-                f"can lend {r.cohort_available} now; available {r.available}, the job asks "
+                f"  {r.flavor} {r.resource}: the team uses {r.used} of its nominal {r.nominal}; "
+                f"the cohort can lend {r.cohort_available} now; available {r.available}, the job asks "
                 f"{r.requested}"
             )
         if self.preemption or self.candidates:

@@ -155,13 +155,31 @@ def kueue(view: ClusterView) -> list[dict[str, Any]]:
             view, m.CLUSTER_QUEUE_PREEMPTIONS, _with_queue(f"sum by ({cq}, reason) ({preempting})")
         ),
         record(view, m.CLUSTER_QUEUE_POOL_USAGE, _per_pool("kueue_cluster_queue_resource_usage")),
-        record(view, m.CLUSTER_QUEUE_POOL_NOMINAL, _per_pool("kueue_cluster_queue_nominal_quota")),
         record(
             view,
-            m.CLUSTER_QUEUE_POOL_USAGE_RATIO,
-            f"{m.CLUSTER_QUEUE_POOL_USAGE} / ({m.CLUSTER_QUEUE_POOL_NOMINAL} > 0)",
+            m.TEAM_POOL_QUOTA_RESERVED,
+            _per_team_pool("kueue_cohort_subtree_resource_reservations"),
+        ),
+        record(view, m.TEAM_POOL_NOMINAL, _per_team_pool("kueue_cohort_subtree_quota")),
+        record(
+            view,
+            m.TEAM_POOL_QUOTA_USAGE_RATIO,
+            f"({m.TEAM_POOL_QUOTA_RESERVED} or 0 * {m.TEAM_POOL_NOMINAL})"
+            f" / ({m.TEAM_POOL_NOMINAL} > 0)",
         ),
     ]
+
+
+def _per_team_pool(metric: str) -> str:
+    """A Kueue Cohort series of the teams' Cohorts (named after the team; the Queues' Cohorts
+    and any Cohort gpuplane does not render have no ClusterQueue of a team and are dropped by
+    the join), per pool and resource, with the team's cost centre and queue."""
+    series = _relabel(_relabel(f"{metric}{{{NOT_FOLLOWER}}}", m.POOL, "flavor"), m.TEAM, "cohort")
+    teams = f"max by ({m.TEAM}, {m.COST_CENTER}, {m.QUEUE}) ({m.CLUSTER_QUEUE_INFO})"
+    return (
+        f"(sum by ({m.TEAM}, {m.POOL}, resource) ({series}))\n"
+        f"* on ({m.TEAM}) group_left ({m.COST_CENTER}, {m.QUEUE}) {teams}"
+    )
 
 
 def failed_runs(view: ClusterView) -> list[dict[str, Any]]:

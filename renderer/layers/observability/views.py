@@ -283,13 +283,14 @@ def platform() -> p.Grid:
     g.add(
         p.timeseries(
             "Quota usage against nominal",
-            "Usage / nominal quota per ClusterQueue and pool (above 1: borrowing).",
+            "Reserved / nominal quota per team and pool, all its ClusterQueues together "
+            "(the team's Kueue Cohort; above 1: borrowing).",
             (
                 Query(
-                    "max by (team, cluster_queue, pool, resource) ("
-                    + p.with_queue_team(sel(m.CLUSTER_QUEUE_POOL_USAGE_RATIO, pool=True))
+                    "max by (team, pool, resource) ("
+                    + sel(m.TEAM_POOL_QUOTA_USAGE_RATIO, team=True, pool=True)
                     + ")",
-                    "{{cluster_queue}} {{pool}} {{resource}}",
+                    "{{team}} {{pool}} {{resource}}",
                 ),
             ),
             "percentunit",

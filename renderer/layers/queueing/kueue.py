@@ -1,9 +1,9 @@
 """Kueue (`kueue.x-k8s.io/v1beta2`) objects of one cluster, and the controller configuration
 the queue policy needs.
 
-Everything here is a rendering of `renderer.model.admission.cluster_queues`: a ClusterQueue per team
-and namespace purpose, in the Cohort of the team's Queue, listing as flavors only the pools
-that serve the purpose, and a `default` LocalQueue in each of its namespaces (Kueue sends jobs
+Everything here is a rendering of `renderer.model.admission.cluster_queues`: a Cohort per team,
+under the Cohort of the team's Queue, holding the team's quota; a ClusterQueue per team and
+namespace purpose in the team's Cohort, listing as flavors only the pools that serve the purpose, and a `default` LocalQueue in each of its namespaces (Kueue sends jobs
 that name no queue there). ResourceFlavors carry the pool's node labels and tolerations from
 `renderer.model.nodes`, and a Topology when the pool is topology-aware (`renderer.model.topology`:
 its levels go above the node). The objects are valid
@@ -31,8 +31,11 @@ from renderer.model.admission import (
     Amount,
     ClusterQueuePlan,
     FlavorPlan,
+    TeamCohortPlan,
     amount_text,
     cluster_queues,
+    covered_of,
+    team_cohorts,
 )
 from renderer.model.capacity import pool_offers
 from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
@@ -137,6 +140,8 @@ def render(view: ClusterView) -> Iterator[Output]:
             )
     plans = cluster_queues(view)
     fair_sharing = fair_sharing_enabled(view.queues)
+    for team in team_cohorts(plans):
+        yield _manifest(_team_cohort(team), team.team.origin.location)
     for plan in plans:
         yield _manifest(_cluster_queue(plan, fair_sharing), plan.namespaces[0].origin.location)
     yield from suite_cluster_queues(view)
@@ -272,17 +277,17 @@ def _quota(resource: str, amount: Amount | None) -> dict[str, Any]:
     return entry
 
 
-def ordered_flavors(plan: ClusterQueuePlan) -> list[FlavorPlan]:
-    """Flavors with nominal quota first, then borrow-only ones, each by pool name: Kueue tries
-    them in this order, so a workload uses its own quota before it borrows."""
+def ordered_flavors(plan: ClusterQueuePlan | TeamCohortPlan) -> list[FlavorPlan]:
+    """The pools of the queue's own purpose first, then those it shares with another purpose of
+    the team, each by pool name: Kueue tries them in this order."""
     return sorted(plan.flavors, key=lambda f: (f.borrow_only, f.pool.name))
 
 
-def resource_groups(plan: ClusterQueuePlan) -> list[dict[str, Any]]:
+def resource_groups(plan: ClusterQueuePlan | TeamCohortPlan) -> list[dict[str, Any]]:
     """One group: every flavor lists every covered resource, in the covered order (CEL)."""
     if not plan.flavors:
         return []
-    covered = plan.covered_resources
+    covered = covered_of(plan.flavors)
     return [
         {
             "coveredResources": list(covered),
@@ -297,10 +302,29 @@ def resource_groups(plan: ClusterQueuePlan) -> list[dict[str, Any]]:
     ]
 
 
+def _team_cohort(team: TeamCohortPlan) -> dict[str, Any]:
+    """The team's Cohort under its Queue's: the team's quota on each pool, which all of its
+    ClusterQueues draw on together (Kueue v1beta2 hierarchical cohorts)."""
+    queue = team.queue
+    spec: dict[str, Any] = {"parentName": queue.name}
+    if queue.fair_sharing:
+        spec["fairSharing"] = {"weight": FAIR_SHARING_WEIGHT}
+    groups = resource_groups(team)
+    if groups:
+        spec["resourceGroups"] = groups
+    return {
+        "kind": "Cohort",
+        "metadata": metadata(
+            team.name, team=team.team.name, cost_center=team.team.cost_center, queue=queue.name
+        ),
+        "spec": spec,
+    }
+
+
 def _cluster_queue(plan: ClusterQueuePlan, fair_sharing: bool) -> dict[str, Any]:
     queue = plan.queue
     spec: dict[str, Any] = {
-        "cohortName": queue.name,
+        "cohortName": plan.cohort.name,
         "namespaceSelector": {
             "matchExpressions": [
                 {

@@ -3,9 +3,13 @@
 The same admission plans as Kueue (`renderer.model.admission`), expressed in Volcano's vocabulary:
 
 - a parent Queue per gpuplane Queue (`parent: root`), whose `capability` is what its pools hold;
-- a child Queue per plan (`<team>-<purpose>`, under its parent): `deserved` is the nominal quota,
-  `guarantee.resource` the part the team never lends (nominal - lendingLimit), `capability`
-  nominal + borrowingLimit (left out where borrowing is unlimited, so the parent's applies);
+- a team Queue per team (`<team>`, under its parent, Kueue's team Cohort): `deserved` is the
+  team's nominal quota, `guarantee.resource` the part the team never lends (nominal -
+  lendingLimit), `capability` nominal + borrowingLimit (left out where borrowing is unlimited,
+  so the parent's applies): the team's limits hold across all its purposes;
+- a leaf Queue per plan (`<team>-<purpose>`, under its team Queue), with nothing deserved of its
+  own: its jobs use the team's; its `capability` only closes the GPU resources of pools that do
+  not serve its purpose;
 - a ConfigMap `volcano-job-defaults` in each team namespace, holding a gang Job template that
   submits to the namespace's queue (inert: a template is data, not a job);
 - Helm values for the Volcano chart that turn on the `capacity` plugin with `enableHierarchy`,
@@ -26,9 +30,12 @@ from renderer.model.admission import (
     CPU,
     MEMORY,
     ClusterQueuePlan,
+    TeamCohortPlan,
     amount_text,
     cluster_queues,
     cohorts,
+    covered_of,
+    team_cohorts,
 )
 from renderer.model.capacity import is_dra_resource, pool_offers
 from renderer.model.names import VOLCANO_ADDON
@@ -99,9 +106,12 @@ def render(view: ClusterView) -> Iterator[Output]:
         pools = [p for p in view.pools if p.name in queue.pools]
         ceilings = {pool.name: _ceiling(pool, children) for pool in pools}
         parent_capability = _host_everywhere(_add(ceilings.values()), ceilings.values())
-        yield _parent_queue(queue, children, parent_capability)
+        teams = team_cohorts(children)
+        yield _parent_queue(queue, teams, parent_capability)
+        for team in teams:
+            yield _team_queue(team, ceilings, parent_capability)
         for plan in children:
-            yield _child_queue(plan, ceilings, parent_capability)
+            yield _child_queue(plan, parent_capability)
         suite = [t for t in suites if t.queue.name == queue.name]
         if suite:
             yield _suite_queue(queue, suite, parent_capability)
@@ -160,12 +170,12 @@ def _host_everywhere(total: Amounts, parts: Iterable[Collection[str]]) -> Amount
     return total
 
 
-def _deserved(plan: ClusterQueuePlan) -> Amounts:
+def _deserved(plan: TeamCohortPlan) -> Amounts:
     """Nominal quota per resource name, summed over the plan's flavors (pools)."""
     return _add({r: a.nominal for r, a in f.resources.items()} for f in plan.flavors)
 
 
-def _guarantee(plan: ClusterQueuePlan) -> Amounts:
+def _guarantee(plan: TeamCohortPlan) -> Amounts:
     """The part of the nominal quota the team never lends: nominal - lendingLimit, summed over
     the plan's flavors; no lending limit means all of it may be lent (Kueue's meaning)."""
     return _add(
@@ -178,13 +188,9 @@ def _guarantee(plan: ClusterQueuePlan) -> Amounts:
     )
 
 
-def _capability(
-    plan: ClusterQueuePlan, ceilings: Mapping[str, Amounts], parent: Amounts
-) -> Amounts:
+def _capability(plan: TeamCohortPlan, ceilings: Mapping[str, Amounts]) -> Amounts:
     """Nominal + borrowing limit, per flavor capped at the pool's ceiling; a resource whose
-    borrowing is unlimited on some flavor is left out (the parent's capability applies). GPU
-    resources the parent has and the plan does not cover get 0, so a training queue cannot
-    take an inference pool's resource through the parent."""
+    borrowing is unlimited on some flavor is left out (the parent's capability applies)."""
     per_flavor: list[Amounts] = []
     unlimited: set[str] = set()
     for flavor in plan.flavors:
@@ -200,11 +206,13 @@ def _capability(
     capability = _host_everywhere(_add(per_flavor), (f.resources for f in plan.flavors))
     for resource in unlimited:
         capability.pop(resource, None)
-    covered = set(plan.covered_resources)
-    for resource in parent:
-        if resource not in (CPU, MEMORY) and resource not in covered:
-            capability[resource] = Decimal(0)
     return capability
+
+
+def _closed(covered: Collection[str], parent: Amounts) -> Amounts:
+    """0 of each GPU resource the parent has and `covered` does not name, so that a queue
+    cannot take another purpose's (or team's) pool resource through its parent."""
+    return {r: Decimal(0) for r in parent if r not in (CPU, MEMORY) and r not in covered}
 
 
 def _quantities(amounts: Mapping[str, Decimal], keep_zero: bool = False) -> dict[str, Any]:
@@ -223,7 +231,9 @@ def _reclaimable(queue: Queue) -> bool:
     return queue.preemption.get("reclaimWithinCohort", "Never") != "Never"
 
 
-def _parent_queue(queue: Queue, children: list[ClusterQueuePlan], capability: Amounts) -> Manifest:
+def _parent_queue(
+    queue: Queue, children: Iterable[TeamCohortPlan], capability: Amounts
+) -> Manifest:
     """The gpuplane Queue (Kueue's cohort): the sums of its teams' deserved and guarantee, which
     Volcano requires to cover its children's, and the capability of its pools."""
     deserved = _quantities(_add(_deserved(p) for p in children))
@@ -247,9 +257,34 @@ def _parent_queue(queue: Queue, children: list[ClusterQueuePlan], capability: Am
     )
 
 
-def _child_queue(
-    plan: ClusterQueuePlan, ceilings: Mapping[str, Amounts], parent: Amounts
-) -> Manifest:
+def _team_queue(team: TeamCohortPlan, ceilings: Mapping[str, Amounts], parent: Amounts) -> Manifest:
+    """One team under its Queue's parent: the team's quota and limits, shared by its leaves."""
+    meta = metadata(
+        team.name, team=team.team.name, cost_center=team.team.cost_center, queue=team.queue.name
+    )
+    spec: dict[str, Any] = {
+        "parent": team.queue.name,
+        "weight": 1,
+        "reclaimable": _reclaimable(team.queue),
+    }
+    deserved = _quantities(_deserved(team))
+    guarantee = _quantities(_guarantee(team))
+    capability = _capability(team, ceilings)
+    capability.update(_closed(covered_of(team.flavors), parent))
+    if deserved:
+        spec["deserved"] = deserved
+    if guarantee:
+        spec["guarantee"] = {"resource": guarantee}
+    if capability:
+        spec["capability"] = _quantities(capability, keep_zero=True)
+    return Manifest(
+        LAYER,
+        {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": meta, "spec": spec},
+        team.team.origin.location,
+    )
+
+
+def _child_queue(plan: ClusterQueuePlan, parent: Amounts) -> Manifest:
     """One team and namespace purpose: the leaf queue its jobs are submitted to."""
     team = plan.team
     meta = metadata(
@@ -263,18 +298,12 @@ def _child_queue(
         "gpuplane.dev/pools": ", ".join(f.pool.name for f in plan.flavors) or "none"
     }
     spec: dict[str, Any] = {
-        "parent": plan.queue.name,
+        "parent": plan.cohort.name,
         "weight": 1,
         "reclaimable": _reclaimable(plan.queue),
         "dequeueStrategy": DEQUEUE_STRATEGY[plan.queue.strategy],
     }
-    deserved = _quantities(_deserved(plan))
-    guarantee = _quantities(_guarantee(plan))
-    capability = _quantities(_capability(plan, ceilings, parent), keep_zero=True)
-    if deserved:
-        spec["deserved"] = deserved
-    if guarantee:
-        spec["guarantee"] = {"resource": guarantee}
+    capability = _quantities(_closed(plan.covered_resources, parent), keep_zero=True)
     if capability:
         spec["capability"] = capability
     return Manifest(

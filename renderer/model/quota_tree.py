@@ -1,0 +1,175 @@
+"""Kueue's quota arithmetic on a cohort tree, ported from `pkg/cache/scheduler/resource_node.go`
+(Kueue v0.19): one `QuotaNode` per Cohort and ClusterQueue, each with its own quotas per
+(flavor, resource), the quota of its subtree, and the usage that counts against it.
+
+- `local_quota`: what a node keeps for its own subtree (subtree quota - lendingLimit; nothing
+  without a lending limit);
+- `subtree_quota`: a ClusterQueue's nominal; a Cohort's own nominal plus what each child stores
+  in it (the child's subtree quota minus its local quota, `accumulateFromChild`);
+- `usage`: a ClusterQueue's usage; a Cohort's is the sum of its children's usage beyond their
+  local quota (`addUsage` carries the overflow up the path);
+- `available`: unused local quota plus what the parent has available, capped at each level by
+  what the node stores in its parent minus what it uses there plus its borrowing limit;
+- `potential_available`: the same with no usage anywhere (the most a node can ever get).
+
+A borrowing limit of None is Kueue's nil: no cap. gpuplane renders quotas with no Unlimited
+amounts, so the port needs none of Kueue's saturating `Amount`. The tree is the one model of
+Kueue's numbers for `plan`, `fit`, the workload templates and the cluster README: the same
+functions answer "most ever" and "free now".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+FlavorResource = tuple[str, str]
+"""(flavor, resource), Kueue's `resources.FlavorResource`."""
+
+ZERO = Decimal(0)
+
+NodeKind = Literal["Cohort", "ClusterQueue"]
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """Kueue's `ResourceQuota`: nominal, borrowing limit and lending limit (None: not set)."""
+
+    nominal: Decimal
+    borrowing: Decimal | None = None
+    lending: Decimal | None = None
+
+
+@dataclass(eq=False, slots=True)
+class QuotaNode:
+    """One Cohort or ClusterQueue of a cohort tree (`resourceNode` with its place in the tree)."""
+
+    name: str
+    kind: NodeKind
+    quotas: Mapping[FlavorResource, Quota]
+    parent: QuotaNode | None = None
+    children: list[QuotaNode] = field(default_factory=list)
+    subtree: dict[FlavorResource, Decimal] = field(default_factory=dict)
+    usage: dict[FlavorResource, Decimal] = field(default_factory=dict)
+
+    def adopt(self, child: QuotaNode) -> QuotaNode:
+        child.parent = self
+        self.children.append(child)
+        return child
+
+    def path_to_root(self) -> Iterator[QuotaNode]:
+        """`PathParentToRoot`: the parent, its parent, ... up to the root."""
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def root(self) -> QuotaNode:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def cohorts(self) -> list[QuotaNode]:
+        return [c for c in self.children if c.kind == "Cohort"]
+
+    def cluster_queues(self) -> list[QuotaNode]:
+        return [c for c in self.children if c.kind == "ClusterQueue"]
+
+    def walk(self) -> Iterator[QuotaNode]:
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    # --- resource_node.go -------------------------------------------------------------------
+
+    def local_quota(self, fr: FlavorResource) -> Decimal:
+        quota = self.quotas.get(fr)
+        if quota is None or quota.lending is None:
+            return ZERO
+        return max(ZERO, self.subtree.get(fr, ZERO) - quota.lending)
+
+    def local_available(self, fr: FlavorResource) -> Decimal:
+        return max(ZERO, self.local_quota(fr) - self.usage.get(fr, ZERO))
+
+    def available(self, fr: FlavorResource) -> Decimal:
+        """`available`: what this node can be given now, through its whole path."""
+        if self.parent is None:
+            return self.subtree.get(fr, ZERO) - self.usage.get(fr, ZERO)
+        from_parent = self.parent.available(fr)
+        quota = self.quotas.get(fr)
+        if quota is not None and quota.borrowing is not None:
+            local = self.local_quota(fr)
+            stored = self.subtree.get(fr, ZERO) - local
+            used_there = max(ZERO, self.usage.get(fr, ZERO) - local)
+            from_parent = min(stored - used_there + quota.borrowing, from_parent)
+        return self.local_available(fr) + from_parent
+
+    def potential_available(self, fr: FlavorResource) -> Decimal:
+        """`potentialAvailable`: the most this node could get with nothing used anywhere."""
+        if self.parent is None:
+            return self.subtree.get(fr, ZERO)
+        most = self.local_quota(fr) + self.parent.potential_available(fr)
+        quota = self.quotas.get(fr)
+        if quota is not None and quota.borrowing is not None:
+            most = min(self.subtree.get(fr, ZERO) + quota.borrowing, most)
+        return most
+
+    def add_usage(self, fr: FlavorResource, value: Decimal) -> None:
+        """`addUsage`: the part beyond the local quota left is used in the parent too."""
+        local_free = self.local_available(fr)
+        self.usage[fr] = self.usage.get(fr, ZERO) + value
+        if self.parent is not None and value > local_free:
+            self.parent.add_usage(fr, value - local_free)
+
+    def remove_usage(self, fr: FlavorResource, value: Decimal) -> None:
+        """`removeUsage`: what was stored in the parent is given back there first."""
+        stored_in_parent = self.usage.get(fr, ZERO) - self.local_quota(fr)
+        self.usage[fr] = self.usage.get(fr, ZERO) - value
+        if stored_in_parent <= 0 or self.parent is None:
+            return
+        self.parent.remove_usage(fr, min(value, stored_in_parent))
+
+    def borrowing_with(self, fr: FlavorResource, value: Decimal) -> bool:
+        """`BorrowingWith`: `value` more would take the node past its subtree quota."""
+        return self.subtree.get(fr, ZERO) < self.usage.get(fr, ZERO) + value
+
+    def within_nominal(self, frs: set[FlavorResource] | frozenset[FlavorResource]) -> bool:
+        """`IsWithinNominalInResources`."""
+        return all(self.subtree.get(fr, ZERO) >= self.usage.get(fr, ZERO) for fr in frs)
+
+    def fits_in_quota(
+        self, requests: Mapping[FlavorResource, Decimal]
+    ) -> tuple[bool, dict[FlavorResource, Decimal]]:
+        """`QuantitiesFitInQuota`: whether `requests` fit this node's subtree quota, and what
+        of them is left once its local quota is used."""
+        fits = True
+        remaining: dict[FlavorResource, Decimal] = {}
+        for fr, value in requests.items():
+            if self.subtree.get(fr, ZERO) < self.usage.get(fr, ZERO) + value:
+                fits = False
+            remaining[fr] = max(ZERO, value - self.local_available(fr))
+        return fits, remaining
+
+    def height(self) -> int:
+        """`getNodeHeight` of a Cohort: 1 with any child, one more per level of Cohorts."""
+        height = min(len(self.children), 1)
+        for child in self.cohorts():
+            height = max(height, child.height() + 1)
+        return height
+
+
+def settle(root: QuotaNode) -> None:
+    """`updateCohortResourceNode` from the root down: every subtree quota, usage reset."""
+    root.usage = {}
+    root.subtree = {fr: q.nominal for fr, q in root.quotas.items()}
+    for child in root.children:
+        if child.kind == "Cohort":
+            settle(child)
+        else:
+            child.usage = {}
+            child.subtree = {fr: q.nominal for fr, q in child.quotas.items()}
+        for fr, quota in child.subtree.items():
+            root.subtree[fr] = root.subtree.get(fr, ZERO) + quota - child.local_quota(fr)
