@@ -302,6 +302,25 @@ CASES = [
         "- registry.example.com/Base/",
     ),
     ("image-prefix-public-root", "teams/llm.yaml", "- registry.example.com/base/", "- docker.io/"),
+    # a second namespace of a purpose the team has: a second ResourceQuota, nothing more
+    (
+        "namespace-purpose-repeated",
+        "teams/vision.yaml",
+        "{name: vision-notebooks, cluster: prod-east, purpose: notebooks}",
+        "{name: vision-notebooks, cluster: prod-east, purpose: training}",
+    ),
+    # shares of the team's caps that add up to more than the team's 512 CPUs
+    (
+        "namespace-caps-exceed-team",
+        "teams/vision.yaml",
+        "{name: vision-notebooks, cluster: prod-east, purpose: notebooks}",
+        '{name: vision-notebooks, cluster: prod-east, purpose: notebooks, resources: {cpu: "600"}}',
+    ),
+    # prod-east's pools hold 4 x 224 + 6 x 128 + 2 x 256 = 2,176 CPUs at their largest
+    ("cap-exceeds-cluster", "teams/vision.yaml", 'cpu: "512"', 'cpu: "100000000"'),
+    ("cap-exceeds-cluster", "teams/vision.yaml", "memory: 4Ti", "memory: 100Ei"),
+    # a team named like the queue whose Cohort its own would sit under: a new team file,
+    # tests/red_team/test_reach.py
 ]
 
 
@@ -315,7 +334,12 @@ WARNINGS = {
 
 def test_every_policy_rule_has_a_case() -> None:
     # quota-caps-missing needs a team and its cluster both without a cap: tests/test_guardrail_rules.py
-    tested_elsewhere = {"pool-unused", "reserved-queue-name", "quota-caps-missing"}
+    tested_elsewhere = {
+        "pool-unused",
+        "reserved-queue-name",
+        "quota-caps-missing",
+        "cohort-name-taken",
+    }
     assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | tested_elsewhere
 
 

@@ -50,6 +50,7 @@ from renderer.model.capacity import (
     pool_offers,
     usable_quotas,
 )
+from renderer.model.caps import namespace_shares, quota_text
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import EgressRule, Namespace, Team
 from renderer.model.view import ClusterView, Tenant
@@ -319,8 +320,9 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
 
 def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
     """GPU keys for every resource the cluster advertises (0 where the team has no quota), so
-    GPUs are reachable only through the queue; the rest from the team's resources, key by key
-    the cluster's `teamDefaults.resources` where the team leaves one out."""
+    GPUs are reachable only through the queue; the rest the namespace's share of the team's
+    caps (the team's resources, key by key the cluster's `teamDefaults.resources` where the
+    team leaves one out; `renderer.model.caps`)."""
     gpus: dict[str, int] = {
         offer.quota_key: 0 for pool in view.pools for offer in pool_offers(pool)
     }
@@ -337,10 +339,10 @@ def _quota(view: ClusterView, team: Team, ns: Namespace) -> dict[str, str]:
         "storage": "requests.storage",
         "persistentVolumeClaims": "persistentvolumeclaims",
     }
-    caps = {**view.cluster.team_default_resources, **team.resources}
+    shares: dict[str, str] = dict(quota_text(namespace_shares(view.cluster, team).get(ns.name, {})))
     for field_name, key in names.items():
-        if field_name in caps:
-            hard[key] = str(caps[field_name])
+        if field_name in shares:
+            hard[key] = shares[field_name]
     return hard
 
 

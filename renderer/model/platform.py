@@ -236,6 +236,8 @@ class Namespace:
     purpose: str
     pod_security: str | None
     origin: Origin
+    resources: Mapping[str, str | int] = field(default_factory=dict, hash=False)
+    """This namespace's share of the team's caps (`resources`), where the file sets one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,6 +532,7 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
                 purpose=ns["purpose"],
                 pod_security=ns.get("podSecurity"),
                 origin=origin.child("spec", "namespaces", index),
+                resources=_frozen(ns.get("resources", {})),
             )
             for index, ns in enumerate(spec["namespaces"])
         ),

@@ -16,13 +16,26 @@ from renderer.policy import (
     pools,
     queues,
     quotas,
+    reach,
     references,
     secrets,
     tenancy,
 )
 from renderer.policy.rule import POLICY
 
-TOPICS = (references, tenancy, quotas, gpus, pools, queues, delivery, secrets, cleanup, guardrails)
+TOPICS = (
+    references,
+    tenancy,
+    quotas,
+    reach,
+    gpus,
+    pools,
+    queues,
+    delivery,
+    secrets,
+    cleanup,
+    guardrails,
+)
 """The topic modules; importing them registers their rules in `POLICY`."""
 
 

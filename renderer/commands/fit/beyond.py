@@ -24,6 +24,7 @@ from renderer.commands.fit.result import amount, resource_order
 from renderer.layers.gpu import sharing as gpu_sharing
 from renderer.model import quantity, topology
 from renderer.model.capacity import maximum_holding, pool_offers, usable_quotas
+from renderer.model.caps import namespace_shares
 from renderer.model.platform import Cluster, Namespace, Platform, Pool, Team
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -195,13 +196,14 @@ def schedulers(pod_sets: Sequence[PodSet], cluster: Cluster | None, found: Findi
 def namespace_quota(platform: Platform, team: Team, ns: Namespace, final: Assignment) -> list[str]:
     """The namespace's ResourceQuota (tenancy layer): the API server refuses pods beyond it,
     whatever Kueue admitted. GPUs: the team's maximum on the pools the namespace may use;
-    cpu and memory: the team's `resources`."""
+    cpu and memory: the namespace's share of the team's caps (`renderer.model.caps`)."""
     hard: dict[str, Decimal] = {}
     for _, quota, offer in usable_quotas(platform, team, ns):
         hard[offer.resource] = hard.get(offer.resource, Decimal(0)) + maximum_holding(offer, quota)
+    shares = namespace_shares(platform.clusters[ns.cluster], team).get(ns.name, {})
     for resource in ("cpu", "memory"):
-        if resource in team.resources:
-            hard[resource] = quantity.parse(team.resources[resource])
+        if resource in shares:
+            hard[resource] = shares[resource]
     total: dict[str, Decimal] = {}
     for (_, resource), value in final.usage.items():
         total[resource] = total.get(resource, Decimal(0)) + value

@@ -44,6 +44,7 @@ from renderer.model.admission import (
     potential_available,
 )
 from renderer.model.capacity import Offer, how_to_request, maximum_holding, usable_quotas
+from renderer.model.caps import namespace_shares
 from renderer.model.nodes import PREFIX
 from renderer.model.platform import Namespace, Pool, Team
 from renderer.model.view import ClusterView
@@ -156,11 +157,12 @@ def _walked(body: Any) -> Any:
 
 def _shared_claim(target: Target) -> dict[str, Any]:
     """The shared volume the templates mount, on the cluster's shared class: 1Ti, or half the
-    team's storage quota when that is smaller. Created once per namespace by the team."""
+    namespace's share of the team's storage cap when that is smaller. Created once per
+    namespace by the team."""
     size = SHARED_SIZE
-    storage = target.team.resources.get("storage")
+    storage = namespace_shares(target.cluster, target.team)[target.namespace.name].get("storage")
     if storage is not None:
-        size = min(size, quantity.parse(storage) / 2)
+        size = min(size, storage / 2)
     meta: dict[str, Any] = {
         "name": SHARED_CLAIM,
         "namespace": target.namespace.name,
