@@ -273,11 +273,12 @@ def test_self_managed_clusters_get_the_file_beside_the_objects(
     assert not any(p.endswith("kustomization.yaml") for p in files)  # nothing applies it
 
 
-def test_managed_control_planes_get_no_file(views: dict[str, ClusterView]) -> None:
+def test_managed_control_planes_get_no_policy_file(views: dict[str, ClusterView]) -> None:
+    """EKS reads no custom policy: the provider's own audit log setting is rendered instead
+    (tests/test_audit_logging.py)."""
     view = views["staging-west"]
     assert view.cluster.provider == "eks"
     assert list(audit.render(view)) == []
-    assert audit.managed_audit_note("eks")
 
 
 def test_docs_say_where_the_file_goes() -> None:

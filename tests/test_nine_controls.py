@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +26,7 @@ from renderer.output.manifest import Values
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, render_platform
 from tests.admission_cel import evaluate, kueue_webhook
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_inputs
 
 TEAM_LABEL = "gpuplane.dev/team"
 COST_LABEL = "gpuplane.dev/cost-center"
@@ -384,51 +386,175 @@ def test_7_default_deny_and_only_declared_narrow_egress(example: Rendered) -> No
 
 # --- 8. audit logging ---------------------------------------------------------------------
 
+PROVIDERS = tuple(
+    json.loads((REPO / "schemas" / "cluster.schema.json").read_text())["properties"]["spec"][
+        "properties"
+    ]["provider"]["enum"]
+)
 
-def test_8_an_audit_policy_covers_jobs_secrets_exec_and_admin_actions(example: Rendered) -> None:
-    for name, cluster in example.platform.clusters.items():
-        files = [v for v in example.values[name] if isinstance(v, Values)]
-        audit = [v.body for v in files if v.body.get("kind") == "Policy"]
-        if cluster.provider not in ("on-prem", "other"):
-            assert not audit  # managed control planes take no custom policy
+
+@pytest.fixture(scope="module")
+def every_provider(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rendered]:
+    """The example platform once for each provider the cluster schema lists, with every cluster
+    on that provider: the managed control planes (EKS, GKE, AKS, CoreWeave's CKS) as well as the
+    ones whose API server flags the platform team sets."""
+    found: dict[str, Rendered] = {}
+    for provider in PROVIDERS:
+        root = copy_inputs(REPO, tmp_path_factory.mktemp(provider) / "repo")
+        for path in sorted((root / "clusters").glob("*.yaml")):
+            text, count = re.subn(
+                r"(?m)^  provider: \S+$", f"  provider: {provider}", path.read_text()
+            )
+            assert count == 1, path
+            path.write_text(text)
+        rendered = render_platform(root, OutputValidator([]))
+        errors = [d for d in rendered.diagnostics if d.severity.value == "error"]
+        assert not errors, errors
+        assert {c.provider for c in rendered.platform.clusters.values()} == {provider}
+        found[provider] = rendered
+    return found
+
+
+def _policy_level(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> str:
+    """The first matching rule decides, as the API server's policy checker does
+    (k8s.io/apiserver/pkg/audit/policy/checker.go, ruleMatches), for a resource request by a
+    team member: a user in no rule's `users` or system `userGroups`."""
+    for rule in rules:
+        if rule.get("users") or rule.get("userGroups"):
             continue
-        (policy,) = audit
-        assert policy["apiVersion"] == "audit.k8s.io/v1"
-
-        def level_of(
-            group: str, resource: str, verb: str, rules: list[dict[str, Any]] = policy["rules"]
-        ) -> str:
-            """The first matching rule decides, as the API server's policy checker does
-            (k8s.io/apiserver/pkg/audit/policy/checker.go, ruleMatches), for a resource request
-            by a team member: a user in no rule's `users` or system `userGroups`."""
-            for rule in rules:
-                if rule.get("users") or rule.get("userGroups"):
-                    continue
-                if rule.get("verbs") and verb not in rule["verbs"]:
-                    continue
-                if rule.get("namespaces") or rule.get("resources"):
-                    if not rule.get("resources"):
-                        return str(rule["level"])
-                    for kinds in rule["resources"]:
-                        named = kinds.get("resources", [])
-                        if kinds.get("group", "") == group and (
-                            not named or resource in named or "*" in named
-                        ):
-                            return str(rule["level"])
-                    continue
-                if rule.get("nonResourceURLs"):
-                    continue  # matches non-resource requests only
+        if rule.get("verbs") and verb not in rule["verbs"]:
+            continue
+        if rule.get("namespaces") or rule.get("resources"):
+            if not rule.get("resources"):
                 return str(rule["level"])
-            return "None"
+            for kinds in rule["resources"]:
+                named = kinds.get("resources", [])
+                if kinds.get("group", "") == group and (
+                    not named or resource in named or "*" in named
+                ):
+                    return str(rule["level"])
+            continue
+        if rule.get("nonResourceURLs"):
+            continue  # matches non-resource requests only
+        return str(rule["level"])
+    return "None"
 
-        assert level_of("", "secrets", "get") == "Metadata"  # never a secret's body
-        assert level_of("batch", "jobs", "create") in ("Request", "RequestResponse")
-        assert level_of("", "pods/exec", "create") != "None"
-        assert level_of("rbac.authorization.k8s.io", "rolebindings", "create") in (
-            "Request",
-            "RequestResponse",
+
+def _self_managed_policy_covers_jobs_secrets_exec_and_admin(policy: dict[str, Any]) -> None:
+    assert policy["apiVersion"] == "audit.k8s.io/v1"
+    rules = policy["rules"]
+    assert _policy_level(rules, "", "secrets", "get") == "Metadata"  # never a secret's body
+    assert _policy_level(rules, "batch", "jobs", "create") in ("Request", "RequestResponse")
+    assert _policy_level(rules, "", "pods/exec", "create") != "None"
+    assert _policy_level(rules, "rbac.authorization.k8s.io", "rolebindings", "create") in (
+        "Request",
+        "RequestResponse",
+    )
+    assert _policy_level(rules, "", "pods", "create") in ("Request", "RequestResponse")
+
+
+def _managed_setting_keeps_the_audit_log(provider: str, body: dict[str, Any]) -> None:
+    """What each provider's documentation says turns its API server audit log on, reads
+    (secret reads) included."""
+    if provider == "eks":
+        # EKS User Guide, "Send control plane logs to CloudWatch Logs": the `audit` log type is
+        # the Kubernetes audit log; a LogSetup enables the types it lists (EKS API, LogSetup)
+        setups = body["eks"]["updateClusterConfig"]["logging"]["clusterLogging"]
+        assert any(s.get("enabled") is True and "audit" in s["types"] for s in setups)
+    elif provider == "gke":
+        # GKE "Audit policy": Admin Activity (writes) always on; reads are Data Access
+        # DATA_READ, configured on the Kubernetes Engine API's audit config
+        (config,) = [
+            c
+            for c in body["gke"]["iamPolicy"]["auditConfigs"]
+            if c["service"] == "container.googleapis.com"
+        ]
+        assert "DATA_READ" in {c["logType"] for c in config["auditLogConfigs"]}
+        assert not any(c.get("exemptedMembers") for c in config["auditLogConfigs"])
+    elif provider == "aks":
+        # Azure Monitor, AKSAudit: `kube-audit` has every event, get and list included;
+        # `kube-audit-admin` has no get, so no secret read
+        logs = body["aks"]["diagnosticSetting"]["properties"]["logs"]
+        assert {"category": "kube-audit", "enabled": True} in logs
+    else:
+        pytest.fail(f"no audit log setting expected for provider {provider}")
+
+
+def assert_control_8(rendered: Rendered, name: str) -> None:
+    """Control 8 on one cluster, whoever runs its API server: a Policy the API server reads, the
+    provider's own audit log setting turned on, or (CKS: no setting exists) the README saying
+    where the provider's audit log is."""
+    provider = rendered.platform.clusters[name].provider
+    files = {v.path: dict(v.body) for v in rendered.values[name] if isinstance(v, Values)}
+    audit = {path: body for path, body in files.items() if path.startswith("api-server/")}
+    readme = rendered.readmes[name]
+    if provider in ("on-prem", "other"):
+        assert list(audit) == ["api-server/audit-policy.yaml"]
+        _self_managed_policy_covers_jobs_secrets_exec_and_admin(
+            audit["api-server/audit-policy.yaml"]
         )
-        assert level_of("", "pods", "create") in ("Request", "RequestResponse")  # the images
+        assert "`api-server/audit-policy.yaml`" in readme
+    elif provider == "coreweave":
+        # CoreWeave docs: CKS audit logs are on CoreWeave Grafana's Kubernetes Audit Logs
+        # dashboard and in Telemetry Relay's Audit Logs stream; there is no setting to render
+        assert audit == {}
+        assert "Kubernetes Audit Logs" in readme and "Telemetry Relay" in readme
+    else:
+        assert list(audit) == ["api-server/audit-logging.yaml"]
+        body = audit["api-server/audit-logging.yaml"]
+        assert not any(b.get("kind") == "Policy" for b in audit.values())
+        assert (body["cluster"], body["provider"]) == (name, provider)
+        _managed_setting_keeps_the_audit_log(provider, body)
+        assert "`api-server/audit-logging.yaml`" in readme
+
+
+def test_8_every_example_cluster_has_its_audit_log(example: Rendered) -> None:
+    """prod-east (on-prem: the Policy) and staging-west (EKS: the control plane log setting)."""
+    providers = {n: c.provider for n, c in example.platform.clusters.items()}
+    assert providers == {"prod-east": "on-prem", "staging-west": "eks"}
+    for name in providers:
+        assert_control_8(example, name)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_8_audit_logging_holds_on_every_provider(
+    every_provider: dict[str, Rendered], provider: str
+) -> None:
+    rendered = every_provider[provider]
+    for name in sorted(rendered.platform.clusters):
+        assert_control_8(rendered, name)
+
+
+def test_8_the_check_fails_without_the_setting(every_provider: dict[str, Rendered]) -> None:
+    """The check above can fail: a managed setting that keeps only writes is caught."""
+    body = copy.deepcopy(
+        dict(
+            next(
+                v.body
+                for v in every_provider["aks"].values["staging-west"]
+                if v.path == "api-server/audit-logging.yaml"
+            )
+        )
+    )
+    body["aks"]["diagnosticSetting"]["properties"]["logs"] = [
+        {"category": "kube-audit-admin", "enabled": True}
+    ]
+    with pytest.raises(AssertionError):
+        _managed_setting_keeps_the_audit_log("aks", body)
+    body = copy.deepcopy(
+        dict(
+            next(
+                v.body
+                for v in every_provider["eks"].values["staging-west"]
+                if v.path == "api-server/audit-logging.yaml"
+            )
+        )
+    )
+    body["eks"]["updateClusterConfig"]["logging"]["clusterLogging"] = [
+        {"types": ["api"], "enabled": True}
+    ]
+    with pytest.raises(AssertionError):
+        _managed_setting_keeps_the_audit_log("eks", body)
 
 
 # --- 9. clean-up ------------------------------------------------------------------------------

@@ -139,6 +139,39 @@ def test_every_alert_names_the_team_the_pool_and_a_runbook(
     assert seen == documented
 
 
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, characters other than letters,
+    digits, spaces, `-` and `_` dropped, spaces turned into `-` (github/cmark-gfm's
+    html.c-compatible slugger, as github-slugger implements it)."""
+    anchors = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", markdown, re.M):
+        anchors.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return anchors
+
+
+def test_every_alert_links_its_runbook_section_as_runbook_url(
+    rule_objects: dict[str, list[dict[str, Any]]],
+) -> None:
+    """`runbook_url` (the annotation kube-prometheus's alerts carry and Alertmanager's PagerDuty
+    and Opsgenie templates link to) prints the alert's `runbook` label: the page from gpuplane.yaml's
+    repoURL at its targetRevision, or the pool's, and an anchor that exists in
+    docs/runbooks.md. promtool's unit tests below check the expanded value."""
+    anchors = github_anchors((REPO / "docs" / "runbooks.md").read_text())
+    for objects in rule_objects.values():
+        for group in objects[1]["spec"]["groups"]:
+            for rule in group["rules"]:
+                assert rule["annotations"]["runbook_url"] == "{{ $labels.runbook }}"
+                anchor = re.search(r'"\$1#([^"]+)", "runbook"', rule["expr"])
+                assert anchor is not None and anchor.group(1) in anchors, rule["alert"]
+
+
+def test_the_anchor_check_knows_githubs_slugs() -> None:
+    assert github_anchors("## GPUXidError\n### Check first: the log\n") == {
+        "gpuxiderror",
+        "check-first-the-log",
+    }
+
+
 # --- promtool test rules -----------------------------------------------------------------------
 
 
@@ -232,10 +265,16 @@ def unit_test(
 
 
 def fires(alert: str, at: str, *expected: tuple[dict[str, str], dict[str, str]]) -> dict[str, Any]:
+    """`alert` fires at `at` with exactly these (labels, annotations), and with the
+    `runbook_url` annotation Alertmanager integrations link to: the runbook each test expects
+    in its labels (the page, `#`, the alert's name in lower case)."""
     return {
         "eval_time": at,
         "alertname": alert,
-        "exp_alerts": [{"exp_labels": lab, "exp_annotations": ann} for lab, ann in expected],
+        "exp_alerts": [
+            {"exp_labels": lab, "exp_annotations": {**ann, "runbook_url": lab["runbook"]}}
+            for lab, ann in expected
+        ],
     }
 
 

@@ -205,7 +205,7 @@ PER_REPLICA_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "LeaderWorker
 def guardrail_notes(view: ClusterView) -> list[str]:
     """What the security layer enforces on this cluster, in the words a team member needs
     (docs/security.md has the whole of it)."""
-    from renderer.layers.security import audit
+    from renderer.layers.security import audit_logging
 
     cluster = view.cluster
     notes = [
@@ -217,6 +217,7 @@ def guardrail_notes(view: ClusterView) -> list[str]:
             f"Kubernetes {cluster.kubernetes_version} serves no ValidatingAdmissionPolicy v1 "
             "(1.30 and later): none of the admission policies below is rendered."
         )
+        notes.append(audit_logging.readme_note(cluster.provider))
         return notes
     notes.append(
         "Admission policies refuse, in every team namespace: images outside the team's "
@@ -257,12 +258,5 @@ def guardrail_notes(view: ClusterView) -> list[str]:
         "`retention.finishedJobs` (an admission policy requires the TTL); checkpoints, logs and "
         "scratch volumes are not cleaned up by the cluster (docs/secrets-and-cleanup.md)."
     )
-    managed = audit.managed_audit_note(cluster.provider)
-    if managed is not None:
-        notes.append(managed)
-    elif cluster.provider in audit.SELF_MANAGED:
-        notes.append(
-            f"The API server's audit policy is `{audit.FOLDER}/{audit.FILE}.yaml`, beside this "
-            "file (docs/audit-policy.md says where it goes)."
-        )
+    notes.append(audit_logging.readme_note(cluster.provider))
     return notes

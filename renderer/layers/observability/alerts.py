@@ -12,7 +12,11 @@ Every alert carries (docs/observability.md, docs/runbooks.md):
   text (an alerting rule's static labels and annotations are Go templates in Prometheus,
   rules/alerting.go `Eval`; nothing from an input file is put there);
 - `severity` (`warning` | `critical`) and `cluster`; annotations `summary`, `description`, which
-  read only `$labels` and `$value` (numbers and DNS-label names).
+  read only `$labels` and `$value` (numbers and DNS-label names), and `runbook_url`: the
+  `runbook` label again, under the annotation name Alertmanager integrations read for a
+  runbook link (kube-prometheus's rules and runbooks, and the PagerDuty and Opsgenie
+  notification templates built on them). It is `{{ $labels.runbook }}`, so the URL stays data
+  the template prints, never template text (docs/runbooks.md).
 
 `GPUAllocatedIdle` needs `for:` equal to the pool's `alerts.idleMinutes`, which a rule cannot
 read from a series: there is one rule per distinct value among the cluster's pools, each
@@ -56,6 +60,9 @@ GPU_RESOURCES = "nvidia_com_.+"
 profiles of the mixed strategy)."""
 LIVE_PHASES = "Pending|Running"
 IDLE_MINUTES = "idle_minutes"
+RUNBOOK_URL = "runbook_url"
+RUNBOOK_URL_TEMPLATE = "{{ $labels." + m.RUNBOOK + " }}"
+"""The `runbook_url` annotation: the expression's `runbook` label, printed by the template."""
 HELD_BY = (
     "{{ if $labels.pod }}held by {{ $labels.namespace }}/{{ $labels.pod }} of team "
     "{{ $labels.team }}{{ else }}held by no pod{{ end }}"
@@ -89,7 +96,11 @@ class Alert:
             "expr": self.expr,
             "for": self.for_,
             "labels": labels,
-            "annotations": {"summary": self.summary, "description": self.description},
+            "annotations": {
+                "summary": self.summary,
+                "description": self.description,
+                RUNBOOK_URL: RUNBOOK_URL_TEMPLATE,
+            },
         }
 
 

@@ -12,7 +12,8 @@ namespace exists without them. One module per concern, rendered in this order:
 - `services`: no NodePort or LoadBalancer Services and no external IPs;
 - `secret_refs`: no secret values in workloads or ConfigMaps, Secrets only from the store;
 
-then the audit Policy, secrets by reference and clean-up (their own modules).
+then the audit Policy (or a managed control plane's audit log setting), secrets by reference
+and clean-up (their own modules).
 
 Admission policies need `admissionregistration.k8s.io/v1`, served from Kubernetes 1.30
 (`renderer.model.security.admission_policies_served`): an older cluster gets none of them.
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 
 from renderer.layers.security import (
     audit,
+    audit_logging,
     cleanup,
     gpus,
     host,
@@ -55,6 +57,7 @@ ADMISSION: tuple[Callable[[ClusterView], Iterator[Output]], ...] = (
 
 OTHERS: tuple[Callable[[ClusterView], Iterator[Output]], ...] = (
     audit.render,
+    audit_logging.render,
     secrets.render,
     cleanup.render,
 )

@@ -8,8 +8,9 @@ written beside the objects, like the node bootstrap files, as
 
 Rendered only where the platform team runs the control plane (`provider: on-prem` or `other`):
 EKS, GKE, AKS and CoreWeave's CKS run the API server themselves with an audit policy of their own
-and take no custom one, so a file there would be a control that is never in force. Where each
-provider's audit log is and how to turn it on: docs/audit-policy.md.
+and take no custom one, so a file there would be a control that is never in force. There the
+provider's own audit log setting is rendered instead (`renderer.layers.security.audit_logging`,
+`api-server/audit-logging.yaml`); docs/audit-policy.md says where each file goes.
 
 The rules are matched in order and the first match wins (the upstream policy checker); the
 default is `None`, so the last rule is a catch-all at `Metadata`. Secret, ConfigMap and token
@@ -18,7 +19,7 @@ bodies are never logged: their rule comes before every rule that logs request bo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from renderer.model.view import ClusterView
@@ -181,28 +182,3 @@ def render(view: ClusterView) -> Iterator[Output]:
         folder=FOLDER,
         comment=where_it_goes(cluster.provider),
     )
-
-
-def managed_audit_note(provider: str) -> str | None:
-    """What the cluster README says instead where the provider runs the API server."""
-    return MANAGED_AUDIT.get(provider)
-
-
-MANAGED_AUDIT: Mapping[str, str] = {
-    "eks": (
-        "EKS runs the API server with its own audit policy: turn on the `audit` control plane "
-        "log type (CloudWatch Logs, `/aws/eks/<cluster>/cluster`)."
-    ),
-    "gke": (
-        "GKE runs the API server with its own audit policy: Admin Activity audit logs are "
-        "always on; turn on Data Access logs for reads (Cloud Audit Logs)."
-    ),
-    "aks": (
-        "AKS runs the API server with its own audit policy: send the `kube-audit` or "
-        "`kube-audit-admin` diagnostic categories to a Log Analytics workspace."
-    ),
-    "coreweave": (
-        "CKS runs the API server with its own audit policy; ask CoreWeave for the "
-        "cluster's audit log export."
-    ),
-}
