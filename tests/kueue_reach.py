@@ -16,14 +16,14 @@ from decimal import Decimal
 from typing import Any
 
 from renderer.model import quantity
-from renderer.model.quota_tree import Quota, QuotaNode, settle
+from renderer.model.quota_tree import Limits, QuotaNode, settle
 
 Fr = tuple[str, str]
 HOST = ("cpu", "memory")
 
 
-def _quotas(spec: Mapping[str, Any]) -> dict[Fr, Quota]:
-    found: dict[Fr, Quota] = {}
+def _quotas(spec: Mapping[str, Any]) -> dict[Fr, Limits]:
+    found: dict[Fr, Limits] = {}
     for group in spec.get("resourceGroups", []):
         for flavor in group["flavors"]:
             for entry in flavor["resources"]:
@@ -33,7 +33,7 @@ def _quotas(spec: Mapping[str, Any]) -> dict[Fr, Quota]:
 
                 nominal = amount("nominalQuota")
                 assert nominal is not None
-                found[(flavor["name"], entry["name"])] = Quota(
+                found[(flavor["name"], entry["name"])] = Limits(
                     nominal, amount("borrowingLimit"), amount("lendingLimit")
                 )
     return found

@@ -62,9 +62,7 @@ def test_cpu_and_memory_follow_the_gpu_share(example: Platform) -> None:
     plans = _plans(example, "prod-east")
     pool = example.pools["h100-train"]
     quota = next(q for q in example.teams["vision"].gpus if q.pool == "h100-train")
-    flavor = next(
-        f for f in plans["vision-training"].cohort.flavors if f.pool.name == "h100-train"
-    )
+    flavor = next(f for f in plans["vision-training"].cohort.flavors if f.pool.name == "h100-train")
     share = Decimal(quota.nominal) / pool.gpus_per_node
     assert flavor.resources[CPU].nominal == int(pool.host_cpus * share)
     assert flavor.resources[MEMORY].nominal == int(parse(pool.host_memory) * share / 2**30) * 2**30

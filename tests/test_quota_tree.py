@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from renderer.model import quantity
-from renderer.model.quota_tree import ZERO, FlavorResource, Quota, QuotaNode, settle
+from renderer.model.quota_tree import ZERO, FlavorResource, Limits, QuotaNode, settle
 
 TABLE = Path(__file__).resolve().parent / "kueue_tables" / "available.yaml"
 
@@ -76,18 +76,18 @@ def _params() -> list[Any]:
 
 def _quotas(
     flavors: Mapping[str, Mapping[str, Mapping[str, Any]]] | None,
-) -> dict[FlavorResource, Quota]:
+) -> dict[FlavorResource, Limits]:
     def amount(entry: Mapping[str, Any], key: str) -> Decimal | None:
         return quantity.parse(str(entry[key])) if key in entry else None
 
-    found: dict[FlavorResource, Quota] = {}
+    found: dict[FlavorResource, Limits] = {}
     for flavor, resources in (flavors or {}).items():
         for resource, entry in resources.items():
             unknown = set(entry) - {"nominal", "borrowingLimit", "lendingLimit"}
             assert not unknown, f"{flavor}/{resource}: fields the port does not model: {unknown}"
             nominal = amount(entry, "nominal")
             assert nominal is not None, f"{flavor}/{resource}: no nominal"
-            found[(flavor, resource)] = Quota(
+            found[(flavor, resource)] = Limits(
                 nominal, amount(entry, "borrowingLimit"), amount(entry, "lendingLimit")
             )
     return found

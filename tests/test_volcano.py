@@ -93,9 +93,7 @@ def test_volcano_queue_arithmetic() -> None:
     serve_memory = quantity.parse(serve_pool["host"]["memory"])
     assert team_queue["deserved"] == {
         "cpu": quantity.cpu(train_cpus * train_share(nominal) + serve_cpus * serve_share),
-        "memory": quantity.memory(
-            train_memory * train_share(nominal) + serve_memory * serve_share
-        ),
+        "memory": quantity.memory(train_memory * train_share(nominal) + serve_memory * serve_share),
         "nvidia.com/gpu": nominal,
         "nvidia.com/gpu.shared": serve_quota["nominal"],
     }
@@ -112,22 +110,10 @@ def test_volcano_queue_arithmetic() -> None:
     most = min(nominal + borrowing, train_gpus)
     assert team_queue["capability"] == {"nvidia.com/gpu": most}
 
-
-def test_volcano_parent_queue_arithmetic() -> None:
-    """The gpuplane Queue's parent queue: its pools' capability, its team's sums."""
-    train_pool = _load(CASE / "pools/train.yaml")["spec"]
-    serve_pool = _load(CASE / "pools/serve.yaml")["spec"]
-    team = _load(CASE / "teams/ml.yaml")["spec"]
-    train_quota = next(q for q in team["gpus"] if q["pool"] == "train")
-    serve_quota = next(q for q in team["gpus"] if q["pool"] == "serve")
-    train_gpus = train_pool["gpusPerNode"] * train_pool["nodes"]
-    train_cpus = train_pool["host"]["cpus"]
-    train_memory = quantity.parse(train_pool["host"]["memory"])
-    replicas = serve_pool["timeSlicing"]["replicas"]
-    serve_units = serve_pool["gpusPerNode"] * replicas * serve_pool["nodes"]
-    serve_cpus = Decimal(serve_pool["host"]["cpus"])
-    serve_memory = quantity.parse(serve_pool["host"]["memory"])
-
+    # the gpuplane Queue's parent queue: its pools' capability, its team's sums
+    serve_units = (
+        serve_pool["gpusPerNode"] * serve_pool["timeSlicing"]["replicas"] * serve_pool["nodes"]
+    )
     parent = _load(EXPECTED / "queueing/queue-main.yaml")["spec"]
     assert parent["parent"] == "root"
     assert parent["capability"] == {

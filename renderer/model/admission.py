@@ -28,7 +28,7 @@ from renderer.model.capacity import (
     serves,
 )
 from renderer.model.platform import GpuQuota, Namespace, Pool, Queue, Team
-from renderer.model.quota_tree import Quota, QuotaNode, settle
+from renderer.model.quota_tree import Limits, QuotaNode, settle
 from renderer.model.view import ClusterView
 
 CPU = "cpu"
@@ -284,25 +284,6 @@ def amount_text(resource: str, value: Decimal) -> str | int:
     return int(value)
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """A ClusterQueue's quota of one resource on one flavor, as Kueue reads it."""
-
-    nominal: Decimal
-    borrowing: Decimal | None
-    lending: Decimal | None
-
-    @property
-    def lendable(self) -> Decimal:
-        """What the cohort may borrow from it: the lending limit, or all of nominal when unset."""
-        return self.nominal if self.lending is None else self.lending
-
-    @property
-    def guaranteed(self) -> Decimal:
-        """What Kueue never lends out: nominal minus the lending limit (nothing when unset)."""
-        return Decimal(0) if self.lending is None else self.nominal - self.lending
-
-
 def limits_of(plan: ClusterQueuePlan | TeamCohortPlan, pool: str, resource: str) -> Limits:
     """A queue's (or team Cohort's) limits on one pool and resource. Where a flavor has no
     amount for a covered resource, the queue layer writes nominal 0 and borrowing limit 0:
@@ -314,16 +295,13 @@ def limits_of(plan: ClusterQueuePlan | TeamCohortPlan, pool: str, resource: str)
     return Limits(amount.nominal, amount.borrowing_limit, amount.lending_limit)
 
 
-def _quotas(plan: ClusterQueuePlan | TeamCohortPlan, covered: Sequence[str]) -> dict[Fr, Quota]:
+def _quotas(plan: ClusterQueuePlan | TeamCohortPlan, covered: Sequence[str]) -> dict[Fr, Limits]:
     """A node's quotas as the queue layer renders them: every covered resource of every flavor."""
-    quotas: dict[Fr, Quota] = {}
-    for flavor in plan.flavors:
-        for resource in covered:
-            limits = limits_of(plan, flavor.pool.name, resource)
-            quotas[(flavor.pool.name, resource)] = Quota(
-                limits.nominal, limits.borrowing, limits.lending
-            )
-    return quotas
+    return {
+        (flavor.pool.name, resource): limits_of(plan, flavor.pool.name, resource)
+        for flavor in plan.flavors
+        for resource in covered
+    }
 
 
 def covered_of(flavors: Sequence[FlavorPlan]) -> tuple[str, ...]:
@@ -350,7 +328,7 @@ class Cohort(tuple[ClusterQueuePlan, ...]):
         return found
 
     def build(
-        self, foreign: Mapping[str, tuple[str, Mapping[Fr, Quota]]] = {}
+        self, foreign: Mapping[str, tuple[str, Mapping[Fr, Limits]]] = {}
     ) -> dict[str, QuotaNode]:
         """A fresh tree (usage can be added to it). `foreign`: ClusterQueues gpuplane does not
         render, by name: the Cohort they name and their quotas; one naming a Cohort not in the

@@ -34,12 +34,23 @@ NodeKind = Literal["Cohort", "ClusterQueue"]
 
 
 @dataclass(frozen=True, slots=True)
-class Quota:
-    """Kueue's `ResourceQuota`: nominal, borrowing limit and lending limit (None: not set)."""
+class Limits:
+    """Kueue's `ResourceQuota` of one resource on one flavor: nominal, borrowing limit and
+    lending limit (None: not set)."""
 
     nominal: Decimal
     borrowing: Decimal | None = None
     lending: Decimal | None = None
+
+    @property
+    def lendable(self) -> Decimal:
+        """What the cohort may borrow from it: the lending limit, or all of nominal when unset."""
+        return self.nominal if self.lending is None else self.lending
+
+    @property
+    def guaranteed(self) -> Decimal:
+        """What Kueue never lends out: nominal minus the lending limit (nothing when unset)."""
+        return Decimal(0) if self.lending is None else self.nominal - self.lending
 
 
 @dataclass(eq=False, slots=True)
@@ -48,7 +59,7 @@ class QuotaNode:
 
     name: str
     kind: NodeKind
-    quotas: Mapping[FlavorResource, Quota]
+    quotas: Mapping[FlavorResource, Limits]
     parent: QuotaNode | None = None
     children: list[QuotaNode] = field(default_factory=list)
     subtree: dict[FlavorResource, Decimal] = field(default_factory=dict)

@@ -31,12 +31,12 @@ from renderer.model.admission import (
     ClusterQueuePlan,
     Cohort,
     FlavorPlan,
-    Limits,
     limits_of,
     potential_available,
 )
 from renderer.model.platform import Cluster, Pool
 from renderer.model.quantity import kueue_string
+from renderer.model.quota_tree import Limits
 from renderer.model.topology import topology_aware
 
 

@@ -53,8 +53,8 @@ from renderer.commands.fit.usage import (
     UsageReport,
 )
 from renderer.layers.queueing import kueue
-from renderer.model.admission import ClusterQueuePlan, Cohort, Limits, limits_of
-from renderer.model.quota_tree import Quota, QuotaNode
+from renderer.model.admission import ClusterQueuePlan, Cohort, limits_of
+from renderer.model.quota_tree import Limits, QuotaNode
 
 ZERO = Decimal(0)
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -181,16 +181,7 @@ class CohortNow:
             else:
                 self.used[member] = _sum(h.usage for h in self.holders[member])
                 self.source[member] = "Workloads" if self.holders[member] else "none"
-        foreign = {
-            name: (
-                q.cohort or cohort_name,
-                {
-                    fr: Quota(lim.nominal, lim.borrowing, lim.lending)
-                    for fr, lim in q.quotas.items()
-                },
-            )
-            for name, q in self.foreign.items()
-        }
+        foreign = {name: (q.cohort or cohort_name, q.quotas) for name, q in self.foreign.items()}
         self.tree = Cohort(cohort).build(foreign)
         for member, used in self.used.items():
             for fr, value in used.items():

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from renderer.model import quantity
-from renderer.model.admission import Limits
+from renderer.model.quota_tree import Limits
 
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """`kubectl get workloads -A -o json` of a busy cluster runs to megabytes (each Workload carries

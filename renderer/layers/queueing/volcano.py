@@ -236,15 +236,13 @@ def _parent_queue(
 ) -> Manifest:
     """The gpuplane Queue (Kueue's cohort): the sums of its teams' deserved and guarantee, which
     Volcano requires to cover its children's, and the capability of its pools."""
-    deserved = _quantities(_add(_deserved(p) for p in children))
-    guarantee = _quantities(_add(_guarantee(p) for p in children))
     spec: dict[str, Any] = {"parent": ROOT_QUEUE}
-    if deserved:
-        spec["deserved"] = deserved
-    if guarantee:
-        spec["guarantee"] = {"resource": guarantee}
-    if capability:
-        spec["capability"] = _quantities(capability, keep_zero=True)
+    _amounts(
+        spec,
+        _add(_deserved(p) for p in children),
+        _add(_guarantee(p) for p in children),
+        capability,
+    )
     return Manifest(
         LAYER,
         {
@@ -257,6 +255,19 @@ def _parent_queue(
     )
 
 
+def _amounts(
+    spec: dict[str, Any], deserved: Amounts, guarantee: Amounts, capability: Amounts
+) -> None:
+    """A queue's `deserved`, `guarantee.resource` and `capability`, each only where it says
+    something (zeros kept in the capability: they close a resource)."""
+    if _quantities(deserved):
+        spec["deserved"] = _quantities(deserved)
+    if _quantities(guarantee):
+        spec["guarantee"] = {"resource": _quantities(guarantee)}
+    if capability:
+        spec["capability"] = _quantities(capability, keep_zero=True)
+
+
 def _team_queue(team: TeamCohortPlan, ceilings: Mapping[str, Amounts], parent: Amounts) -> Manifest:
     """One team under its Queue's parent: the team's quota and limits, shared by its leaves."""
     meta = metadata(
@@ -267,16 +278,9 @@ def _team_queue(team: TeamCohortPlan, ceilings: Mapping[str, Amounts], parent: A
         "weight": 1,
         "reclaimable": _reclaimable(team.queue),
     }
-    deserved = _quantities(_deserved(team))
-    guarantee = _quantities(_guarantee(team))
     capability = _capability(team, ceilings)
     capability.update(_closed(covered_of(team.flavors), parent))
-    if deserved:
-        spec["deserved"] = deserved
-    if guarantee:
-        spec["guarantee"] = {"resource": guarantee}
-    if capability:
-        spec["capability"] = _quantities(capability, keep_zero=True)
+    _amounts(spec, _deserved(team), _guarantee(team), capability)
     return Manifest(
         LAYER,
         {"apiVersion": QUEUE_API, "kind": "Queue", "metadata": meta, "spec": spec},
