@@ -148,6 +148,28 @@ def _codes(report: Any) -> dict[str, set[str]]:
     return found
 
 
+def test_a_teams_reach_behind_renamed_namespaces_is_the_same_with_the_index(
+    repo: Path,
+    gpuplane: Callable[..., Any],
+    rendered: Rendered,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llm's namespaces renamed while a group gets admin: the team's findings and the lines of
+    teams/llm.yaml they point at (from the change's lines, as git gives them) are the same
+    whichever way the report is made; staging-west, which the change does not reach, is
+    taken from the index."""
+    assert _render(gpuplane, repo).exit_code == 0
+    for old in ("llm-train,", "llm-serve,", "llm-notebooks,"):
+        edit_once(
+            repo / "teams/llm.yaml", f"{{name: {old}", f"{{name: {old.replace('llm-', 'llm-v2-')}"
+        )
+    edit_once(repo / "teams/llm.yaml", "owners: [llm-leads]", "owners: [llm-leads, contractors]")
+    report, names = _diff(gpuplane, repo, rendered, monkeypatch)
+    assert names == ["prod-east", "prod-east"]
+    (widened,) = [f for f in report["findings"] if f["code"] == "rbac-widened"]
+    assert widened["risk"] == "high" and widened["at"] == "teams/llm.yaml:9"
+
+
 @pytest.mark.parametrize("checked_after_the_edit", [True, False])
 def test_a_one_team_change_renders_only_the_cluster_it_reaches(
     checked_after_the_edit: bool,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from renderer.commands.diff.reach import namespace_caps
 from renderer.commands.diff.revision import render
 from renderer.commands.diff.teams import teams
 from renderer.output.validation import OutputValidator
@@ -176,11 +177,82 @@ def test_a_namespace_a_platform_component_uses_is_high(
     assert [(f.code, f.risk.value) for f in found] == [("namespace-platform", "high")]
 
 
-def test_a_plain_new_namespace_stays_low(repo: Path, gpuplane: Any) -> None:
+def _line(repo: Path, file: str, text: str) -> str:
+    """`file:line` of the one line of `file` that holds `text`."""
+    numbers = [
+        n for n, line in enumerate((repo / file).read_text().splitlines(), 1) if text in line
+    ]
+    assert len(numbers) == 1, (text, numbers)
+    return f"{file}:{numbers[0]}"
+
+
+BATCH = "    - {name: vision-batch, cluster: prod-east, purpose: batch}\n"
+
+
+def _add_batch(repo: Path) -> None:
     edit_once(
         repo / VISION,
         "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n",
-        "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n"
-        "    - {name: vision-batch, cluster: prod-east, purpose: batch}\n",
+        "    - {name: vision-notebooks, cluster: prod-east, purpose: notebooks}\n" + BATCH,
     )
-    assert _one(_findings(gpuplane, repo), "namespace-added", "vision-batch")["risk"] == "low"
+
+
+def test_a_namespace_of_a_purpose_the_team_had_none_of_is_medium(repo: Path, gpuplane: Any) -> None:
+    """A ClusterQueue of its own for the new purpose, and that purpose's pools: reviewed as a
+    namespace's purpose change is."""
+    _add_batch(repo)
+    f = _one(_findings(gpuplane, repo), "namespace-added", "vision-batch")
+    assert f["risk"] == "medium" and "ClusterQueue vision-batch" in f["summary"]
+    assert f["at"] == _line(repo, VISION, "vision-batch")
+
+
+def test_caps_across_a_teams_namespaces_land_on_the_namespace_that_adds_them(
+    repo: Path, gpuplane: Any
+) -> None:
+    """Each namespace gets the team's ResourceQuota: a fourth namespace is a fourth 512 CPUs.
+    The file's `resources` did not change, so the finding is on the line that did."""
+    _add_batch(repo)
+    found = [f for f in _findings(gpuplane, repo) if f["team"] == "vision"]
+    cpu = _one(found, "quota-cap-changed", "cpu")
+    assert cpu["risk"] == "medium" and "3 x 512 → 4 x 512, 1536 → 2048 in all" in cpu["summary"]
+    assert cpu["at"] == _line(repo, VISION, "vision-batch")
+    memory = _one(found, "quota-cap-changed", "memory")
+    assert "12Ti → 16Ti" in memory["summary"]
+
+
+def test_renamed_namespaces_alone_widen_nothing(repo: Path, gpuplane: Any) -> None:
+    """The whole team is compared, so a rename is what it is: a namespace pruned and one added,
+    the same purpose and Pod Security; no group, registry, cap or egress finding."""
+    edit_once(repo / VISION, "{name: vision-notebooks,", "{name: vision-nb,")
+    found = [f for f in _findings(gpuplane, repo) if f["team"] == "vision"]
+    assert sorted((f["code"], f["subject"], f["risk"]) for f in found) == [
+        ("namespace-added", "vision-nb", "low"),
+        ("namespace-removed", "vision-notebooks", "high"),
+    ]
+
+
+def test_namespace_caps_are_the_rendered_resource_quotas(committed: Path) -> None:
+    """`reach.namespace_caps` says what the tenancy layer renders into each team namespace's
+    ResourceQuota; should the layer split the team's caps another way, this fails first."""
+    validator = OutputValidator()
+    rendered = render(committed, validator, "base", None)
+    names = {
+        "cpu": "requests.cpu",
+        "memory": "requests.memory",
+        "storage": "requests.storage",
+        "persistentVolumeClaims": "persistentvolumeclaims",
+    }
+    seen = 0
+    for team in rendered.platform.teams.values():
+        for ns in team.namespaces:
+            cluster = rendered.platform.clusters[ns.cluster]
+            (quota,) = [
+                m
+                for m in rendered.manifests[ns.cluster]
+                if m.kind == "ResourceQuota" and m.namespace == ns.name
+            ]
+            hard = quota.body["spec"]["hard"]
+            expected = {names[k]: str(v) for k, v in namespace_caps(team, cluster).items()}
+            assert {k: hard[k] for k in names.values() if k in hard} == expected, ns.name
+            seen += 1
+    assert seen >= 10

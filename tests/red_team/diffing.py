@@ -32,6 +32,17 @@ def commit_base(attempt: Attempt) -> None:
         subprocess.run(["git", "-C", str(attempt.root), *args], check=True, env=env)
 
 
+def commit_again(attempt: Attempt) -> None:
+    """Make the attempt's current files the base (e.g. a namespace the platform hardened
+    earlier), so that the next edits are the attack."""
+    env = {**os.environ, **_ENV, "HOME": str(attempt.root)}
+    for args in (
+        ("add", "-A"),
+        ("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "again"),
+    ):
+        subprocess.run(["git", "-C", str(attempt.root), *args], check=True, env=env)
+
+
 def cli(attempt: Attempt, *args: str) -> tuple[int, str]:
     result = CliRunner(env={"GPUPLANE_CRDS": "", **_ENV}).invoke(
         main, ["-C", str(attempt.root), *args]

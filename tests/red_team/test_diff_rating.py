@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.red_team.diffing import commit_base, diff_findings
+from tests.red_team.diffing import commit_again, commit_base, diff_findings
 from tests.red_team.harness import Attempt, errors
 
 LLM = "teams/llm.yaml"
@@ -67,7 +67,7 @@ def test_restricted_dropped_from_a_training_namespace(based: Attempt) -> None:
         "{name: llm-train, cluster: prod-east, purpose: training}",
         "{name: llm-train, cluster: prod-east, purpose: training, podSecurity: restricted}",
     )
-    commit_base_again(based)
+    commit_again(based)
     based.edit(
         LLM,
         "{name: llm-train, cluster: prod-east, purpose: training, podSecurity: restricted}",
@@ -101,32 +101,3 @@ def test_a_new_team_file_with_egress(based: Attempt) -> None:
     assert errors(based.findings()) == []
     found = [f for f in diff_findings(based) if f["team"] == "shadow"]
     assert {f["risk"] for f in found if f["code"] == "egress-opened"} == {"high"}
-
-
-def commit_base_again(attempt: Attempt) -> None:
-    """Make the attempt's current files the base (a namespace hardened earlier)."""
-    import subprocess
-
-    subprocess.run(["git", "-C", str(attempt.root), "add", "-A"], check=True)
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(attempt.root),
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-q",
-            "-m",
-            "harden",
-        ],
-        check=True,
-        env={
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "HOME": str(attempt.root),
-            "PATH": "/usr/bin:/bin",
-        },
-    )

@@ -55,6 +55,7 @@ TITLES: dict[str, str] = {
     "quota-cap-removed": "quota cap removed",
     "quota-cap-changed": "quota cap changed",
     "codeowners-changed": "code owners changed",
+    "cost-center-shared": "cost centre of another team",
     "team-queue-changed": "queue or priority changed",
     "team-changed": "team settings changed",
     "gpu-quota": "GPU quota changed",
@@ -157,6 +158,9 @@ class Finding:
     details: tuple[str, ...] = ()
     quota: QuotaChange | None = None
     objects: ObjectChanges | None = None
+    at: str | None = None
+    """`file:line` of the head's input that the finding is about, the line the change touched
+    where it touched one (None: nothing in the head says it, e.g. a removed team)."""
 
     @property
     def title(self) -> str:

@@ -55,6 +55,7 @@ def _finding_json(f: Finding) -> dict[str, Any]:
         "subject": f.subject,
         "summary": f.summary,
         "details": list(f.details),
+        "at": f.at,
         "quota": None
         if f.quota is None
         else {
@@ -150,6 +151,7 @@ def report_from_json(data: Mapping[str, Any]) -> DiffReport:
                     tuple(objects["changed"]),
                     tuple(objects["deleted"]),
                 ),
+                f.get("at"),
             )
         )
     return DiffReport(

@@ -34,7 +34,6 @@ MAX_CHARS = 60000
 DETAILS_LABELS = {
     "namespace-removed": "what Argo CD prunes",
     "team-removed": "what Argo CD prunes",
-    "team-added": "image registries",
 }
 """The summary line of a finding's collapsed details, by code ("what changed" otherwise)."""
 
@@ -161,9 +160,15 @@ def _pool_total_lines(totals: Sequence[PoolTotals]) -> list[str]:
     return ["Pool totals:", "", *_table(header, align, rows), ""]
 
 
-def _finding_lines(findings: Sequence[Finding]) -> list[str]:
+def _finding_lines(findings: Sequence[Finding], located: bool = False) -> list[str]:
+    """A table of findings; `located`: with the line of the head's file each is about."""
     rows = [[_BADGE[f.risk], _text(f.title), _text(f.summary)] for f in findings]
-    lines = [*_table(("risk", "change", "what"), (False, False, False), rows), ""]
+    header: tuple[str, ...] = ("risk", "change", "what")
+    if located:
+        header += ("line",)
+        for row, f in zip(rows, findings, strict=True):
+            row.append(_code(f.at) if f.at else "-")
+    lines = [*_table(header, (False,) * len(header), rows), ""]
     for f in findings:
         if f.details:
             label = DETAILS_LABELS.get(f.code, "what changed")
@@ -263,7 +268,7 @@ def _full_markdown(report: DiffReport) -> list[str]:
         for team in teams:
             lines += [f"#### Team {_code(team)}", ""]
             lines += _finding_lines(
-                [f for f in found if f.team == team and f.code not in _QUOTA_CODES]
+                [f for f in found if f.team == team and f.code not in _QUOTA_CODES], located=True
             )
         objects = [f for f in found if f.code == "objects"]
         if objects:

@@ -42,7 +42,8 @@ def diff_text(report: DiffReport) -> str:
             elif f.code == "objects":
                 where += " / rendered objects"
             lines += ["", where]
-        lines.append(f"  {f.risk.value.upper():<6} {f.title}: {' '.join(f.summary.split())}")
+        at = f" ({f.at})" if f.at else ""
+        lines.append(f"  {f.risk.value.upper():<6} {f.title}: {' '.join(f.summary.split())}{at}")
         if f.objects is not None:
             lines += [f"           deleted {p}" for p in f.objects.deleted]
         lines += [f"           {' '.join(d.split())}" for d in f.details]
