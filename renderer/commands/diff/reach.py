@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from renderer.commands.diff.findings import Finding, Risk
 from renderer.findings.diagnostics import PathKey
-from renderer.model import quantity
+from renderer.model.caps import CAP_KEYS, CapKey, namespace_shares, quota_text, team_caps, text
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Cluster, Namespace, Platform, Team
 
@@ -31,11 +31,6 @@ ROLE_FIELDS = ("", "viewers", "members", "owners")
 
 _ROLE_RISK = {1: Risk.LOW, 2: Risk.MEDIUM, 3: Risk.HIGH}
 POD_SECURITY_RANK = {"privileged": 0, "baseline": 1, "restricted": 2}
-
-CAPS = ("cpu", "memory", "storage", "persistentVolumeClaims")
-"""The ResourceQuota caps of a team's namespaces (`spec.resources`)."""
-
-_BINARY_CAPS = frozenset({"memory", "storage"})
 
 
 def effective_pod_security(ns: Namespace) -> str:
@@ -183,57 +178,51 @@ def images(ctx: OnCluster) -> Iterator[Finding]:
             yield ctx.finding(Risk.LOW, "images-narrowed", image, summary, at)
 
 
-def namespace_caps(team: Team, cluster: Cluster | None) -> dict[str, str | int]:
+def namespace_caps(team: Team, cluster: Cluster | None, namespace: str) -> dict[str, str]:
     """The ResourceQuota caps one namespace of the team gets, as the tenancy layer renders them:
-    the team's, key by key the cluster's `teamDefaults` where the team sets none."""
-    defaults = cluster.team_default_resources if cluster is not None else {}
-    return {k: v for k in CAPS if (v := team.resources.get(k, defaults.get(k))) is not None}
+    its share of the team's caps (`renderer.model.caps`)."""
+    if cluster is None:
+        return {}
+    return quota_text(namespace_shares(cluster, team).get(namespace, {}))
 
 
 @dataclass(frozen=True, slots=True)
 class _CapReach:
-    """One cap across a team's namespaces on a cluster: each namespace's, and their sum (None:
-    a value that is not a quantity)."""
+    """One cap of a team on a cluster: the team's (its file's, or the cluster's default), and
+    each namespace's share of it."""
 
+    total: Decimal
     each: Mapping[str, str]
-    total: Decimal | None
 
-    def shown(self, counted: bool = True) -> str:
-        """The value each namespace has ("3 x 512" with `counted`), or each one's."""
-        values = sorted(set(self.each.values()))
-        if len(values) == 1:
-            return f"{len(self.each)} x {values[0]}" if counted else values[0]
+    def shown(self, key: CapKey) -> str:
+        return text(key, self.total)
+
+    def shares(self) -> str:
         return ", ".join(f"{ns} {value}" for ns, value in sorted(self.each.items()))
-
-    def total_shown(self, key: str) -> str:
-        if self.total is None:
-            return "?"
-        return quantity.go_string(self.total, key in _BINARY_CAPS)
 
 
 def _cap_reach(
-    team: Team, namespaces: Mapping[str, Namespace], cluster: Cluster | None, key: str
+    team: Team, namespaces: Mapping[str, Namespace], cluster: Cluster | None, key: CapKey
 ) -> _CapReach | None:
-    """None: some namespace of the team has no such cap."""
-    caps = namespace_caps(team, cluster)
-    if key not in caps or not namespaces:
+    """None: the team has no such cap there (or no namespace there)."""
+    if cluster is None or not namespaces:
         return None
-    each = {ns: str(caps[key]) for ns in namespaces}
-    try:
-        total: Decimal | None = sum((quantity.parse(v) for v in each.values()), Decimal(0))
-    except (ValueError, ArithmeticError):
-        total = None
-    return _CapReach(each, total)
+    total = team_caps(cluster, team).get(key)
+    if total is None:
+        return None
+    each = {ns: namespace_caps(team, cluster, ns).get(key, "?") for ns in namespaces}
+    return _CapReach(total, each)
 
 
 def quota_caps(ctx: OnCluster) -> Iterator[Finding]:
     """A cap that goes away is high risk (the namespaces may then take the whole cluster's CPU,
-    memory or storage); one that moves, in a namespace or across the team's namespaces here
-    (a namespace added gets a ResourceQuota of its own), is a cap change: medium when the
-    team's total rises, low when it falls."""
+    memory or storage); one whose team total moves is a cap change: medium when it rises, low
+    when it falls. The caps are the team's, split between its namespaces (renderer/model/
+    caps.py), so a namespace added or renamed moves no cap; a share moved between namespaces is
+    low."""
     if ctx.before is None or ctx.arrives:
         return
-    for key in CAPS:
+    for key in CAP_KEYS:
         old = _cap_reach(ctx.before, ctx.old_ns, ctx.base_cluster, key)
         if old is None:
             continue
@@ -241,26 +230,20 @@ def quota_caps(ctx: OnCluster) -> Iterator[Finding]:
         at = ctx.reach_at(("spec", "resources", key))
         if new is None:
             summary = (
-                f"{key} is no longer capped in {ctx.where} (was {old.shown(False)}): its pods "
-                "may take all of the cluster's"
+                f"{key} is no longer capped in {ctx.where} (was {old.shown(key)} for the team): "
+                "its pods may take all of the cluster's"
             )
             yield ctx.finding(Risk.HIGH, "quota-cap-removed", key, summary, at)
             continue
-        if old.each == new.each:
-            continue
-        raised = old.total is None or new.total is None or new.total > old.total
-        kept = set(old.each) & set(new.each)
-        if not raised and all(old.each[ns] == new.each[ns] for ns in kept):
-            continue  # the same caps, in fewer namespaces: said by their removal
+        if old.total == new.total and (old.each == new.each or set(old.each) != set(new.each)):
+            continue  # the same team cap; namespaces added or renamed only split it anew
         source = "" if key in ctx.after.resources else " (the cluster's teamDefaults)"
-        if set(old.each) == set(new.each):
-            summary = f"{key} cap in {ctx.where}: {old.shown(False)} → {new.shown(False)}{source}"
+        summary = f"{key} cap of the team on {ctx.cluster}: {old.shown(key)} → {new.shown(key)}"
+        summary += f"{source} ({new.shares()})"
+        if new.total > old.total:
+            risk, summary = ctx.widening(Risk.MEDIUM, summary)
         else:
-            summary = (
-                f"{key} caps on {ctx.cluster}: {old.shown()} → {new.shown()}{source}, "
-                f"{old.total_shown(key)} → {new.total_shown(key)} in all ({ctx.where})"
-            )
-        risk, summary = ctx.widening(Risk.MEDIUM, summary) if raised else (Risk.LOW, summary)
+            risk = Risk.LOW
         yield ctx.finding(risk, "quota-cap-changed", key, summary, at)
 
 
