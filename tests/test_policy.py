@@ -302,6 +302,13 @@ CASES = [
         "- registry.example.com/Base/",
     ),
     ("image-prefix-public-root", "teams/llm.yaml", "- registry.example.com/base/", "- docker.io/"),
+    (
+        "image-prefix-not-allowed",
+        "teams/llm.yaml",
+        "- registry.example.com/base/",
+        "- ghcr.io/someone-else/",
+    ),
+    ("egress-not-allowed", "teams/llm.yaml", "- cidr: 10.20.0.0/16", "- cidr: 8.8.8.0/24"),
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from renderer.findings.diagnostics import Diagnostic
 from renderer.model.platform import Platform
 from renderer.policy import (
+    allowlists,
     cleanup,
     delivery,
     gpus,
@@ -22,7 +23,19 @@ from renderer.policy import (
 )
 from renderer.policy.rule import POLICY
 
-TOPICS = (references, tenancy, quotas, gpus, pools, queues, delivery, secrets, cleanup, guardrails)
+TOPICS = (
+    references,
+    tenancy,
+    quotas,
+    gpus,
+    pools,
+    queues,
+    delivery,
+    secrets,
+    cleanup,
+    guardrails,
+    allowlists,
+)
 """The topic modules; importing them registers their rules in `POLICY`."""
 
 
