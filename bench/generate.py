@@ -364,8 +364,8 @@ def build_platform(
                 "persistentVolumeClaims": 50,
             },
             "defaults": {"cpu": "1", "memory": "4Gi"},
-            "images": [f"registry.example.com/{name}/"],
-            "egress": [{"cidr": "10.200.0.0/16", "ports": [443]}],
+            # no images or egress: the platform has no gpuplane.yaml, so no allowlist allows any
+            # (docs/repository-settings.md)
             "retention": {"finishedJobs": "24h", "checkpoints": "30d"},
         }
         objects.append(_envelope("Team", name, spec))

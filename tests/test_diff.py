@@ -361,7 +361,7 @@ def test_injection_in_free_text(repo: Path, gpuplane: Callable[..., Any], crds: 
         repo / "teams/vision.yaml",
         "      description: labelling service and dataset catalog\n",
         "      description: labelling service and dataset catalog\n"
-        '    - cidr: 10.99.0.0/16\n      ports: [443]\n      description: "a | b <img src=x>"\n',
+        '    - cidr: 10.50.0.0/16\n      ports: [443]\n      description: "a | b <img src=x>"\n',
     )
     (repo / "teams/translate.yaml").write_text(
         NEW_TEAM.replace("Machine translation APIs", f'"{hostile}"')

@@ -78,10 +78,10 @@ def test_a_new_port_on_an_allowed_network_is_high(repo: Path, gpuplane: Any) -> 
     edit_once(
         repo / VISION,
         "      ports: [443]\n      description: labelling",
-        "      ports: [443, 22]\n      description: labelling",
+        "      ports: [443, 8443]\n      description: labelling",
     )
     f = _one(_findings(gpuplane, repo), "egress-opened", "10.20.0.0/16")
-    assert f["risk"] == "high" and "TCP 22" in f["summary"].upper()
+    assert f["risk"] == "high" and "TCP 8443" in f["summary"].upper()
 
 
 def test_a_narrowed_egress_is_low(repo: Path, gpuplane: Any) -> None:

@@ -321,6 +321,13 @@ CASES = [
     ("cap-exceeds-cluster", "teams/vision.yaml", "memory: 4Ti", "memory: 100Ei"),
     # a team named like the queue whose Cohort its own would sit under: a new team file,
     # tests/red_team/test_reach.py
+    (
+        "image-prefix-not-allowed",
+        "teams/llm.yaml",
+        "- registry.example.com/base/",
+        "- ghcr.io/someone-else/",
+    ),
+    ("egress-not-allowed", "teams/llm.yaml", "- cidr: 10.20.0.0/16", "- cidr: 8.8.8.0/24"),
 ]
 
 

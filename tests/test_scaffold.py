@@ -69,6 +69,28 @@ def test_a_filled_team_validates_with_no_findings(repo: Path, gpuplane) -> None:
     assert findings(gpuplane, repo) == []
 
 
+def test_the_suggested_images_and_egress_lie_within_the_allowlists(repo: Path, gpuplane) -> None:
+    """A new team file names what gpuplane.yaml allows, and its commented-out `images` and
+    `egress` examples, switched on, validate (image-prefix-not-allowed, egress-not-allowed)."""
+    blanks = new(gpuplane, repo, "team", "ranking")
+    fill(repo / "teams/ranking.yaml", blanks, TEAM)
+    path = repo / "teams/ranking.yaml"
+    text = path.read_text()
+    assert "gpuplane.yaml allows prefixes within: registry.example.com/, ghcr.io/example/," in text
+    assert "gpuplane.yaml allows egress within: 10.20.0.0/16 TCP 443, 8443;" in text
+    start = text.index("  # images: ")
+    end = text.index("\n", text.index("  #     description: what lives there"))
+    switched = "\n".join(
+        line.replace("  # ", "  ", 1)
+        if line.startswith(("  # images:", "  # egress:", "  #  "))
+        else line
+        for line in text[start:end].splitlines()
+    )
+    path.write_text(text[:start] + switched + text[end:])
+    assert "  images: [registry.example.com/ranking/]" in path.read_text()
+    assert findings(gpuplane, repo) == []
+
+
 def test_an_unfilled_file_fails_at_each_blank_and_nowhere_else(repo: Path, gpuplane) -> None:
     for kind in sorted(KINDS):
         blanks = new(gpuplane, repo, kind, f"fresh-{kind}")

@@ -277,16 +277,105 @@ def test_images_only_from_the_teams_prefixes(example: Rendered, image: str, allo
 
 
 def test_a_prefix_without_a_slash_still_ends_at_a_boundary() -> None:
-    check = compile_expression(images.prefix_test("registry.example.com/llm", "i"))
+    check = compile_expression(images.image_allowed(["registry.example.com/llm"], "i"))
     for image, allowed in (
         ("registry.example.com/llm", True),
         ("registry.example.com/llm:1", True),
         ("registry.example.com/llm/x", True),
-        ("registry.example.com/llm@sha256:00", True),
+        ("registry.example.com/llm@sha256:" + "0" * 64, True),
         ("registry.example.com/llmx", False),
         ("registry.example.com/llm.evil.io/x", False),
     ):
         assert bool(check.evaluate({"i": json_to_cel(image)})) is allowed, image
+
+
+DIGEST = "sha256:" + "d" * 64
+OTHER_DIGEST = "sha256:" + "e" * 64
+NORMALISED_PREFIXES = [
+    "registry.example.com/llm/",
+    "docker.io/library/",
+    "ghcr.io/example/",
+    "registry.example.com/tools/trainer:1.4",
+    "registry.example.com/tools/eval@" + DIGEST,
+]
+
+
+@pytest.fixture(scope="module")
+def normalised(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """llm's image policy, rendered for prefixes that exercise every rule of how a runtime
+    reads a name (the example's gpuplane.yaml allows all of them)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("normalised") / "repo")
+    text = (root / "teams/llm.yaml").read_text()
+    start = text.index("  images:\n")
+    end = text.index("  egress:\n")
+    listed = "".join(f"    - {p}\n" for p in NORMALISED_PREFIXES)
+    (root / "teams/llm.yaml").write_text(text[:start] + "  images:\n" + listed + text[end:])
+    rendered = render_clean(root)
+    return policy(rendered, "prod-east", "gpuplane-images-llm")
+
+
+# Each expectation is how containerd resolves the name (distribution/reference normalize.go,
+# ParseDockerRef; containerd hosts.go), read from upstream, not from the policy: see
+# renderer/model/images.py and tests/test_image_references.py for the sources.
+NORMALISATION = [
+    # no host means docker.io; a single part means library/
+    ("nginx", True),
+    ("nginx:1.27", True),
+    ("library/nginx:1.27", True),
+    ("docker.io/nginx:1.27", True),
+    ("docker.io/library/nginx:1.27", True),
+    ("index.docker.io/nginx:1.27", True),
+    ("registry-1.docker.io/library/nginx:1.27", True),
+    ("DOCKER.IO/library/nginx:1.27", True),
+    ("docker.io:443/library/nginx", True),
+    ("nginx@" + DIGEST, True),
+    ("someone/nginx:1.27", False),  # docker.io/someone/nginx: a user namespace
+    ("docker.io/someone/nginx", False),
+    ("registry-1.docker.io/nginx", False),  # no library/ on this spelling: repository "nginx"
+    ("Docker.io/nginx", False),  # the same: only docker.io and index.docker.io add library/
+    ("docker.io:5000/library/nginx", False),  # another port is another registry
+    ("library-evil/nginx", False),
+    # host case and default port
+    ("REGISTRY.EXAMPLE.COM/llm/train:1", True),
+    ("registry.example.com:443/llm/train:1", True),
+    ("registry.example.com:0443/llm/train:1", True),
+    ("registry.example.com:8443/llm/train:1", False),
+    ("registry.example.com./llm/train:1", False),  # not a reference the kubelet parses
+    ("registry.example.com/LLM/train:1", False),  # nor this: repositories are lower case
+    # path boundaries
+    ("registry.example.com/llm-evil/train:1", False),
+    ("registry.example.com/llmx/train:1", False),
+    ("registry.example.com/llm", False),  # the folder itself is no repository under it
+    ("ghcr.io/example/cli:2", True),
+    ("GHCR.IO/example/cli:2", True),
+    ("ghcr.io/example-evil/cli:2", False),
+    ("ghcr.io/examplex/cli:2", False),
+    ("ghcr.io.evil.io/example/cli:2", False),
+    # a pinned tag: that tag, pulled by that tag; a digest overrides the tag
+    ("registry.example.com/tools/trainer:1.4", True),
+    ("registry.example.com:443/tools/trainer:1.4", True),
+    ("registry.example.com/tools/trainer:1.4@" + DIGEST, False),
+    ("registry.example.com/tools/trainer:1.40", False),
+    ("registry.example.com/tools/trainer:1.4-evil", False),
+    ("registry.example.com/tools/trainer", False),  # :latest
+    ("registry.example.com/tools/trainer/sub:1.4", False),
+    # a pinned digest: that digest, whatever tag is written beside it
+    ("registry.example.com/tools/eval@" + DIGEST, True),
+    ("registry.example.com/tools/eval:anything@" + DIGEST, True),
+    ("registry.example.com/tools/eval@" + OTHER_DIGEST, False),
+    ("registry.example.com/tools/eval:1", False),
+]
+
+
+@pytest.mark.parametrize(("image", "allowed"), NORMALISATION)
+def test_the_rendered_policy_reads_names_as_the_runtime_does(
+    normalised: dict[str, Any], image: str, allowed: bool
+) -> None:
+    for where in ("containers", "initContainers", "ephemeralContainers"):
+        spec = {"containers": [container()], where: [container(image)]}
+        if where == "containers":
+            spec = {"containers": [container(image)]}
+        assert (evaluate(normalised, pod(spec)) == []) is allowed, where
 
 
 def test_a_team_without_images_may_run_none() -> None:

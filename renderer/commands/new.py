@@ -13,6 +13,7 @@ clusters, pools, accelerators) come from the repository and the GPU catalog.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,9 @@ from typing import Any
 import jinja2
 
 from renderer.inputs.schema import KIND_FOLDERS, schema_for
+from renderer.inputs.source import load_file
 from renderer.model import catalog
+from renderer.model.images import parse_prefix
 from renderer.output.text import environment
 from renderer.policy.delivery import REQUIRED_THRESHOLDS
 
@@ -77,9 +80,13 @@ def scaffold(kind: str, name: str, root: Path) -> Scaffold:
         )
         for folder in KINDS.values()
     }
+    images, egress = _allowed(root)
     text = _template(kind).render(
         name=name,
         known=known,
+        allowed_images=images,
+        allowed_egress=egress,
+        comment=_comment,
         thresholds=REQUIRED_THRESHOLDS,
         describe=_describer(KIND_FOLDERS[KINDS[kind]]),
         one_of=_enumerator(KIND_FOLDERS[KINDS[kind]]),
@@ -142,6 +149,58 @@ def _template(kind: str) -> jinja2.Template:
     # the only inserted values are a validated name and these marked blanks
     template.globals["blank"] = lambda what: f"# {MARK}: {what}"
     return template
+
+
+@dataclass(frozen=True, slots=True)
+class _Network:
+    """An allowed egress network as a new team file shows it, and a port to suggest."""
+
+    cidr: str
+    shown: str
+    port: int
+
+
+def _allowed(root: Path) -> tuple[list[str], list[_Network]]:
+    """What gpuplane.yaml's `spec.allowlists` holds, for a new team file's comments: the
+    registry paths, and each network with its protocol and ports. Only entries that read as a
+    registry path or a network are shown: none of the file's free text goes into the scaffold.
+    """
+    file = root / "gpuplane.yaml"
+    loaded = load_file(file, "gpuplane.yaml") if file.is_file() else None
+    data = loaded.document.data if loaded is not None and loaded.document is not None else None
+    spec = data.get("spec") if isinstance(data, Mapping) else None
+    lists = spec.get("allowlists") if isinstance(spec, Mapping) else None
+    if not isinstance(lists, Mapping):
+        return [], []
+    images = [
+        text
+        for text in lists.get("images") or []
+        if isinstance(text, str) and text.endswith("/") and parse_prefix(text) is not None
+    ]
+    egress = []
+    for entry in lists.get("egress") or []:
+        network = _network(entry.get("cidr")) if isinstance(entry, Mapping) else None
+        if network is None:
+            continue
+        protocol = entry.get("protocol") if entry.get("protocol") in ("TCP", "UDP") else None
+        ports = entry.get("ports") or []
+        shown = [str(p) for p in ports if isinstance(p, int) and not isinstance(p, bool)]
+        detail = f"{protocol or 'TCP/UDP'} {', '.join(shown) or 'any port'}"
+        egress.append(_Network(network, f"{network} {detail}", int(shown[0]) if shown else 443))
+    return images, egress
+
+
+def _network(cidr: object) -> str | None:
+    try:
+        return str(ipaddress.IPv4Network(cidr, strict=False)) if isinstance(cidr, str) else None
+    except ValueError:
+        return None
+
+
+def _comment(text: str, indent: int = 2) -> str:
+    """`text` as comment lines at that indentation, wrapped like the schema's descriptions."""
+    prefix = " " * indent + "# "
+    return "\n".join(textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=prefix))
 
 
 def _choices(known: Mapping[str, Sequence[str]]) -> Any:

@@ -279,8 +279,21 @@ class Team:
 
 
 @dataclass(frozen=True, slots=True)
+class AllowedEgress:
+    """An entry of gpuplane.yaml's `spec.allowlists.egress`: a network team egress may lie in,
+    the ports it may open there (empty: any) and its protocol (None: TCP or UDP)."""
+
+    cidr: str
+    ports: tuple[int, ...]
+    protocol: str | None
+    description: str
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class Repository:
-    """This repository's own settings: where Argo CD reads it, who owns the platform files."""
+    """This repository's own settings: where Argo CD reads it, who owns the platform files,
+    and what team files may ask for."""
 
     repo_url: str
     target_revision: str
@@ -289,6 +302,12 @@ class Repository:
     origin: Origin
     schemas: tuple[str, ...] = ()
     """CRD folders or files, relative to the repository, for checking custom kinds."""
+    allowed_images: tuple[str, ...] = ()
+    """`spec.allowlists.images`: the registry paths team `images` prefixes must lie within
+    (none: no team may list a prefix)."""
+    allowed_egress: tuple[AllowedEgress, ...] = ()
+    """`spec.allowlists.egress`: the networks team `egress` rules must lie within (none: no
+    team may open egress)."""
 
 
 Changes = Mapping[str, frozenset[int] | None]
@@ -560,13 +579,27 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
 
 def repository_from(data: Mapping[str, Any], source: SourceMap) -> Repository:
     spec = data["spec"]
+    origin = Origin(source)
+    allowlists = spec.get("allowlists", {})
+    egress_origin = origin.child("spec", "allowlists", "egress")
     return Repository(
         repo_url=spec["repoURL"],
         target_revision=spec.get("targetRevision", "main"),
         argocd_namespace=spec.get("argocdNamespace", "argocd"),
         codeowners=tuple(spec["codeowners"]),
-        origin=Origin(source),
+        origin=origin,
         schemas=tuple(spec.get("schemas", ())),
+        allowed_images=tuple(allowlists.get("images", ())),
+        allowed_egress=tuple(
+            AllowedEgress(
+                cidr=item["cidr"],
+                ports=tuple(item.get("ports", ())),
+                protocol=item.get("protocol"),
+                description=item.get("description", ""),
+                origin=egress_origin.child(index),
+            )
+            for index, item in enumerate(allowlists.get("egress", []))
+        ),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from renderer.findings.diagnostics import Diagnostic
 from renderer.model.platform import Platform
 from renderer.policy import (
+    allowlists,
     cleanup,
     delivery,
     gpus,
@@ -35,6 +36,7 @@ TOPICS = (
     secrets,
     cleanup,
     guardrails,
+    allowlists,
 )
 """The topic modules; importing them registers their rules in `POLICY`."""
 

@@ -48,11 +48,15 @@ SPECIAL_NETWORKS: tuple[tuple[str, str], ...] = (
     ("::/128", "the unspecified IPv6 address"),
     ("::1/128", "IPv6 loopback"),
     ("::ffff:0:0/96", "IPv4-mapped IPv6 addresses, which reach any IPv4 address"),
+    ("64:ff9b::/96", "the NAT64 prefix (RFC 6052), whose addresses reach any IPv4 address"),
     ("fe80::/10", "IPv6 link-local"),
     ("fd00:ec2::254/128", "AWS's IPv6 metadata service"),
+    ("fd00:ec2::23/128", "the EKS Pod Identity Agent's IPv6 address, which hands out credentials"),
     ("ff00::/8", "IPv6 multicast"),
 )
-"""Networks no egress rule may touch, with what lives there."""
+"""Networks no egress rule may touch, with what lives there. They stay refused inside any
+network gpuplane.yaml's `allowlists.egress` allows: the allowlist says where teams may go, and
+never reopens a metadata service (docs/security.md)."""
 
 _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -75,6 +79,22 @@ def _network(cidr: str) -> _Network | None:
 
 def _too_wide(net: _Network) -> bool:
     return net.prefixlen < MIN_PREFIX[net.version]
+
+
+def _special(net: _Network) -> tuple[_Network, str] | None:
+    """The first special network `net` overlaps, with what lives there."""
+    for cidr, what in SPECIAL_NETWORKS:
+        special = ipaddress.ip_network(cidr)
+        if special.version == net.version and net.overlaps(special):
+            return special, what
+    return None
+
+
+def refused_elsewhere(cidr: str) -> bool:
+    """Whether another egress rule already refuses `cidr` (unreadable, wider than allowed,
+    special, or with host bits): rules that come after those say nothing more about it."""
+    net = _network(cidr)
+    return net is None or str(net) != cidr or _too_wide(net) or _special(net) is not None
 
 
 @rule("egress-too-wide")
@@ -119,29 +139,32 @@ def egress_not_special(p: Platform) -> Iterator[Diagnostic]:
     cloud credentials and act as the node. The rest of 169.254.0.0/16 and fe80::/10 are
     link-local, loopback is the node or the pod itself, and multicast and reserved space are
     never a service a team needs. Alibaba Cloud (100.100.100.200), Azure's WireServer
-    (168.63.129.16) and AWS's IPv6 metadata address (fd00:ec2::254) are refused the same way.
+    (168.63.129.16) and AWS's IPv6 metadata and EKS Pod Identity addresses (fd00:ec2::254,
+    fd00:ec2::23) are refused the same way, and so are IPv6 forms that reach any IPv4 address
+    (IPv4-mapped, NAT64). A network gpuplane.yaml's `spec.allowlists.egress` allows does not
+    reopen any of them.
 
     To satisfy it: remove the rule from the team's `spec.egress` (or the cluster's
     `spec.storage.objectStoreEgress`), or set its `cidr` to a network outside 0.0.0.0/8,
     127.0.0.0/8, 169.254.0.0/16, 100.100.100.200, 168.63.129.16, 224.0.0.0/3, ::1, fe80::/10,
-    fd00:ec2::254, ::ffff:0:0/96 and ff00::/8. Workload identity (IRSA, GKE or Azure workload
-    identity) gives pods cloud credentials without the metadata service.
+    fd00:ec2::254, fd00:ec2::23, ::ffff:0:0/96, 64:ff9b::/96 and ff00::/8. Workload identity
+    (IRSA, EKS Pod Identity through its agent's own policy, GKE or Azure workload identity)
+    gives pods cloud credentials without the metadata service.
     """
-    specials = [(ipaddress.ip_network(cidr), what) for cidr, what in SPECIAL_NETWORKS]
     for who, rules, field in _egress_lists(p):
         for index, egress in enumerate(rules):
             net = _network(egress.cidr)
             if net is None or _too_wide(net):
                 continue  # egress-too-wide says what to do first
-            for special, what in specials:
-                if special.version == net.version and net.overlaps(special):
-                    yield error(
-                        "egress-special-address",
-                        f"{who} opens egress to {egress.cidr}, which reaches {special} ({what})",
-                        egress.origin.at("cidr"),
-                        f"remove {field}[{index}], or name a network outside {special}",
-                    )
-                    break
+            found = _special(net)
+            if found is not None:
+                special, what = found
+                yield error(
+                    "egress-special-address",
+                    f"{who} opens egress to {egress.cidr}, which reaches {special} ({what})",
+                    egress.origin.at("cidr"),
+                    f"remove {field}[{index}], or name a network outside {special}",
+                )
 
 
 @rule("egress-host-bits")
@@ -154,23 +177,34 @@ def egress_is_a_network(p: Platform) -> Iterator[Diagnostic]:
     gets applied.
 
     To satisfy it: in the team's `spec.egress` (or the cluster's
-    `spec.storage.objectStoreEgress`), write `cidr` as the network it means, e.g. `10.0.0.0/8`
-    for `10.0.0.1/8`, or the single host with /32 (IPv6: /128).
+    `spec.storage.objectStoreEgress`, or gpuplane.yaml's `spec.allowlists.egress`), write `cidr`
+    as the network it means, e.g. `10.0.0.0/8` for `10.0.0.1/8`, or the single host with /32
+    (IPv6: /128).
     """
-    for who, rules, field in _egress_lists(p):
-        for index, egress in enumerate(rules):
-            net = _network(egress.cidr)
-            if net is None or str(net) == egress.cidr:
-                continue
-            address = egress.cidr.split("/")[0]
-            host = f"{address}/{net.max_prefixlen}"
-            yield error(
-                "egress-host-bits",
-                f"{who} writes egress {egress.cidr}, which has host bits set: it means the "
-                f"network {net} ({net.num_addresses:,} addresses)",
-                egress.origin.at("cidr"),
-                f"write {field}[{index}].cidr as {net} for the network, or {host} for the host",
-            )
+    allowed = p.repository.allowed_egress if p.repository is not None else ()
+    entries = [
+        *(
+            (who, index, egress.cidr, egress.origin, field)
+            for who, rules, field in _egress_lists(p)
+            for index, egress in enumerate(rules)
+        ),
+        *(
+            ("gpuplane.yaml", index, entry.cidr, entry.origin, "spec.allowlists.egress")
+            for index, entry in enumerate(allowed)
+        ),
+    ]
+    for who, index, cidr, origin, field in entries:
+        net = _network(cidr)
+        if net is None or str(net) == cidr:
+            continue
+        host = f"{cidr.split('/')[0]}/{net.max_prefixlen}"
+        yield error(
+            "egress-host-bits",
+            f"{who} writes egress {cidr}, which has host bits set: it means the "
+            f"network {net} ({net.num_addresses:,} addresses)",
+            origin.at("cidr"),
+            f"write {field}[{index}].cidr as {net} for the network, or {host} for the host",
+        )
 
 
 @rule("egress-too-many-rules")
@@ -277,7 +311,7 @@ def _public(host: str) -> bool:
     return name in PUBLIC_REGISTRIES or name.endswith((".gcr.io", "docker.pkg.dev"))
 
 
-def _image_problem(prefix: str) -> tuple[str, str, str] | None:
+def image_problem(prefix: str) -> tuple[str, str, str] | None:
     """(rule, what is wrong, the fix) for one image prefix, or None when it is sound."""
     host, slash, path = prefix.partition("/")
     if not slash:
@@ -340,7 +374,7 @@ def _image_findings(p: Platform, rule_id: str) -> Iterator[Diagnostic]:
     for name in sorted(p.teams):
         team = p.teams[name]
         for index, prefix in enumerate(team.images):
-            problem = _image_problem(prefix)
+            problem = image_problem(prefix)
             if problem is None or problem[0] != rule_id:
                 continue
             _, what, fixed = problem

@@ -51,7 +51,7 @@ def test_an_image_registry_the_admission_policy_did_not_allow(based: Attempt) ->
     based.edit(
         LLM,
         "    - registry.example.com/llm/\n",
-        "    - registry.example.com/llm/\n    - ghcr.io/someone/\n",
+        "    - registry.example.com/llm/\n    - ghcr.io/example/\n",
     )
     assert _rated(based, "images-widened") == ["high"]
 

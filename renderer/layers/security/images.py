@@ -2,21 +2,27 @@
 
 Every container, init container and ephemeral container of a pod in the team's namespaces (and
 of the pod templates of the workload kinds in `admission.POD_TEMPLATE_KINDS`) must name an image
-that starts with one of the team's `images` prefixes. Ephemeral containers arrive through the
+that one of the team's `images` prefixes allows. Ephemeral containers arrive through the
 `pods/ephemeralcontainers` subresource (`kubectl debug`), which the policy matches too.
 
-A prefix ends at a boundary: one that ends in `/` is matched as written; one that does not
-(`registry.example.com/vision`) matches only that repository itself, followed by `/`, `:` or `@`,
-so `registry.example.com/vision-evil/x` and `registry.example.com.evil.io/` never pass. Each
-prefix is a CEL string literal built by `admission.cel_string`, so a quote or backslash in it
-cannot end the literal. A team that declares no `images` gets the policy with no prefix: no
-image is allowed in its namespaces until it lists its registries (the schema does not require
-the field; an unset list allowing every image would be the opposite of what it says).
+The policy compares names as the container runtime resolves them, through the regular
+expressions `renderer.model.images.spellings` builds from the same parse the policy stage
+uses: `nginx:1.27` is `docker.io/library/nginx:1.27`, `INDEX.DOCKER.IO:443/library/nginx` is
+too; a prefix ending in `/` allows the repositories under it at a path boundary
+(`registry.example.com/vision/` never allows `registry.example.com/vision-evil/x` or
+`registry.example.com.evil.io/`); a prefix that pins a tag allows that tag only without a
+digest, since the runtime pulls `name:tag@digest` by its digest and ignores the tag; a prefix
+that pins a digest allows that digest with any tag. Each regular expression is a CEL string
+literal built by `admission.cel_string`, so a quote or backslash cannot end it, and the length
+is checked first (`MAX_REFERENCE`), so the CEL cost stays bounded. A team that declares no
+`images` gets the policy with no prefix: no image is allowed in its namespaces until it lists
+its registries (the schema does not require the field; an unset list allowing every image would
+be the opposite of what it says).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from renderer.layers.security.admission import (
     POD,
@@ -30,31 +36,38 @@ from renderer.layers.security.admission import (
     spec_changed_condition,
     validating_policy,
 )
+from renderer.model.images import MAX_REFERENCE, Term, parse_prefix, spellings
 from renderer.model.platform import Team
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest
-
-BOUNDARIES = ("/", ":", "@")
 
 
 def policy_name(team: Team) -> str:
     return f"gpuplane-images-{team.name}"
 
 
-def prefix_test(prefix: str, image: str = "c.image") -> str:
-    """CEL: `image` starts with `prefix` at a registry or path boundary."""
-    if prefix.endswith("/"):
-        return f"{image}.startsWith({cel_string(prefix)})"
-    tests = [f"{image} == {cel_string(prefix)}"]
-    tests += [f"{image}.startsWith({cel_string(prefix + b)})" for b in BOUNDARIES]
-    return "(" + " || ".join(tests) + ")"
+def _term(term: Term, image: str) -> str:
+    matched, excluded = term
+    test = f"{image}.matches({cel_string(matched)})"
+    if excluded is None:
+        return test
+    return f"({test} && !{image}.matches({cel_string(excluded)}))"
 
 
-def image_allowed(prefixes: tuple[str, ...]) -> str:
-    """CEL over a container `c`: its image comes from one of the prefixes (false for none)."""
-    if not prefixes:
+def image_allowed(prefixes: Sequence[str], image: str = "c.image") -> str:
+    """CEL: `image` (a container's image, by default of the container `c`) is one that one of
+    the prefixes allows (false for none, and for a prefix gpuplane cannot read, which the
+    policy stage refuses before anything renders)."""
+    terms: list[Term] = []
+    for text in prefixes:
+        prefix = parse_prefix(text)
+        for term in spellings(prefix) if prefix is not None else ():
+            if term not in terms:
+                terms.append(term)
+    if not terms:
         return "false"
-    return " || ".join(prefix_test(p) for p in prefixes)
+    tests = " || ".join(_term(term, image) for term in terms)
+    return f"(size({image}) <= {MAX_REFERENCE} && ({tests}))"
 
 
 def render(view: ClusterView) -> Iterator[Manifest]:
