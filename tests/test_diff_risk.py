@@ -125,6 +125,20 @@ def test_a_team_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
     assert f["risk"] == "high" and "@example/vision-interns" in f["summary"]
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("      - docker.io/library/ ", "      - docker.io/ "),  # every Docker Hub account
+        ("      - cidr: 10.20.0.0/16\n", "      - cidr: 10.0.0.0/8\n"),
+    ],
+)
+def test_a_wider_allowlist_is_high(repo: Path, gpuplane: Any, old: str, new: str) -> None:
+    """gpuplane.yaml's allowlists bound every team's registries and egress: widening one
+    widens what any team file may then ask for."""
+    edit_once(repo / "gpuplane.yaml", old, new)
+    assert _one(_findings(gpuplane, repo), "repository-changed")["risk"] == "high"
+
+
 def test_the_repository_codeowners_change_is_high(repo: Path, gpuplane: Any) -> None:
     edit_once(
         repo / "gpuplane.yaml",
@@ -206,9 +220,7 @@ def test_a_namespace_of_a_purpose_the_team_had_none_of_is_medium(repo: Path, gpu
     assert f["at"] == _line(repo, VISION, "vision-batch")
 
 
-def test_a_namespace_added_splits_the_teams_caps_and_raises_none(
-    repo: Path, gpuplane: Any
-) -> None:
+def test_a_namespace_added_splits_the_teams_caps_and_raises_none(repo: Path, gpuplane: Any) -> None:
     """The team's caps are the team's (renderer/model/caps.py): a fourth namespace takes a
     share of the 512 CPUs, it adds none, so no cap changes; the namespace itself is the finding
     (a purpose the team had none of), on its line."""

@@ -267,8 +267,10 @@ def _repository(base: Platform, head: Platform) -> list[Finding]:
         return []
     argo = {"repo_url", "target_revision", "argocd_namespace"}
     names = {name for name, _, _ in changes}
-    # who approves changes (CODEOWNERS) and where Argo CD reads from decide every later change
-    risk = Risk.HIGH if "codeowners" in names else Risk.MEDIUM if names & argo else Risk.LOW
+    # who approves changes (CODEOWNERS) and where Argo CD reads from decide every later change;
+    # the allowlists decide which registries and networks every team may ask for
+    high = {"codeowners", "allowed_images", "allowed_egress"}
+    risk = Risk.HIGH if names & high else Risk.MEDIUM if names & argo else Risk.LOW
     return [
         Finding(
             risk,
