@@ -458,7 +458,7 @@ def test_a_team_application_syncing_an_unsuspended_gpu_job(attempt: Attempt) -> 
         TEAM_FILE,
         "    - {name: llm-notebooks, cluster: prod-east, purpose: notebooks}\n",
         "    - {name: llm-notebooks, cluster: prod-east, purpose: notebooks}\n"
-        "    - {name: llm-batch, cluster: prod-east, purpose: training}\n",
+        "    - {name: llm-batch, cluster: prod-east, purpose: batch}\n",
     )
     rendered = attempt.render()
     assert not errors(rendered.diagnostics), errors(rendered.diagnostics)

@@ -176,7 +176,7 @@ def test_a_new_namespace_does_not_escape_the_secret_policies(attempt: Attempt, h
         attempt.edit(
             LLM,
             NEW_NAMESPACE,
-            NEW_NAMESPACE + "\n    - {name: llm-scratch, cluster: prod-east, purpose: training}",
+            NEW_NAMESPACE + "\n    - {name: llm-scratch, cluster: prod-east, purpose: batch}",
         )
         newcomer = "llm-scratch"
     else:
@@ -200,7 +200,7 @@ def test_a_lookalike_of_the_stores_namespace_writes_no_secrets(attempt: Attempt)
     attempt.edit(
         LLM,
         NEW_NAMESPACE,
-        NEW_NAMESPACE + "\n    - {name: external-secrets-x, cluster: prod-east, purpose: training}",
+        NEW_NAMESPACE + "\n    - {name: external-secrets-x, cluster: prod-east, purpose: batch}",
     )
     refused_on(attempt.findings(), LLM, "namespace-team-prefix")
     attempt.edit(LLM, "{name: external-secrets-x,", "{name: llm-external-secrets,")
@@ -220,7 +220,7 @@ def test_take_the_stores_namespace_to_act_as_the_store(attempt: Attempt) -> None
     attempt.edit(
         LLM,
         NEW_NAMESPACE,
-        NEW_NAMESPACE + "\n    - {name: external-secrets, cluster: prod-east, purpose: training}",
+        NEW_NAMESPACE + "\n    - {name: external-secrets, cluster: prod-east, purpose: batch}",
     )
     found = refused_on(attempt.findings(), LLM, "reserved-namespace")
     assert "external-secrets" in found.message
@@ -232,7 +232,7 @@ def test_move_a_namespace_to_a_cluster_without_a_store(attempt: Attempt) -> None
     attempt.edit(
         LLM,
         NEW_NAMESPACE,
-        NEW_NAMESPACE + "\n    - {name: llm-secrets, cluster: staging-west, purpose: training}",
+        NEW_NAMESPACE + "\n    - {name: llm-secrets, cluster: staging-west, purpose: batch}",
     )
     refused_on(attempt.findings(), LLM, "namespace-outside-queue-cluster")
 
@@ -328,7 +328,7 @@ def test_an_external_secret_that_reaches_past_the_teams_store(
     attempt.edit(
         LLM,
         NEW_NAMESPACE,
-        NEW_NAMESPACE + "\n    - {name: llm-vault, cluster: prod-east, purpose: training}",
+        NEW_NAMESPACE + "\n    - {name: llm-vault, cluster: prod-east, purpose: batch}",
     )
     rendered = attempt.render()
     assert not [d for d in rendered.diagnostics if d.severity.name == "ERROR"]
