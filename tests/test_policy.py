@@ -38,6 +38,8 @@ CASES = [
     ("namespace-conflict", "teams/speech.yaml", "name: speech-serve,", "name: vision-serve,"),
     ("reserved-namespace", "teams/vision.yaml", "name: vision-notebooks,", "name: kube-gpu,"),
     ("reserved-namespace", "teams/vision.yaml", "name: vision-notebooks,", "name: argocd,"),
+    # staging-west is an EKS cluster: Fargate's log router reads its configuration there
+    ("reserved-namespace", "teams/search.yaml", "name: search-serve,", "name: aws-observability,"),
     (
         "namespace-outside-queue-cluster",
         "teams/vision.yaml",

@@ -15,8 +15,8 @@ from renderer.model.reserved import (
     COMPONENT_NAMESPACES,
     KUBERNETES,
     KUBERNETES_NAMESPACES,
-    RESERVED_PREFIXES,
     Reservation,
+    prefix_owner,
     reservations,
 )
 from renderer.policy.rule import error, rule
@@ -39,7 +39,7 @@ def _reservation(
         component = COMPONENT_NAMESPACES.get(name)
         found = Reservation(component) if component else None
     if found is None:
-        prefixed = next((c for pre, c in RESERVED_PREFIXES.items() if name.startswith(pre)), None)
+        prefixed = prefix_owner(cluster.provider if cluster else None, name)
         found = Reservation(prefixed) if prefixed else None
     return found
 
@@ -59,11 +59,20 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
     `volcano-system`, `argo` (Argo Workflows), `monitoring`, `external-secrets`,
     `gpuplane-acceptance` and `gpuplane-acceptance-jobs`, whether or not the cluster runs that
     component today. Reserved on one cluster: its `spec.dns.namespace` and every name in its
-    `spec.reservedNamespaces`.
+    `spec.reservedNamespaces`, and the namespaces its managed provider (`spec.provider`) runs
+    its own agents in: on EKS `amazon-guardduty`, `amazon-cloudwatch`, `aws-observability`,
+    `amazon-network-flow-monitor`, `opentelemetry-operator-system` and every `amazon-*` and
+    `aws-*` name; on GKE `gmp-system`, `gmp-public`, `config-management-system`,
+    `config-management-monitoring` and every `gke-*` name; on AKS `aks-command`,
+    `aks-istio-system`, `aks-istio-ingress`, `app-routing-system` and every `aks-*` name; on
+    CoreWeave every `cw-*` name. Over one of those the team's owners would get admin next to
+    the provider's agent (GuardDuty's runtime sensor, the Config Sync reconcilers that hold
+    cluster-admin) and its default-deny policies would cut the agent off.
 
     To satisfy it: rename the namespace entry in the team's `spec.namespaces` to a name of the
     team's own, e.g. `<team>-<purpose>` (`vision-training`): any DNS-1123 label that is not
-    one of the reserved names above and does not start with `kube-`.
+    one of the reserved names above and does not start with `kube-` (nor with the cluster's
+    provider's prefix).
     """
     known: dict[str, dict[str, Reservation]] = {}
     for team in p.teams.values():
