@@ -40,6 +40,7 @@ CASES = [
     ("reserved-namespace", "teams/vision.yaml", "name: vision-notebooks,", "name: argocd,"),
     # staging-west is an EKS cluster: Fargate's log router reads its configuration there
     ("reserved-namespace", "teams/search.yaml", "name: search-serve,", "name: aws-observability,"),
+    ("sentinel-value", "teams/vision.yaml", "costCenter: CC-1042", "costCenter: platform"),
     (
         "namespace-outside-queue-cluster",
         "teams/vision.yaml",

@@ -1,5 +1,5 @@
-"""The names a managed provider keeps on its clusters: where they come from, and that they hold
-where they should and nowhere else.
+"""The names a managed provider keeps on its clusters, and the values gpuplane writes for "no
+team": where they come from, and that they hold where they should and nowhere else.
 
 Provider namespaces, from each provider's documentation (renderer/model/reserved.py cites the
 page beside each): EKS's GuardDuty agent runs in `amazon-guardduty`, its CloudWatch
@@ -15,11 +15,15 @@ from pathlib import Path
 import pytest
 
 from renderer.findings.rules import explain
+from renderer.layers.observability import alerts, recording
+from renderer.model import metrics
+from renderer.model.names import SUITE_COST_CENTER
 from renderer.model.reserved import (
     PROVIDER_NAMESPACES,
     PROVIDER_PREFIXES,
     namespace_owner,
     platform_namespaces,
+    sentinel_owner,
 )
 from renderer.pipeline import load_platform
 from tests.red_team.harness import Attempt, errors
@@ -80,3 +84,25 @@ def test_no_example_team_takes_a_provider_name(tmp_path: Path) -> None:
     for provider in PROVIDER_PREFIXES:
         attempt = provider_platform(tmp_path / provider, provider)
         assert not errors(attempt.findings(), "reserved-namespace"), provider
+
+
+# --- sentinels ----------------------------------------------------------------------------------
+
+
+def test_the_sentinel_is_what_the_rules_really_write() -> None:
+    """Read from the rendered PromQL, not from the constant: the value a namespace without a
+    team gets, and the one a free GPU's alert gets."""
+    assert f'"{metrics.TEAM}", "platform", "' in recording._namespace_info()
+    assert f'"{metrics.COST_CENTER}", "platform", "' in recording._namespace_info()
+    assert f'"{metrics.TEAM}", "platform", "", "")' in alerts.gpu_team(str, "DCGM_FI_DEV_XID")
+    assert SUITE_COST_CENTER == "platform"
+    assert sentinel_owner("platform") is not None
+    assert sentinel_owner("Platform") is not None
+    assert sentinel_owner("platforms") is None
+    assert sentinel_owner("CC-1042") is None
+
+
+def test_the_sentinel_rule_is_documented() -> None:
+    doc = explain("sentinel-value")
+    assert doc is not None
+    assert "`metadata.name`" in doc.fix and "`spec.costCenter`" in doc.fix

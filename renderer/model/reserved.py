@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from renderer.findings.diagnostics import Location
-from renderer.model import nvidia
+from renderer.model import metrics, nvidia
 from renderer.model.names import (
     ARGO_CD_NAMESPACE,
     ARGO_WORKFLOWS_NAMESPACE,
     EXTERNAL_SECRETS_NAMESPACE,
     KUEUE_NAMESPACE,
     PROMETHEUS_NAMESPACE,
+    SUITE_COST_CENTER,
     SUITE_JOBS_NAMESPACE,
     SUITE_NAMESPACE,
     VOLCANO_NAMESPACE,
@@ -252,3 +253,27 @@ def namespace_owner(platform: Platform, cluster: Cluster, name: str) -> str | No
     if reserved is not None:
         return reserved.component
     return prefix_owner(cluster.provider, name)
+
+
+SENTINEL_USES = (
+    (
+        metrics.PLATFORM_TEAM,
+        "the `team` and `cost_center` gpuplane's recording rules give every namespace no team "
+        "owns, the `team` of alerts on a GPU no pod holds and of the platform's own alerts",
+    ),
+    (SUITE_COST_CENTER, "the cost centre of the acceptance suites' Jobs and their namespace"),
+)
+"""Every value gpuplane writes into a label a team's value also fills (`team` and `cost_center`
+on series and alerts, `gpuplane.dev/team` and `gpuplane.dev/cost-center` on objects) to mean
+"no team" or "the platform": a team named so, or charged to a cost centre named so, would read
+as the platform in every dashboard, cost report and alert route. The other labels written
+from a team file take fixed values (`purpose`) or the platform's names (`pool`, `queue`);
+the cost reports' platform-wide row, team `*`, is no DNS label and no label value, so the
+schemas already refuse it as a team name or cost centre."""
+
+
+def sentinel_owner(value: str) -> str | None:
+    """What gpuplane means by `value` where a team's name or cost centre would go, or None.
+    Compared without case: a `Platform` cost centre reads as the platform's in a report."""
+    uses = [use for sentinel, use in SENTINEL_USES if sentinel.casefold() == value.casefold()]
+    return "; ".join(uses) if uses else None

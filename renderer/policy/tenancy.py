@@ -18,6 +18,7 @@ from renderer.model.reserved import (
     Reservation,
     prefix_owner,
     reservations,
+    sentinel_owner,
 )
 from renderer.policy.rule import error, rule
 
@@ -87,6 +88,43 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
                 ns.origin.at("name"),
                 f"use a team-owned name such as '{team.name}-{ns.purpose}'",
                 notes,
+            )
+
+
+@rule("sentinel-value")
+def no_sentinel_values(p: Platform) -> Iterator[Diagnostic]:
+    """A team's name and cost centre are never a value gpuplane writes itself for what no team
+    owns.
+
+    gpuplane's monitoring rules label every series of a namespace no team owns, every alert on a
+    GPU no pod holds and the platform's own alerts with team `platform` and cost centre
+    `platform`; the acceptance suites' Jobs are charged to cost centre `platform`. A team named
+    `platform`, or a team with `costCenter: platform`, would add its GPU hours to the
+    platform's and the platform's to its own in every dashboard and cost report, and receive
+    (or hide) the platform's alerts. Refused as the team's `metadata.name`, and as its
+    `spec.costCenter` in any case (`Platform` reads as the same in a report).
+
+    To satisfy it: name the team after what it does in `metadata.name` (and the file), e.g.
+    `ml-platform-tools`, and set `spec.costCenter` to the finance cost centre the team is
+    charged to, e.g. `CC-1050`: any value but `platform`.
+    """
+    for team in p.teams.values():
+        owner = sentinel_owner(team.name)
+        if owner is not None:
+            yield error(
+                "sentinel-value",
+                f"team name '{team.name}' is reserved for gpuplane: it is {owner}",
+                team.origin.at("metadata", "name"),
+                "name the team after what it does, e.g. 'ml-platform-tools'",
+            )
+        owner = sentinel_owner(team.cost_center)
+        if owner is not None:
+            yield error(
+                "sentinel-value",
+                f"costCenter '{team.cost_center}' of team '{team.name}' is reserved for "
+                f"gpuplane: it is {owner}",
+                team.origin.at("spec", "costCenter"),
+                "set costCenter to the finance cost centre the team is charged to, e.g. 'CC-1050'",
             )
 
 
