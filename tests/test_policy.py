@@ -42,6 +42,18 @@ CASES = [
     ("reserved-namespace", "teams/search.yaml", "name: search-serve,", "name: aws-observability,"),
     ("sentinel-value", "teams/vision.yaml", "costCenter: CC-1042", "costCenter: platform"),
     (
+        "rbac-group-identifier",
+        "teams/vision.yaml",
+        "viewers: [ml-platform-support]",
+        'viewers: ["ml-platform-supp\\u043ert"]',  # a Cyrillic o
+    ),
+    (
+        "rbac-group-confusable",
+        "teams/vision.yaml",
+        "viewers: [ml-platform-support]",
+        "viewers: [rnl-platform-support]",  # rn for m, next to the other teams' viewers
+    ),
+    (
         "namespace-outside-queue-cluster",
         "teams/vision.yaml",
         "name: vision-notebooks, cluster: prod-east,",

@@ -13,6 +13,7 @@ from renderer.policy import (
     delivery,
     gpus,
     guardrails,
+    identities,
     pools,
     queues,
     quotas,
@@ -26,6 +27,7 @@ from renderer.policy.rule import POLICY
 TOPICS = (
     references,
     tenancy,
+    identities,
     quotas,
     reach,
     gpus,

@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from renderer.findings.diagnostics import Diagnostic
+from renderer.model.identifiers import escaped
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Cluster, Platform, Team
 from renderer.model.reserved import (
@@ -194,15 +195,10 @@ line and paragraph separators."""
 
 
 def shown(text: str) -> str:
-    """`text` with every character a reader could not see or tell apart written as an escape,
-    so a finding shows what is really there (and carries no bidi override itself)."""
-    out = []
-    for c in text:
-        if c == " " or (c.isprintable() and unicodedata.category(c) not in INVISIBLE):
-            out.append(c)
-        else:
-            out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
-    return "".join(out)
+    """A group as every report shows it (`renderer.model.identifiers.escaped`): anything but
+    printable ASCII written as an escape, so a finding shows what is really there (and carries
+    no bidi override itself)."""
+    return escaped(text)
 
 
 def group_problem(group: str) -> str | None:
