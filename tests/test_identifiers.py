@@ -162,6 +162,11 @@ def test_every_kind_of_problem_is_said() -> None:
     assert "Latin and Greek" in (identifier_problem("visi\u03bfn") or "")
     assert "numbering systems" in (identifier_problem("\u091f1\u0967") or "")
     assert "repeats the combining mark" in (identifier_problem("\u015b\u0301") or "")
+    assert "two spaces" in (identifier_problem("ML  Platform") or "")
+    assert "reads as an ASCII name" in (identifier_problem("llm\u2010leads") or "")
+    assert "reads as an ASCII name" in (identifier_problem("\u0441\u043e\u0440") or "")
+    # a single script whose letters do not all draw like ASCII ones: kappa is no ASCII letter
+    assert identifier_problem("\u03ba\u03bf") is None
 
 
 # --- one escaped form in every report -----------------------------------------------------------

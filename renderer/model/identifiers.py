@@ -236,4 +236,20 @@ def identifier_problem(text: str) -> str | None:
     mark = repeated_mark(text)
     if mark is not None:
         return f"repeats the combining mark {described(mark)}, which draws over itself"
-    return None
+    return _reads_as_ascii(text)
+
+
+def _reads_as_ascii(text: str) -> str | None:
+    """A name that is not ASCII but whose skeleton is (TR39 4): it reads as an ASCII name it is
+    not, whether or not that name is bound anywhere (a hyphen U+2010 for `-`, a whole-script
+    Cyrillic `cop`, U+0441 U+043E U+0440). Two spaces in a row read as one, too."""
+    if "  " in text:
+        return "holds two spaces in a row, which read as one"
+    if text.isascii() or not skeleton(text).isascii():
+        return None
+    c = next(c for c in text if not c.isascii() and skeleton(c).isascii())
+    like = " and ".join(described(x) for x in skeleton(c))
+    return (
+        f"reads as an ASCII name it is not: {described(c)} draws like {like} (Unicode TR39 "
+        "confusables), and so does every other character that is not ASCII"
+    )

@@ -63,12 +63,14 @@ def group_names_identifiers(p: Platform) -> Iterator[Diagnostic]:
     CYRILLIC SMALL LETTER A), at the Highly Restrictive level: one script, or Latin with Han and
     Hiragana/Katakana, Han with Bopomofo, or Han with Hangul. Refused as well: a name not in
     Unicode normalization form NFC (an accented letter written as two code points next to the
-    same letter written as one), digits of two numbering systems, and a combining mark
-    repeated over itself. Printable ASCII (letters, digits, spaces and punctuation such as
-    `@`, `/`, `.`; `rbac-group-characters` refuses `,` and `"`) is allowed as well: IdP groups
-    are often e-mail addresses or paths, and a look-alike between ASCII names is
-    `rbac-group-confusable`'s. Every report shows a
-    non-ASCII group escaped (`\\u0430`), so what was written is what is read.
+    same letter written as one), digits of two numbering systems, a combining mark repeated
+    over itself, two spaces in a row, and a name that is not ASCII but reads as an ASCII one
+    (its TR39 skeleton is ASCII: a U+2010 HYPHEN for `-`, a whole-script Cyrillic `cop`).
+    Printable ASCII (letters, digits, spaces and punctuation such as `@`, `/`, `.`;
+    `rbac-group-characters` refuses `,` and `"`) is allowed as well: IdP groups are often
+    e-mail addresses or paths, and a look-alike between ASCII names is
+    `rbac-group-confusable`'s. Every report shows a non-ASCII group escaped (`\\u0430`), so
+    what was written is what is read.
 
     To satisfy it: write the group in the team's `spec.owners`, `spec.members` or `spec.viewers`
     (or the cluster's `spec.platformOwners`) exactly as the IdP's groups claim spells it, in

