@@ -41,6 +41,8 @@ CASES = [
     # staging-west is an EKS cluster: Fargate's log router reads its configuration there
     ("reserved-namespace", "teams/search.yaml", "name: search-serve,", "name: aws-observability,"),
     ("sentinel-value", "teams/vision.yaml", "costCenter: CC-1042", "costCenter: platform"),
+    # speech is charged to CC-1061: the letter O for the zero reads the same
+    ("team-name-confusable", "teams/vision.yaml", "costCenter: CC-1042", "costCenter: CC-1O61"),
     (
         "rbac-group-identifier",
         "teams/vision.yaml",

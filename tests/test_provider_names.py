@@ -98,6 +98,7 @@ def test_the_sentinel_is_what_the_rules_really_write() -> None:
     assert SUITE_COST_CENTER == "platform"
     assert sentinel_owner("platform") is not None
     assert sentinel_owner("Platform") is not None
+    assert sentinel_owner("p1atform") is not None  # reads as platform: 1 draws like l
     assert sentinel_owner("platforms") is None
     assert sentinel_owner("CC-1042") is None
 

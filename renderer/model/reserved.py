@@ -21,6 +21,7 @@ from types import MappingProxyType
 
 from renderer.findings.diagnostics import Location
 from renderer.model import metrics, nvidia
+from renderer.model.identifiers import skeleton
 from renderer.model.names import (
     ARGO_CD_NAMESPACE,
     ARGO_WORKFLOWS_NAMESPACE,
@@ -272,8 +273,15 @@ the cost reports' platform-wide row, team `*`, is no DNS label and no label valu
 schemas already refuse it as a team name or cost centre."""
 
 
+def looks(value: str) -> str:
+    """What `value` reads as in a report: its Unicode TR39 skeleton, without case (`P1atform`,
+    `PLATFORM` and `platform` read alike)."""
+    return skeleton(value.casefold()).casefold()
+
+
 def sentinel_owner(value: str) -> str | None:
     """What gpuplane means by `value` where a team's name or cost centre would go, or None.
-    Compared without case: a `Platform` cost centre reads as the platform's in a report."""
-    uses = [use for sentinel, use in SENTINEL_USES if sentinel.casefold() == value.casefold()]
+    Compared as it reads (`looks`): a `Platform` or `p1atform` cost centre reads as the
+    platform's in a report."""
+    uses = [use for sentinel, use in SENTINEL_USES if looks(sentinel) == looks(value)]
     return "; ".join(uses) if uses else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from renderer.findings.diagnostics import Diagnostic
+from renderer.findings.diagnostics import Diagnostic, PathKey
 from renderer.model.identifiers import escaped
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Cluster, Platform, Team
@@ -17,6 +17,7 @@ from renderer.model.reserved import (
     KUBERNETES,
     KUBERNETES_NAMESPACES,
     Reservation,
+    looks,
     prefix_owner,
     reservations,
     sentinel_owner,
@@ -126,6 +127,47 @@ def no_sentinel_values(p: Platform) -> Iterator[Diagnostic]:
                 f"gpuplane: it is {owner}",
                 team.origin.at("spec", "costCenter"),
                 "set costCenter to the finance cost centre the team is charged to, e.g. 'CC-1050'",
+            )
+
+
+@rule("team-name-confusable")
+def team_names_distinct(p: Platform) -> Iterator[Diagnostic]:
+    """A team's name and cost centre do not look like another team's.
+
+    The team name labels every object, series and alert of the team (`gpuplane.dev/team`,
+    `team`), and the cost centre every line of the cost reports (`gpuplane.dev/cost-center`,
+    `cost_center`). A team named `1lm` next to `llm`, or charged to `CC-1O42` next to
+    `CC-1042`, reads as the other team in every dashboard, cost report and alert while its
+    figures are its own. Compared as they read: the Unicode TR39 skeleton of the value without
+    case (`1` and `l` alike, `0` and `O`, `rn` and `m`). Several teams charged to the same cost
+    centre, written the same way, are fine. The error is on each value the change adds (without
+    change information, on every look-alike after the first one in file order).
+
+    To satisfy it: name the team (`metadata.name`, and its file) so that it does not read as
+    another team's name, and set `spec.costCenter` to the cost centre written exactly as the
+    other team writes it if it is the same one, else to one that reads differently.
+    """
+    fields: tuple[tuple[PathKey, str, str], ...] = (
+        (("metadata", "name"), "name", "team name"),
+        (("spec", "costCenter"), "cost_center", "costCenter"),
+    )
+    for field_path, attribute, what in fields:
+        seen: dict[str, Team] = {}
+        teams = sorted(p.teams.values(), key=lambda t: p.is_changed(t.origin, field_path))
+        for team in teams:
+            value: str = getattr(team, attribute)
+            first = seen.setdefault(looks(value), team)
+            kept: str = getattr(first, attribute)
+            if kept == value:
+                continue
+            at = first.origin.at(*field_path)
+            yield error(
+                "team-name-confusable",
+                f"{what} '{value}' of team '{team.name}' looks like {what} '{kept}' of team "
+                f"'{first.name}' ({at.file}:{at.line})",
+                team.origin.at(*field_path),
+                f"write '{kept}' if it is the same, else a value that reads differently",
+                (("the value it looks like", at),),
             )
 
 

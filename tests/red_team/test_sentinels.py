@@ -32,7 +32,7 @@ def test_a_new_team_named_platform(attempt: Attempt) -> None:
     assert found.at.line == line_of(attempt, "teams/platform.yaml", "name: platform")
 
 
-@pytest.mark.parametrize("value", ["platform", "Platform", "PLATFORM"])
+@pytest.mark.parametrize("value", ["platform", "Platform", "PLATFORM", "p1atform", "P1ATF0RM"])
 def test_charge_the_team_to_the_platforms_cost_centre(attempt: Attempt, value: str) -> None:
     attempt.edit("teams/vision.yaml", "costCenter: CC-1042", f"costCenter: {value}")
     found = refused_on(attempt.findings(), "teams/vision.yaml", "sentinel-value")
@@ -58,3 +58,34 @@ def test_the_hint_fixes_it(attempt: Attempt) -> None:
     assert found.hint is not None and "'CC-1050'" in found.hint
     attempt.edit("teams/vision.yaml", "costCenter: platform", "costCenter: CC-1050")
     assert not [d for d in attempt.findings() if d.rule == "sentinel-value"]
+
+
+# --- look-alikes of another team's name or cost centre (read as that team in every report) -----
+
+
+def test_charge_the_team_to_a_look_alike_of_another_teams_cost_centre(attempt: Attempt) -> None:
+    """speech is charged to CC-1061; vision writes the letter O for the zero."""
+    attempt.edit("teams/vision.yaml", "costCenter: CC-1042", "costCenter: CC-1O61")
+    found = refused_on(attempt.findings(), "teams/vision.yaml", "team-name-confusable")
+    assert found.message.startswith(
+        "costCenter 'CC-1O61' of team 'vision' looks like costCenter 'CC-1061' of team 'speech'"
+    )
+    assert found.notes[0][1].file == "teams/speech.yaml"
+
+
+@pytest.mark.parametrize(
+    ("name", "existing"), [("visi0n", "vision"), ("1lm", "llm"), ("11m-eval", "llm-eval")]
+)
+def test_name_a_new_team_like_an_existing_one(attempt: Attempt, name: str, existing: str) -> None:
+    """A team that reads as vision in the `team` label of every series, alert and cost line."""
+    from renderer.pipeline import load_platform
+
+    text = (
+        attempt.path("teams/speech.yaml").read_text().replace("name: speech\n", f"name: {name}\n")
+    )
+    text = text.replace("name: speech-", f"name: {name}-").replace("CC-1061", "CC-2000")
+    file = f"teams/{name}.yaml"
+    attempt.write(file, text)
+    diagnostics = load_platform(attempt.root, changed={file: None}).diagnostics
+    found = refused_on(diagnostics, file, "team-name-confusable")
+    assert f"team name '{name}' of team '{name}' looks like team name '{existing}'" in found.message
