@@ -38,6 +38,23 @@ CASES = [
     ("namespace-conflict", "teams/speech.yaml", "name: speech-serve,", "name: vision-serve,"),
     ("reserved-namespace", "teams/vision.yaml", "name: vision-notebooks,", "name: kube-gpu,"),
     ("reserved-namespace", "teams/vision.yaml", "name: vision-notebooks,", "name: argocd,"),
+    # staging-west is an EKS cluster: Fargate's log router reads its configuration there
+    ("reserved-namespace", "teams/search.yaml", "name: search-serve,", "name: aws-observability,"),
+    ("sentinel-value", "teams/vision.yaml", "costCenter: CC-1042", "costCenter: platform"),
+    # speech is charged to CC-1061: the letter O for the zero reads the same
+    ("team-name-confusable", "teams/vision.yaml", "costCenter: CC-1042", "costCenter: CC-1O61"),
+    (
+        "rbac-group-identifier",
+        "teams/vision.yaml",
+        "viewers: [ml-platform-support]",
+        'viewers: ["ml-platform-supp\\u043ert"]',  # a Cyrillic o
+    ),
+    (
+        "rbac-group-confusable",
+        "teams/vision.yaml",
+        "viewers: [ml-platform-support]",
+        "viewers: [rnl-platform-support]",  # rn for m, next to the other teams' viewers
+    ),
     (
         "namespace-outside-queue-cluster",
         "teams/vision.yaml",

@@ -17,6 +17,7 @@ from renderer.layers.gitops.argocd import ADDON_WAVE, LAYER_WAVES, PROJECT_WAVE
 from renderer.model import catalog
 from renderer.model.admission import cluster_queues
 from renderer.model.capacity import SHARING_MODES, pool_offers, quota_offer
+from renderer.model.identifiers import escaped
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
     DCGM_EXPORTER_ADDON,
@@ -132,7 +133,7 @@ def _control_plane(view: ClusterView) -> Iterator[Box]:
     )
     identity = [f"IdP groups as {cluster.group_prefix or '(no prefix)'}<group>"]
     if cluster.platform_owners:
-        identity.append(f"platform owners: {', '.join(cluster.platform_owners)}")
+        identity.append(f"platform owners: {', '.join(map(escaped, cluster.platform_owners))}")
     identity.append(f"{len(view.tenants)} teams: owners, members, viewers bound per namespace")
     yield Box("Identity and RBAC", tuple(identity))
 

@@ -14,6 +14,7 @@ from renderer.policy import (
     delivery,
     gpus,
     guardrails,
+    identities,
     pools,
     queues,
     quotas,
@@ -27,6 +28,7 @@ from renderer.policy.rule import POLICY
 TOPICS = (
     references,
     tenancy,
+    identities,
     quotas,
     reach,
     gpus,

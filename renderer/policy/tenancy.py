@@ -8,16 +8,19 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from renderer.findings.diagnostics import Diagnostic
+from renderer.findings.diagnostics import Diagnostic, PathKey
+from renderer.model.identifiers import escaped
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Cluster, Platform, Team
 from renderer.model.reserved import (
     COMPONENT_NAMESPACES,
     KUBERNETES,
     KUBERNETES_NAMESPACES,
-    RESERVED_PREFIXES,
     Reservation,
+    looks,
+    prefix_owner,
     reservations,
+    sentinel_owner,
 )
 from renderer.policy.rule import error, rule
 
@@ -39,7 +42,7 @@ def _reservation(
         component = COMPONENT_NAMESPACES.get(name)
         found = Reservation(component) if component else None
     if found is None:
-        prefixed = next((c for pre, c in RESERVED_PREFIXES.items() if name.startswith(pre)), None)
+        prefixed = prefix_owner(cluster.provider if cluster else None, name)
         found = Reservation(prefixed) if prefixed else None
     return found
 
@@ -59,11 +62,20 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
     `volcano-system`, `argo` (Argo Workflows), `monitoring`, `external-secrets`,
     `gpuplane-acceptance` and `gpuplane-acceptance-jobs`, whether or not the cluster runs that
     component today. Reserved on one cluster: its `spec.dns.namespace` and every name in its
-    `spec.reservedNamespaces`.
+    `spec.reservedNamespaces`, and the namespaces its managed provider (`spec.provider`) runs
+    its own agents in: on EKS `amazon-guardduty`, `amazon-cloudwatch`, `aws-observability`,
+    `amazon-network-flow-monitor`, `opentelemetry-operator-system` and every `amazon-*` and
+    `aws-*` name; on GKE `gmp-system`, `gmp-public`, `config-management-system`,
+    `config-management-monitoring` and every `gke-*` name; on AKS `aks-command`,
+    `aks-istio-system`, `aks-istio-ingress`, `app-routing-system` and every `aks-*` name; on
+    CoreWeave every `cw-*` name. Over one of those the team's owners would get admin next to
+    the provider's agent (GuardDuty's runtime sensor, the Config Sync reconcilers that hold
+    cluster-admin) and its default-deny policies would cut the agent off.
 
     To satisfy it: rename the namespace entry in the team's `spec.namespaces` to a name of the
     team's own, e.g. `<team>-<purpose>` (`vision-training`): any DNS-1123 label that is not
-    one of the reserved names above and does not start with `kube-`.
+    one of the reserved names above and does not start with `kube-` (nor with the cluster's
+    provider's prefix).
     """
     known: dict[str, dict[str, Reservation]] = {}
     for team in p.teams.values():
@@ -78,6 +90,84 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
                 ns.origin.at("name"),
                 f"use a team-owned name such as '{team.name}-{ns.purpose}'",
                 notes,
+            )
+
+
+@rule("sentinel-value")
+def no_sentinel_values(p: Platform) -> Iterator[Diagnostic]:
+    """A team's name and cost centre are never a value gpuplane writes itself for what no team
+    owns.
+
+    gpuplane's monitoring rules label every series of a namespace no team owns, every alert on a
+    GPU no pod holds and the platform's own alerts with team `platform` and cost centre
+    `platform`; the acceptance suites' Jobs are charged to cost centre `platform`. A team named
+    `platform`, or a team with `costCenter: platform`, would add its GPU hours to the
+    platform's and the platform's to its own in every dashboard and cost report, and receive
+    (or hide) the platform's alerts. Refused as the team's `metadata.name`, and as its
+    `spec.costCenter` in any case (`Platform` reads as the same in a report).
+
+    To satisfy it: name the team after what it does in `metadata.name` (and the file), e.g.
+    `ml-platform-tools`, and set `spec.costCenter` to the finance cost centre the team is
+    charged to, e.g. `CC-1050`: any value but `platform`.
+    """
+    for team in p.teams.values():
+        owner = sentinel_owner(team.name)
+        if owner is not None:
+            yield error(
+                "sentinel-value",
+                f"team name '{team.name}' is reserved for gpuplane: it is {owner}",
+                team.origin.at("metadata", "name"),
+                "name the team after what it does, e.g. 'ml-platform-tools'",
+            )
+        owner = sentinel_owner(team.cost_center)
+        if owner is not None:
+            yield error(
+                "sentinel-value",
+                f"costCenter '{team.cost_center}' of team '{team.name}' is reserved for "
+                f"gpuplane: it is {owner}",
+                team.origin.at("spec", "costCenter"),
+                "set costCenter to the finance cost centre the team is charged to, e.g. 'CC-1050'",
+            )
+
+
+@rule("team-name-confusable")
+def team_names_distinct(p: Platform) -> Iterator[Diagnostic]:
+    """A team's name and cost centre do not look like another team's.
+
+    The team name labels every object, series and alert of the team (`gpuplane.dev/team`,
+    `team`), and the cost centre every line of the cost reports (`gpuplane.dev/cost-center`,
+    `cost_center`). A team named `1lm` next to `llm`, or charged to `CC-1O42` next to
+    `CC-1042`, reads as the other team in every dashboard, cost report and alert while its
+    figures are its own. Compared as they read: the Unicode TR39 skeleton of the value without
+    case (`1` and `l` alike, `0` and `O`, `rn` and `m`). Several teams charged to the same cost
+    centre, written the same way, are fine. The error is on each value the change adds (without
+    change information, on every look-alike after the first one in file order).
+
+    To satisfy it: name the team (`metadata.name`, and its file) so that it does not read as
+    another team's name, and set `spec.costCenter` to the cost centre written exactly as the
+    other team writes it if it is the same one, else to one that reads differently.
+    """
+    fields: tuple[tuple[PathKey, str, str], ...] = (
+        (("metadata", "name"), "name", "team name"),
+        (("spec", "costCenter"), "cost_center", "costCenter"),
+    )
+    for field_path, attribute, what in fields:
+        seen: dict[str, Team] = {}
+        teams = sorted(p.teams.values(), key=lambda t: p.is_changed(t.origin, field_path))
+        for team in teams:
+            value: str = getattr(team, attribute)
+            first = seen.setdefault(looks(value), team)
+            kept: str = getattr(first, attribute)
+            if kept == value:
+                continue
+            at = first.origin.at(*field_path)
+            yield error(
+                "team-name-confusable",
+                f"{what} '{value}' of team '{team.name}' looks like {what} '{kept}' of team "
+                f"'{first.name}' ({at.file}:{at.line})",
+                team.origin.at(*field_path),
+                f"write '{kept}' if it is the same, else a value that reads differently",
+                (("the value it looks like", at),),
             )
 
 
@@ -147,15 +237,10 @@ line and paragraph separators."""
 
 
 def shown(text: str) -> str:
-    """`text` with every character a reader could not see or tell apart written as an escape,
-    so a finding shows what is really there (and carries no bidi override itself)."""
-    out = []
-    for c in text:
-        if c == " " or (c.isprintable() and unicodedata.category(c) not in INVISIBLE):
-            out.append(c)
-        else:
-            out.append(f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
-    return "".join(out)
+    """A group as every report shows it (`renderer.model.identifiers.escaped`): anything but
+    printable ASCII written as an escape, so a finding shows what is really there (and carries
+    no bidi override itself)."""
+    return escaped(text)
 
 
 def group_problem(group: str) -> str | None:

@@ -36,6 +36,7 @@ from renderer.commands.render_index import RenderIndex, outcome_keys
 from renderer.findings.diagnostics import has_errors
 from renderer.inputs.schema import REPOSITORY_FILE
 from renderer.model.capacity import how_to_request, pool_offers
+from renderer.model.identifiers import escaped
 from renderer.model.platform import Changes, Cluster, Platform, Pool, Queue
 from renderer.output.transitions import CommittedTree, committed_tree
 from renderer.output.validation import OutputValidator
@@ -336,8 +337,8 @@ def _cluster_changes(before: Cluster, after: Cluster) -> Iterator[Finding]:
             "renamed; groups the API server does not send with the new prefix lose access, "
             "others may gain it",
         )
-    added = sorted(set(after.platform_owners) - set(before.platform_owners))
-    removed = sorted(set(before.platform_owners) - set(after.platform_owners))
+    added = sorted(map(escaped, set(after.platform_owners) - set(before.platform_owners)))
+    removed = sorted(map(escaped, set(before.platform_owners) - set(after.platform_owners)))
     for group in added:
         yield Finding(
             Risk.HIGH,

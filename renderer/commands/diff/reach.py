@@ -20,6 +20,7 @@ from decimal import Decimal
 from renderer.commands.diff.findings import Finding, Risk
 from renderer.findings.diagnostics import PathKey
 from renderer.model.caps import CAP_KEYS, CapKey, namespace_shares, quota_text, team_caps, text
+from renderer.model.identifiers import escaped
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Cluster, Namespace, Platform, Team
 
@@ -148,7 +149,7 @@ def rbac(ctx: OnCluster) -> Iterator[Finding]:
     for group in sorted(set(old) | set(new)):
         was, now = old.get(group, 0), new.get(group, 0)
         if now > was:
-            subject = f"{ctx.prefix_after}{group}"
+            subject = escaped(f"{ctx.prefix_after}{group}")  # shown escaped, as everywhere
             risk, summary = ctx.widening(
                 _ROLE_RISK[now], f"group {subject}: {ROLES[was]} → {ROLES[now]} on {ctx.where}"
             )
@@ -157,7 +158,7 @@ def rbac(ctx: OnCluster) -> Iterator[Finding]:
             at = ctx.reach_at(("spec", field, index))
             yield ctx.finding(risk, "rbac-widened", subject, summary, at)
         elif now < was:
-            subject = f"{ctx.prefix_before}{group}"
+            subject = escaped(f"{ctx.prefix_before}{group}")  # shown escaped, as everywhere
             summary = f"group {subject}: {ROLES[was]} → {ROLES[now]} on {ctx.where}"
             at = ctx.at(("spec", ROLE_FIELDS[was]))
             yield ctx.finding(Risk.LOW, "rbac-narrowed", subject, summary, at)

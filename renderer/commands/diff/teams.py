@@ -26,6 +26,7 @@ from renderer.commands.diff.reach import (
     renames,
 )
 from renderer.commands.diff.revision import Revision
+from renderer.model.identifiers import escaped
 from renderer.model.platform import EgressRule, Platform, Team
 from renderer.model.reserved import namespace_owner
 
@@ -118,7 +119,7 @@ def _on_cluster(
 
 
 def _group_list(prefix: str, groups: Sequence[str]) -> str:
-    return ", ".join(f"{prefix}{g}" for g in groups) or "-"
+    return ", ".join(escaped(f"{prefix}{g}") for g in groups) or "-"
 
 
 def _team_removed(
