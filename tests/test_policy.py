@@ -302,6 +302,10 @@ CASES = [
         "- registry.example.com/Base/",
     ),
     ("image-prefix-public-root", "teams/llm.yaml", "- registry.example.com/base/", "- docker.io/"),
+    # WorkloadPriorityClass `prod-<priority>`: 5 + 59 characters, one more than a label value
+    ("derived-name-too-long", "queues/prod.yaml", "- name: preemptible", "- name: " + "p" * 59),
+    # 2^53+1 CPUs on each of 4 nodes: a ClusterQueue's CPU quota of two nodes is past an int64
+    ("pool-amount-out-of-range", "pools/h100-train.yaml", "cpus: 224", "cpus: 9007199254740993"),
 ]
 
 

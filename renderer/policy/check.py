@@ -13,6 +13,7 @@ from renderer.policy import (
     delivery,
     gpus,
     guardrails,
+    limits,
     pools,
     queues,
     quotas,
@@ -22,7 +23,10 @@ from renderer.policy import (
 )
 from renderer.policy.rule import POLICY
 
-TOPICS = (references, tenancy, quotas, gpus, pools, queues, delivery, secrets, cleanup, guardrails)
+TOPICS = (
+    *(references, tenancy, quotas, gpus, pools, queues, delivery, secrets, cleanup),
+    *(guardrails, limits),
+)
 """The topic modules; importing them registers their rules in `POLICY`."""
 
 
