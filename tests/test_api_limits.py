@@ -28,6 +28,8 @@ from renderer.output.validation import OutputValidator
 from renderer.pipeline import load_platform, render_cluster, render_platform
 from renderer.policy.limits import NAME_MAX, SUITE_TEMPLATES
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once
+from tests.red_team.diffing import cli, commit_base
+from tests.red_team.harness import Attempt
 
 # --- quantities: what Kubernetes and Kueue count -----------------------------------------------
 
@@ -313,18 +315,37 @@ def _every_output(root: Path) -> list[Manifest | Values]:
     ]
 
 
-def test_the_largest_amounts_a_team_may_write_render_within_range(tmp_path: Path) -> None:
-    """The schema's bounds, multiplied as the layers multiply them (the templates request a
-    container default once per GPU of a pod): every object and template stays countable."""
-    root = copy_inputs(REPO, tmp_path / "repo")
-    team = root / "teams/llm.yaml"
+def _largest_amounts(team: Path) -> None:
     edit_once(team, '    cpu: "1024"', f'    cpu: "{INT64_MAX}m"')
     edit_once(team, "    memory: 8Ti", f'    memory: "{INT64_MAX}"')
     edit_once(team, "    storage: 100Ti", f'    storage: "{INT64_MAX}"')
     edit_once(team, '    cpu: "2"', f'    cpu: "{INT64_MAX // 16}m"')
     edit_once(team, "    memory: 8Gi", f'    memory: "{INT64_MAX // 16}"')
+
+
+def test_the_largest_amounts_a_team_may_write_render_within_range(tmp_path: Path) -> None:
+    """The schema's bounds, multiplied as the layers multiply them (the templates request a
+    container default once per GPU of a pod): every object and template stays countable."""
+    root = copy_inputs(REPO, tmp_path / "repo")
+    _largest_amounts(root / "teams/llm.yaml")
     checks: list[Callable[[Any], Any]] = [object_problems, rendered_quantity_problems]
     for output in _every_output(root):
         for check in checks:
             assert not list(check(output.body)), (output.path, check(output.body))
     shutil.rmtree(root)
+
+
+def test_the_largest_amounts_plan_and_diff(tmp_path: Path) -> None:
+    """`plan` and `diff` (every format) read the largest amounts as they are, no traceback."""
+    attempt = Attempt.on_example(tmp_path / "repo")
+    commit_base(attempt)
+    _largest_amounts(attempt.path("teams/llm.yaml"))
+    for command in (
+        ("plan",),
+        ("plan", "--team", "llm"),
+        *(("diff", "--base", "HEAD", "--format", form) for form in ("text", "markdown", "json")),
+    ):
+        code, output = cli(attempt, *command)
+        assert code == 0 and "Traceback" not in output, (command, output)
+    _, text = cli(attempt, "diff", "--base", "HEAD", "--format", "text")
+    assert "llm" in text
