@@ -1,7 +1,7 @@
 """What the API server (and the controllers that act on an object) refuse that no schema says:
-the total size of an object's annotations, the names of kinds that end up in a label or a DNS
-name, and the labels and annotations of the pod templates an object carries
-(docs/api-limits.md).
+the total size of an object's annotations, of a ConfigMap's data and of the object itself, the
+names of kinds that end up in a label or a DNS name, and the labels and annotations of the pod
+templates an object carries (docs/api-limits.md).
 
 kubernetes-validate's schemas and the CRDs' `openAPIV3Schema` leave all of these to the server's
 Go validation, so a rendered object could pass every schema and still fail its sync. Every
@@ -12,6 +12,7 @@ so a finding of this module is a gpuplane bug or a limit the input checks do not
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,14 @@ from renderer.output.schema_messages import Found, show
 TOTAL_ANNOTATION_BYTES = 256 * (1 << 10)
 """apimachinery `pkg/api/validation/objectmeta.go` `TotalAnnotationSizeLimitB`: the keys and
 values of one object's annotations together, counted in bytes (`len` of Go strings)."""
+
+DATA_BYTES = 1 << 20
+"""`pkg/apis/core/validation` `ValidateConfigMap` and `ValidateSecret`: the values of `data` and
+`binaryData` together may not exceed `core.MaxSecretSize`, 1 MiB."""
+
+OBJECT_BYTES = 3 << 19
+"""etcd's default `--max-request-bytes` (`embed.DefaultMaxRequestBytes`, 1.5 MiB): the API
+server cannot store a larger object. Counted on the object's compact JSON."""
 
 LABEL_VALUE_MAX = 63
 """apimachinery `pkg/util/validation/validation.go` `LabelValueMaxLength`, and `DNS1123LabelMaxLength`."""
@@ -168,10 +177,37 @@ def _metadata_blocks(obj: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any]
             stack.extend((v, (*at, i)) for i, v in enumerate(node) if isinstance(v, Mapping | list))
 
 
+def _size_problems(obj: Mapping[str, Any]) -> Iterator[Found]:
+    """A ConfigMap's or Secret's data over 1 MiB; any object over what etcd stores."""
+    if obj.get("kind") in ("ConfigMap", "Secret") and obj.get("apiVersion") == "v1":
+        size = 0
+        for section in ("data", "binaryData", "stringData"):
+            entries = obj.get(section)
+            for value in entries.values() if isinstance(entries, Mapping) else ():
+                if isinstance(value, str):
+                    size += len(value.encode()) if section != "binaryData" else len(value) * 3 // 4
+        if size > DATA_BYTES:
+            yield (
+                ("data",),
+                f"the data is {size} bytes, more than the {DATA_BYTES} (1 MiB) a "
+                f"{obj['kind']} may hold",
+            )
+    try:
+        whole = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+    except (TypeError, ValueError):  # not JSON: the schema check says what is wrong
+        return
+    if whole > OBJECT_BYTES:
+        yield (
+            (),
+            f"the object is {whole} bytes, more than the {OBJECT_BYTES} (1.5 MiB) etcd stores by "
+            "default: the API server would refuse it",
+        )
+
+
 def object_problems(obj: Mapping[str, Any]) -> list[Found]:
     """What the API server, or the controller acting on the object, would refuse that no schema
     says: see the module's docstring."""
-    found: list[Found] = []
+    found: list[Found] = list(_size_problems(obj))
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if isinstance(name, str):
