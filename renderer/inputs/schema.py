@@ -403,6 +403,15 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
             hint=f"shorten it to at most {error.validator_value} characters",
         )
         return
+    if error.validator == "maxItems" and isinstance(error.instance, list):
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} has {len(error.instance)} entries, more than the "
+            f"{error.validator_value} it may have",
+            doc.locate(path),
+            hint=f"keep at most {error.validator_value} entries",
+        )
+        return
     if error.validator == "not":
         yield Diagnostic(
             "schema-invalid-value",
