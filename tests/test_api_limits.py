@@ -161,6 +161,23 @@ def test_the_annotation_limit_is_counted_in_bytes_over_keys_and_values() -> None
     assert f"are {70_000 * 4 + len(key)} bytes together" in problem[1]
 
 
+def test_data_and_objects_are_held_to_what_the_api_server_stores() -> None:
+    """ValidateConfigMap: data and binaryData together at most 1 MiB (core.MaxSecretSize);
+    any object at most etcd's default request size, 1.5 MiB."""
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert object_problems({**config, "data": {"a": "x" * (1 << 20)}}) == []
+    ((path, message),) = object_problems({**config, "data": {"a": "x" * (1 << 20), "b": "y"}})
+    assert path == ("data",) and "1048577 bytes" in message
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "p"},
+        "spec": {"validations": [{"expression": "x" * (3 << 19)}]},
+    }
+    ((path, message),) = object_problems(policy)
+    assert path == () and "more than the 1572864 (1.5 MiB) etcd stores" in message
+
+
 @pytest.mark.parametrize(
     ("api_version", "kind", "name", "refused"),
     [

@@ -197,3 +197,43 @@ def test_10_to_the_24_is_refused_by_validate_render_and_diff(
         assert "Traceback" not in output, (command, output)
         assert code == 1, (command, output)
         assert expected in output and "quantity-out-of-range" in output, (command, output)
+
+
+# --- objects larger than the API server stores -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "entries", "words"),
+    [
+        # one prefix of 900,000 characters: the images ValidatingAdmissionPolicy quotes it
+        # twice, 1.8 MB, past the 1.5 MiB etcd stores
+        pytest.param(
+            "images",
+            ["registry.example.com/" + "a" * 900_000 + "/"],
+            "is 9000",
+            id="a-900k-image-prefix",
+        ),
+        # 4,000 prefixes of 200 characters: 1.6 MB of policy
+        pytest.param(
+            "images",
+            [f"registry.example.com/{n:04}{'i' * 180}/" for n in range(4000)],
+            "has 4000 entries",
+            id="4000-image-prefixes",
+        ),
+        # 300 prefixes of 3,000 characters: 1.8 MB of policy
+        pytest.param(
+            "images",
+            [f"registry.example.com/{n:03}{'j' * 3000}/" for n in range(300)],
+            "has 300 entries",
+            id="300-long-image-prefixes",
+        ),
+    ],
+)
+def test_a_list_that_renders_an_object_too_large_to_store(
+    attempt: Attempt, field: str, entries: list[str], words: str
+) -> None:
+    _set(attempt, "spec", field, value=entries)
+    assert attempt.path(LLM).stat().st_size < 1 << 20  # under the input file limit
+    found = refused_on(attempt.findings(), LLM, "schema-invalid-value")
+    assert found.message.startswith(f"spec.{field}") and words in found.message, found
+    assert len(str(found)) < 400, "the message must not carry what it refuses"
