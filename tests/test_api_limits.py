@@ -290,7 +290,10 @@ def _renamed(root: Path, old: str, new: str) -> None:
 
 
 def _longest_names(root: Path, extra: int) -> None:
-    """Each name gpuplane builds on made as long as the limits allow, plus `extra`."""
+    """Each name gpuplane builds on made as long as the limits allow, plus `extra`; the cluster
+    name, which nothing holds to less than its own 63, at 63 (Applications `<cluster>-<layer>`
+    and AppProjects `team-<team>-<cluster>` are DNS subdomains, at most 253)."""
+    _renamed(root, "prod-east", "prod-east-" + "c" * 53)
     _renamed(root, "h100-train", "h100-train-" + "p" * (52 - 11 + extra))  # acceptance-<pool>
     _renamed(root, "prod", "prod-" + "q" * (52 - 5 + extra))  # <queue>-acceptance
     _renamed(root, "vision", "vision-" + "v" * (53 - 7 + extra))  # <team>-notebooks
@@ -309,6 +312,7 @@ def test_names_at_the_limit_render_objects_kubernetes_takes(tmp_path: Path) -> N
     assert not [d for d in rendered.diagnostics if d.severity is Severity.ERROR]
     lengths = {m.name: len(m.name) for ms in rendered.manifests.values() for m in ms}
     assert max(lengths.values()) >= NAME_MAX  # the limits were reached, not only approached
+    assert any(name.startswith(f"prod-east-{'c' * 53}-") for name in lengths)  # Applications
 
 
 def test_one_character_more_is_refused_at_validate(tmp_path: Path) -> None:
