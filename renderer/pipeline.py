@@ -32,6 +32,7 @@ from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
 from renderer.model import platform as model
+from renderer.model.limits import rendered_quantity_problems
 from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
 from renderer.model.topology import with_topology_peers
 from renderer.model.view import ClusterView
@@ -521,7 +522,7 @@ def prepare(
     source cannot be used (then nothing is rendered)."""
     sources, missing = repository_schemas(root, platform.repository)
     try:
-        validator = validator.for_repository(root, sources)
+        validator = validator.for_repository(root, sources).with_checks(rendered_quantity_problems)
     except CrdLoadError as err:
         missing.append(_crd_load(err))
     return validator, missing

@@ -253,6 +253,23 @@ ATTACK = "\n".join(HOSTILE[:20])
 """One value carrying the attacks that matter for text outputs."""
 
 
+def _within(values: tuple[str, ...], most: int) -> list[str]:
+    """`values` joined by newlines into as few texts of at most `most` characters as they go."""
+    texts = [""]
+    for value in values:
+        joined = f"{texts[-1]}\n{value}" if texts[-1] else value
+        if len(joined) <= most:
+            texts[-1] = joined
+        else:
+            texts.append(value)
+    return texts
+
+
+ATTACK_PARTS = _within(HOSTILE[:20], 254)
+"""The same attacks in pieces a team's text fields take: a description or contact of at most
+254 characters (docs/api-limits.md); together they carry all of ATTACK."""
+
+
 def _git(root: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
@@ -281,18 +298,18 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "base")
     team = root / "teams/vision.yaml"
-    quoted = json.dumps(ATTACK)
+    described, contact, egress = (json.dumps(part) for part in ATTACK_PARTS)
     _set(
         team,
         "description: Computer vision research and the image-understanding services built on it",
-        f"description: {quoted}",
+        f"description: {described}",
     )
-    _set(team, 'contact: "#vision-infra"', f"contact: {quoted}")
-    _set(team, "description: labelling service and dataset catalog", f"description: {quoted}")
+    _set(team, 'contact: "#vision-infra"', f"contact: {contact}")
+    _set(team, "description: labelling service and dataset catalog", f"description: {egress}")
     _set(
         root / "queues/prod.yaml",
         "description: Ordinary training runs and experiments",
-        f"description: {quoted}",
+        f"description: {json.dumps(ATTACK)}",
     )
     return root
 

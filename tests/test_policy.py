@@ -335,7 +335,7 @@ CASES = [
     ),
     # prod-east's pools hold 4 x 224 + 6 x 128 + 2 x 256 = 2,176 CPUs at their largest
     ("cap-exceeds-cluster", "teams/vision.yaml", 'cpu: "512"', 'cpu: "100000000"'),
-    ("cap-exceeds-cluster", "teams/vision.yaml", "memory: 4Ti", "memory: 100Ei"),
+    ("cap-exceeds-cluster", "teams/vision.yaml", "memory: 4Ti", "memory: 4Ei"),
     # a team named like the queue whose Cohort its own would sit under: a new team file,
     # tests/red_team/test_reach.py
     (
@@ -345,6 +345,10 @@ CASES = [
         "- ghcr.io/someone-else/",
     ),
     ("egress-not-allowed", "teams/llm.yaml", "- cidr: 10.20.0.0/16", "- cidr: 8.8.8.0/24"),
+    # WorkloadPriorityClass `prod-<priority>`: 5 + 59 characters, one more than a label value
+    ("derived-name-too-long", "queues/prod.yaml", "- name: preemptible", "- name: " + "p" * 59),
+    # 2^53+1 CPUs on each of 4 nodes: a ClusterQueue's CPU quota of two nodes is past an int64
+    ("pool-amount-out-of-range", "pools/h100-train.yaml", "cpus: 224", "cpus: 9007199254740993"),
 ]
 
 

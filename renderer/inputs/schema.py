@@ -21,6 +21,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from renderer.findings.diagnostics import Diagnostic, PathKey, closest
 from renderer.findings.rules import document_rule
+from renderer.inputs import limits
 from renderer.inputs.source import Document
 
 _BESIDE = Path(__file__).resolve().parents[2]
@@ -103,7 +104,9 @@ queue's `pools`), so a new name must be changed there too; `gpuplane validate` r
 @dataclass(frozen=True, slots=True)
 class Schema:
     kind: str
-    validator: Draft202012Validator
+    validator: Any
+    """jsonschema's Draft 2020-12 validator with integers that are integers and quantities
+    Kubernetes can count (`renderer.inputs.limits.StrictValidator`)."""
     raw: Mapping[str, Any]
     fast: Any = None
     """The same schema compiled by jsonschema-rs (`compile_fast`), None where it is not proven to
@@ -127,7 +130,7 @@ def schema_for(kind: str) -> Schema:
     path = SCHEMA_DIR / f"{kind.lower()}.schema.json"
     raw = json.loads(path.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(raw)
-    return Schema(kind, Draft202012Validator(raw), raw, compile_fast(raw))
+    return Schema(kind, limits.StrictValidator(raw), raw, compile_fast(raw))
 
 
 _PYTHON_PATTERN = "x-gpuplane-python-pattern"
@@ -213,7 +216,13 @@ def compile_fast(raw: Mapping[str, Any]) -> Any:
 
     try:
         return jsonschema_rs.Draft202012Validator(
-            rewritten, validate_formats=False, keywords={_PYTHON_PATTERN: PythonPattern}
+            rewritten,
+            validate_formats=False,
+            keywords={
+                _PYTHON_PATTERN: PythonPattern,
+                limits.QUANTITY: limits.RustQuantity,
+                limits.STRICT_INTEGER: limits.RustStrictInteger,
+            },
         )
     except (ValueError, TypeError, jsonschema_rs.ValidationError):
         return None
@@ -235,10 +244,12 @@ def _for_rust(node: Any, searches: list[Callable[[str], Any]]) -> Any:
             out[key] = [_for_rust(v, searches) for v in value]
         elif key in _SCHEMA_ONE:
             out[key] = _for_rust(value, searches)
-        elif key in _SAME_IN_BOTH:
+        elif key in _SAME_IN_BOTH or key == limits.QUANTITY:
             out[key] = value
         else:
             raise _Unproven(key)
+    if limits.strict_integer(node):
+        out[limits.STRICT_INTEGER] = True
     return out
 
 
@@ -264,6 +275,13 @@ def check_document(doc: Document, folder: str) -> list[Diagnostic]:
     # a value of the wrong type is reported once: not also as "not one of" or "wrong format"
     mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     errors = [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
+    # a quantity not in the quantity format is reported as that, not also as out of range
+    malformed = {tuple(e.absolute_path) for e in errors if e.validator == "pattern"}
+    errors = [
+        e
+        for e in errors
+        if e.validator != limits.QUANTITY or tuple(e.absolute_path) not in malformed
+    ]
     problems = [d for error in errors for d in _explain(doc, error)]
     name = data.get("metadata", {}).get("name") if isinstance(data.get("metadata"), dict) else None
     stem = Path(doc.path).name.removesuffix(".yaml")
@@ -326,13 +344,18 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
             hint=f"add {missing}: {description}" if description else f"add {missing}",
         )
         return
+    if error.validator == limits.QUANTITY:
+        yield limits.explain_quantity(doc, error, where)
+        return
     if error.validator == "type":
         expected = error.validator_value
         expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
         hint = f"write {where} as {_article(expected_text)}"
+        written = doc.plain_text.get(path, str(error.instance))
         if expected_text == "string" and isinstance(error.instance, int | float):
-            written = doc.plain_text.get(path, str(error.instance))
             hint = f'quote the value: "{written}" (YAML reads {written} as the number {error.instance})'
+        elif "integer" in expected_text and isinstance(error.instance, float):
+            hint = limits.integer_hint(written, error.instance)
         yield Diagnostic(
             "schema-wrong-type",
             f"{where} must be {_article(expected_text)}, got {_type_name(error.instance)}",
@@ -369,6 +392,24 @@ def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
             f"{where} '{error.instance}' is not in the required format: {first}",
             doc.locate_key((*path, str(key))) if on_key else doc.locate(path),
             hint=_format_hint(str(error.instance), first),
+        )
+        return
+    if error.validator == "maxLength" and isinstance(error.instance, str):
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} is {len(error.instance)} characters long, more than the "
+            f"{error.validator_value} it may have",
+            doc.locate(path),
+            hint=f"shorten it to at most {error.validator_value} characters",
+        )
+        return
+    if error.validator == "maxItems" and isinstance(error.instance, list):
+        yield Diagnostic(
+            "schema-invalid-value",
+            f"{where} has {len(error.instance)} entries, more than the "
+            f"{error.validator_value} it may have",
+            doc.locate(path),
+            hint=f"keep at most {error.validator_value} entries",
         )
         return
     if error.validator == "not":

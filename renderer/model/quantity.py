@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import ROUND_UP, Context, Decimal
+from typing import Literal
 
 _SUFFIX = {
     "": Decimal(1),
@@ -122,6 +124,115 @@ def parse(value: str | int | float) -> Decimal:
     if isinstance(places, int) and places < -9:
         amount = amount.quantize(_NANO, rounding=ROUND_UP, context=exact)
     return amount if positive else -amount
+
+
+INT64_MAX = 2**63 - 1
+"""The largest amount Kubernetes and Kueue count: `Quantity.Value()` and `MilliValue()` are
+int64s (apimachinery `quantity.go`: "this could overflow an int64"), the scheduler's
+`framework.Resource` keeps MilliCPU and Memory as int64s, and Kueue v0.19.2
+(`pkg/resources/requests.go` `ResourceValue`) counts CPU in millicores and everything else in
+units as int64s, clamped there."""
+
+Unit = Literal["cpu", "bytes", "count"]
+"""What a quantity counts: CPU (in millicores), bytes (memory and storage), or a whole number
+of something (GPUs and other extended resources, objects in a quota)."""
+
+COUNT_MAX = INT64_MAX // 1000
+"""The largest count the API server can tell is whole: `ValidateResourceQuantityValue` refuses
+a fraction of an integer resource (an extended resource, a quota's object count) by testing
+`MilliValue() % 1000`, and past this `MilliValue()` overflows its int64."""
+
+
+def _exact(text: str) -> Decimal | None:
+    """The quantity's value as written, with no rounding and no cap (`parse` rounds below a
+    nano unit and caps binary amounts at 2^63-1, as `ParseQuantity` does); None when it is
+    not a quantity. Amounts of 10^40 and more come back as 10^40: they are out of every
+    range here, and no arithmetic on a written exponent of billions is attempted."""
+    try:
+        positive, num, denom, suffix = _split(text)
+    except ValueError:
+        return None
+    found = _interpret(suffix) if text else None
+    if found is None:
+        return None
+    base, exponent = found
+    digits = (num + denom).lstrip("0")
+    if not digits:
+        return Decimal(0)
+    scale = exponent - len(denom) if base == 10 else -len(denom)
+    sign = 1 if positive else -1
+    if base == 10 and len(digits) + scale > 40:
+        return Decimal(sign) * Decimal(10) ** 40
+    if base == 10 and len(digits) + scale < -40:  # nonzero, far below any unit counted
+        return Decimal(sign) * Decimal(10) ** -40
+    exact = Context(prec=len(digits) + 100)
+    amount = Decimal((0, tuple(int(d) for d in digits), scale))
+    if base == 2:
+        amount = exact.multiply(amount, Decimal(2**exponent))
+    return amount if positive else -amount
+
+
+Problem = Literal["format", "negative", "finer", "fraction", "whole", "over"]
+
+
+@dataclass(frozen=True, slots=True)
+class RangeProblem:
+    """Why Kubernetes or Kueue cannot count a quantity as written (`range_problem`)."""
+
+    kind: Problem
+    message: str
+    most: str = ""
+    """For "over": the largest amount that is counted, as a quantity (`9223372036854775807`,
+    `576460752303423487m`)."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def range_problem(value: str | int, unit: Unit, times: int = 1) -> RangeProblem | None:
+    """Why Kubernetes or Kueue cannot count `value` as written, `times` over, or None.
+
+    - negative: the API server refuses a negative quota, limit or request (`pkg/apis/core/
+      validation` `ValidateResourceQuantityValue` calls `ValidateNonnegativeQuantity`);
+    - CPU finer than a millicore: the scheduler and Kueue read `MilliValue()`, which rounds
+      it up, so `0.0000000001m` silently means 1m;
+    - a fraction of a byte: the API server warns "fractional byte value ... is invalid, must be
+      an integer" (`pkg/api/pod/warnings.go`) and `Value()` rounds it up;
+    - a fraction of a count: `ValidateResourceQuantityValue` refuses it, and more than
+      `COUNT_MAX` it can no longer tell;
+    - more than `INT64_MAX` millicores or bytes: past what `MilliValue()`/`Value()` return,
+      the scheduler counts and Kueue clamps to, and a binary amount over 2^63-1 is cut to it by
+      `ParseQuantity` itself (8Ei is read as 2^63-1 bytes). `times` is how often gpuplane
+      multiplies the value into one request (a container default, once per GPU of a pod)."""
+    amount = _exact(str(value).strip())
+    if amount is None:
+        return RangeProblem("format", "is not a Kubernetes quantity")
+    if amount < 0:
+        return RangeProblem("negative", "is negative: Kubernetes refuses a negative amount")
+    counted = amount * 1000 if unit == "cpu" else amount
+    if counted != counted.to_integral_value():
+        if unit == "cpu":
+            return RangeProblem(
+                "finer", "is finer than a millicore, the smallest CPU amount Kubernetes counts"
+            )
+        if unit == "count":
+            return RangeProblem("whole", "is not a whole number: Kubernetes counts it in units")
+        return RangeProblem("fraction", "is a fraction of a byte: Kubernetes counts whole bytes")
+    most = (COUNT_MAX if unit == "count" else INT64_MAX) // times
+    if counted <= most:
+        return None
+    largest = f"{most}m" if unit == "cpu" else str(most)
+    shown = {"cpu": f"{most}m ({Decimal(most) / 1000} cores)", "bytes": f"{most} bytes"}.get(
+        unit, str(most)
+    )
+    what = {"cpu": "CPU in millicores", "bytes": "bytes"}.get(unit, "its thousandths")
+    over = f" {times} times over" if times > 1 else ""
+    return RangeProblem(
+        "over",
+        f"is more than Kubernetes and Kueue can count{over}: they count {what} as a 64-bit "
+        f"integer, so at most {shown}",
+        largest,
+    )
 
 
 def cpu(cores: Decimal) -> str:

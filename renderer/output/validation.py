@@ -16,6 +16,7 @@ See docs/output-validation.md for the design and its limits.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,6 +31,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from renderer.findings.diagnostics import Location
+from renderer.output.api_limits import ObjectCheck, object_problems
 from renderer.output.cel import CelViolation, CompiledRules, UncheckedRule, compile_rules
 from renderer.output.crds import Crd, CrdSet, CrdValidatorClass, compile_fast, convert_crd_root
 from renderer.output.defaults import apply_defaults, defaulted
@@ -206,6 +208,8 @@ class Checked:
     against the old object included) and the rules of its CRD that cannot be evaluated."""
 
     problems: list[SchemaProblem]
+    """Every problem found, the limits of `renderer.output.api_limits` and the validator's
+    further checks included, whether or not a schema was found."""
     unchecked: Unchecked | None = None
     cel: tuple[CelViolation, ...] = ()
     cel_unchecked: tuple[UncheckedRule, ...] = ()
@@ -242,6 +246,14 @@ class OutputValidator:
         self._definitions_read: dict[str, Any] = {}
         self._custom: dict[tuple[str, str, str], _Compiled] = {}
         self._cel: dict[tuple[str, str, str], CompiledRules] = {}
+        self._checks: tuple[ObjectCheck, ...] = ()
+
+    def with_checks(self, *checks: ObjectCheck) -> OutputValidator:
+        """This validator with further checks run on every object, whatever its kind (the
+        pipeline adds the quantity ranges, which need the model); compiled schemas are shared."""
+        other = copy.copy(self)
+        other._checks = (*self._checks, *checks)
+        return other
 
     def for_repository(self, root: Path, sources: Sequence[Path] = ()) -> OutputValidator:
         """This validator with a repository's `schemas:` files and its schema store added after
@@ -342,6 +354,29 @@ class OutputValidator:
 
         Raises UnsupportedKubernetesVersion when no bundled schemas cover the cluster version.
         """
+        checked = self._check(obj, kubernetes_version, pin_of, old_of)
+        if not isinstance(obj, Mapping):
+            return checked
+        found = set(object_problems(obj))
+        for extra in self._checks:
+            found.update(extra(obj))
+        if not found:
+            return checked
+        known = {(p.path, p.message) for p in checked.problems}
+        added = [
+            SchemaProblem(format_path(path), message)
+            for path, message in sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
+            if (format_path(path), message) not in known
+        ]
+        return dataclasses.replace(checked, problems=[*checked.problems, *added])
+
+    def _check(
+        self,
+        obj: Mapping[str, Any],
+        kubernetes_version: str,
+        pin_of: Callable[[str, str], Pin] | None,
+        old_of: Callable[[], Mapping[str, Any] | None] | None,
+    ) -> Checked:
         schema_dir, minor = schema_dir_for(kubernetes_version)
         if not isinstance(obj, Mapping):
             return Checked([SchemaProblem("", f"{show(obj)} is not an object")])

@@ -15,6 +15,7 @@ from renderer.policy import (
     gpus,
     guardrails,
     identities,
+    limits,
     pools,
     queues,
     quotas,
@@ -39,6 +40,7 @@ TOPICS = (
     cleanup,
     guardrails,
     allowlists,
+    limits,
 )
 """The topic modules; importing them registers their rules in `POLICY`."""
 

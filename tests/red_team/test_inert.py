@@ -104,14 +104,19 @@ def test_a_hostile_egress_description(attempt: Attempt, payload: str) -> None:
 
 
 def test_a_new_team_file_quoting_everything(attempt: Attempt) -> None:
-    """A new team's description is quoted in diff's `team added` line."""
+    """A new team's description is quoted in diff's `team added` line. Every payload, half of
+    them in the description and half in the contact: a description takes at most 255
+    characters (Argo CD's AppProject limit, docs/api-limits.md)."""
     commit_base(attempt)
     llm = attempt.path(LLM).read_text()
     shadow = llm.replace("name: llm\n", "name: shadow\n").replace("llm-", "shadow-")
     shadow = shadow.replace('["@example/llm"]', '["@example/shadow"]')
     shadow = shadow.replace(shadow[shadow.index("  gpus:\n") : shadow.index("  resources:\n")], "")
-    everything = "\n".join(PAYLOADS.values())
-    shadow = shadow.replace(DESCRIPTION, f"description: {json.dumps(everything)}")
+    payloads = list(PAYLOADS.values())
+    half = len(payloads) // 2
+    described, contact = "\n".join(payloads[:half]), "\n".join(payloads[half:])
+    shadow = shadow.replace(DESCRIPTION, f"description: {json.dumps(described)}")
+    shadow = shadow.replace("contact: llm-infra@example.com", f"contact: {json.dumps(contact)}")
     attempt.write("teams/shadow.yaml", shadow)
     _assert_inert(attempt)
 

@@ -140,7 +140,7 @@ def test_a_share_of_a_cap_the_team_does_not_have_is_refused(attempt: Attempt) ->
     [
         ('cpu: "512"', 'cpu: "100000000"', "cpu"),
         ('cpu: "512"', f'cpu: "{PROD_EAST_CPUS + 1}"', "cpu"),  # one above the cluster
-        ("memory: 4Ti", "memory: 100Ei", "memory"),
+        ("memory: 4Ti", "memory: 4Ei", "memory"),
         ("memory: 4Ti", "memory: 1Pi", "memory"),
     ],
 )

@@ -1,0 +1,222 @@
+"""What the API server (and the controllers that act on an object) refuse that no schema says:
+the total size of an object's annotations, of a ConfigMap's data and of the object itself, the
+names of kinds that end up in a label or a DNS name, and the labels and annotations of the pod
+templates an object carries (docs/api-limits.md).
+
+kubernetes-validate's schemas and the CRDs' `openAPIV3Schema` leave all of these to the server's
+Go validation, so a rendered object could pass every schema and still fail its sync. Every
+object is checked here, whatever kind it is and whether a schema for it was found; the input
+checks (`renderer.inputs.limits`, `renderer.policy.limits`) refuse what would lead here first,
+so a finding of this module is a gpuplane bug or a limit the input checks do not know yet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from renderer.output.schema_messages import Found, show
+
+TOTAL_ANNOTATION_BYTES = 256 * (1 << 10)
+"""apimachinery `pkg/api/validation/objectmeta.go` `TotalAnnotationSizeLimitB`: the keys and
+values of one object's annotations together, counted in bytes (`len` of Go strings)."""
+
+DATA_BYTES = 1 << 20
+"""`pkg/apis/core/validation` `ValidateConfigMap` and `ValidateSecret`: the values of `data` and
+`binaryData` together may not exceed `core.MaxSecretSize`, 1 MiB."""
+
+OBJECT_BYTES = 3 << 19
+"""etcd's default `--max-request-bytes` (`embed.DefaultMaxRequestBytes`, 1.5 MiB): the API
+server cannot store a larger object. Counted on the object's compact JSON."""
+
+LABEL_VALUE_MAX = 63
+"""apimachinery `pkg/util/validation/validation.go` `LabelValueMaxLength`, and `DNS1123LabelMaxLength`."""
+
+_Path = tuple[str | int, ...]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@dataclass(frozen=True, slots=True)
+class NameRule:
+    """A kind whose name is held to more than the DNS subdomain every name is checked against."""
+
+    limit: int
+    why: str
+    dns1035: bool = False
+    """It must also start with a letter (RFC 1035), as a Service's name must."""
+
+
+NAME_RULES: Mapping[tuple[str, str], NameRule] = {
+    ("", "Namespace"): NameRule(
+        63, "a namespace name is a DNS-1123 label (apimachinery `ValidateNamespaceName`)"
+    ),
+    ("", "Service"): NameRule(
+        63,
+        "a Service name is its DNS name, an RFC 1035 label (`ValidateServiceName`)",
+        dns1035=True,
+    ),
+    ("batch", "Job"): NameRule(
+        63, "the Job controller labels the Job's pods with its name (batch.kubernetes.io/job-name)"
+    ),
+    ("batch", "CronJob"): NameRule(
+        52, "the CronJob controller names its Jobs <name>-<11-digit time> (`validateCronJob`)"
+    ),
+    ("argoproj.io", "Workflow"): NameRule(
+        63, "Argo Workflows refuses longer names (workflow/validate `maxCharsInObjectName`)"
+    ),
+    ("argoproj.io", "WorkflowTemplate"): NameRule(
+        63, "Argo Workflows refuses longer names (workflow/validate `maxCharsInObjectName`)"
+    ),
+    ("argoproj.io", "CronWorkflow"): NameRule(
+        52, "Argo Workflows names each run <name>-<10-digit time> (`maxCharsInCronWorkflowName`)"
+    ),
+    ("kueue.x-k8s.io", "LocalQueue"): NameRule(
+        63, "workloads name their LocalQueue in the label kueue.x-k8s.io/queue-name"
+    ),
+    ("kueue.x-k8s.io", "WorkloadPriorityClass"): NameRule(
+        63, "workloads name their priority in the label kueue.x-k8s.io/priority-class"
+    ),
+    ("kueue.x-k8s.io", "ClusterQueue"): NameRule(
+        63,
+        "Kueue labels the pods it admits with it (kueue.x-k8s.io/cluster-queue-name) only when "
+        "it is a label value (`pkg/constants` ClusterQueueLabel)",
+    ),
+    ("ray.io", "RayJob"): NameRule(
+        47,
+        "KubeRay refuses longer names: the RayCluster it creates adds 6 characters "
+        "(`MaxRayJobNameLength`)",
+        dns1035=True,
+    ),
+    ("ray.io", "RayCluster"): NameRule(
+        53, "KubeRay refuses longer names (`MaxRayClusterNameLength`)", dns1035=True
+    ),
+}
+"""Kinds gpuplane renders (or may) whose name ends up in a label value, a DNS label or a name
+built from it; by (API group, kind)."""
+
+
+def annotation_bytes(annotations: Mapping[str, Any]) -> int:
+    """The size the API server counts: the UTF-8 bytes of every key and string value."""
+    return sum(
+        len(key.encode()) + (len(value.encode()) if isinstance(value, str) else 0)
+        for key, value in annotations.items()
+        if isinstance(key, str)
+    )
+
+
+def _name_problems(obj: Mapping[str, Any], name: str) -> Iterator[Found]:
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return
+    group = api_version.rpartition("/")[0]
+    rule = NAME_RULES.get((group, kind))
+    if rule is None or len(name) > 253 or not _SUBDOMAIN.match(name):
+        return  # not a DNS subdomain either: `_metadata_problems` reports that, once
+    shape = _DNS_1035_LABEL if rule.dns1035 else (_DNS_LABEL if rule.limit <= 63 else _SUBDOMAIN)
+    if len(name) > rule.limit or not shape.match(name):
+        what = "an RFC 1035 label" if rule.dns1035 else "a DNS-1123 label"
+        yield (
+            ("metadata", "name"),
+            f"{show(name)} is {len(name)} characters: a {kind} name must be {what} of at most "
+            f"{rule.limit}, as {rule.why}",
+        )
+
+
+def _meta_problems(meta: Mapping[str, Any], at: _Path) -> Iterator[Found]:
+    """The annotations' total size; for a nested pod template's metadata also its labels and
+    annotation keys (`_metadata_problems` checks an object's own)."""
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping):
+        size = annotation_bytes(annotations)
+        if size > TOTAL_ANNOTATION_BYTES:
+            yield (
+                (*at, "annotations"),
+                f"the annotations are {size} bytes together, more than the "
+                f"{TOTAL_ANNOTATION_BYTES} (256 KiB) Kubernetes allows on one object",
+            )
+    if at == ("metadata",):
+        return
+    labels = meta.get("labels")
+    for key, value in labels.items() if isinstance(labels, Mapping) else ():
+        if isinstance(value, str) and (
+            len(value) > LABEL_VALUE_MAX or not _LABEL_VALUE.match(value)
+        ):
+            yield (
+                (*at, "labels", key),
+                f"invalid label value {show(value)}: at most 63 characters of [A-Za-z0-9-_.], "
+                "starting and ending with a letter or digit",
+            )
+    for section in ("labels", "annotations"):
+        entries = meta.get(section)
+        for key in entries if isinstance(entries, Mapping) else ():
+            name = key.rpartition("/")[2] if isinstance(key, str) else ""
+            if isinstance(key, str) and (len(name) > 63 or not _QUALIFIED_NAME.match(name)):
+                yield (*at, section, key), f"invalid {section[:-1]} key {show(key)}"
+
+
+def _metadata_blocks(obj: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], _Path]]:
+    """Every `metadata` mapping in an object: its own and those of the templates it carries."""
+    stack: list[tuple[Any, _Path]] = [(obj, ())]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if isinstance(value, Mapping | list):
+                    if key == "metadata" and isinstance(value, Mapping):
+                        yield value, (*at, key)
+                    stack.append((value, (*at, key)))
+        else:
+            stack.extend((v, (*at, i)) for i, v in enumerate(node) if isinstance(v, Mapping | list))
+
+
+def _size_problems(obj: Mapping[str, Any]) -> Iterator[Found]:
+    """A ConfigMap's or Secret's data over 1 MiB; any object over what etcd stores."""
+    if obj.get("kind") in ("ConfigMap", "Secret") and obj.get("apiVersion") == "v1":
+        size = 0
+        for section in ("data", "binaryData", "stringData"):
+            entries = obj.get(section)
+            for value in entries.values() if isinstance(entries, Mapping) else ():
+                if isinstance(value, str):
+                    size += len(value.encode()) if section != "binaryData" else len(value) * 3 // 4
+        if size > DATA_BYTES:
+            yield (
+                ("data",),
+                f"the data is {size} bytes, more than the {DATA_BYTES} (1 MiB) a "
+                f"{obj['kind']} may hold",
+            )
+    try:
+        whole = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+    except (TypeError, ValueError):  # not JSON: the schema check says what is wrong
+        return
+    if whole > OBJECT_BYTES:
+        yield (
+            (),
+            f"the object is {whole} bytes, more than the {OBJECT_BYTES} (1.5 MiB) etcd stores by "
+            "default: the API server would refuse it",
+        )
+
+
+def object_problems(obj: Mapping[str, Any]) -> list[Found]:
+    """What the API server, or the controller acting on the object, would refuse that no schema
+    says: see the module's docstring."""
+    found: list[Found] = list(_size_problems(obj))
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if isinstance(name, str):
+        found.extend(_name_problems(obj, name))
+    for block, at in _metadata_blocks(obj):
+        found.extend(_meta_problems(block, at))
+    return found
+
+
+ObjectCheck = Callable[[Mapping[str, Any]], Iterable[Found]]
+"""A further check of every rendered object (`OutputValidator.with_checks`): the quantity
+ranges, which need the model's quantity arithmetic (`renderer.model.limits`)."""
