@@ -86,17 +86,18 @@ def test_dra_quota_arithmetic() -> None:
     assert hard("ml-train")[mig] == "0"
     assert hard("vision-train")[mig] == "0"
 
-    def nominal(queue: str, flavor: str, resource: str) -> int:
-        path = CASE / "expected" / "lab" / "queueing" / f"clusterqueue-{queue}.yaml"
+    def nominal(team: str, flavor: str, resource: str) -> int:
+        """The team's nominal quota: its Cohort's (its ClusterQueues hold none of their own)."""
+        path = CASE / "expected" / "lab" / "queueing" / f"cohort-{team}.yaml"
         body: dict[str, Any] = yaml.safe_load(path.read_text())
         (group,) = body["spec"]["resourceGroups"]
         (found,) = [f for f in group["flavors"] if f["name"] == flavor]
         (entry,) = [r for r in found["resources"] if r["name"] == resource]
         return int(entry["nominalQuota"])
 
-    assert nominal("ml-training", "train", "train.dra.gpuplane.dev/gpu") == 12
-    assert nominal("vision-training", "train", "train.dra.gpuplane.dev/gpu") == 4
-    assert nominal("ml-inference", "infer-mig", "infer-mig.dra.gpuplane.dev/mig") == 6
+    assert nominal("ml", "train", "train.dra.gpuplane.dev/gpu") == 12
+    assert nominal("vision", "train", "train.dra.gpuplane.dev/gpu") == 4
+    assert nominal("ml", "infer-mig", "infer-mig.dra.gpuplane.dev/mig") == 6
 
 
 # --- validation and one name for one class ----------------------------------------------------

@@ -337,8 +337,11 @@ def test_the_rendered_quota_takes_each_missing_key_from_the_cluster(attempt: Att
     ]
     (quota,) = quotas
     hard = quota["spec"]["hard"]
-    assert hard["requests.cpu"] == "128"  # prod-east's teamDefaults.resources.cpu
-    assert hard["requests.memory"] == "8Ti"  # still the team's own
+    # prod-east's teamDefaults.resources.cpu, 128, is the team's cap, split evenly between
+    # llm's three namespaces there and rounded down to whole cores
+    assert hard["requests.cpu"] == str(128 // 3)
+    # still the team's own 8Ti, split the same way and rounded down to whole GiB
+    assert hard["requests.memory"] == f"{8 * 1024 // 3}Gi"
 
 
 # --- IPv6: the schema takes IPv4 only today; the rules are ready for the day it widens -------

@@ -93,11 +93,11 @@ def test_dropping_images_allows_no_image_rather_than_every_image(attempt: Attemp
 
 
 def test_a_new_namespace_is_bound_by_every_lock(attempt: Attempt) -> None:
-    """A namespace the team adds is held by the host, GPU, label and image policies at once."""
+    """A namespace the team adds is held by the host, GPU, label and image policies at once (a
+    baseline one, in place of its notebooks namespace: one namespace per purpose)."""
     attempt.edit(
         TEAM_FILE,
         "    - {name: llm-notebooks, cluster: prod-east, purpose: notebooks}\n",
-        "    - {name: llm-notebooks, cluster: prod-east, purpose: notebooks}\n"
         "    - {name: llm-scratch, cluster: prod-east, purpose: notebooks}\n",
     )
     rendered = attempt.render()
@@ -540,7 +540,7 @@ def _gpu_pod(namespace: str, *owners: dict[str, Any]) -> dict[str, Any]:
     return kueue_webhook(body)
 
 
-def _with_namespace(attempt: Attempt, name: str, purpose: str = "training") -> Rendered:
+def _with_namespace(attempt: Attempt, name: str, purpose: str = "batch") -> Rendered:
     attempt.edit(
         TEAM_FILE,
         "    - {name: llm-notebooks, cluster: prod-east, purpose: notebooks}\n",
