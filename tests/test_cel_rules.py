@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from renderer.findings.diagnostics import Location, Severity
-from renderer.output.cel import compile_rules
+from renderer.output.cel import compile_rules, is_ip
 from renderer.output.cel_report import UncheckedRules
 from renderer.output.defaults import apply_defaults
 from renderer.output.manifest import Manifest
@@ -505,3 +505,32 @@ def test_the_example_platform_breaks_no_rule(tmp_path: Path, validator: OutputVa
         d.message for d in rendered.diagnostics
     ]
     assert rendered.manifests  # it rendered, so the rules ran
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # k8s.io/apiserver/pkg/cel/library/ip.go parseIPAddr: netip.ParseAddr, then no zone and
+        # no IPv4-mapped IPv6
+        ("192.168.0.1", True),
+        ("2001:db8::68", True),
+        ("::1", True),
+        ("example.com", False),
+        ("192.168.0.01", False),  # netip: IPv4 field has octet with leading zero
+        ("1.2.3", False),
+        ("fe80::1%eth0", False),  # a zone
+        ("::ffff:192.168.0.1", False),  # IPv4-mapped IPv6
+        ("", False),
+    ],
+)
+def test_is_ip_reads_addresses_as_kubernetes_does(text: str, expected: bool) -> None:
+    assert is_ip(text) is expected
+
+
+def test_a_rule_with_is_ip_is_evaluated(tmp_path: Path) -> None:
+    """A rule like the Gateway API TLSRoute's on `spec.hostnames`, on a widget's string."""
+    rules = [{"rule": "!has(self.memory) || !isIP(self.memory)", "message": "no IPs"}]
+    validator = OutputValidator([write_crd(tmp_path, rules)])
+    assert messages(validator.check(widget({"size": 1, "memory": "a.example.com"}), K8S)) == []
+    refused = validator.check(widget({"size": 1, "memory": "10.0.0.1"}), K8S)
+    assert messages(refused) == ['spec: Invalid value: "object": no IPs']

@@ -15,7 +15,8 @@ choosing Forbidden, Required or Duplicate, `messageExpression` evaluated for the
 rule that errors (`no such key: x`) failing with `<error> evaluating rule: <rule>`.
 
 CEL is Google's C++ implementation (cel-expr-python), with the strings and optional extensions
-the API server also gives CRD rules; `self` and `oldSelf` are typed `dyn`. A rule that does not
+the API server also gives CRD rules and Kubernetes' `isIP(string)` (the Gateway API's routes use
+it); `self` and `oldSelf` are typed `dyn`. A rule that does not
 compile there (another Kubernetes library: `quantity`, `format.*`, `url`, `ip`, lists' `sum`...),
 a rule with `optionalOldSelf`, and a rule that fails at run time only because a value is not
 typed as the API server types it (`no matching overload` where no value is `dyn` to the API
@@ -27,6 +28,7 @@ server types `dyn` too (int-or-string, preserved unknown fields) is its refusal,
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -172,12 +174,29 @@ def uses_old_self(text: str) -> bool:
     return False
 
 
+def is_ip(text: str) -> bool:
+    """Kubernetes' CEL `isIP(string)` (k8s.io/apiserver/pkg/cel/library/ip.go, `parseIPAddr`):
+    an IPv4 or IPv6 address as Go's `netip.ParseAddr` reads it (no leading zeros in IPv4), with
+    no zone and not IPv4-mapped IPv6."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address):
+        return address.scope_id is None and address.ipv4_mapped is None
+    return True
+
+
 def _environment() -> Any:
     global _ENVIRONMENT
     if _ENVIRONMENT is None:
+        is_ip_decl = cel.FunctionDecl(
+            "isIP", [cel.Overload("isIP_string", cel.Type.BOOL, [cel.Type.STRING], impl=is_ip)]
+        )
         _ENVIRONMENT = cel.NewEnv(
             variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN},
             extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional()],
+            functions=[is_ip_decl],
         )
     return _ENVIRONMENT
 
