@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from renderer.output.manifest import Manifest, Values
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import load_platform, render_cluster, render_platform
 from renderer.policy.limits import NAME_MAX, SUITE_TEMPLATES
+from renderer.policy.reach import cluster_hosts
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once
 from tests.red_team.diffing import cli, commit_base
 from tests.red_team.harness import Attempt
@@ -337,8 +339,13 @@ def _every_output(root: Path) -> list[Manifest | Values]:
 
 
 def _largest_amounts(team: Path) -> None:
-    edit_once(team, '    cpu: "1024"', f'    cpu: "{INT64_MAX}m"')
-    edit_once(team, "    memory: 8Ti", f'    memory: "{INT64_MAX}"')
+    """The schema's bounds; a CPU or memory cap at most what the cluster's pools hold (rule
+    cap-exceeds-cluster), storage and the container defaults at the schema's."""
+    hosts = cluster_hosts(load_platform(team.parent.parent).platform, "prod-east")
+    cpu = min(Decimal(INT64_MAX) / 1000, hosts["cpu"])
+    memory = min(Decimal(INT64_MAX), hosts["memory"])
+    edit_once(team, '    cpu: "1024"', f'    cpu: "{int(cpu * 1000)}m"')
+    edit_once(team, "    memory: 8Ti", f'    memory: "{int(memory)}"')
     edit_once(team, "    storage: 100Ti", f'    storage: "{INT64_MAX}"')
     edit_once(team, '    cpu: "2"', f'    cpu: "{INT64_MAX // 16}m"')
     edit_once(team, "    memory: 8Gi", f'    memory: "{INT64_MAX // 16}"')

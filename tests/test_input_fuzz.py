@@ -202,10 +202,11 @@ def test_the_fields_cover_every_kind_and_the_brief() -> None:
         ("Cluster", ("spec", "teamDefaults", "resources", "cpu")),
     ):
         assert wanted in named, wanted
-    assert {kind for kind, *_ in FIELDS} == {"Team", "Pool", "Queue", "Cluster"}
-    # the Repository (gpuplane.yaml) has no numeric or quantity field to fuzz: if one is added,
-    # this fails and the field joins FIELDS through FILES
-    assert not [f for f in FIELDS if f[0] == "Repository"] and "Repository" in FILES
+    assert {kind for kind, *_ in FIELDS} == {"Team", "Pool", "Queue", "Cluster", "Repository"}
+    # gpuplane.yaml's one numeric field, the allowlists' egress ports, joined through FILES
+    assert [f[2] for f in FIELDS if f[0] == "Repository"] == [
+        ("spec", "allowlists", "egress", 0, "ports", 0)
+    ]
 
 
 @pytest.mark.parametrize(

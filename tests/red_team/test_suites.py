@@ -227,8 +227,8 @@ def test_a_new_team_cannot_take_the_platform_queue_by_purpose(attempt: Attempt) 
     a team may declare, and the finding lands on the new file."""
     text = attempt.path("teams/speech.yaml").read_text().replace("name: speech\n", "name: prod\n")
     text = text.replace("name: speech-", "name: prod-")
-    text = text.replace("purpose: notebooks}", "purpose: acceptance}", 1)
-    assert "purpose: acceptance}" in text
+    text = text.replace("purpose: notebooks", "purpose: acceptance", 1)
+    assert "purpose: acceptance" in text
     attempt.write("teams/prod.yaml", text)
     refused_on(attempt.findings(), "teams/prod.yaml", "schema-invalid-value")
 
