@@ -92,9 +92,8 @@ def cluster_readme(view: ClusterView) -> str:
         for ns in tenant.namespaces:
             level = ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose]
             plan = plans.get(ns.name)
-            flavors = plan.flavors if plan is not None else ()
-            for flavor in flavors:
-                assert plan is not None
+            flavors = [(plan, f) for f in plan.flavors] if plan is not None else []
+            for drawing_plan, flavor in flavors:
                 pool = flavor.pool
                 for resource in sorted(r for r in flavor.resources if r not in (CPU, MEMORY)):
                     rows.append(
@@ -109,10 +108,15 @@ def cluster_readme(view: ClusterView) -> str:
                                 if pool.exposure == "dra"
                                 else resource
                             ),
-                            "nominal": int(limits_of(plan.cohort, pool.name, resource).nominal),
+                            "nominal": int(
+                                limits_of(drawing_plan.cohort, pool.name, resource).nominal
+                            ),
                             "maximum": int(
                                 potential_available(
-                                    plan, by_cohort[plan.queue.name], pool.name, resource
+                                    drawing_plan,
+                                    by_cohort[drawing_plan.queue.name],
+                                    pool.name,
+                                    resource,
                                 )
                             ),
                         }

@@ -22,8 +22,6 @@ from renderer.model import catalog, quantity
 from renderer.model.capacity import (
     PURPOSE_ORDER,
     Offer,
-    maximum_holding,
-    pool_offers,
     quota_offer,
     serves,
 )
@@ -61,17 +59,6 @@ class FlavorPlan:
     @property
     def borrow_only(self) -> bool:
         return not self.quotas
-
-    def maximum(self, resource: str) -> int:
-        """The most of a GPU resource this flavor can ever give the queue: nominal plus the
-        borrowing limit, or the pool's whole size when borrowing is unlimited (Kueue's None)."""
-        amount = self.resources[resource]
-        largest = max(
-            (o.maximum for o in pool_offers(self.pool) if o.resource == resource), default=0
-        )
-        if amount.borrowing_limit is None:
-            return max(largest, int(amount.nominal))
-        return min(largest, int(amount.nominal + amount.borrowing_limit))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,20 +159,17 @@ def _host_amounts(
     }
 
 
-def _flavor(pool: Pool, entries: list[tuple[GpuQuota, Offer]], borrow_only: bool) -> FlavorPlan:
+def _flavor(pool: Pool, entries: list[tuple[GpuQuota, Offer]]) -> FlavorPlan:
+    """The team's amounts on one pool: its entries' three numbers, and CPU and memory in
+    proportion to the node share they stand for."""
     resources: dict[str, Amount] = {}
     shares: list[Decimal] = [Decimal(0), Decimal(0), Decimal(0)]
     unlimited_borrowing = False
     any_lending = False
     for quota, offer in entries:
-        if borrow_only:
-            nominal = Decimal(0)
-            borrowing: Decimal | None = Decimal(maximum_holding(offer, quota))
-            lending: Decimal | None = None
-        else:
-            nominal = Decimal(quota.nominal)
-            borrowing = None if quota.borrowing_limit is None else Decimal(quota.borrowing_limit)
-            lending = None if quota.lending_limit is None else Decimal(quota.lending_limit)
+        nominal = Decimal(quota.nominal)
+        borrowing = None if quota.borrowing_limit is None else Decimal(quota.borrowing_limit)
+        lending = None if quota.lending_limit is None else Decimal(quota.lending_limit)
         resources[offer.resource] = Amount(nominal, borrowing, lending)
         shares[0] += node_share(pool, offer, nominal)
         if borrowing is None:
@@ -200,7 +184,7 @@ def _flavor(pool: Pool, entries: list[tuple[GpuQuota, Offer]], borrow_only: bool
         (shares[0], None if unlimited_borrowing else shares[1], shares[2] if any_lending else None),
     )
     resources.update(host)
-    return FlavorPlan(pool, resources, () if borrow_only else tuple(q for q, _ in entries))
+    return FlavorPlan(pool, resources, tuple(q for q, _ in entries))
 
 
 def cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
@@ -234,7 +218,7 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
             ]
             if pool.name not in queue.pools or not served or not entries:
                 continue
-            team_flavors.append(_flavor(pool, entries, borrow_only=False))
+            team_flavors.append(_flavor(pool, entries))
             primaries[pool.name] = primary_purpose(pool, served)
         cohort = TeamCohortPlan(team_cohort_name(team.name), team, queue, tuple(team_flavors))
         for purpose in sorted(by_purpose):

@@ -73,10 +73,12 @@ def namespace_shares_within_team(p: Platform) -> Iterator[Diagnostic]:
 
 def _shares_of(team: Team, cluster: Cluster) -> Iterator[Diagnostic]:
     caps = team_caps(cluster, team)
-    namespaces = namespaces_on(team, cluster.name)
     for key in CAP_KEYS:
-        setting = [(i, ns) for i, ns in enumerate(team.namespaces) if key in ns.resources]
-        setting = [(i, ns) for i, ns in setting if ns in namespaces]
+        setting = [
+            (i, ns)
+            for i, ns in enumerate(team.namespaces)
+            if ns.cluster == cluster.name and key in ns.resources
+        ]
         if not setting:
             continue
         if key not in caps:

@@ -211,15 +211,6 @@ class CohortNow:
         """The job's team Cohort: what the team holds and uses all together."""
         return self.tree[self.plan.cohort.name]
 
-    def cohort_available(self, fr: FlavorResource) -> Decimal:
-        """The cohort's quota minus its usage (`available` at the root)."""
-        return self.node().root().available(fr)
-
-    def parent_available(self, fr: FlavorResource, member: str | None = None) -> Decimal:
-        """What the ClusterQueue's parents can give it now, within every limit on its path."""
-        node = self.node(member)
-        return node.available(fr) - node.local_available(fr)
-
     def team_from_cohort(self, fr: FlavorResource) -> Decimal:
         """What the Queue's Cohort can give the team now beyond the team's own unused local
         quota, within the team's borrowing limit."""
@@ -230,15 +221,9 @@ class CohortNow:
         """`ClusterQueueSnapshot.Available` of the job's ClusterQueue."""
         return max(ZERO, self.node().available((flavor, resource)))
 
-    def own_usage(self, flavor: str, resource: str) -> Decimal:
-        return self.usage(self.plan.name, (flavor, resource))
-
     def team_usage(self, flavor: str, resource: str) -> Decimal:
         """What all the team's ClusterQueues use of the resource now (its Cohort's usage)."""
         return self.team_node().usage.get((flavor, resource), ZERO)
-
-    def borrowing(self, member: str, needs: Iterable[FlavorResource]) -> bool:
-        return not self.node(member).within_nominal(frozenset(needs))
 
     # --- the preemptor ------------------------------------------------------------------------
 
