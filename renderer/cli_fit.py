@@ -1,5 +1,5 @@
 """`gpuplane fit`: the command's face (options, printing, exit code); the answer is
-`renderer.commands.fit`'s (docs/fit.md)."""
+`renderer.admission`'s (docs/fit.md)."""
 
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ def fit(
 ) -> None:
     """Would Kueue admit each workload of this file, where, and if not, why? Exit 1 unless
     every one can be."""
-    from renderer.commands.fit.load import check_file
-    from renderer.commands.fit.text import file_json, file_text
-    from renderer.commands.fit.usage import read_snapshot
+    from renderer.admission.answer.text import file_json, file_text
+    from renderer.admission.scheduler.usage import read_snapshot
+    from renderer.commands.fit import check_file
 
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):

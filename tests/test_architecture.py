@@ -42,12 +42,14 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     "suites": frozenset({"findings", "model", "output", "suites"}),
     "layers": frozenset({"findings", "model", "output", "layers", "suites"}),
     "pipeline": frozenset({"findings", "model", "output", "inputs", "policy", "layers"}),
+    "admission": frozenset({"findings", "model", "output", "inputs", "layers", "admission"}),
     "commands": frozenset(
         {"findings", "model", "output", "inputs", "policy", "layers", "pipeline", "commands"}
+        | {"admission"}
     ),
     "face": frozenset(
         {"findings", "model", "output", "inputs", "policy", "layers", "pipeline", "commands"}
-        | {"face"}
+        | {"admission", "face"}
     ),
     "probes": frozenset({"probes"}),
 }
@@ -63,6 +65,7 @@ STAGE_PACKAGES = {
     "renderer.policy": "policy",
     "renderer.layers": "layers",
     "renderer.commands": "commands",
+    "renderer.admission": "admission",
     "workflows.suites": "suites",
     "workflows.probes": "probes",
 }

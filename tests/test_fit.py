@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from renderer.commands.fit import readers
-from renderer.commands.fit.load import check_file, check_fit
-from renderer.commands.fit.podsets import Unreadable, Workload
-from renderer.commands.fit.readers import workload_from
-from renderer.commands.fit.result import BORROWS, ERROR, FITS, NEVER, FitResult
-from renderer.commands.fit.text import fit_json, fit_text
+from renderer.admission.answer.result import BORROWS, ERROR, FITS, NEVER, FitResult
+from renderer.admission.answer.text import fit_json, fit_text
+from renderer.admission.workloads import readers
+from renderer.admission.workloads.podsets import Unreadable, Workload
+from renderer.admission.workloads.readers import workload_from
+from renderer.commands.fit import check_file, check_fit
 from renderer.inputs.source import load_file
 from renderer.model.platform import Platform, Team
 from renderer.pipeline import load_platform

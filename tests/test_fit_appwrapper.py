@@ -26,9 +26,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from renderer.admission.workloads.podsets import Workload
+from renderer.admission.workloads.readers import workload_from
 from renderer.cli import main
-from renderer.commands.fit.podsets import Workload
-from renderer.commands.fit.readers import workload_from
 from tests.conftest import example_at_kubernetes
 
 REPO = Path(__file__).resolve().parents[1]

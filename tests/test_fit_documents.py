@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.commands.fit.load import check_file, check_fit
-from renderer.commands.fit.result import BORROWS, ERROR, FITS, NEVER, FileFit
-from renderer.commands.fit.text import file_json, file_text
+from renderer.admission.answer.result import BORROWS, ERROR, FITS, NEVER, FileFit
+from renderer.admission.answer.text import file_json, file_text
+from renderer.commands.fit import check_file, check_fit
 from renderer.inputs.source import MAX_FILE_BYTES, MAX_STREAM_DOCUMENTS
 from renderer.model import integrations
 from renderer.model.platform import Platform

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from renderer.commands.fit.load import check_file, check_fit
-from renderer.commands.fit.result import NEVER, FitResult
-from renderer.commands.fit.text import file_json, fit_json, fit_text
-from renderer.commands.fit.usage import read_snapshot
+from renderer.admission.answer.result import NEVER, FitResult
+from renderer.admission.answer.text import file_json, fit_json, fit_text
+from renderer.admission.scheduler.usage import read_snapshot
+from renderer.commands.fit import check_file, check_fit
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import quantity
 from renderer.model.platform import Platform

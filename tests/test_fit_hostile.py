@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from renderer.admission.answer.result import ERROR, FITS, NEVER, FileFit
+from renderer.admission.answer.text import file_json, file_text
 from renderer.cli import main
-from renderer.commands.fit.load import check_file
-from renderer.commands.fit.result import ERROR, FITS, NEVER, FileFit
-from renderer.commands.fit.text import file_json, file_text
+from renderer.commands.fit import check_file
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
 from tests.conftest import REPO

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from renderer.commands.fit.load import check_fit
-from renderer.commands.fit.podsets import PodSet, Workload, resources_validation_message
-from renderer.commands.fit.readers import workload_from
-from renderer.commands.fit.result import NEVER
+from renderer.admission.answer.result import NEVER
+from renderer.admission.workloads.podsets import PodSet, Workload, resources_validation_message
+from renderer.admission.workloads.readers import workload_from
+from renderer.commands.fit import check_fit
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
 from tests.conftest import REPO

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.commands.fit.load import check_fit
-from renderer.commands.fit.result import FITS, NEVER, FitResult
-from renderer.commands.fit.text import fit_json, fit_text
+from renderer.admission.answer.result import FITS, NEVER, FitResult
+from renderer.admission.answer.text import fit_json, fit_text
+from renderer.commands.fit import check_fit
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, copy_inputs

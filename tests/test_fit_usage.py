@@ -35,11 +35,11 @@ from typing import Any
 
 import pytest
 
-from renderer.commands.fit import usage as usage_module
-from renderer.commands.fit.load import check_fit
-from renderer.commands.fit.result import BORROWS, ERROR, FITS, WAITS, FitResult
-from renderer.commands.fit.text import fit_json, fit_text
-from renderer.commands.fit.usage import read_snapshot
+from renderer.admission.answer.result import BORROWS, ERROR, FITS, WAITS, FitResult
+from renderer.admission.answer.text import fit_json, fit_text
+from renderer.admission.scheduler import usage as usage_module
+from renderer.admission.scheduler.usage import read_snapshot
+from renderer.commands.fit import check_fit
 from renderer.model.admission import cluster_queues
 from renderer.model.platform import Platform
 from renderer.model.view import ClusterView

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.commands.fit.load import check_fit
-from renderer.commands.fit.result import NEVER
+from renderer.admission.answer.result import NEVER
+from renderer.commands.fit import check_fit
 from renderer.layers.security import gpus
 from renderer.layers.security import priority as security_priority
 from renderer.layers.security.admission import (

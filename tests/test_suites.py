@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.commands.fit.load import check_fit
-from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.admission.workloads.readers import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.commands.fit import check_fit
 from renderer.layers import workflows as layer
 from renderer.model import metrics
 from renderer.model.admission import cluster_queues

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.commands.fit.load import check_fit
+from renderer.commands.fit import check_fit
 from renderer.layers import readme
 from renderer.layers.queueing import kueue
 from renderer.layers.templates import workloads

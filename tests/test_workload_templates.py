@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.commands.fit.load import check_fit
-from renderer.commands.fit.readers import PRIORITY_LABEL, QUEUE_LABEL
-from renderer.commands.fit.text import fit_text
+from renderer.admission.answer.text import fit_text
+from renderer.admission.workloads.readers import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.commands.fit import check_fit
 from renderer.layers.gpu import dra
 from renderer.layers.queueing import kueue
 from renderer.layers.templates import pieces as wt

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from renderer.commands.fit.result import (
+from renderer.admission.answer.result import (
     ERROR,
     HOST_RESOURCES,
     NEVER,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from renderer.commands.fit.podsets import (
+from renderer.admission.workloads.podsets import (
     EMPTY_RESOURCES,
     BadField,
     FieldPath,
@@ -37,7 +37,7 @@ from renderer.commands.fit.podsets import (
     read_field,
     read_pod_set,
 )
-from renderer.commands.fit.readers_ray import denied
+from renderer.admission.workloads.ray import denied
 
 WEBHOOK = "vappwrapper.kb.io"
 MAX_POD_SETS = 8

@@ -8,17 +8,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit import apiserver, beyond, podsets, tas
-from renderer.commands.fit.flavors import (
-    Assigner,
-    Assignment,
-    rdma_notes,
-    sharing_notes,
-    topology_notes,
-)
-from renderer.commands.fit.podsets import Workload
-from renderer.commands.fit.preempt import CohortNow, Preemption, pending_ahead
-from renderer.commands.fit.result import (
+from renderer.admission.answer.result import (
     BORROWS,
     ERROR,
     FITS,
@@ -29,7 +19,20 @@ from renderer.commands.fit.result import (
     PodSetFit,
     amount,
 )
-from renderer.commands.fit.usage import Snapshot
+from renderer.admission.apiserver import names as apiserver
+from renderer.admission.scheduler import after_admission as beyond
+from renderer.admission.scheduler import tas
+from renderer.admission.scheduler.flavorassigner import (
+    Assigner,
+    Assignment,
+    rdma_notes,
+    sharing_notes,
+    topology_notes,
+)
+from renderer.admission.scheduler.preemption import CohortNow, Preemption, pending_ahead
+from renderer.admission.scheduler.usage import Snapshot
+from renderer.admission.workloads import podsets
+from renderer.admission.workloads.podsets import Workload
 from renderer.layers.queueing import kueue
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import nodes, quantity
@@ -349,7 +352,7 @@ class Admitter:
     ) -> FitResult:
         """The admission against the snapshot's usage, once the job is known to be admissible
         on an idle cluster: `fits` or `borrows` now, or `waits`, with Kueue's message and what
-        its preemptor would do (renderer.commands.fit.preempt)."""
+        its preemptor would do (renderer.admission.scheduler.preemption)."""
         priority, fair_sharing = policy
         assert self.snapshot is not None
         now = self.cohort_now(plan, cohort, fair_sharing)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from renderer.commands.fit.documents import FileChecker
-from renderer.commands.fit.result import ERROR, FileFit, FitResult
-from renderer.commands.fit.usage import Snapshot
+from renderer.admission.answer.result import ERROR, FileFit, FitResult
+from renderer.admission.scheduler.usage import Snapshot
+from renderer.admission.workloads.documents import FileChecker
 from renderer.findings.diagnostics import Diagnostic
 from renderer.inputs.source import load_stream
 from renderer.model.platform import Platform

@@ -14,7 +14,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit.podsets import (
+from renderer.admission.workloads.podsets import (
     EMPTY_RESOURCES,
     Container,
     FieldPath,

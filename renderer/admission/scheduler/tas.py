@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
-from renderer.commands.fit.nodelabels import NodeLabels, Verdict
-from renderer.commands.fit.podsets import PodSet
+from renderer.admission.scheduler.nodelabels import NodeLabels, Verdict
+from renderer.admission.workloads.podsets import PodSet
 from renderer.model import quantity, topology
 from renderer.model.capacity import pool_offers
 from renderer.model.platform import Cluster, Pool

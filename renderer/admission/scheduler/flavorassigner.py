@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 
-from renderer.commands.fit import podsets, tas
-from renderer.commands.fit.podsets import PodSet, Toleration
-from renderer.commands.fit.preempt import CohortNow
-from renderer.commands.fit.result import (
+from renderer.admission.answer.result import (
     HOST_RESOURCES,
     Lender,
     PodSetFit,
@@ -25,6 +22,10 @@ from renderer.commands.fit.result import (
     amount,
     resource_order,
 )
+from renderer.admission.scheduler import tas
+from renderer.admission.scheduler.preemption import CohortNow
+from renderer.admission.workloads import podsets
+from renderer.admission.workloads.podsets import PodSet, Toleration
 from renderer.layers.queueing import kueue
 from renderer.model import nodes
 from renderer.model.admission import (

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from renderer.commands.fit.podsets import Requirement
+from renderer.admission.workloads.podsets import Requirement
 from renderer.layers.gpu.sharing import has_plugin_config, nvidia_node_labels
 from renderer.model import catalog, nodes
 from renderer.model.nodes import node_labels

@@ -42,8 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from renderer.commands.fit.result import amount
-from renderer.commands.fit.usage import (
+from renderer.admission.answer.result import amount
+from renderer.admission.scheduler.usage import (
     CandidateNow,
     FlavorResource,
     Holder,

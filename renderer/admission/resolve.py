@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from renderer.commands.fit.admit import Admitter, limit_range_defaults
-from renderer.commands.fit.result import ERROR, NEVER, FitResult
+from renderer.admission.answer.result import ERROR, NEVER, FitResult
+from renderer.admission.scheduler.admitter import Admitter, limit_range_defaults
 from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
 from renderer.model import names

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit.podsets import (
+from renderer.admission.workloads.podsets import (
     EMPTY_RESOURCES,
     BadField,
     Container,

@@ -8,8 +8,10 @@ from decimal import ROUND_CEILING, Decimal
 from types import MappingProxyType
 from typing import Any
 
-from renderer.commands.fit import readers_appwrapper, readers_ray, readers_trainer
-from renderer.commands.fit.podsets import (
+from renderer.admission.workloads import appwrapper as readers_appwrapper
+from renderer.admission.workloads import ray as readers_ray
+from renderer.admission.workloads import trainer as readers_trainer
+from renderer.admission.workloads.podsets import (
     EMPTY_RESOURCES,
     BadField,
     Container,

@@ -24,10 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from renderer.commands.fit import apiserver, readers
-from renderer.commands.fit.checker import Checker
-from renderer.commands.fit.podsets import FieldPath, PodSet, Unreadable, Workload, read_strings
-from renderer.commands.fit.result import (
+from renderer.admission.answer.result import (
     ERROR,
     NEVER,
     FileFit,
@@ -37,7 +34,17 @@ from renderer.commands.fit.result import (
     Quota,
     worse,
 )
-from renderer.commands.fit.usage import Snapshot
+from renderer.admission.apiserver import names as apiserver
+from renderer.admission.resolve import Checker
+from renderer.admission.scheduler.usage import Snapshot
+from renderer.admission.workloads import readers
+from renderer.admission.workloads.podsets import (
+    FieldPath,
+    PodSet,
+    Unreadable,
+    Workload,
+    read_strings,
+)
 from renderer.findings.diagnostics import Location
 from renderer.inputs.source import Document
 from renderer.model import integrations
@@ -198,7 +205,7 @@ class FileChecker:
         self.namespace = namespace
         self.cluster = cluster
         self.usage = usage
-        """`fit --usage`: the cluster's usage now (renderer.commands.fit.usage)."""
+        """`fit --usage`: the cluster's usage now (renderer.admission.scheduler.usage)."""
 
     def check(self, documents: Sequence[Document]) -> FileFit:
         try:

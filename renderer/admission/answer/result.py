@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from renderer.commands.fit.usage import UsageReport
+from renderer.admission.scheduler.usage import UsageReport
 from renderer.model import quantity
 
 FITS = "fits"

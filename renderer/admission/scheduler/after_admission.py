@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_FLOOR, Decimal
 
-from renderer.commands.fit.flavors import Assigner, Assignment
-from renderer.commands.fit.nodelabels import NodeLabels, Verdict
-from renderer.commands.fit.podsets import PodSet, Requirement
-from renderer.commands.fit.result import amount, resource_order
+from renderer.admission.answer.result import amount, resource_order
+from renderer.admission.scheduler.flavorassigner import Assigner, Assignment
+from renderer.admission.scheduler.nodelabels import NodeLabels, Verdict
+from renderer.admission.workloads.podsets import PodSet, Requirement
 from renderer.layers.gpu import sharing as gpu_sharing
 from renderer.model import quantity, topology
 from renderer.model.capacity import maximum_holding, pool_offers, usable_quotas

@@ -1,0 +1,1 @@
+"""The answer: what `fit` concludes for each workload (`result`) and its forms (`text`)."""
