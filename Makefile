@@ -12,7 +12,7 @@ CRDS ?= $(wildcard ../shared/crds)
 export GPUPLANE_CRDS ?= $(CRDS)
 STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
-.PHONY: help setup setup-dev render render-check test lint types check bench clean
+.PHONY: help setup setup-dev render render-check test lint types check conformance bench clean
 
 help: ## Show the targets and what they do
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,9 @@ types: setup-dev ## mypy --strict on renderer/
 	$(BIN)/mypy
 
 check: lint types test render-check ## Everything CI cares about: lint, types, tests, render --check
+
+conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on fit's admission engine
+	$(BIN)/python -m tests.kueue_conformance.report
 
 bench: setup-dev ## Time every stage and command at 1x/2x/4x a synthetic platform (fails on findings)
 	$(BIN)/python -m bench.run

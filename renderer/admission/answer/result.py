@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from renderer.admission.apiserver.gate import Outcome, Refusal
 from renderer.admission.scheduler.usage import UsageReport
 from renderer.model import quantity
 
@@ -120,6 +121,18 @@ class FitResult:
     usage: UsageReport | None = None
     """With `--usage`: the ClusterQueue's and the cohort's usage now, and the preemption
     candidates; None for the empty-cluster answer."""
+    chain: tuple[Outcome, ...] = ()
+    """What each step of the admission chain before Kueue did with the object, in the API
+    server's order (`renderer.admission.chain`); empty where fit did not reach the cluster."""
+    kueue_verdict: str | None = None
+    """What Kueue answers for the object as the chain hands it on (after mutations, and as if
+    every refusal's fix were made); None where Kueue is never reached. `verdict` is this one
+    unless a step of the chain refuses the object."""
+
+    @property
+    def refusals(self) -> tuple[tuple[Outcome, Refusal], ...]:
+        """Every refusal of the chain, with the step that made it, in order."""
+        return tuple((o, r) for o in self.chain for r in o.refusals)
 
     @property
     def admissible(self) -> bool:

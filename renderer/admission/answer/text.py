@@ -39,6 +39,7 @@ def fit_text(result: FitResult) -> str:
         if result.team:
             head += f" (team {result.team}, {result.purpose} namespace)"
         lines.append(head)
+    lines.extend(_chain_lines(result))
     if result.integration:
         if not result.pod_sets:  # a RayJob on an existing cluster: Kueue skips it
             how = "it makes no Workload for this object"
@@ -130,6 +131,45 @@ def fit_text(result: FitResult) -> str:
     if result.quotas or any(ps.tried for ps in result.pod_sets):  # Kueue assigned flavors
         lines.append(ASSUMPTION if result.usage is None else SNAPSHOT)
     return _inert_block(lines)
+
+
+def _chain_lines(result: FitResult) -> list[str]:
+    """The admission chain before Kueue: each refusal with the words the user would see and
+    what to change, each mutation, each warning; the steps that passed on one line."""
+    if not result.chain:
+        return []
+    lines = ["admission chain (the API server's order, then Kueue):"]
+    passed = [o.step.value for o in result.chain if o.status == "passed" and not o.notes]
+    for outcome in result.chain:
+        step = outcome.step.value
+        for refusal in outcome.refusals:
+            where = " (the pods its controller creates)" if refusal.at_pods else ""
+            lines.append(f"  {step}: refused by {refusal.source}{where}")
+            lines.append(f"    {refusal.message}")
+            lines.append(f"    fix: {refusal.fix}")
+        lines.extend(f"  {step}: {change}" for change in outcome.changes)
+        lines.extend(f"  {step}: warning: {note}" for note in outcome.notes)
+    if passed:
+        lines.append(f"  passed: {', '.join(passed)}")
+    if result.kueue_verdict is not None and result.refusals:
+        lines.append(f"  kueue, as if changed: {result.kueue_verdict} (below)")
+    return lines
+
+
+def _chain_json(result: FitResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": o.step.value,
+            "status": o.status,
+            "refusals": [
+                {"source": r.source, "message": r.message, "fix": r.fix, "atPods": r.at_pods}
+                for r in o.refusals
+            ],
+            "changes": list(o.changes),
+            "warnings": list(o.notes),
+        }
+        for o in result.chain
+    ]
 
 
 def _inert_block(lines: list[str]) -> str:
@@ -243,6 +283,8 @@ def fit_json(result: FitResult) -> dict[str, Any]:
         "preemption": list(result.preemption),
         "usage": None if result.usage is None else result.usage.to_json(),
         "notes": list(result.notes),
+        "chain": _chain_json(result),
+        "kueueVerdict": result.kueue_verdict,
     }
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from renderer.admission import chain as admission_chain
 from renderer.admission.answer.result import (
     ERROR,
     NEVER,
@@ -35,6 +36,8 @@ from renderer.admission.answer.result import (
     worse,
 )
 from renderer.admission.apiserver import names as apiserver
+from renderer.admission.apiserver.gate import RenderedCluster
+from renderer.admission.rendered import rendered_cluster
 from renderer.admission.resolve import Checker
 from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import readers
@@ -206,6 +209,8 @@ class FileChecker:
         self.cluster = cluster
         self.usage = usage
         """`fit --usage`: the cluster's usage now (renderer.admission.scheduler.usage)."""
+        self.rendered: dict[str, RenderedCluster] = {}
+        """The clusters' admission objects, rendered once per file (`rendered_cluster`)."""
 
     def check(self, documents: Sequence[Document]) -> FileFit:
         try:
@@ -309,8 +314,34 @@ class FileChecker:
     # --- one workload ------------------------------------------------------------------------
 
     def workload(self, obj: FileObject, others: Sequence[Any]) -> FitResult | Ignored:
-        parsed = readers.workload_from(obj.data, others)
+        """The workload's answer: the admission chain on the object first, where fit knows the
+        cluster, then Kueue's admission of the object as the chain hands it on."""
         cluster = self.cluster_of(obj.namespace)
+        run = self.chain(obj, cluster)
+        if run is None:
+            return self.kueue(obj, others, cluster)
+        result = self.kueue(dataclasses.replace(obj, data=dict(run.obj)), others, cluster)
+        if isinstance(result, Ignored):
+            return result
+        return admission_chain.conclude(result, run)
+
+    def chain(self, obj: FileObject, cluster: Cluster | None) -> admission_chain.ChainRun | None:
+        """The chain's steps for the object in its namespace of `cluster`; None where fit does
+        not know the cluster (the checker then says why) or the object is no mapping."""
+        namespace = self.namespace or obj.namespace
+        if cluster is None or namespace is None or not isinstance(obj.data, dict):
+            return None
+        rendered = self.rendered.get(cluster.name)
+        if rendered is None:
+            rendered = self.rendered[cluster.name] = rendered_cluster(self.platform, cluster)
+        user = admission_chain.member(rendered, namespace)
+        return admission_chain.run(obj.data, namespace, rendered, user)
+
+    def kueue(
+        self, obj: FileObject, others: Sequence[Any], cluster: Cluster | None
+    ) -> FitResult | Ignored:
+        """Kueue's answer for the object: its Workload, queue, priority and admission."""
+        parsed = readers.workload_from(obj.data, others)
         if isinstance(parsed, Unreadable):
             if not parsed.workload:
                 return Ignored(obj.kind, obj.name, parsed.reason)
