@@ -67,7 +67,9 @@ class ChainRun:
 def gates() -> tuple[tuple[Step, Gate], ...]:
     """The gates fit runs, in `ORDER`. Imported here, on first use, so that a command that never
     checks a job (render, plan) never loads them."""
-    found: dict[Step, Gate] = {}
+    from renderer.admission.apiserver import pod_security
+
+    found: dict[Step, Gate] = {Step.POD_SECURITY: pod_security.gate}
     return tuple((step, found[step]) for step in ORDER if step in found)
 
 

@@ -147,7 +147,8 @@ def _chain_lines(result: FitResult) -> list[str]:
             lines.append(f"  {step}: refused by {refusal.source}{where}")
             lines.append(f"    {refusal.message}")
             lines.append(f"    fix: {refusal.fix}")
-        lines.extend(f"  {step}: {change}" for change in outcome.changes)
+        done = "goes on as if changed: " if outcome.refused else ""
+        lines.extend(f"  {step}: {done}{change}" for change in outcome.changes)
         lines.extend(f"  {step}: warning: {note}" for note in outcome.notes)
     if passed:
         lines.append(f"  passed: {', '.join(passed)}")
