@@ -203,3 +203,21 @@ def test_a_v1beta1_template_is_read_as_the_api_server_converts_it(
     answer = fit(platform, tmp_path, own, job([{"name": "g", "resourceClaimTemplateName": "old"}]))
     assert answer["verdict"] == "fits", answer
     assert answer["podSets"][0]["perPod"][LOGICAL] == 2
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"spec": 5},
+        {"spec": {"spec": {"devices": {"requests": ["x", None, {"name": "a", "exactly": 3}]}}}},
+        {"spec": {"spec": {"devices": {"requests": [{"exactly": {"allocationMode": 7}}]}}}},
+    ],
+    ids=["spec-not-a-mapping", "requests-of-odd-shape", "mode-not-a-string"],
+)
+def test_an_odd_template_gets_an_answer_not_a_traceback(
+    platform: Path, tmp_path: Path, odd: dict[str, Any]
+) -> None:
+    own = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"}
+    own.update(metadata={"name": "odd"}, **odd)
+    answer = fit(platform, tmp_path, own, job([{"name": "g", "resourceClaimTemplateName": "odd"}]))
+    assert answer["verdict"] in {"fits", "never"}, answer
