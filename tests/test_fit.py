@@ -699,7 +699,8 @@ def test_kueue_examples_by_hand() -> None:
         ("sample-appwrapper-pytorch-job-1", 1),
     ]
     claims = _read("dra/sample-dra-rct-job.yaml", 1)
-    assert claims.pod_sets[0].resource_claims == ("gpu",)
+    (claim,) = claims.pod_sets[0].resource_claims
+    assert (claim.name, claim.template, claim.claim) == ("gpu", "single-gpu", None)
 
 
 def test_pod_by_pod_kinds_are_explained() -> None:

@@ -1,8 +1,9 @@
 """`gpuplane fit` on real, unmodified upstream workloads, against expectations written from
 Kueue's source.
 
-`../shared/reference/workloads/` holds several dozen upstream manifests, byte for byte, with
-their sources in its SOURCES.md. `tests/fit_corpus/*.yaml` holds, for each file, what Kueue
+`../shared/reference/workloads/` (62 files) and `../shared/reference/workloads-2/` (37) hold
+upstream manifests, byte for byte, with their sources in each folder's SOURCES.md.
+`tests/fit_corpus/*.yaml` holds, for each file (`workloads2.yaml` for the second folder), what Kueue
 v0.19.2 does with it on the example platform's cluster prod-east (Kubernetes 1.36, so the
 priority policy is the mutating one): each workload's verdict, whether Kueue admits it as one
 gang, the integration, the ClusterQueue, each pod set's count, flavor and per-pod requests, and
@@ -14,7 +15,9 @@ the one fit must give. For a `never` that comes from gpuplane's own checks rathe
 (an entry with `kueue:`, or `messageFrom: gpuplane`), the expected message may be fit's
 `message` or one of its `reasons`. A TrainJob whose runtime is not in the file (`runtime:
 not-in-file`) is expected as its trainer `node` job alone, with a note of fit's that names the
-runtime as not in the file.
+runtime as not in the file. `messageFrom: API server` or `Kueue` is compared with fit's
+`messageFrom`. A file whose expectation waits for a step of the chain not built yet says which
+(`pending: apiserver gates`): the test expects it to fail, with that reason, until it agrees.
 
 The upstream files are never copied into this repository: the tests read them beside the
 checkout (`REPO.parent / "shared"`) and skip where that folder is absent. Their git blob ids
@@ -41,14 +44,27 @@ from renderer.cli import main
 from tests.conftest import example_at_kubernetes
 
 REPO = Path(__file__).resolve().parents[1]
-WORKLOADS = REPO.parent / "shared" / "reference" / "workloads"
-SOURCES = WORKLOADS / "SOURCES.md"
+REFERENCE = REPO.parent / "shared" / "reference"
+WORKLOADS = REFERENCE / "workloads"
 CORPUS = REPO / "tests" / "fit_corpus"
 KUBERNETES_VERSION = "1.36"
 
-needs_shared = pytest.mark.skipif(
-    not SOURCES.is_file(), reason="../shared/reference/workloads is not beside this checkout"
-)
+FOLDERS = {"workloads2.yaml": REFERENCE / "workloads-2"}
+"""The corpus folder of each expectations file; the others' is `../shared/reference/workloads/`."""
+
+
+def folder_of(corpus: str) -> Path:
+    return FOLDERS.get(corpus, WORKLOADS)
+
+
+CORPUS_FOLDERS = sorted({WORKLOADS, *FOLDERS.values()})
+
+MESSAGE_FROM = ("gpuplane", "API server", "Kueue")
+"""Who answers a `never`: gpuplane's own checks (the platform's policies, the nodes; fit may
+name them more precisely, so this is not compared), the API server (or kubectl before it), or
+Kueue."""
+PENDING = ("apiserver gates",)
+"""Steps of the chain an expectation may wait for (`pending:`)."""
 
 
 # --- the expectations ---------------------------------------------------------------------
@@ -57,31 +73,47 @@ needs_shared = pytest.mark.skipif(
 @dataclass(frozen=True)
 class Case:
     corpus: str
-    """The expectations file (`batch.yaml`, `serving.yaml`)."""
+    """The expectations file (`batch.yaml`, `serving.yaml`, `workloads2.yaml`)."""
     file: str
     """The workload file, relative to the corpus folder."""
     entry: dict[str, Any]
 
+    @property
+    def folder(self) -> Path:
+        return folder_of(self.corpus)
 
-def _expectations() -> dict[str, tuple[str, dict[str, Any]]]:
-    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    @property
+    def id(self) -> str:
+        return f"{self.folder.name}/{self.file}"
+
+
+def _expectations() -> dict[tuple[Path, str], tuple[str, dict[str, Any]]]:
+    found: dict[tuple[Path, str], tuple[str, dict[str, Any]]] = {}
     for path in sorted(CORPUS.glob("*.yaml")):
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         assert isinstance(loaded, dict), f"{path.name}: a mapping of file -> expectation"
         for file, entry in loaded.items():
-            assert file not in found, f"{file} is expected both in {found[file][0]} and {path.name}"
-            found[str(file)] = (path.name, entry)
+            key = (folder_of(path.name), str(file))
+            assert key not in found, f"{file} is expected both in {found[key][0]} and {path.name}"
+            found[key] = (path.name, entry)
     return found
 
 
 EXPECTED = _expectations()
-CASES = [Case(corpus, file, entry) for file, (corpus, entry) in EXPECTED.items()]
+CASES = [Case(corpus, file, entry) for (_, file), (corpus, entry) in EXPECTED.items()]
 
 
-def _sources() -> dict[str, str]:
-    """file -> git blob id, from the table of SOURCES.md."""
+def _param(case: Case) -> Any:
+    """A case, expected to fail while its expectation waits for a step not built yet."""
+    pending = case.entry.get("pending")
+    marks = [pytest.mark.xfail(reason=f"pending: {pending}", strict=True)] if pending else []
+    return pytest.param(case, marks=marks, id=case.id)
+
+
+def _sources(folder: Path = WORKLOADS) -> dict[str, str]:
+    """file -> git blob id, from the table of the folder's SOURCES.md."""
     blobs: dict[str, str] = {}
-    for line in SOURCES.read_text(encoding="utf-8").splitlines():
+    for line in (folder / "SOURCES.md").read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 6 and re.fullmatch(r"[0-9a-f]{40}", cells[5]):
             blobs[cells[0]] = cells[5]
@@ -147,15 +179,15 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return example_at_kubernetes(tmp_path_factory.mktemp("platform"), KUBERNETES_VERSION)
 
 
-_FIT_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
+_FIT_CACHE: dict[tuple[Path, str, str], dict[str, Any]] = {}
 
 
-def in_namespace(platform: Path, file: str, namespace: str) -> Path:
+def in_namespace(platform: Path, file: str, namespace: str, folder: Path = WORKLOADS) -> Path:
     """The corpus file itself, or, where its objects name another namespace, a copy with
     `metadata.namespace` set to the team's, as a team lead edits it before applying it there:
     `kubectl apply -n` refuses an object of another namespace
     (`test_a_file_of_another_namespace_is_refused_as_kubectl_refuses`)."""
-    source = WORKLOADS / file
+    source = folder / file
     yaml = YAML()
     documents = list(yaml.load_all(source.read_text(encoding="utf-8")))
     moved = False
@@ -166,18 +198,18 @@ def in_namespace(platform: Path, file: str, namespace: str) -> Path:
             moved = True
     if not moved:
         return source
-    copy = platform.parent / "moved" / file
+    copy = platform.parent / "moved" / folder.name / file
     copy.parent.mkdir(parents=True, exist_ok=True)
     with copy.open("w", encoding="utf-8") as out:
         yaml.dump_all(documents, out)
     return copy
 
 
-def run_fit(platform: Path, file: str, namespace: str) -> dict[str, Any]:
+def run_fit(platform: Path, file: str, namespace: str, folder: Path = WORKLOADS) -> dict[str, Any]:
     """fit's JSON for one corpus file (run once per file and namespace)."""
-    key = (file, namespace)
+    key = (folder, file, namespace)
     if key not in _FIT_CACHE:
-        target = in_namespace(platform, file, namespace)
+        target = in_namespace(platform, file, namespace, folder)
         args = ["-C", str(platform), "fit", str(target), "--namespace", namespace]
         result = CliRunner().invoke(main, [*args, "--format", "json"], catch_exceptions=True)
         assert result.exception is None or isinstance(result.exception, SystemExit), (
@@ -252,10 +284,10 @@ def _from_gpuplane(want: dict[str, Any]) -> bool:
     return "kueue" in want or want.get("messageFrom") == "gpuplane"
 
 
-def _runtime_name(file: str, want: dict[str, Any]) -> str:
+def _runtime_name(file: str, want: dict[str, Any], folder: Path = WORKLOADS) -> str:
     """spec.runtimeRef.name of the TrainJob `want` names, read from the upstream file."""
     kind, _, name = str(want["object"]).partition(" ")
-    text = (WORKLOADS / file).read_text(encoding="utf-8")
+    text = (folder / file).read_text(encoding="utf-8")
     for document in yaml.safe_load_all(text):
         if not isinstance(document, dict) or document.get("kind") != kind:
             continue
@@ -271,26 +303,35 @@ def _runtime_name(file: str, want: dict[str, Any]) -> str:
 # --- the tests ----------------------------------------------------------------------------
 
 
-@needs_shared
-def test_the_corpus_is_the_upstream_files_byte_for_byte() -> None:
-    blobs = _sources()
+def _shared(folder: Path) -> None:
+    if not (folder / "SOURCES.md").is_file():
+        pytest.skip(f"../shared/reference/{folder.name} is not beside this checkout")
+
+
+@pytest.mark.parametrize("folder", CORPUS_FOLDERS, ids=[f.name for f in CORPUS_FOLDERS])
+def test_the_corpus_is_the_upstream_files_byte_for_byte(folder: Path) -> None:
+    _shared(folder)
+    blobs = _sources(folder)
     assert blobs, "SOURCES.md lists no file with a blob id"
     wrong = {
-        file: (_git_blob_id(WORKLOADS / file), blob)
+        file: (_git_blob_id(folder / file), blob)
         for file, blob in blobs.items()
-        if not (WORKLOADS / file).is_file() or _git_blob_id(WORKLOADS / file) != blob
+        if not (folder / file).is_file() or _git_blob_id(folder / file) != blob
     }
     assert not wrong, f"files that are not the upstream blob (got, SOURCES.md): {wrong}"
 
 
-@needs_shared
-def test_every_corpus_file_has_an_expectation() -> None:
+@pytest.mark.parametrize("folder", CORPUS_FOLDERS, ids=[f.name for f in CORPUS_FOLDERS])
+def test_every_corpus_file_has_an_expectation(folder: Path) -> None:
+    _shared(folder)
+    sources = folder / "SOURCES.md"
     on_disk = sorted(
-        str(p.relative_to(WORKLOADS)) for p in WORKLOADS.rglob("*") if p.is_file() and p != SOURCES
+        str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p != sources
     )
-    missing = [f for f in on_disk if f not in EXPECTED]
-    unknown = [f for f in EXPECTED if f not in on_disk]
-    unsourced = [f for f in on_disk if f not in _sources()]
+    expected = [file for (where, file) in EXPECTED if where == folder]
+    missing = [f for f in on_disk if f not in expected]
+    unknown = [f for f in expected if f not in on_disk]
+    unsourced = [f for f in on_disk if f not in _sources(folder)]
     assert not missing, f"corpus files without an expectation in tests/fit_corpus: {missing}"
     assert not unknown, f"expectations for files the corpus does not have: {unknown}"
     assert not unsourced, f"corpus files SOURCES.md does not list: {unsourced}"
@@ -305,7 +346,8 @@ def test_every_expectation_is_complete() -> None:
     pod_set_keys = {"count", "flavor", "borrows", "perPod"}
     for case in CASES:
         entry = case.entry
-        assert set(entry) <= {"namespace", "workloads", "ignored"}, case.file
+        assert set(entry) <= {"namespace", "workloads", "ignored", "pending"}, case.file
+        assert entry.get("pending") in (None, *PENDING), (case.file, entry.get("pending"))
         assert entry.get("namespace") in {"llm-train", "llm-serve", "llm-notebooks"}, case.file
         for workload in entry.get("workloads") or []:
             assert set(workload) <= workload_keys, (case.file, set(workload) - workload_keys)
@@ -317,12 +359,12 @@ def test_every_expectation_is_complete() -> None:
             if "kueue" in workload:  # Kueue's own answer where gpuplane's checks change it
                 assert workload["kueue"].get("verdict") in {"fits", "borrows", "never"}, case.file
             if "messageFrom" in workload:
-                assert workload["messageFrom"] == "gpuplane", (case.file, workload["messageFrom"])
+                assert workload["messageFrom"] in MESSAGE_FROM, (case.file, workload["messageFrom"])
             if "runtime" in workload:
                 assert workload["runtime"] == "not-in-file", (case.file, workload["runtime"])
                 assert str(workload["object"]).startswith("TrainJob "), case.file
-                if (WORKLOADS / case.file).is_file():  # the upstream file, beside the checkout
-                    _runtime_name(case.file, workload)
+                if (case.folder / case.file).is_file():  # the upstream file, beside the checkout
+                    _runtime_name(case.file, workload, case.folder)
             for name, pod_set in (workload.get("podSets") or {}).items():
                 assert set(pod_set) <= pod_set_keys, (case.file, name, set(pod_set))
                 assert isinstance(pod_set.get("count"), int), (case.file, name)
@@ -331,10 +373,10 @@ def test_every_expectation_is_complete() -> None:
         assert entry.get("workloads") or entry.get("ignored"), f"{case.file}: nothing expected"
 
 
-@needs_shared
-@pytest.mark.parametrize("case", CASES, ids=[c.file for c in CASES])
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_fit_agrees_with_kueue(case: Case, platform: Path) -> None:
-    answer = run_fit(platform, case.file, case.entry["namespace"])
+    _shared(case.folder)
+    answer = run_fit(platform, case.file, case.entry["namespace"], case.folder)
     got = workloads_of(answer)
     problems: list[str] = []
     expected_workloads = case.entry.get("workloads") or []
@@ -350,18 +392,18 @@ def test_fit_agrees_with_kueue(case: Case, platform: Path) -> None:
             continue
         problems.extend(_compare(want, matches[0]))
         if want.get("runtime") == "not-in-file":
-            problems.extend(_runtime_noted(case.file, want, matches[0]))
+            problems.extend(_runtime_noted(case, want, matches[0]))
     want_ignored = sorted(case.entry.get("ignored") or [])
     got_ignored = _ignored_of(answer)
     if got_ignored != want_ignored:
         problems.append(f"ignored {got_ignored}, expected {want_ignored}")
-    assert not problems, f"{case.file}:\n  " + "\n  ".join(problems)
+    assert not problems, f"{case.id}:\n  " + "\n  ".join(problems)
 
 
-def _runtime_noted(file: str, want: dict[str, Any], got: dict[str, Any]) -> Iterator[str]:
+def _runtime_noted(case: Case, want: dict[str, Any], got: dict[str, Any]) -> Iterator[str]:
     """fit must say that the TrainJob's runtime is not in the file (and so that it counts only
     the trainer `node` job)."""
-    runtime = _runtime_name(file, want)
+    runtime = _runtime_name(case.file, want, case.folder)
     noted = [n for n in _notes(got) if runtime in n and "not in the file" in n.lower()]
     if not noted:
         yield (
@@ -375,6 +417,9 @@ def _compare(want: dict[str, Any], got: dict[str, Any]) -> Iterator[str]:
     for key in ("verdict", "gang", "integration", "clusterQueue"):
         if key in want and got.get(key) != want[key]:
             yield f"{label}: {key} {got.get(key)!r}, expected {want[key]!r}"
+    source = want.get("messageFrom", "gpuplane")  # gpuplane's own checks name themselves
+    if source != "gpuplane" and got.get("messageFrom") != source:
+        yield f"{label}: messageFrom {got.get('messageFrom')!r}, expected {source!r}"
     if want["verdict"] == "never" and want.get("message"):
         needles = want["message"] if isinstance(want["message"], list) else [want["message"]]
         text = _messages(got)

@@ -455,6 +455,7 @@ class FileChecker:
                 replicas=ps.count * workload.replicas,
                 replica_unit="pod",
                 notes=workload.notes,
+                claim_templates=workload.claim_templates,
             )
             subs.append(self.checker(one).run(self.namespace, self.cluster))
         merged = _merge(workload.pod_sets, subs)

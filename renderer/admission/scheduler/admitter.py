@@ -21,7 +21,7 @@ from renderer.admission.answer.result import (
 )
 from renderer.admission.apiserver import names as apiserver
 from renderer.admission.scheduler import after_admission as beyond
-from renderer.admission.scheduler import tas
+from renderer.admission.scheduler import dra, tas
 from renderer.admission.scheduler.flavorassigner import (
     Assigner,
     Assignment,
@@ -161,11 +161,6 @@ class Admitter:
                         f"request; Kueue counts the namespace's LimitRange default request "
                         f"({shown}), not the limit"
                     )
-            if ps.resource_claims:
-                self.notes.append(
-                    f"pod set {ps.name} claims devices through DRA ({', '.join(ps.resource_claims)}): "
-                    "fit does not count them"
-                )
             over = ps.over_limit(default_requests, default_limits)
             if over and ps.from_pod:  # the API server refuses the Pod itself
                 listed = ", ".join(f"spec.{f} {'/'.join(r)}" for f, r in over)
@@ -208,6 +203,13 @@ class Admitter:
                     "so the Workload is never created and the job stays suspended; split it",
                 ),
             )
+        devices = dra.claims(self.platform, ns, self.workload)
+        if devices.message is not None:  # the Workload controller's DRA step: Misconfigured
+            summary = "never admitted: Kueue cannot count the devices it claims through DRA"
+            return self.result(
+                NEVER, summary, **context, message=devices.message, reasons=devices.reasons
+            )
+        self.notes.extend(devices.notes)
         invalid = podsets.resources_validation_message(
             self.workload.pod_sets, default_requests, default_limits
         )
@@ -228,6 +230,7 @@ class Admitter:
         requested = {
             ps.name: ps.requests(default_requests, default_limits) for ps in self.workload.pod_sets
         }
+        dra.add_devices(requested, devices.per_pod)
         per_pod = {name: podsets.drop_excluded(r, excluded) for name, r in requested.items()}
         assigner = Assigner(
             plan,

@@ -69,6 +69,20 @@ class Requirement:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    """One entry of the pod's `spec.resourceClaims` (a `PodResourceClaim`): a device claim made
+    for each pod from a ResourceClaimTemplate, or a standalone ResourceClaim the pods share."""
+
+    name: str
+    index: int
+    """Its position in `spec.resourceClaims`: Kueue's messages name the entry by it."""
+    template: str | None = None
+    """`resourceClaimTemplateName`."""
+    claim: str | None = None
+    """`resourceClaimName`."""
+
+
+@dataclass(frozen=True, slots=True)
 class Container:
     """What one container asks for; `role` is container, init (runs before) or sidecar (an
     init container with restartPolicy Always, which runs beside the containers)."""
@@ -93,7 +107,7 @@ class PodSet:
     """Required node affinity: the pod fits a node matching any term (all of a term's entries)."""
     tolerations: tuple[Toleration, ...]
     priority_class_name: str | None
-    resource_claims: tuple[str, ...]
+    resource_claims: tuple[ResourceClaim, ...]
     path: FieldPath
     """Where the pod template is in the file, for messages that point at it."""
     annotations: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -292,6 +306,9 @@ class Workload:
     Kueue suspends but never admits); None: Kueue's webhook."""
     refused_why: tuple[str, ...] = ()
     """Plain-words reasons for `refused_by`'s answer, and the way out."""
+    claim_templates: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """The ResourceClaimTemplates of the file in the job's namespace, by name: their documents,
+    as `kubectl apply -f` creates them beside the job (Kueue reads a pod set's templates)."""
 
     @property
     def display(self) -> str:
@@ -471,6 +488,24 @@ def read_affinity(data: Any, spec: FieldPath) -> tuple[tuple[Requirement, ...], 
     return tuple(result)
 
 
+def read_claims(data: Any, spec: FieldPath) -> tuple[ResourceClaim, ...]:
+    """The pod's `spec.resourceClaims`, each with what it names."""
+    items = read_field(data, (*spec, "resourceClaims"), list) or []
+    result = []
+    for index, _ in enumerate(items):
+        here = (*spec, "resourceClaims", index)
+        read_field(data, here, dict, required=True)
+        result.append(
+            ResourceClaim(
+                name=read_field(data, (*here, "name"), str) or "",
+                index=index,
+                template=read_field(data, (*here, "resourceClaimTemplateName"), str),
+                claim=read_field(data, (*here, "resourceClaimName"), str),
+            )
+        )
+    return tuple(result)
+
+
 def read_pod_set(
     data: Any,
     template: FieldPath,
@@ -486,7 +521,6 @@ def read_pod_set(
     read_field(data, template, dict, required=True)
     spec = (*template, "spec")
     read_field(data, spec, dict, required=True)
-    claims = read_field(data, (*spec, "resourceClaims"), list) or []
     return PodSet(
         name=name,
         count=count,
@@ -502,9 +536,7 @@ def read_pod_set(
         affinity=read_affinity(data, spec),
         tolerations=read_tolerations(data, spec),
         priority_class_name=read_field(data, (*spec, "priorityClassName"), str),
-        resource_claims=tuple(
-            str(c.get("name", "")) for c in claims if isinstance(c, dict) and c.get("name")
-        ),
+        resource_claims=read_claims(data, spec),
         path=template,
         annotations=MappingProxyType(read_strings(data, (*template, "metadata", "annotations"))),
     )

@@ -368,7 +368,33 @@ def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unrea
         refused=extra.get("refused"),
         refused_by=extra.get("refused_by"),
         refused_why=tuple(extra.get("refused_why", ())),
+        claim_templates=_claim_templates(others, namespace or None),
     )
+
+
+CLAIM_TEMPLATE = ("resource.k8s.io", "ResourceClaimTemplate")
+
+
+def _claim_templates(others: Sequence[Any], namespace: str | None) -> Mapping[str, Any]:
+    """The file's ResourceClaimTemplates in the job's namespace (either may leave it to
+    `--namespace`: kubectl refuses an object of another one), by name; the first of a name, as
+    the API server refuses a second."""
+    found: dict[str, Any] = {}
+    for other in others:
+        if not isinstance(other, dict) or other.get("kind") != CLAIM_TEMPLATE[1]:
+            continue
+        if _group(str(other.get("apiVersion") or "")) != CLAIM_TEMPLATE[0]:
+            continue
+        metadata = other.get("metadata")
+        if not isinstance(metadata, dict):
+            continue
+        name = metadata.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        own = metadata.get("namespace") or None
+        if own is None or namespace is None or own == namespace:
+            found.setdefault(name, other)
+    return MappingProxyType(found)
 
 
 def _with_others(reader: _FileReader, others: Sequence[Any]) -> _Reader:
