@@ -319,7 +319,10 @@ class FileChecker:
         cluster = self.cluster_of(obj.namespace)
         run = self.chain(obj, cluster)
         if run is None:
-            return self.kueue(obj, others, cluster)
+            alone = self.kueue(obj, others, cluster)
+            if isinstance(alone, Ignored):
+                return alone
+            return dataclasses.replace(alone, kueue_verdict=alone.verdict)
         result = self.kueue(dataclasses.replace(obj, data=dict(run.obj)), others, cluster)
         if isinstance(result, Ignored):
             return result
