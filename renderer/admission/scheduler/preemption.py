@@ -40,9 +40,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from renderer.admission.answer.result import amount
+from renderer.admission.scheduler import fairsharing, preemptor
+from renderer.admission.scheduler.preemptor import DEFAULT_STRATEGIES, Incoming, Strategy, Target
+from renderer.admission.scheduler.snapshot import KueueSnapshot
 from renderer.admission.scheduler.usage import (
     CandidateNow,
     FlavorResource,
@@ -112,6 +116,27 @@ def lowest_subtree_that_fits(
             return True, tracking.parent is not None
         remaining -= tracking.local_available(fr)
     return True, False
+
+
+def get_targets(
+    snapshot: KueueSnapshot,
+    incoming: Incoming,
+    fair_sharing: bool = False,
+    strategies: Sequence[Strategy] = DEFAULT_STRATEGIES,
+    now: datetime | None = None,
+) -> list[Target]:
+    """`Preemptor.GetTargets` on Kueue's objects: whom Kueue evicts so that `incoming` fits
+    (classical preemption, or fair sharing's when Kueue's Configuration enables it); [] when
+    evicting the candidates it may take would not free enough."""
+    if incoming.cluster_queue not in snapshot.cluster_queues:
+        return []
+    working = preemptor.Working(snapshot)
+    clock = now or datetime.now(UTC)
+    if fair_sharing:
+        return fairsharing.fair_preemptions(
+            working, incoming, strategies or DEFAULT_STRATEGIES, clock
+        )
+    return preemptor.classical(working, incoming, clock)
 
 
 class CohortNow:

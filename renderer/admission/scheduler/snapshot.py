@@ -207,9 +207,11 @@ class AdmittedWorkload:
     pod_sets: tuple[PodSetUsage, ...] = ()
     uid: str = ""
     created: str = ""
-    """metadata.creationTimestamp (RFC 3339), "" when absent."""
+    """metadata.creationTimestamp (RFC 3339), "" when absent (Go's zero time)."""
     reserved_at: str = ""
     """The QuotaReserved condition's lastTransitionTime (RFC 3339), "" when absent."""
+    evicted: bool = False
+    """Its `Evicted` condition is True (`workloadevict.IsEvicted`): already being preempted."""
 
     @property
     def key(self) -> str:
@@ -482,6 +484,7 @@ def admitted_workload(obj: Mapping[str, Any]) -> AdmittedWorkload | None:
     }
     reserved = conditions.get("QuotaReserved", {})
     finished = conditions.get("Finished", {})
+    evicted = conditions.get("Evicted", {})
     admission = status.get("admission")
     if admission is None or reserved.get("status") != "True" or finished.get("status") == "True":
         return None
@@ -521,6 +524,7 @@ def admitted_workload(obj: Mapping[str, Any]) -> AdmittedWorkload | None:
         reserved_at=_str(
             reserved.get("lastTransitionTime"), "QuotaReserved.lastTransitionTime", ""
         ),
+        evicted=evicted.get("status") == "True",
     )
 
 
