@@ -243,17 +243,29 @@ class KueueSnapshot:
     priority_classes: Mapping[str, WorkloadPriorityClass] = field(default_factory=dict)
     workloads: tuple[AdmittedWorkload, ...] = ()
     problems: tuple[str, ...] = ()
+    reservations: Mapping[str, Mapping[FlavorResource, Decimal]] = field(default_factory=dict)
+    """A ClusterQueue's `status.flavorsReservation`, where a reader counts it instead of the
+    sum of its Workloads (`fit --usage` given the ClusterQueue but not all its Workloads)."""
 
     def workloads_of(self, cluster_queue: str) -> list[AdmittedWorkload]:
         return [w for w in self.workloads if w.cluster_queue == cluster_queue]
 
     def tree(self, with_usage: bool = True) -> QuotaTree:
         """A fresh quota tree (every call: the caller may change its usage)."""
-        return build_tree(
+        tree = build_tree(
             self.cluster_queues.values(),
             self.cohorts.values(),
-            self.workloads if with_usage else (),
+            [w for w in self.workloads if w.cluster_queue not in self.reservations]
+            if with_usage
+            else (),
         )
+        for name, reserved in sorted(self.reservations.items()) if with_usage else ():
+            node = tree.cluster_queue(name)
+            if node is None:
+                continue
+            for fr, value in reserved.items():
+                node.add_usage(fr, value)
+        return tree
 
 
 class QuotaTree(dict[str, QuotaNode]):
