@@ -309,6 +309,49 @@ def test_fair_sharing_reclaims_from_the_team_that_borrows_most(
     assert not any("does not compute" in line for line in result.usage.preemption)
 
 
+def test_a_cluster_queue_gpuplane_does_not_render_is_part_of_kueues_tree(
+    example: Platform, job: Path, tmp_path: Path
+) -> None:
+    """A ClusterQueue the snapshot shows in Cohort prod that gpuplane does not render
+    (byo-inference, no quota of its own) borrows the 8 GPUs the teams leave idle, with a
+    Workload of priority 10. Kueue's tree holds it beside the team Cohorts, under prod: it is
+    the only node that borrows (dominant share 8 * 1000 / 44 lendable), so fair sharing targets
+    it (vision's Cohort stays within its quota, share 0: rule S2-a) and evicting its Workload
+    frees the 8 GPUs vision's job needs, within vision's quota."""
+    nominal = {t: limits(example, t)[0] for t in TEAMS}
+    used = {"llm": nominal["llm"], "recsys": nominal["recsys"], "speech": nominal["speech"]}
+    used["vision"] = 8
+    stored = sum(max(0, used[t] - local_quota(example, t)) for t in TEAMS)
+    assert cohort_quota(example) - stored == 8  # what byo-inference borrows fills the cohort
+    foreign = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "byo-inference"},
+        "spec": {
+            "cohortName": "prod",
+            "resourceGroups": [
+                {
+                    "coveredResources": [GPU],
+                    "flavors": [{"name": POOL, "resources": [{"name": GPU, "nominalQuota": 0}]}],
+                }
+            ],
+        },
+    }
+    items = [
+        *(workload(f"{t}-svc", t, used[t], 1000) for t in TEAMS),
+        foreign,
+        workload("byo", "byo", 8, 10, cluster_queue="byo-inference", namespace="byo"),
+    ]
+    result = fit_now(example, job, snapshot(tmp_path, *items))
+    assert result.verdict == WAITS
+    assert result.usage is not None
+    assert {c.name: (c.reason, c.target) for c in result.usage.candidates if c.target} == {
+        "byo": ("InCohortFairSharing", True)
+    }
+    assert result.usage.frees_enough is True
+    assert any("byo-inference" in n and "not rendered by gpuplane" in n for n in result.usage.notes)
+
+
 def test_what_the_cohort_lends_shrinks_as_a_lenders_own_usage_rises(
     example: Platform, job: Path, tmp_path: Path
 ) -> None:
