@@ -20,6 +20,7 @@ from renderer.admission.answer.result import (
     amount,
 )
 from renderer.admission.apiserver import names as apiserver
+from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler import after_admission as beyond
 from renderer.admission.scheduler import dra, tas
 from renderer.admission.scheduler.flavorassigner import (
@@ -336,13 +337,15 @@ class Admitter:
         self, plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], fair_sharing: bool
     ) -> CohortNow:
         assert self.snapshot is not None
+        here = plan.namespaces[0].cluster
         elsewhere = {
             other.name: name
             for name, cluster in sorted(self.platform.clusters.items())
-            if name != plan.namespaces[0].cluster and cluster.scheduler == "kueue"
+            if name != here and cluster.scheduler == "kueue"
             for other in cluster_queues(ClusterView.of(self.platform, cluster))
         }
-        return CohortNow(self.snapshot, plan, cohort, fair_sharing, elsewhere)
+        rendered = rendered_cluster(self.platform, self.platform.clusters[here])
+        return CohortNow(self.snapshot, plan, rendered, fair_sharing, elsewhere)
 
     def admit_now(
         self,
