@@ -362,6 +362,26 @@ def test_unknown_fields_are_strict_decoding_errors_in_the_decoders_order() -> No
     assert "zeta" in job["spec"]  # the request's object is left as it was
 
 
+@pytest.mark.parametrize("minor", VERSIONS)
+def test_a_field_is_unknown_before_the_release_that_adds_it(minor: str) -> None:
+    """Pod-level `spec.resources` (KEP-2837) arrived in v1.32, as alpha: the Go type has the
+    field from then on, whatever the feature gate, so strict decoding knows it."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"resources": {"limits": {"cpu": "1"}}, "containers": [{"name": "c"}]},
+    }
+    outcome = decode.gate(_request(pod, minor))
+    if minor in ("1.30", "1.31"):
+        assert [r.message for r in outcome.refusals] == [
+            'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+            'unknown field "spec.resources"'
+        ]
+    else:
+        assert outcome.status == "passed"
+
+
 def test_a_type_error_hides_the_unknown_fields() -> None:
     job = _job({"bogus": 1, "parallelism": "2", **_container()})
     outcome = decode.gate(_request(job))
