@@ -33,6 +33,7 @@ import difflib
 from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from renderer.admission.apiserver.builtin_api import (
@@ -127,9 +128,11 @@ OPERATOR_CRDS: Mapping[tuple[str, str], OperatorCrds] = {
         for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
     },
     ("kubeflow.org", "MPIJob"): _crds(
-        ("v2beta1",),
-        "MPI Operator v0.8.0 (the MPIJob Kueue's kubeflow.org/mpijob integration manages)",
-        "kubeflow/mpi-operator v0.8.0 manifests/base/kubeflow.org_mpijobs.yaml",
+        ("v2beta1", "v1"),
+        "MPI Operator v0.8.0 (v2beta1, the MPIJob Kueue's kubeflow.org/mpijob integration "
+        "manages) or Kubeflow training-operator v1.9.0 (v1): a cluster installs one of the two",
+        "kubeflow/mpi-operator v0.8.0 manifests/base/kubeflow.org_mpijobs.yaml; "
+        + _TRAINING_OPERATOR.format("mpijob"),
     ),
     **{
         ("kueue.x-k8s.io", kind): _crds(
@@ -190,8 +193,7 @@ def _metadata_refusal(obj: Mapping[str, Any], api: BuiltinApi, source: str) -> R
     `metav1.ObjectMeta` as `metadata` (`metadataOnlyObject`)."""
     if "metadata" not in obj:
         return None
-    definitions = ChainMap({_METADATA_ONLY: _METADATA_ONLY_SCHEMA}, dict(api.definitions))
-    walker = Walker(definitions, strict=False)
+    walker = Walker(_with_metadata_only(api.minor), strict=False)
     decoded = walker.decode({"metadata": obj["metadata"]}, walker.definition_shape(_METADATA_ONLY))
     if decoded.error is None:
         return None
@@ -199,6 +201,14 @@ def _metadata_refusal(obj: Mapping[str, Any], api: BuiltinApi, source: str) -> R
     if decoded.error.steps[:2] in (("metadata", "labels"), ("metadata", "annotations")):
         fix += " (quote numbers and booleans: label and annotation values are strings)"
     return Refusal(SOURCE, f"unable to decode {go_quote(source)}: {decoded.error.message}", fix)
+
+
+@cache
+def _with_metadata_only(minor: str) -> Mapping[str, Mapping[str, Any]]:
+    """The release's definitions and kubectl's `metadataOnlyObject`."""
+    api = builtin_api(minor)
+    definitions = dict(api.definitions) if api is not None else {}
+    return ChainMap({_METADATA_ONLY: _METADATA_ONLY_SCHEMA}, definitions)
 
 
 def _builtin(
