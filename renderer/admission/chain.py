@@ -67,9 +67,14 @@ class ChainRun:
 def gates() -> tuple[tuple[Step, Gate], ...]:
     """The gates fit runs, in `ORDER`. Imported here, on first use, so that a command that never
     checks a job (render, plan) never loads them."""
-    from renderer.admission.apiserver import pod_security
+    from renderer.admission.apiserver import decode, discovery, pod_security, rbac
 
-    found: dict[Step, Gate] = {Step.POD_SECURITY: pod_security.gate}
+    found: dict[Step, Gate] = {
+        Step.DISCOVERY: discovery.gate,
+        Step.RBAC: rbac.gate,
+        Step.DECODE: decode.gate,
+        Step.POD_SECURITY: pod_security.gate,
+    }
     return tuple((step, found[step]) for step in ORDER if step in found)
 
 
@@ -79,12 +84,14 @@ def run(
     cluster: RenderedCluster,
     user: UserInfo,
     chosen: Sequence[tuple[Step, Gate]] | None = None,
+    source: str = "STDIN",
 ) -> ChainRun:
-    """Hand `obj` (created in `namespace` by `user`) through every gate, in order."""
+    """Hand `obj` (created in `namespace` by `user`, from the file `source`) through every
+    gate, in order."""
     current: Mapping[str, Any] = obj
     outcomes = []
     for _, gate in gates() if chosen is None else chosen:
-        outcome = gate(Request(current, namespace, user, cluster))
+        outcome = gate(Request(current, namespace, user, cluster, source=source))
         outcomes.append(outcome)
         if outcome.obj is not None:
             current = outcome.obj
@@ -105,23 +112,6 @@ def conclude(result: FitResult, chain: ChainRun) -> FitResult:
         f"{result.verdict}: {result.summary}"
     )
     return dataclasses.replace(kueue, verdict=NEVER, summary=summary)
-
-
-MEMBER_BINDING = "gpuplane-team-member"
-"""The RoleBinding the tenancy layer renders in each team namespace for the team's members."""
-
-
-def member(cluster: RenderedCluster, namespace: str) -> UserInfo:
-    """Who `fit` assumes sends the request: a person in the groups the namespace's member
-    RoleBinding names (an OIDC user; not a service account, which the platform's policies
-    treat differently)."""
-    binding = cluster.named("RoleBinding", MEMBER_BINDING, namespace) or {}
-    groups = tuple(
-        str(s.get("name"))
-        for s in binding.get("subjects") or ()
-        if isinstance(s, Mapping) and s.get("kind") == "Group"
-    )
-    return UserInfo("gpuplane-fit:a-team-member", groups)
 
 
 def _step_rank(value: str) -> int:

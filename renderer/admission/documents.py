@@ -36,6 +36,7 @@ from renderer.admission.answer.result import (
     worse,
 )
 from renderer.admission.apiserver import names as apiserver
+from renderer.admission.apiserver import rbac
 from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.resolve import Checker
@@ -337,8 +338,8 @@ class FileChecker:
         rendered = self.rendered.get(cluster.name)
         if rendered is None:
             rendered = self.rendered[cluster.name] = rendered_cluster(self.platform, cluster)
-        user = admission_chain.member(rendered, namespace)
-        return admission_chain.run(obj.data, namespace, rendered, user)
+        user = rbac.member_of(rendered, namespace)
+        return admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
 
     def kueue(
         self, obj: FileObject, others: Sequence[Any], cluster: Cluster | None

@@ -149,7 +149,7 @@ def _chain_lines(result: FitResult) -> list[str]:
             lines.append(f"    fix: {refusal.fix}")
         done = "goes on as if changed: " if outcome.refused else ""
         lines.extend(f"  {step}: {done}{change}" for change in outcome.changes)
-        lines.extend(f"  {step}: warning: {note}" for note in outcome.notes)
+        lines.extend(f"  {step}: {note}" for note in outcome.notes)
     if passed:
         lines.append(f"  passed: {', '.join(passed)}")
     if result.kueue_verdict is not None and result.refusals:

@@ -145,8 +145,10 @@ OPERATOR_CRDS: Mapping[tuple[str, str], OperatorCrds] = {
 CRD file at the tag; ../shared/crds/SOURCES.md lists the same files for the tests)."""
 
 
-def gate(request: Request, *, source: str = STDIN) -> Outcome:
-    """The discovery step for one object; `source` is the file as given to `kubectl -f`."""
+def gate(request: Request, *, source: str | None = None) -> Outcome:
+    """The discovery step for one object; `source` is the file as given to `kubectl -f`
+    (`request.source` unless given)."""
+    source = request.source if source is None else source
     obj = request.obj
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str) or not kind:

@@ -137,6 +137,8 @@ class Request:
     user: UserInfo
     cluster: RenderedCluster
     operation: Literal["CREATE", "UPDATE"] = "CREATE"
+    source: str = "STDIN"
+    """The file as given to `kubectl apply -f` (kubectl names it in its own errors)."""
 
     @property
     def namespace_object(self) -> Mapping[str, Any] | None:
