@@ -21,7 +21,8 @@ from renderer.admission.apiserver.builtin_api import builtin_api
 from renderer.admission.apiserver.gate import RenderedCluster, Request, UserInfo
 from renderer.admission.apiserver.gojson import Walker, go_float_text
 from renderer.admission.apiserver.gonames import FIELD_TYPES
-from renderer.admission.apiserver.resources import known_kinds, resource_of
+from renderer.admission.apiserver.resources import known_kinds
+from renderer.admission.apiserver.resources import resource_for as resource_of
 from renderer.admission.rendered import rendered_cluster
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, SHARED_CRDS

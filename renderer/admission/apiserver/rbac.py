@@ -41,7 +41,7 @@ from renderer.admission.apiserver.gate import (
     UserInfo,
 )
 from renderer.admission.apiserver.names import go_quote
-from renderer.admission.apiserver.resources import resource_of
+from renderer.admission.apiserver.resources import resource_for
 
 MEMBER_BINDING = "gpuplane-team-member"
 """The RoleBinding gpuplane renders in every team namespace for the team's members."""
@@ -300,7 +300,7 @@ def gate(request: Request) -> Outcome:
     if not isinstance(api_version, str) or not isinstance(kind, str):
         return Outcome(Step.RBAC, "skipped", notes=("the object names no apiVersion and kind",))
     group, _, version = api_version.rpartition("/")
-    resource = resource_of(group, kind)
+    resource = resource_for(group, kind)
     if resource is None:
         note = f"gpuplane does not know the REST resource of {kind} in group {group!r}"
         return Outcome(Step.RBAC, "skipped", notes=(note + ": RBAC not checked",))

@@ -1,252 +1,612 @@
-"""Kind -> REST resource: what the API server's authorization sees when an object is created (the
-resource's plural name, and whether it lives in a namespace), for the kinds a job file holds.
+"""The API server's REST mapping for the kinds fit reads: kind -> resource (plural), the versions
+served, the scope. Admission matches a policy's `resourceRules` against the request's
+group/version/resource, never its kind, so the admission gates need this table to match at all.
 
-RBAC names resources, not kinds: a Role allowing `jobs` in group `batch` lets its holder create
-Jobs. The names are the API's own:
-- built-in kinds: the resources kube-apiserver serves (`pkg/registry/<group>/<kind>/storage`,
-  installed by `pkg/registry/<group>/rest`; what `kubectl api-resources` lists), the same for
-  every release gpuplane models;
-- custom kinds: `spec.names.plural` and `spec.scope` of the operator's CRD, at the release named
-  (the file is the CRD the project publishes at that tag), and, for the Kueue integrations,
-  the resources Kueue v0.19.2's own ClusterRole names (`config/components/rbac/role.yaml`).
+Sources, one per row (`Resource.source`):
+- built-in kinds: Kubernetes' REST storage (`pkg/registry/<group>/rest/storage_<group>.go`,
+  the `storage["<plural>"]` keys) at v1.33 to v1.36, the versions the example clusters run;
+  `batch/v1beta1` CronJobs and `extensions/v1beta1` workloads are served by none of them (removed
+  in 1.25 and 1.16), so each built-in kind has one served version;
+- custom resources: `spec.names.plural`, `spec.scope` and the `served` versions of each project's
+  released CustomResourceDefinition, at the release named in the row (the same releases
+  `../shared/crds/README.md` lists, where it has them). None of them sets `spec.conversion`, so
+  the API server converts between their versions with strategy `None`: only `apiVersion`
+  changes (apiextensions-apiserver `pkg/apiserver/conversion/nop_converter.go`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+Conversion = Literal["built-in", "none", "webhook"]
+"""How the API server converts an object between two served versions of its resource:
+`built-in` (Go conversion functions) and `webhook` (the CRD's conversion webhook), which fit does
+not model; `none` (a CRD without `spec.conversion`: the apiVersion is rewritten, nothing else)."""
 
 
 @dataclass(frozen=True)
 class Resource:
-    """The REST resource of a kind."""
+    """One row of the REST mapping."""
 
     group: str
-    resource: str
-    """The plural name RBAC rules list (`jobs`)."""
+    kind: str
+    plural: str
+    versions: tuple[str, ...]
+    """The served versions, the storage version first."""
     namespaced: bool
+    conversion: Conversion
+    source: str
+
+    @property
+    def resource(self) -> str:
+        """The plural name RBAC rules list (`jobs`)."""
+        return self.plural
 
     @property
     def qualified(self) -> str:
-        """`schema.GroupResource.String()`: `jobs.batch`, or `pods` in the core group."""
-        return f"{self.resource}.{self.group}" if self.group else self.resource
+        return self.group_resource
+
+    @property
+    def group_resource(self) -> str:
+        """`jobs.batch`, `pods` for the core group: `schema.GroupResource.String()`, as the API
+        server names the resource in its errors."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-_BUILTIN: Mapping[tuple[str, str], tuple[str, bool]] = {
-    # core (pkg/registry/core/rest/storage_core.go)
-    ("", "Pod"): ("pods", True),
-    ("", "PodTemplate"): ("podtemplates", True),
-    ("", "ReplicationController"): ("replicationcontrollers", True),
-    ("", "Service"): ("services", True),
-    ("", "ConfigMap"): ("configmaps", True),
-    ("", "Secret"): ("secrets", True),
-    ("", "ServiceAccount"): ("serviceaccounts", True),
-    ("", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
-    ("", "PersistentVolume"): ("persistentvolumes", False),
-    ("", "Endpoints"): ("endpoints", True),
-    ("", "Event"): ("events", True),
-    ("", "LimitRange"): ("limitranges", True),
-    ("", "ResourceQuota"): ("resourcequotas", True),
-    ("", "Namespace"): ("namespaces", False),
-    ("", "Node"): ("nodes", False),
-    # apps, batch, autoscaling, policy
-    ("apps", "Deployment"): ("deployments", True),
-    ("apps", "ReplicaSet"): ("replicasets", True),
-    ("apps", "StatefulSet"): ("statefulsets", True),
-    ("apps", "DaemonSet"): ("daemonsets", True),
-    ("apps", "ControllerRevision"): ("controllerrevisions", True),
-    ("batch", "Job"): ("jobs", True),
-    ("batch", "CronJob"): ("cronjobs", True),
-    ("autoscaling", "HorizontalPodAutoscaler"): ("horizontalpodautoscalers", True),
-    ("policy", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
-    # networking, discovery, events
-    ("networking.k8s.io", "NetworkPolicy"): ("networkpolicies", True),
-    ("networking.k8s.io", "Ingress"): ("ingresses", True),
-    ("networking.k8s.io", "IngressClass"): ("ingressclasses", False),
-    ("discovery.k8s.io", "EndpointSlice"): ("endpointslices", True),
-    ("events.k8s.io", "Event"): ("events", True),
-    # rbac, scheduling, node, storage, admission
-    ("rbac.authorization.k8s.io", "Role"): ("roles", True),
-    ("rbac.authorization.k8s.io", "RoleBinding"): ("rolebindings", True),
-    ("rbac.authorization.k8s.io", "ClusterRole"): ("clusterroles", False),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("clusterrolebindings", False),
-    ("scheduling.k8s.io", "PriorityClass"): ("priorityclasses", False),
-    ("node.k8s.io", "RuntimeClass"): ("runtimeclasses", False),
-    ("storage.k8s.io", "StorageClass"): ("storageclasses", False),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): (
-        "validatingadmissionpolicies",
-        False,
-    ),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
-        "validatingadmissionpolicybindings",
-        False,
-    ),
-    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"): (
-        "mutatingadmissionpolicies",
-        False,
-    ),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"): ("customresourcedefinitions", False),
-    # DRA (pkg/registry/resource/rest/storage_resource.go)
-    ("resource.k8s.io", "ResourceClaim"): ("resourceclaims", True),
-    ("resource.k8s.io", "ResourceClaimTemplate"): ("resourceclaimtemplates", True),
-    ("resource.k8s.io", "DeviceClass"): ("deviceclasses", False),
-    ("resource.k8s.io", "ResourceSlice"): ("resourceslices", False),
-}
+_K8S = "Kubernetes v1.33-v1.36 pkg/registry/{}/rest"
 
-_CUSTOM: Mapping[tuple[str, str], tuple[str, bool, str]] = {
-    ("jobset.x-k8s.io", "JobSet"): (
+
+def _builtin(group: str, kind: str, plural: str, version: str = "v1") -> Resource:
+    where = _K8S.format({"": "core", "apps": "apps", "batch": "batch"}[group])
+    return Resource(group, kind, plural, (version,), True, "built-in", where)
+
+
+def _crd(
+    group: str,
+    kind: str,
+    plural: str,
+    versions: tuple[str, ...],
+    source: str,
+    conversion: Conversion = "none",
+) -> Resource:
+    return Resource(group, kind, plural, versions, True, conversion, source)
+
+
+_KUBERAY = "KubeRay v1.7.0 ray-operator/config/crd/bases/ray.io_{}.yaml"
+_TRAINING_OPERATOR = "Kubeflow training-operator v1.9.0 manifests/base/crds/kubeflow.org_{}.yaml"
+
+RESOURCES: tuple[Resource, ...] = (
+    _builtin("", "Pod", "pods"),
+    _builtin("", "PodTemplate", "podtemplates"),
+    _builtin("", "Service", "services"),
+    _builtin("", "ConfigMap", "configmaps"),
+    _builtin("", "Secret", "secrets"),
+    _builtin("", "ServiceAccount", "serviceaccounts"),
+    _builtin("", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    _builtin("apps", "Deployment", "deployments"),
+    _builtin("apps", "ReplicaSet", "replicasets"),
+    _builtin("apps", "StatefulSet", "statefulsets"),
+    _builtin("apps", "DaemonSet", "daemonsets"),
+    _builtin("batch", "Job", "jobs"),
+    _builtin("batch", "CronJob", "cronjobs"),
+    _crd(
+        "jobset.x-k8s.io",
+        "JobSet",
         "jobsets",
-        True,
-        "kubernetes-sigs/jobset v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
+        ("v1alpha2",),
+        "JobSet v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
     ),
-    ("trainer.kubeflow.org", "TrainJob"): (
+    _crd("ray.io", "RayJob", "rayjobs", ("v1", "v1alpha1"), _KUBERAY.format("rayjobs")),
+    _crd("ray.io", "RayCluster", "rayclusters", ("v1", "v1alpha1"), _KUBERAY.format("rayclusters")),
+    _crd("ray.io", "RayService", "rayservices", ("v1", "v1alpha1"), _KUBERAY.format("rayservices")),
+    _crd("ray.io", "RayCronJob", "raycronjobs", ("v1",), _KUBERAY.format("raycronjobs")),
+    _crd(
+        "trainer.kubeflow.org",
+        "TrainJob",
         "trainjobs",
-        True,
-        "kubeflow/trainer v2.3.0 manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
+        ("v1alpha1",),
+        "Kubeflow Trainer v2.3.0 manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
     ),
-    ("trainer.kubeflow.org", "TrainingRuntime"): (
+    _crd(
+        "trainer.kubeflow.org",
+        "TrainingRuntime",
         "trainingruntimes",
-        True,
-        "kubeflow/trainer v2.3.0 manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
+        ("v1alpha1",),
+        "Kubeflow Trainer v2.3.0 manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml",
     ),
-    ("trainer.kubeflow.org", "ClusterTrainingRuntime"): (
-        "clustertrainingruntimes",
-        False,
-        "kubeflow/trainer v2.3.0 "
-        "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
-    ),
-    **{
-        ("kubeflow.org", kind): (
-            f"{kind.lower()}s",
-            True,
-            "kubeflow/training-operator v1.9.0 manifests/base/crds/kubeflow.org_"
-            f"{kind.lower()}s.yaml; Kueue v0.19.2 config/components/rbac/role.yaml",
-        )
-        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob")
-    },
-    ("kubeflow.org", "MPIJob"): (
-        "mpijobs",
-        True,
-        "kubeflow/mpi-operator v0.8.0 manifests/base/kubeflow.org_mpijobs.yaml",
-    ),
-    **{
-        ("ray.io", kind): (
-            f"{kind.lower()}s",
-            True,
-            f"ray-project/kuberay v1.7.0 ray-operator/config/crd/bases/ray.io_{kind.lower()}s.yaml",
-        )
-        for kind in ("RayJob", "RayCluster", "RayService", "RayCronJob")
-    },
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+    _crd(
+        "leaderworkerset.x-k8s.io",
+        "LeaderWorkerSet",
         "leaderworkersets",
-        True,
-        "kubernetes-sigs/lws v0.10.0 "
-        "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+        ("v1",),
+        "LeaderWorkerSet v0.10.0 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
     ),
-    ("workload.codeflare.dev", "AppWrapper"): (
+    _crd(
+        "workload.codeflare.dev",
+        "AppWrapper",
         "appwrappers",
-        True,
-        "project-codeflare/appwrapper v1.2.1 "
-        "config/crd/bases/workload.codeflare.dev_appwrappers.yaml",
+        ("v1beta2",),
+        "AppWrapper v1.2.1 config/crd/bases/workload.codeflare.dev_appwrappers.yaml",
     ),
-    ("sparkoperator.k8s.io", "SparkApplication"): (
+    _crd(
+        "kubeflow.org",
+        "MPIJob",
+        "mpijobs",
+        ("v2beta1",),
+        "MPI Operator v0.8.0 manifests/base/kubeflow.org_mpijobs.yaml",
+    ),
+    _crd(
+        "kubeflow.org",
+        "PyTorchJob",
+        "pytorchjobs",
+        ("v1",),
+        _TRAINING_OPERATOR.format("pytorchjobs"),
+    ),
+    _crd("kubeflow.org", "TFJob", "tfjobs", ("v1",), _TRAINING_OPERATOR.format("tfjobs")),
+    _crd(
+        "kubeflow.org",
+        "XGBoostJob",
+        "xgboostjobs",
+        ("v1",),
+        _TRAINING_OPERATOR.format("xgboostjobs"),
+    ),
+    _crd(
+        "kubeflow.org", "PaddleJob", "paddlejobs", ("v1",), _TRAINING_OPERATOR.format("paddlejobs")
+    ),
+    _crd("kubeflow.org", "JAXJob", "jaxjobs", ("v1",), _TRAINING_OPERATOR.format("jaxjobs")),
+    _crd(
+        "sparkoperator.k8s.io",
+        "SparkApplication",
         "sparkapplications",
-        True,
-        "kubeflow/spark-operator config/crd/bases/sparkoperator.k8s.io_sparkapplications.yaml; "
-        "Kueue v0.19.2 config/components/rbac/role.yaml",
+        ("v1beta2",),
+        "kubeflow/spark-operator config/crd/bases/sparkoperator.k8s.io_sparkapplications.yaml",
     ),
-    ("sparkoperator.k8s.io", "ScheduledSparkApplication"): (
-        "scheduledsparkapplications",
-        True,
-        "kubeflow/spark-operator "
-        "config/crd/bases/sparkoperator.k8s.io_scheduledsparkapplications.yaml",
-    ),
-    ("agents.x-k8s.io", "Sandbox"): (
-        "sandboxes",
-        True,
-        "kubernetes-sigs/agent-sandbox k8s/crds/agents.x-k8s.io_sandboxes.yaml",
-    ),
-    ("batch.volcano.sh", "Job"): (
+    _crd(
+        "batch.volcano.sh",
+        "Job",
         "jobs",
-        True,
-        "volcano-sh/volcano v1.15.1 config/crd/volcano/bases/batch.volcano.sh_jobs.yaml",
+        ("v1alpha1",),
+        "Volcano v1.15.1 config/crd/volcano/bases/batch.volcano.sh_jobs.yaml",
     ),
-    ("batch.volcano.sh", "CronJob"): (
+    _crd(
+        "batch.volcano.sh",
+        "CronJob",
         "cronjobs",
-        True,
-        "volcano-sh/volcano v1.15.1 config/crd/volcano/bases/batch.volcano.sh_cronjobs.yaml",
+        ("v1alpha1",),
+        "volcano-sh/volcano config/crd/volcano/bases/batch.volcano.sh_cronjobs.yaml",
     ),
-    ("argoproj.io", "Workflow"): (
+    _crd(
+        "argoproj.io",
+        "Workflow",
         "workflows",
-        True,
-        "argoproj/argo-workflows v4.1.2 manifests/base/crds/full/argoproj.io_workflows.yaml",
+        ("v1alpha1",),
+        "Argo Workflows v4.1.2 manifests/base/crds/full/argoproj.io_workflows.yaml",
     ),
-    ("tekton.dev", "PipelineRun"): (
+    _crd(
+        "tekton.dev",
+        "PipelineRun",
         "pipelineruns",
-        True,
+        ("v1", "v1beta1"),
         "tektoncd/pipeline config/300-crds/300-pipelinerun.yaml",
     ),
-    ("tekton.dev", "TaskRun"): (
+    _crd(
+        "tekton.dev",
+        "TaskRun",
         "taskruns",
-        True,
+        ("v1", "v1beta1"),
         "tektoncd/pipeline config/300-crds/300-taskrun.yaml",
     ),
-    ("serving.kserve.io", "InferenceService"): (
+    _crd(
+        "agents.x-k8s.io",
+        "Sandbox",
+        "sandboxes",
+        ("v1alpha1",),
+        "kubernetes-sigs/agent-sandbox bundle/manifests/agents.x-k8s.io_sandboxes.yaml",
+    ),
+    _crd(
+        "serving.kserve.io",
+        "InferenceService",
         "inferenceservices",
-        True,
-        "kserve/kserve config/crd/full/serving.kserve.io_inferenceservices.yaml",
+        ("v1beta1",),
+        "kserve/kserve config/crd/full/serving.kserve.io_inferenceservices.yaml "
+        "(and isvc_conversion_webhook_patch.yaml)",
+        "webhook",
     ),
-    ("serving.kserve.io", "LLMInferenceService"): (
+    _crd(
+        "serving.kserve.io",
+        "LLMInferenceService",
         "llminferenceservices",
-        True,
-        "kserve/kserve config/crd/full/serving.kserve.io_llminferenceservices.yaml",
+        ("v1alpha2", "v1alpha1"),
+        "kserve/kserve config/crd/full/llmisvc/serving.kserve.io_llminferenceservices.yaml "
+        "(and llmisvc_conversion_webhook_patch.yaml)",
+        "webhook",
     ),
-    ("serving.knative.dev", "Service"): (
+    _crd(
+        "serving.knative.dev",
+        "Service",
         "services",
-        True,
+        ("v1",),
         "knative/serving config/core/300-resources/service.yaml",
     ),
-    ("kueue.x-k8s.io", "LocalQueue"): (
-        "localqueues",
+    _crd(
+        "external-secrets.io",
+        "ExternalSecret",
+        "externalsecrets",
+        ("v1",),
+        "External Secrets v2.9.0 config/crds/bases/external-secrets.io_externalsecrets.yaml",
+    ),
+    # the kinds RBAC answers for beyond the ones fit reads (Roles, quotas, policies, DRA ...)
+    Resource(
+        "",
+        "ReplicationController",
+        "replicationcontrollers",
+        ("v1",),
         True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "PersistentVolume",
+        "persistentvolumes",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "Endpoints",
+        "endpoints",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "Event",
+        "events",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "LimitRange",
+        "limitranges",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "ResourceQuota",
+        "resourcequotas",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "Namespace",
+        "namespaces",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "",
+        "Node",
+        "nodes",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/core/rest",
+    ),
+    Resource(
+        "apps",
+        "ControllerRevision",
+        "controllerrevisions",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/apps/rest",
+    ),
+    Resource(
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        ("v2", "v1"),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/autoscaling/rest",
+    ),
+    Resource(
+        "policy",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/policy/rest",
+    ),
+    Resource(
+        "networking.k8s.io",
+        "NetworkPolicy",
+        "networkpolicies",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/networking/rest",
+    ),
+    Resource(
+        "networking.k8s.io",
+        "Ingress",
+        "ingresses",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/networking/rest",
+    ),
+    Resource(
+        "networking.k8s.io",
+        "IngressClass",
+        "ingressclasses",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/networking/rest",
+    ),
+    Resource(
+        "discovery.k8s.io",
+        "EndpointSlice",
+        "endpointslices",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/discovery/rest",
+    ),
+    Resource(
+        "events.k8s.io",
+        "Event",
+        "events",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/events/rest",
+    ),
+    Resource(
+        "rbac.authorization.k8s.io",
+        "Role",
+        "roles",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/rbac/rest",
+    ),
+    Resource(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        "rolebindings",
+        ("v1",),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/rbac/rest",
+    ),
+    Resource(
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        "clusterroles",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/rbac/rest",
+    ),
+    Resource(
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/rbac/rest",
+    ),
+    Resource(
+        "scheduling.k8s.io",
+        "PriorityClass",
+        "priorityclasses",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/scheduling/rest",
+    ),
+    Resource(
+        "node.k8s.io",
+        "RuntimeClass",
+        "runtimeclasses",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/node/rest",
+    ),
+    Resource(
+        "storage.k8s.io",
+        "StorageClass",
+        "storageclasses",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/storage/rest",
+    ),
+    Resource(
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/admissionregistration/rest",
+    ),
+    Resource(
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/admissionregistration/rest",
+    ),
+    Resource(
+        "admissionregistration.k8s.io",
+        "MutatingAdmissionPolicy",
+        "mutatingadmissionpolicies",
+        ("v1", "v1beta1"),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/admissionregistration/rest",
+    ),
+    Resource(
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        ("v1",),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/apiextensions/rest",
+    ),
+    Resource(
+        "resource.k8s.io",
+        "ResourceClaim",
+        "resourceclaims",
+        ("v1", "v1beta2", "v1beta1"),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/resource/rest",
+    ),
+    Resource(
+        "resource.k8s.io",
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        ("v1", "v1beta2", "v1beta1"),
+        True,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/resource/rest",
+    ),
+    Resource(
+        "resource.k8s.io",
+        "DeviceClass",
+        "deviceclasses",
+        ("v1", "v1beta2", "v1beta1"),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/resource/rest",
+    ),
+    Resource(
+        "resource.k8s.io",
+        "ResourceSlice",
+        "resourceslices",
+        ("v1", "v1beta2", "v1beta1"),
+        False,
+        "built-in",
+        "Kubernetes v1.33-v1.36 pkg/registry/resource/rest",
+    ),
+    Resource(
+        "trainer.kubeflow.org",
+        "ClusterTrainingRuntime",
+        "clustertrainingruntimes",
+        ("v1alpha1",),
+        False,
+        "none",
+        "kubeflow/trainer v2.3.0 manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+    ),
+    Resource(
+        "kubeflow.org",
+        "MXJob",
+        "mxjobs",
+        ("v1",),
+        True,
+        "none",
+        "kubeflow/training-operator v1.9.0 manifests/base/crds/kubeflow.org_mxjobs.yaml; Kueue v0.19.2 config/components/rbac/role.yaml",
+    ),
+    Resource(
+        "sparkoperator.k8s.io",
+        "ScheduledSparkApplication",
+        "scheduledsparkapplications",
+        ("v1beta2",),
+        True,
+        "none",
+        "kubeflow/spark-operator config/crd/bases/sparkoperator.k8s.io_scheduledsparkapplications.yaml",
+    ),
+    Resource(
+        "kueue.x-k8s.io",
+        "LocalQueue",
+        "localqueues",
+        ("v1beta2", "v1beta1"),
+        True,
+        "none",
         "kubernetes-sigs/kueue v0.19.2 config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml",
     ),
-    ("kueue.x-k8s.io", "Workload"): (
+    Resource(
+        "kueue.x-k8s.io",
+        "Workload",
         "workloads",
+        ("v1beta2", "v1beta1"),
         True,
+        "none",
         "kubernetes-sigs/kueue v0.19.2 config/components/crd/bases/kueue.x-k8s.io_workloads.yaml",
     ),
-    ("kueue.x-k8s.io", "ClusterQueue"): (
+    Resource(
+        "kueue.x-k8s.io",
+        "ClusterQueue",
         "clusterqueues",
+        ("v1beta2", "v1beta1"),
         False,
-        "kubernetes-sigs/kueue v0.19.2 "
-        "config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml",
+        "none",
+        "kubernetes-sigs/kueue v0.19.2 config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml",
     ),
-}
-"""(group, kind) -> (plural, namespaced, the CRD it is read from)."""
+)
+"""The kinds fit reads (renderer/admission/workloads/readers.py: READERS, FILE_READERS,
+POD_BY_POD, NO_INTEGRATION) and the objects a job file carries beside them (Services,
+ConfigMaps, Secrets, ExternalSecrets, runtimes), each as the API server maps it."""
+
+_BY_KIND: Mapping[tuple[str, str], Resource] = MappingProxyType(
+    {(r.group, r.kind): r for r in RESOURCES}
+)
 
 
-def resource_of(group: str, kind: str) -> Resource | None:
-    """The REST resource objects of `kind` in API `group` are created as; None when gpuplane
-    does not know the kind (its RBAC cannot be checked)."""
-    builtin = _BUILTIN.get((group, kind))
-    if builtin is not None:
-        return Resource(group, builtin[0], builtin[1])
-    custom = _CUSTOM.get((group, kind))
-    if custom is not None:
-        return Resource(group, custom[0], custom[1])
-    return None
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`batch/v1` -> (`batch`, `v1`); `v1` -> (``, `v1`): `schema.ParseGroupVersion`."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
 
 
-def source_of(group: str, kind: str) -> str | None:
-    """Where a custom kind's resource name comes from (None for built-ins and unknown kinds)."""
-    custom = _CUSTOM.get((group, kind))
-    return None if custom is None else custom[2]
+def resource_of(api_version: str, kind: str) -> Resource | None:
+    """The row of an object's kind in its API group, or None (a kind fit does not map). The
+    version is not checked here: an unserved version is the discovery step's refusal."""
+    group, _ = split_api_version(api_version)
+    return _BY_KIND.get((group, kind))
+
+
+def resource_for(group: str, kind: str) -> Resource | None:
+    """The row of `kind` in API `group`, or None (a kind gpuplane does not map)."""
+    return _BY_KIND.get((group, kind))
 
 
 def known_kinds() -> tuple[tuple[str, str], ...]:
-    """Every (group, kind) this table names, built-in ones first."""
-    return (*_BUILTIN, *_CUSTOM)
+    """Every (group, kind) this table names, in its order."""
+    return tuple((r.group, r.kind) for r in RESOURCES)
 
 
-__all__ = ["Resource", "known_kinds", "resource_of", "source_of"]
+def by_resource(group: str, plural: str) -> Resource | None:
+    for row in RESOURCES:
+        if row.group == group and row.plural == plural:
+            return row
+    return None
