@@ -67,13 +67,22 @@ class ChainRun:
 def gates() -> tuple[tuple[Step, Gate], ...]:
     """The gates fit runs, in `ORDER`. Imported here, on first use, so that a command that never
     checks a job (render, plan) never loads them."""
-    from renderer.admission.apiserver import decode, discovery, pod_security, rbac
+    from renderer.admission.apiserver import (
+        decode,
+        discovery,
+        mutating,
+        pod_security,
+        policies,
+        rbac,
+    )
 
     found: dict[Step, Gate] = {
         Step.DISCOVERY: discovery.gate,
         Step.RBAC: rbac.gate,
         Step.DECODE: decode.gate,
+        Step.MUTATE: mutating.mutate_gate,
         Step.POD_SECURITY: pod_security.gate,
+        Step.POLICIES: policies.validate_gate,
     }
     return tuple((step, found[step]) for step in ORDER if step in found)
 

@@ -218,9 +218,9 @@ class Checker(Admitter):
         own = ", ".join(f"{queue.name}-{p.name}" for p in queue.priorities)
         label = self.workload.priority_class
         if label is not None:
-            refused = self.foreign_priority(team, plan, label, context)
-            if refused is not None:
-                return refused
+            instead = self.foreign_priority(team, plan, label)
+            if instead is not None:
+                return instead
             found = classes.get(label)
             if found is None:
                 return self.result(
@@ -277,30 +277,27 @@ class Checker(Admitter):
         return None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}"
 
     def foreign_priority(
-        self, team: Team, plan: ClusterQueuePlan, label: str, context: dict[str, Any]
-    ) -> FitResult | None:
-        """The priority policy refuses a workload of a kind it covers whose label names a class
-        not of the team's queue, before Kueue looks for the class."""
+        self, team: Team, plan: ClusterQueuePlan, label: str
+    ) -> tuple[str, int, str] | None:
+        """A label naming a class not of the team's queue, on a kind the priority policy
+        covers: the policy refuses the object (the chain's admission-policies step says so, in
+        the API server's words), and Kueue's answer goes on as if the label named the team's
+        own priority. None where the policy lets the label through."""
         cluster = self.platform.clusters[plan.queue.cluster]
         wl = self.workload
         covered = security_priority.covered_kind(cluster, wl.api_version, wl.kind)
         own = {security_priority.class_name(plan.queue, p) for p in plan.queue.priorities}
         if covered is None or label in own or not plan.queue.priorities:
             return None
-        policy = security_priority.POLICY_NAME
-        resource = f"{covered.resource}.{covered.group}" if covered.group else covered.resource
-        return self.result(
-            NEVER,
-            f"refused at admission: priority {label} is not queue {plan.queue.name}'s",
-            **context,
-            message_from="API server",
-            message=f'{resource} "{wl.name}" is forbidden: ValidatingAdmissionPolicy '
-            f"'{policy}' with binding '{policy}' denied request: "
-            + security_priority.foreign_message(team, plan.queue),
-            reasons=(
-                f"the {names.PRIORITY_LABEL} label names {label}; team {team.name} may use "
-                f"only its queue's classes: {', '.join(sorted(own))}",
-            ),
+        intended = security_priority.team_priority(team, plan.queue)
+        if intended is None:
+            return None
+        value = security_priority.class_name(plan.queue, intended)
+        return (
+            value,
+            intended.value,
+            f"as if labelled {names.PRIORITY_LABEL}: {value}: the priority policy refuses "
+            f"{label}, not a class of queue {plan.queue.name}",
         )
 
     def priority_admission(
@@ -332,21 +329,10 @@ class Checker(Admitter):
                 f"{security_priority.policy_name(team)} sets "
                 f"{names.PRIORITY_LABEL}: {value}{where} ({whose} priority)",
             )
-        policy = security_priority.POLICY_NAME
-        resource = f"{covered.resource}.{covered.group}" if covered.group else covered.resource
-        return self.result(
-            NEVER,
-            "refused at admission: no priority label",
-            **context,
-            message_from="API server",
-            message=f'{resource} "{wl.name}" is forbidden: ValidatingAdmissionPolicy '
-            f"'{policy}' with binding '{policy}' denied request: "
-            + security_priority.required_message(team, queue_obj, value),
-            reasons=(
-                f"cluster {cluster.name} runs Kubernetes {cluster.kubernetes_version}, which "
-                "serves no MutatingAdmissionPolicy (v1 from 1.36), so a validating policy "
-                f"requires the label on every {covered.kind} instead of setting it",
-                f"label the {covered.kind} {names.PRIORITY_LABEL}: {value} for {whose} "
-                f"priority ({intended.value})",
-            ),
+        return (
+            value,
+            intended.value,
+            f"as if labelled {names.PRIORITY_LABEL}: {value} ({whose} priority): on "
+            f"Kubernetes {cluster.kubernetes_version} the priority policy requires the label "
+            "instead of setting it",
         )
