@@ -63,15 +63,20 @@ metadata:
   namespace: vision-serve
   labels:
     kueue.x-k8s.io/priority-class: prod-standard
+    gpuplane.dev/team: vision
+    gpuplane.dev/cost-center: CC-1042
 spec:
   parallelism: {JOB_GPUS}
   completions: {JOB_GPUS}
+  ttlSecondsAfterFinished: 3600
   template:
     spec:
       restartPolicy: Never
+      securityContext: {{runAsNonRoot: true, seccompProfile: {{type: RuntimeDefault}}}}
       containers:
         - name: main
-          image: registry.example.com/probe:1
+          image: registry.example.com/vision/probe:1
+          securityContext: {{allowPrivilegeEscalation: false, capabilities: {{drop: [ALL]}}}}
           resources:
             requests: {{cpu: "1", memory: 1Gi}}
             limits: {{nvidia.com/gpu: 1, memory: 1Gi}}

@@ -70,7 +70,6 @@ def gates() -> tuple[tuple[Step, Gate], ...]:
     from renderer.admission.apiserver import (
         decode,
         discovery,
-        mutating,
         pod_security,
         policies,
         rbac,
@@ -80,11 +79,18 @@ def gates() -> tuple[tuple[Step, Gate], ...]:
         Step.DISCOVERY: discovery.gate,
         Step.RBAC: rbac.gate,
         Step.DECODE: decode.gate,
-        Step.MUTATE: mutating.mutate_gate,
+        Step.MUTATE: _mutate,
         Step.POD_SECURITY: pod_security.gate,
         Step.POLICIES: policies.validate_gate,
     }
     return tuple((step, found[step]) for step in ORDER if step in found)
+
+
+def _mutate(request: Request) -> Outcome:
+    """Mutating admission: the MutatingAdmissionPolicies, then Kueue's defaulting webhooks."""
+    from renderer.admission.apiserver import kueue_webhooks, mutating
+
+    return mutating.mutate_gate(request, after=(kueue_webhooks.hook,))
 
 
 def run(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import Any, Literal
 
 
@@ -118,6 +119,21 @@ class RenderedCluster:
                 continue
             found.append(obj)
         return found
+
+    @cached_property
+    def kueue_configuration(self) -> Mapping[str, Any]:
+        """The Kueue Configuration gpuplane renders into the chart's values
+        (`managerConfig.controllerManagerConfigYaml`, a YAML string); empty where there is
+        none or it does not read."""
+        import yaml
+
+        manager = (self.values.get("kueue") or {}).get("managerConfig") or {}
+        text = manager.get("controllerManagerConfigYaml") if isinstance(manager, Mapping) else None
+        try:
+            config = yaml.safe_load(text) if isinstance(text, str) else None
+        except yaml.YAMLError:
+            return {}
+        return config if isinstance(config, dict) else {}
 
     def named(self, kind: str, name: str, namespace: str | None = None) -> Mapping[str, Any] | None:
         for obj in self.of_kind(kind):

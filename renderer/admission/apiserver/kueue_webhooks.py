@@ -1,0 +1,153 @@
+"""Kueue v0.19.2's defaulting (mutating) webhooks, as the mutating step runs them after the
+MutatingAdmissionPolicies (`MutatingAdmissionWebhook` comes after `MutatingAdmissionPolicy` in
+kube-apiserver's plugin order).
+
+What they do to an object created in a namespace Kueue manages (`jobframework/defaults.go`,
+`pkg/controller/jobs/*/*_webhook.go` `Default`):
+- `ApplyDefaultLocalQueueWithManagedJobsNamespaceSelector`: no `kueue.x-k8s.io/queue-name`
+  label, a LocalQueue named `default` in the namespace, the namespace matching the
+  Configuration's `managedJobsNamespaceSelector`, and no owner Kueue manages: the label is set
+  to `default`;
+- `ApplyDefaultForSuspend` (`WorkloadShouldBeSuspended`): a job of an enabled integration with a
+  queue name (or `manageJobsWithoutQueueName` in a managed namespace), not owned by a job Kueue
+  manages, is suspended through the integration's own field (`Job.Suspend`: `spec.suspend`;
+  the Kubeflow jobs' `spec.runPolicy.suspend`; RayService `spec.rayClusterConfig.suspend`);
+- the pod integration gates a managed pod (`kueue.x-k8s.io/admission` scheduling gate,
+  `kueue.x-k8s.io/managed: "true"`), and the Deployment, StatefulSet and LeaderWorkerSet
+  webhooks mark their pod templates `kueue.x-k8s.io/pod-suspending-parent` (copying the queue
+  and priority labels onto them, except the StatefulSet's, whose reconciler labels the pods).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from renderer.admission.apiserver.gate import Outcome, Request, Step, api_group
+from renderer.admission.apiserver.matching import parse_selector
+from renderer.model.integrations import KUEUE_INTEGRATIONS
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
+DEFAULT_LOCAL_QUEUE = "default"
+
+SUSPEND_FIELD: Mapping[str, tuple[str, ...]] = {
+    "Job": ("spec", "suspend"),
+    "JobSet": ("spec", "suspend"),
+    "RayJob": ("spec", "suspend"),
+    "RayCluster": ("spec", "suspend"),
+    "RayService": ("spec", "rayClusterConfig", "suspend"),
+    "TrainJob": ("spec", "suspend"),
+    "AppWrapper": ("spec", "suspend"),
+    "MPIJob": ("spec", "runPolicy", "suspend"),
+    "PyTorchJob": ("spec", "runPolicy", "suspend"),
+    "TFJob": ("spec", "runPolicy", "suspend"),
+    "XGBoostJob": ("spec", "runPolicy", "suspend"),
+    "PaddleJob": ("spec", "runPolicy", "suspend"),
+    "JAXJob": ("spec", "runPolicy", "suspend"),
+    "SparkApplication": ("spec", "suspend"),
+}
+"""The field each integration's `Suspend()` sets, by kind (the kind's group is checked against
+the enabled integration)."""
+
+GATED_PARENTS: Mapping[str, tuple[tuple[str, ...], ...]] = {
+    "Deployment": (("spec", "template"),),
+    "StatefulSet": (("spec", "template"),),
+    "LeaderWorkerSet": (
+        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+        ("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
+}
+
+
+def _integration(obj: Mapping[str, Any], frameworks: set[str]) -> str | None:
+    group, version = api_group(str(obj.get("apiVersion", ""))), str(obj.get("apiVersion", ""))
+    version = version.rpartition("/")[2]
+    for known in KUEUE_INTEGRATIONS:
+        if (known.group, known.kind) != (group, obj.get("kind")):
+            continue
+        if known.versions and version not in known.versions:
+            continue
+        return known.framework if known.framework in frameworks else None
+    return None
+
+
+def _owned_by_a_managed_kind(obj: Mapping[str, Any]) -> bool:
+    """`IsOwnerManagedByKueueForObject`: a controller ownerReference of a kind Kueue manages."""
+    meta = obj.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if not isinstance(ref, Mapping) or not ref.get("controller"):
+            continue
+        kind = ref.get("kind")
+        if kind in SUSPEND_FIELD or kind in GATED_PARENTS or kind == "Pod":
+            return True
+    return False
+
+
+def hook(request: Request) -> Outcome:
+    """Kueue's defaulting webhooks on `request.obj`."""
+    config = request.cluster.kueue_configuration
+    frameworks = set(((config.get("integrations") or {}).get("frameworks")) or ())
+    framework = _integration(request.obj, frameworks)
+    if framework is None:
+        return Outcome(Step.MUTATE, "passed")
+    obj: dict[str, Any] = copy.deepcopy(dict(request.obj))
+    labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+    changes: list[str] = []
+    namespace = request.namespace_object or {}
+    ns_labels = (namespace.get("metadata") or {}).get("labels") or {}
+    selector = parse_selector(config.get("managedJobsNamespaceSelector"))
+    managed_namespace = not isinstance(selector, str) and selector.matches(ns_labels)
+    has_default = (
+        request.cluster.named("LocalQueue", DEFAULT_LOCAL_QUEUE, request.namespace) is not None
+    )
+    owned = _owned_by_a_managed_kind(obj)
+    if QUEUE_LABEL not in labels and has_default and managed_namespace and not owned:
+        labels[QUEUE_LABEL] = DEFAULT_LOCAL_QUEUE
+        changes.append(f"Kueue's webhook sets label {QUEUE_LABEL}: {DEFAULT_LOCAL_QUEUE}")
+    queued = QUEUE_LABEL in labels or (
+        bool(config.get("manageJobsWithoutQueueName")) and managed_namespace
+    )
+    if queued and not owned:
+        changes.extend(_suspend_or_gate(obj, labels))
+    if not changes:
+        return Outcome(Step.MUTATE, "passed")
+    return Outcome(Step.MUTATE, "mutated", changes=tuple(changes), obj=obj)
+
+
+def _suspend_or_gate(obj: dict[str, Any], labels: dict[str, Any]) -> list[str]:
+    kind = str(obj.get("kind"))
+    if kind == "Pod":
+        labels[MANAGED_LABEL] = "true"
+        gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
+        if not any(isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE for g in gates):
+            gates.append({"name": ADMISSION_GATE})
+        return [f"Kueue's webhook gates the pod ({ADMISSION_GATE})"]
+    if kind in SUSPEND_FIELD:
+        *path, last = SUSPEND_FIELD[kind]
+        parent: Any = obj
+        for key in path:
+            parent = parent.setdefault(key, {}) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or parent.get(last) is True:
+            return []
+        parent[last] = True
+        return [f"Kueue's webhook suspends it ({'.'.join(SUSPEND_FIELD[kind])}: true)"]
+    changes = []
+    for template_path in GATED_PARENTS.get(kind, ()):
+        template: Any = obj
+        for key in template_path:
+            template = template.get(key) if isinstance(template, dict) else None
+        if not isinstance(template, dict):
+            continue
+        meta = template.setdefault("metadata", {})
+        meta.setdefault("annotations", {})[SUSPENDING_PARENT] = kind.lower()
+        if kind != "StatefulSet":
+            for label in (QUEUE_LABEL, PRIORITY_LABEL):
+                if label in labels:
+                    meta.setdefault("labels", {})[label] = labels[label]
+        changes.append(f"Kueue's webhook marks {'.'.join(template_path)} {SUSPENDING_PARENT}")
+    return changes
