@@ -25,6 +25,8 @@ from renderer.admission.scheduler import tas
 from renderer.admission.scheduler.flavorassigner import (
     Assigner,
     Assignment,
+    KueueCluster,
+    kueue_cluster,
     rdma_notes,
     sharing_notes,
     topology_notes,
@@ -68,6 +70,8 @@ class Admitter:
         """The `defaultRequest` of the namespace's LimitRange, once the team is known."""
         self.excluded: tuple[str, ...] = ()
         """The cluster's `excludeResourcePrefixes`, once the cluster is known."""
+        self.native: KueueCluster | None = None
+        """The cluster's Kueue objects, as Kueue reads them, once the cluster is known."""
 
     def result(self, verdict: str, summary: str, **fields: Any) -> FitResult:
         """The answer; a Workload's pod sets are listed even where Kueue assigned none of them
@@ -229,12 +233,10 @@ class Admitter:
             ps.name: ps.requests(default_requests, default_limits) for ps in self.workload.pod_sets
         }
         per_pod = {name: podsets.drop_excluded(r, excluded) for name, r in requested.items()}
+        cluster = self.platform.clusters[plan.namespaces[0].cluster]
+        self.native = kueue_cluster(self.platform, cluster)
         assigner = Assigner(
-            plan,
-            cohort,
-            per_pod,
-            cluster=self.platform.clusters.get(plan.namespaces[0].cluster),
-            requested=requested,
+            plan, cohort, per_pod, native=self.native, cluster=cluster, requested=requested
         )
         counts = {ps.name: ps.count for ps in self.workload.pod_sets}
         unit = assigner.assign(self.workload.pod_sets, counts)
@@ -356,7 +358,8 @@ class Admitter:
         priority, fair_sharing = policy
         assert self.snapshot is not None
         now = self.cohort_now(plan, cohort, fair_sharing)
-        assigner = Assigner(plan, cohort, per_pod, now=now)
+        assert self.native is not None
+        assigner = Assigner(plan, cohort, per_pod, now=now, native=self.native)
         sets = self.workload.pod_sets
         current = assigner.assign(sets, counts)
         replicas, admitted = self.workload.replicas, 1
