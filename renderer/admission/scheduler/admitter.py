@@ -20,6 +20,7 @@ from renderer.admission.answer.result import (
     amount,
 )
 from renderer.admission.apiserver import names as apiserver
+from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.scheduler import after_admission as beyond
 from renderer.admission.scheduler import tas
 from renderer.admission.scheduler.flavorassigner import (
@@ -28,6 +29,7 @@ from renderer.admission.scheduler.flavorassigner import (
     KueueCluster,
     kueue_cluster,
     rdma_notes,
+    read_cluster,
     sharing_notes,
     topology_notes,
 )
@@ -59,9 +61,13 @@ class Admitter:
         display: str,
         workload: Workload,
         snapshot: Snapshot | None = None,
+        rendered: RenderedCluster | None = None,
     ) -> None:
-        """`snapshot`: the cluster's usage now (`fit --usage`); None for an empty cluster."""
+        """`snapshot`: the cluster's usage now (`fit --usage`); None for an empty cluster.
+        `rendered`: the cluster's objects as gpuplane renders them, where the caller has them
+        (else the queueing layer renders the Kueue objects when they are needed)."""
         self.platform = platform
+        self.rendered = rendered
         self.display = display
         self.workload = workload
         self.snapshot = snapshot
@@ -234,7 +240,10 @@ class Admitter:
         }
         per_pod = {name: podsets.drop_excluded(r, excluded) for name, r in requested.items()}
         cluster = self.platform.clusters[plan.namespaces[0].cluster]
-        self.native = kueue_cluster(self.platform, cluster)
+        if self.rendered is not None and self.rendered.name == cluster.name:
+            self.native = read_cluster(self.rendered.objects)
+        else:
+            self.native = kueue_cluster(self.platform, cluster)
         assigner = Assigner(
             plan, cohort, per_pod, native=self.native, cluster=cluster, requested=requested
         )
