@@ -108,7 +108,7 @@ def setting(facts: Mapping[str, Any]) -> tuple[Setting, list[PodSetRequest]]:
         topologies=topologies,
         fair_sharing=bool(facts.get("fairSharing")),
         oracle=oracle(facts.get("simulation") or {}),
-        placer=Nodes(facts, snap.flavors, topologies).place,
+        placer=Nodes(facts, snap.flavors).place,
         allowed_flavors=allowed,
     )
     return result, pod_sets(workload, facts.get("featureGates") or {})
@@ -208,21 +208,16 @@ class Nodes:
     far richer (pkg/cache/scheduler/tas_flavor_snapshot.go); these cases need no more."""
 
     def __init__(
-        self,
-        facts: Mapping[str, Any],
-        flavors: Mapping[str, kueue_snapshot.ResourceFlavor],
-        topologies: Mapping[str, tuple[str, ...]],
+        self, facts: Mapping[str, Any], flavors: Mapping[str, kueue_snapshot.ResourceFlavor]
     ) -> None:
         self.nodes = facts.get("nodes") or []
         self.used = facts.get("nodeUsage") or {}
         self.flavors = flavors
-        self.topologies = topologies
 
     def place(self, requests: Sequence[TASRequest], simulate_empty: bool) -> TASResult:
         placements: dict[str, object] = {}
         for request in requests:
             flavor = self.flavors[request.flavor]
-            levels = self.topologies.get(flavor.topology_name or "", ())
             free = self.free(request.flavor, flavor.node_labels, simulate_empty)
             per_pod = {**request.pod_set.pod_spec_requests, "pods": Decimal(1)}
             fits = {name: pods_fitting(left, per_pod) for name, left in free.items()}
@@ -241,7 +236,6 @@ class Nodes:
                     f'topology "{flavor.topology_name}" doesn\'t allow to fit any of '
                     f"{request.count} pod(s)"
                 )
-                del levels
                 return TASResult(TASFailure(request.pod_set.name, request.flavor, reason))
             placements[request.pod_set.name] = sorted(domains)
         return TASResult(None, placements)
