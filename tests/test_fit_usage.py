@@ -18,8 +18,10 @@ form the flat cohort the formulas below describe (t: a team):
 
 With fair sharing on (queues/prod.yaml), Kueue's `Preemptor.findCandidates` takes the Workloads
 of every ClusterQueue that borrows (`cqIsBorrowing`: usage above its own nominal, 0 here), so the
-other teams' Workloads are candidates whose eviction dominant resource shares decide; fit does
-not compute shares and targets none of them.
+other teams' Workloads are candidates whose eviction dominant resource shares decide
+(`TargetClusterQueueOrdering`, pkg/scheduler/preemption/fairsharing/ordering.go): a team Cohort
+that uses no more than its own quota does not borrow and is passed over whole, so where every
+team is within its quota none of them is a target.
 
 The job: 8 pods of one time-sliced GPU each (one per pod, as the device plugin requires) in
 vision-serve, which queues in ClusterQueue vision-inference (the pool l40s-infer's quota lives
@@ -214,7 +216,9 @@ def test_a_cluster_queue_at_quota_in_a_full_cohort_waits_with_kueues_message(
         0,
     )
     # every other team's Workload is a fair-sharing candidate (its ClusterQueue has no nominal
-    # quota of its own), none a target: fit computes no shares
+    # quota of its own), none a target: every other team Cohort is within its quota, so the
+    # fair-sharing ordering prunes it (ordering.go nextTarget: not borrowing, not on the
+    # preemptor's path)
     assert {c.name: (c.reason, c.target) for c in result.usage.candidates} == {
         f"{t}-svc": ("InCohortFairSharing", False) for t in TEAMS if t != "vision"
     }
@@ -257,6 +261,95 @@ def test_a_lower_priority_workload_of_the_same_queue_is_named_for_preemption(
     assert result.usage.frees_enough is True
     assert "would preempt 1 workload" in result.summary
     assert "vision-serve/newer" in fit_text(result)
+
+
+def test_fair_sharing_reclaims_from_the_team_that_borrows_most(
+    example: Platform, job: Path, tmp_path: Path
+) -> None:
+    """Fair sharing (queues/prod.yaml) decided by dominant resource shares
+    (pkg/cache/scheduler/fair_sharing.go, pkg/scheduler/preemption/fairsharing): recsys and
+    speech use their nominal quota, vision half of its own, and llm everything the cohort has
+    left, its nominal plus 8 borrowed (two Workloads of priority 1000: 32 GPUs, then 8 admitted
+    later). vision's 8 GPUs are within its team's quota but nothing is free now.
+
+    From the root, the fair-sharing ordering passes over every team Cohort that does not borrow
+    (recsys, speech) and keeps vision's (on the preemptor's path); llm's Cohort borrows
+    (dominant share 8 * 1000 / 44 lendable), the highest, so its ClusterQueue llm-inference is
+    the target. Its Workloads come newest first (`CandidatesOrdering`, one priority): evicting
+    llm-extra leaves vision's Cohort at share 0, not above llm's after the eviction (rule S2-a
+    LessThanOrEqualToFinalShare), and frees exactly 8: it is the one target, with the reason
+    InCohortFairSharing. recsys' and speech's Workloads are candidates (their ClusterQueues hold
+    no nominal quota of their own: `cqIsBorrowing`) that are not taken."""
+    nominal = {t: limits(example, t)[0] for t in TEAMS}
+    lendable = cohort_quota(example)
+    llm_extra = 8
+    assert (nominal["llm"], lendable) == (32, 44)  # llm's 8 extra use all the cohort has left
+    used = {"recsys": nominal["recsys"], "speech": nominal["speech"], "vision": 8}
+    used["llm"] = nominal["llm"] + llm_extra
+    assert available(example, used) == 0
+    items = [
+        workload("recsys-svc", "recsys", used["recsys"], 1000),
+        workload("speech-svc", "speech", used["speech"], 1000),
+        workload("vision-svc", "vision", used["vision"], 1000),
+        workload("llm-base", "llm", nominal["llm"], 1000, reserved_at="2025-01-01T00:00:00Z"),
+        workload("llm-extra", "llm", llm_extra, 1000, reserved_at="2025-02-01T00:00:00Z"),
+    ]
+    result = fit_now(example, job, snapshot(tmp_path, *items))
+    assert result.verdict == WAITS
+    assert result.usage is not None
+    chosen = {c.name: (c.reason, c.target) for c in result.usage.candidates}
+    assert chosen == {
+        "llm-extra": ("InCohortFairSharing", True),
+        "llm-base": ("InCohortFairSharing", False),
+        "recsys-svc": ("InCohortFairSharing", False),
+        "speech-svc": ("InCohortFairSharing", False),
+    }
+    assert result.usage.frees_enough is True
+    assert "would preempt 1 workload" in result.summary
+    assert not any("does not compute" in line for line in result.usage.preemption)
+
+
+def test_a_cluster_queue_gpuplane_does_not_render_is_part_of_kueues_tree(
+    example: Platform, job: Path, tmp_path: Path
+) -> None:
+    """A ClusterQueue the snapshot shows in Cohort prod that gpuplane does not render
+    (byo-inference, no quota of its own) borrows the 8 GPUs the teams leave idle, with a
+    Workload of priority 10. Kueue's tree holds it beside the team Cohorts, under prod: it is
+    the only node that borrows (dominant share 8 * 1000 / 44 lendable), so fair sharing targets
+    it (vision's Cohort stays within its quota, share 0: rule S2-a) and evicting its Workload
+    frees the 8 GPUs vision's job needs, within vision's quota."""
+    nominal = {t: limits(example, t)[0] for t in TEAMS}
+    used = {"llm": nominal["llm"], "recsys": nominal["recsys"], "speech": nominal["speech"]}
+    used["vision"] = 8
+    stored = sum(max(0, used[t] - local_quota(example, t)) for t in TEAMS)
+    assert cohort_quota(example) - stored == 8  # what byo-inference borrows fills the cohort
+    foreign = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "byo-inference"},
+        "spec": {
+            "cohortName": "prod",
+            "resourceGroups": [
+                {
+                    "coveredResources": [GPU],
+                    "flavors": [{"name": POOL, "resources": [{"name": GPU, "nominalQuota": 0}]}],
+                }
+            ],
+        },
+    }
+    items = [
+        *(workload(f"{t}-svc", t, used[t], 1000) for t in TEAMS),
+        foreign,
+        workload("byo", "byo", 8, 10, cluster_queue="byo-inference", namespace="byo"),
+    ]
+    result = fit_now(example, job, snapshot(tmp_path, *items))
+    assert result.verdict == WAITS
+    assert result.usage is not None
+    assert {c.name: (c.reason, c.target) for c in result.usage.candidates if c.target} == {
+        "byo": ("InCohortFairSharing", True)
+    }
+    assert result.usage.frees_enough is True
+    assert any("byo-inference" in n and "not rendered by gpuplane" in n for n in result.usage.notes)
 
 
 def test_what_the_cohort_lends_shrinks_as_a_lenders_own_usage_rises(

@@ -22,6 +22,8 @@ import yaml
 
 from renderer import pipeline
 from renderer.admission.rendered import rendered_cluster
+from renderer.admission.scheduler.preemption import fair_sharing_strategies
+from renderer.admission.scheduler.preemptor import DEFAULT_STRATEGIES
 from renderer.admission.scheduler.snapshot import (
     BorrowWithinCohort,
     FlavorFungibility,
@@ -210,3 +212,19 @@ def test_rendered_tree_is_the_models_tree() -> None:
         for cq in read.cluster_queues.values():
             assert cq.resource_groups or not cq.quotas
     assert checked > 10
+
+
+def test_fair_sharing_strategies_are_read_from_the_rendered_configuration() -> None:
+    """The Kueue Configuration gpuplane renders into the chart's values names the strategies;
+    one that names only S2-b gives only S2-b, and none gives Kueue's default pair
+    (`parseStrategies`, pkg/scheduler/preemption/preemption.go)."""
+    platform = pipeline.load_platform(REPO).platform
+    rendered = rendered_cluster(platform, platform.clusters["prod-east"])
+    text = rendered.values["kueue"]["managerConfig"]["controllerManagerConfigYaml"]
+    config = yaml.safe_load(text)
+    assert config["fairSharing"]["preemptionStrategies"] == list(DEFAULT_STRATEGIES)
+    assert fair_sharing_strategies(rendered.values) == DEFAULT_STRATEGIES
+    config["fairSharing"]["preemptionStrategies"] = ["LessThanInitialShare"]
+    only = {"kueue": {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)}}}
+    assert fair_sharing_strategies(only) == ("LessThanInitialShare",)
+    assert fair_sharing_strategies({}) == DEFAULT_STRATEGIES

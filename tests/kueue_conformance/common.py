@@ -27,6 +27,8 @@ cases:
         priority: -1
         clusterQueue: standalone
         reservedAt: 0                  # seconds after NOW (now.Add(time.Second) is 1)
+        created: -10                   # metadata.creationTimestamp, seconds after NOW (unset: zero time)
+        evicted: true                  # an Evicted=True condition (already being preempted)
         usage: {cpu: [default, "2"]}   # one pod set "main": resource -> [flavor, total]
         # or podSets: [{name: main, count: 1, usage: {cpu: [default, "2"]}}]
     ...                                # the runner's own keys (incoming, want, ...)
@@ -192,8 +194,9 @@ def workload_object(fact: Mapping[str, Any]) -> dict[str, Any]:
         "name": fact["name"],
         "namespace": fact.get("namespace", ""),
         "uid": str(fact.get("uid", fact["name"])),
-        "creationTimestamp": timestamp(fact.get("created", fact.get("reservedAt", 0))),
     }
+    if "created" in fact:  # upstream's builders leave it unset: Go's zero time
+        meta["creationTimestamp"] = timestamp(fact["created"])
     assignments = [
         {
             "name": ps["name"],
@@ -219,7 +222,12 @@ def workload_object(fact: Mapping[str, Any]) -> dict[str, Any]:
                     "status": "True",
                     "reason": "AdmittedByTest",
                     "lastTransitionTime": timestamp(fact.get("reservedAt", 0)),
-                }
+                },
+                *(
+                    [{"type": "Evicted", "status": "True", "reason": "Preempted"}]
+                    if fact.get("evicted")
+                    else []
+                ),
             ],
         },
     }

@@ -21,6 +21,7 @@ from renderer.admission.answer.result import (
 )
 from renderer.admission.apiserver import names as apiserver
 from renderer.admission.apiserver.gate import RenderedCluster
+from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler import after_admission as beyond
 from renderer.admission.scheduler import tas
 from renderer.admission.scheduler.flavorassigner import (
@@ -344,13 +345,17 @@ class Admitter:
         self, plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], fair_sharing: bool
     ) -> CohortNow:
         assert self.snapshot is not None
+        here = plan.namespaces[0].cluster
         elsewhere = {
             other.name: name
             for name, cluster in sorted(self.platform.clusters.items())
-            if name != plan.namespaces[0].cluster and cluster.scheduler == "kueue"
+            if name != here and cluster.scheduler == "kueue"
             for other in cluster_queues(ClusterView.of(self.platform, cluster))
         }
-        return CohortNow(self.snapshot, plan, cohort, fair_sharing, elsewhere)
+        rendered = self.rendered
+        if rendered is None or rendered.name != here:
+            rendered = rendered_cluster(self.platform, self.platform.clusters[here])
+        return CohortNow(self.snapshot, plan, rendered, fair_sharing, elsewhere)
 
     def admit_now(
         self,

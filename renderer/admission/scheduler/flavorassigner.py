@@ -144,9 +144,8 @@ class Assigner:
     def quota_node(self) -> QuotaNode:
         """The ClusterQueue's node of Kueue's quota tree: with the usage now, or (idle) read
         from the rendered objects."""
-        if self.now is not None:
-            return self.now.tree[self.plan.name]
-        node = self.native.snapshot.tree(with_usage=False).cluster_queue(self.plan.name)
+        tree = self.now.tree if self.now is not None else self.native.snapshot.tree(False)
+        node = tree.cluster_queue(self.plan.name)
         assert node is not None, self.plan.name
         return node
 

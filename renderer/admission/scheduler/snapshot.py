@@ -207,9 +207,11 @@ class AdmittedWorkload:
     pod_sets: tuple[PodSetUsage, ...] = ()
     uid: str = ""
     created: str = ""
-    """metadata.creationTimestamp (RFC 3339), "" when absent."""
+    """metadata.creationTimestamp (RFC 3339), "" when absent (Go's zero time)."""
     reserved_at: str = ""
     """The QuotaReserved condition's lastTransitionTime (RFC 3339), "" when absent."""
+    evicted: bool = False
+    """Its `Evicted` condition is True (`workloadevict.IsEvicted`): already being preempted."""
 
     @property
     def key(self) -> str:
@@ -241,17 +243,29 @@ class KueueSnapshot:
     priority_classes: Mapping[str, WorkloadPriorityClass] = field(default_factory=dict)
     workloads: tuple[AdmittedWorkload, ...] = ()
     problems: tuple[str, ...] = ()
+    reservations: Mapping[str, Mapping[FlavorResource, Decimal]] = field(default_factory=dict)
+    """A ClusterQueue's `status.flavorsReservation`, where a reader counts it instead of the
+    sum of its Workloads (`fit --usage` given the ClusterQueue but not all its Workloads)."""
 
     def workloads_of(self, cluster_queue: str) -> list[AdmittedWorkload]:
         return [w for w in self.workloads if w.cluster_queue == cluster_queue]
 
     def tree(self, with_usage: bool = True) -> QuotaTree:
         """A fresh quota tree (every call: the caller may change its usage)."""
-        return build_tree(
+        tree = build_tree(
             self.cluster_queues.values(),
             self.cohorts.values(),
-            self.workloads if with_usage else (),
+            [w for w in self.workloads if w.cluster_queue not in self.reservations]
+            if with_usage
+            else (),
         )
+        for name, reserved in sorted(self.reservations.items()) if with_usage else ():
+            node = tree.cluster_queue(name)
+            if node is None:
+                continue
+            for fr, value in reserved.items():
+                node.add_usage(fr, value)
+        return tree
 
 
 class QuotaTree(dict[str, QuotaNode]):
@@ -482,6 +496,7 @@ def admitted_workload(obj: Mapping[str, Any]) -> AdmittedWorkload | None:
     }
     reserved = conditions.get("QuotaReserved", {})
     finished = conditions.get("Finished", {})
+    evicted = conditions.get("Evicted", {})
     admission = status.get("admission")
     if admission is None or reserved.get("status") != "True" or finished.get("status") == "True":
         return None
@@ -521,6 +536,7 @@ def admitted_workload(obj: Mapping[str, Any]) -> AdmittedWorkload | None:
         reserved_at=_str(
             reserved.get("lastTransitionTime"), "QuotaReserved.lastTransitionTime", ""
         ),
+        evicted=evicted.get("status") == "True",
     )
 
 
