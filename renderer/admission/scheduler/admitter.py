@@ -20,13 +20,17 @@ from renderer.admission.answer.result import (
     amount,
 )
 from renderer.admission.apiserver import names as apiserver
+from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler import after_admission as beyond
 from renderer.admission.scheduler import dra, tas
 from renderer.admission.scheduler.flavorassigner import (
     Assigner,
     Assignment,
+    KueueCluster,
+    kueue_cluster,
     rdma_notes,
+    read_cluster,
     sharing_notes,
     topology_notes,
 )
@@ -58,9 +62,13 @@ class Admitter:
         display: str,
         workload: Workload,
         snapshot: Snapshot | None = None,
+        rendered: RenderedCluster | None = None,
     ) -> None:
-        """`snapshot`: the cluster's usage now (`fit --usage`); None for an empty cluster."""
+        """`snapshot`: the cluster's usage now (`fit --usage`); None for an empty cluster.
+        `rendered`: the cluster's objects as gpuplane renders them, where the caller has them
+        (else the queueing layer renders the Kueue objects when they are needed)."""
         self.platform = platform
+        self.rendered = rendered
         self.display = display
         self.workload = workload
         self.snapshot = snapshot
@@ -69,6 +77,8 @@ class Admitter:
         """The `defaultRequest` of the namespace's LimitRange, once the team is known."""
         self.excluded: tuple[str, ...] = ()
         """The cluster's `excludeResourcePrefixes`, once the cluster is known."""
+        self.native: KueueCluster | None = None
+        """The cluster's Kueue objects, as Kueue reads them, once the cluster is known."""
 
     def result(self, verdict: str, summary: str, **fields: Any) -> FitResult:
         """The answer; a Workload's pod sets are listed even where Kueue assigned none of them
@@ -233,12 +243,13 @@ class Admitter:
         }
         dra.add_devices(requested, devices.per_pod)
         per_pod = {name: podsets.drop_excluded(r, excluded) for name, r in requested.items()}
+        cluster = self.platform.clusters[plan.namespaces[0].cluster]
+        if self.rendered is not None and self.rendered.name == cluster.name:
+            self.native = read_cluster(self.rendered.objects)
+        else:
+            self.native = kueue_cluster(self.platform, cluster)
         assigner = Assigner(
-            plan,
-            cohort,
-            per_pod,
-            cluster=self.platform.clusters.get(plan.namespaces[0].cluster),
-            requested=requested,
+            plan, cohort, per_pod, native=self.native, cluster=cluster, requested=requested
         )
         counts = {ps.name: ps.count for ps in self.workload.pod_sets}
         unit = assigner.assign(self.workload.pod_sets, counts)
@@ -344,7 +355,9 @@ class Admitter:
             if name != here and cluster.scheduler == "kueue"
             for other in cluster_queues(ClusterView.of(self.platform, cluster))
         }
-        rendered = rendered_cluster(self.platform, self.platform.clusters[here])
+        rendered = self.rendered
+        if rendered is None or rendered.name != here:
+            rendered = rendered_cluster(self.platform, self.platform.clusters[here])
         return CohortNow(self.snapshot, plan, rendered, fair_sharing, elsewhere)
 
     def admit_now(
@@ -362,7 +375,8 @@ class Admitter:
         priority, fair_sharing = policy
         assert self.snapshot is not None
         now = self.cohort_now(plan, cohort, fair_sharing)
-        assigner = Assigner(plan, cohort, per_pod, now=now)
+        assert self.native is not None
+        assigner = Assigner(plan, cohort, per_pod, now=now, native=self.native)
         sets = self.workload.pod_sets
         current = assigner.assign(sets, counts)
         replicas, admitted = self.workload.replicas, 1

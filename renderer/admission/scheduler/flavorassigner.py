@@ -1,11 +1,21 @@
-"""Kueue's flavor assignment in an empty cluster: each pod set gets the first flavor, in the
-ClusterQueue's order, whose topology rules, taints and node labels it accepts and whose quota
-holds it; then Kueue places the pod sets of topology-aware flavors on their nodes (`tas`).
+"""Kueue's flavor assignment for `fit`: the Kueue objects gpuplane renders for the cluster
+(`kueue_cluster`) are read as Kueue's scheduler reads them (`snapshot`), and Kueue's own flavor
+assigner (`kueue_assigner`) picks each pod set's flavor; this module maps its answer onto fit's
+(a flavor per pod set, borrowing from other teams, the flavors a pod set waits for) and adds
+what only the pools know: where the pods of a topology-aware flavor land (`tas`), GPU sharing,
+RDMA.
 
-The order of the checks per flavor is Kueue v0.19.2's `FlavorAssigner.checkFlavorForPodSets`
-(`pkg/scheduler/flavorassigner/flavorassigner.go`): TAS first
-(`checkPodSetAndFlavorMatchForTAS`), then untolerated taints, then the flavor selector on the
-flavor's own node label keys, then quota (`fitsResourceQuota`)."""
+A ClusterQueue of gpuplane has one resource group (every flavor lists every covered resource),
+so a pod set gets one flavor for all its resources. Kueue's answer per pod set:
+
+- Fit: the flavor; it borrows from other teams when the quota comes from above the team's
+  Cohort (its borrowing level is past the team Cohort's height);
+- Preempt, or NoFit while waiting for quota (`WaitingForQuota`): no flavor now, and the flavors
+  that would hold it once others' usage is gone are its `waiting` ones (fit's preemptor then
+  looks for targets there, `preemption`); fit asks no preemption oracle during assignment
+  (every flavor Kueue may preempt on answers Preempt, as in Kueue's own assigner tests);
+- NoFit otherwise: no flavor ever, with Kueue's reasons; Kueue stops at that pod set
+  (`atLeastOnePodsAssignmentFailed`), so the ones after it are not tried."""
 
 from __future__ import annotations
 
@@ -13,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
+from typing import Any
 
 from renderer.admission.answer.result import (
     HOST_RESOURCES,
@@ -23,22 +34,51 @@ from renderer.admission.answer.result import (
     resource_order,
 )
 from renderer.admission.scheduler import tas
+from renderer.admission.scheduler.kueue_assigner import FlavorAssigner, PodSetRequest, Setting
 from renderer.admission.scheduler.preemption import CohortNow
-from renderer.admission.workloads import podsets
-from renderer.admission.workloads.podsets import PodSet, Toleration
+from renderer.admission.scheduler.snapshot import KueueSnapshot, Toleration, read_objects
+from renderer.admission.workloads.podsets import PodSet
+from renderer.layers import queueing
 from renderer.layers.queueing import kueue
-from renderer.model import nodes
 from renderer.model.admission import (
     ClusterQueuePlan,
     Cohort,
     FlavorPlan,
     limits_of,
-    potential_available,
 )
-from renderer.model.platform import Cluster, Pool
-from renderer.model.quantity import kueue_string
-from renderer.model.quota_tree import Limits
+from renderer.model.platform import Cluster, Platform, Pool
+from renderer.model.quota_tree import Limits, QuotaNode
 from renderer.model.topology import topology_aware
+from renderer.model.view import ClusterView
+from renderer.output.manifest import Manifest
+
+
+@dataclass(frozen=True)
+class KueueCluster:
+    """A cluster's Kueue objects as Kueue's scheduler holds them: the snapshot, and each
+    Topology's levels (top first)."""
+
+    snapshot: KueueSnapshot
+    topologies: Mapping[str, tuple[str, ...]]
+
+
+def read_cluster(objects: Iterable[Mapping[str, Any]]) -> KueueCluster:
+    """The Kueue objects among `objects` (what `render` writes for a cluster)."""
+    listed = list(objects)
+    topologies = {}
+    for obj in listed:
+        if obj.get("kind") == "Topology":
+            levels = (obj.get("spec") or {}).get("levels") or []
+            topologies[str(obj["metadata"]["name"])] = tuple(
+                str(level.get("nodeLabel", "")) for level in levels if isinstance(level, dict)
+            )
+    return KueueCluster(read_objects(listed), topologies)
+
+
+def kueue_cluster(platform: Platform, cluster: Cluster) -> KueueCluster:
+    """The Kueue objects gpuplane renders for `cluster`, rendered now by the queueing layer."""
+    view = ClusterView.of(platform, cluster)
+    return read_cluster(o.body for o in queueing.render(view) if isinstance(o, Manifest))
 
 
 @dataclass
@@ -54,7 +94,7 @@ class Assignment:
 
 
 class Assigner:
-    """Kueue's flavor assignment for one ClusterQueue of an empty cluster."""
+    """Kueue's flavor assignment for one ClusterQueue, on an idle cluster or with `now`."""
 
     def __init__(
         self,
@@ -63,10 +103,12 @@ class Assigner:
         per_pod: Mapping[str, Mapping[str, Decimal]],
         now: CohortNow | None = None,
         *,
+        native: KueueCluster,
         cluster: Cluster | None = None,
         requested: Mapping[str, Mapping[str, Decimal]] | None = None,
     ) -> None:
         """`now`: the cluster's current usage (`fit --usage`); None for an empty cluster.
+        `native`: the cluster's Kueue objects (`kueue_cluster`), which decide.
         `per_pod`: each pod set's requests as Kueue counts them against quota (excluded
         resources dropped); `requested`: before the drop, as TAS counts them against a node
         (the pod spec itself); `cluster`: for the labels its provider puts on nodes."""
@@ -76,21 +118,43 @@ class Assigner:
         self.cohort = cohort if isinstance(cohort, Cohort) else Cohort(cohort)
         self.per_pod = per_pod
         self.now = now
+        self.native = native
         self.waiting: dict[str, list[str]] = {}
         """Per pod set, the flavors that would hold it but for the quota others use now."""
-        self.flavors: tuple[FlavorPlan, ...] = tuple(kueue.ordered_flavors(plan))
-        self.covered = frozenset(plan.covered_resources)
+        cq = native.snapshot.cluster_queues[plan.name]
+        plans = {f.pool.name: f for f in plan.flavors}
+        self.flavors: tuple[FlavorPlan, ...] = tuple(
+            plans[f.name] for rg in cq.resource_groups for f in rg.flavors if f.name in plans
+        )
+        self.covered = frozenset(r for rg in cq.resource_groups for r in rg.covered)
         self.tas_only = bool(self.flavors) and all(topology_aware(f.pool) for f in self.flavors)
         """`clusterQueue.isTASOnly` (`pkg/cache/scheduler/clusterqueue.go`): every flavor is a
         TAS flavor, so a pod set that asks for no topology gets TAS implied."""
         pools = {f.pool.name: f.pool for p in (plan, *cohort) for f in p.flavors}
         self.topology_names = kueue.topology_names(pools[n] for n in sorted(pools))
+        self.node = self.quota_node()
+        self.setting = Setting(
+            cq=cq,
+            node=self.node,
+            flavors=native.snapshot.flavors,
+            topologies=native.topologies,
+            fair_sharing=now.fair_sharing if now is not None else False,
+        )
+
+    def quota_node(self) -> QuotaNode:
+        """The ClusterQueue's node of Kueue's quota tree: with the usage now, or (idle) read
+        from the rendered objects."""
+        tree = self.now.tree if self.now is not None else self.native.snapshot.tree(False)
+        node = tree.cluster_queue(self.plan.name)
+        assert node is not None, self.plan.name
+        return node
 
     def pool(self, flavor: str | None) -> Pool | None:
         return next((f.pool for f in self.flavors if f.pool.name == flavor), None)
 
     def maximum(self, flavor: str, resource: str) -> Decimal:
-        return potential_available(self.plan, self.cohort, flavor, resource)
+        """`PotentialAvailable`: the most the ClusterQueue can ever hold on the flavor."""
+        return self.node.potential_available((flavor, resource))
 
     def lenders_of(self, flavor: str, resource: str) -> list[tuple[str, Decimal]]:
         """The other teams' Cohorts that lend the resource on the flavor, and how much."""
@@ -101,33 +165,46 @@ class Assigner:
         return limits_of(self.plan.cohort, flavor, resource)
 
     def assign(self, pod_sets: Iterable[PodSet], counts: Mapping[str, int]) -> Assignment:
-        """Kueue's `assignFlavors`: the pod sets in order, each on the first flavor that holds
-        it with the pod sets before it. At the first pod set no flavor can hold (NoFit: not
-        one that only waits for quota others use now) Kueue returns the assignment
-        (`atLeastOnePodsAssignmentFailed`), so the pod sets after it are not tried and its
-        message names that pod set alone."""
+        """Kueue's `assignFlavors` on the pod sets with these pod counts, then (on an idle
+        cluster, once quota holds them all) their places on the nodes of topology-aware
+        flavors (`place`)."""
         self.waiting = {}
-        usage: dict[tuple[str, str], Decimal] = {}
-        fits: list[PodSetFit] = []
         listed = list(pod_sets)
-        stopped = False
+        requests = [self.request_of(ps) for ps in listed]
+        found = FlavorAssigner(self.setting, requests).assign([counts[ps.name] for ps in listed])
+        fits: list[PodSetFit] = []
+        usage: dict[tuple[str, str], Decimal] = {}
+        by_name = {psa.name: psa for psa in found.pod_sets}
+        team = self.node.parent.height() if self.node.parent is not None else 0
         for ps in listed:
             per_pod = MappingProxyType(dict(self.per_pod[ps.name]))
-            count = counts[ps.name]
-            if stopped:
-                fits.append(PodSetFit(ps.name, count, ps.count, per_pod, None, False, tried=False))
-                continue
-            total = podsets.scaled(per_pod, count)
-            flavor, borrows, reasons = self.flavor_for(ps, total, usage)
-            stopped = flavor is None and ps.name not in self.waiting
-            if flavor is not None:
-                for resource, value in total.items():
-                    usage[(flavor, resource)] = usage.get((flavor, resource), Decimal(0)) + value
-            fits.append(
-                PodSetFit(
-                    ps.name, count, ps.count, per_pod, flavor, borrows, tuple(sorted(reasons))
+            psa = by_name.get(ps.name)
+            if psa is None:  # after the pod set Kueue stopped at
+                fits.append(
+                    PodSetFit(ps.name, counts[ps.name], ps.count, per_pod, None, False, tried=False)
                 )
-            )
+                continue
+            flavors = {a.flavor for a in psa.flavors.values()}
+            # one resource group: one flavor for all the pod set's resources (a pod set asking
+            # for nothing gets none from Kueue; fit shows the ClusterQueue's first)
+            if psa.representative_mode == "Fit" and len(flavors) <= 1:
+                flavor = next(iter(flavors), self.flavors[0].pool.name if self.flavors else None)
+                borrows = any(a.borrow > team for a in psa.flavors.values())
+                fits.append(PodSetFit(ps.name, psa.count, ps.count, per_pod, flavor, borrows))
+                for resource, assigned in psa.flavors.items():
+                    key = (assigned.flavor, resource)
+                    usage[key] = usage.get(key, Decimal(0)) + psa.requests[resource]
+                continue
+            waits = [
+                a.flavor
+                for a in psa.attempts
+                if a.mode == "Preempt" or a.no_fit_reason == "WaitingForQuota"
+            ]
+            order = [f.pool.name for f in self.flavors]
+            if waits:
+                self.waiting[ps.name] = sorted(waits, key=order.index)
+            reasons = (psa.error,) if psa.error is not None else tuple(sorted(psa.reasons))
+            fits.append(PodSetFit(ps.name, psa.count, ps.count, per_pod, None, False, reasons))
         assignment = Assignment(fits, usage)
         if not assignment.failed:
             self.place(listed, assignment)
@@ -135,6 +212,21 @@ class Assigner:
             if fit.flavor is None and fit.tried:
                 assignment.notes.extend(self.topology_hints(ps, fit.reasons))
         return assignment
+
+    def request_of(self, ps: PodSet) -> PodSetRequest:
+        """What Kueue's flavor assigner reads of a pod set (`PodSetRequest`)."""
+        return PodSetRequest(
+            name=ps.name,
+            count=ps.count,
+            per_pod=self.per_pod[ps.name],
+            node_selector=ps.node_selector,
+            affinity=ps.affinity,
+            tolerations=tuple(
+                Toleration(t.key, t.operator, t.value, t.effect) for t in ps.tolerations
+            ),
+            topology=tas.request_of(ps),
+            spec_requests=self.requested.get(ps.name),
+        )
 
     def topology_hints(self, ps: PodSet, reasons: Sequence[str]) -> list[str]:
         """Plain words behind Kueue's TAS reasons for skipping a flavor."""
@@ -206,67 +298,6 @@ class Assigner:
                 break
         for nodes_ in placed.values():
             assignment.notes.extend(n for n in nodes_.notes if n not in assignment.notes)
-
-    def flavor_for(
-        self,
-        ps: PodSet,
-        total: Mapping[str, Decimal],
-        usage: Mapping[tuple[str, str], Decimal],
-    ) -> tuple[str | None, bool, list[str]]:
-        """The first flavor, in order, that the pod set accepts and whose quota holds it."""
-        uncovered = sorted(r for r in total if r not in self.covered)
-        if uncovered:
-            return None, False, [f"resource {uncovered[0]} unavailable in ClusterQueue"]
-        reasons: list[str] = []
-        request = tas.request_of(ps)
-        covered = any(r in self.covered for r in self.per_pod[ps.name])
-        for flavor in self.flavors:
-            name = flavor.pool.name
-            mismatch = tas.flavor_mismatch(flavor.pool, request, self.tas_only, covered)
-            if mismatch is not None:
-                reasons.append(mismatch)
-                continue
-            taint = _untolerated(flavor.pool, ps.tolerations)
-            if taint is not None:
-                reasons.append(f"untolerated taint {taint} in flavor {name}")
-                continue
-            labels = nodes.node_labels(flavor.pool)
-            if not _matches(ps, labels, frozenset(labels)):
-                reasons.append(f"flavor {name} doesn't match node affinity")
-                continue
-            borrows = False
-            misfit = waits = False
-            for resource in sorted(total):
-                before = usage.get((name, resource), Decimal(0))
-                value = total[resource] + before
-                most = self.maximum(name, resource)
-                if value > most:
-                    reasons.append(  # flavorassigner.go fitsResourceQuota, word for word
-                        f"insufficient quota for {resource} in flavor {name}, previously "
-                        f"considered podsets requests ({kueue_string(resource, before)}) + "
-                        f"current podset request ({kueue_string(resource, total[resource])}) > "
-                        f"maximum capacity ({kueue_string(resource, most)})"
-                    )
-                    misfit = True
-                    break
-                used = Decimal(0)
-                if self.now is not None:  # Kueue's Available (flavorassigner fitsResourceQuota)
-                    free = self.now.available(name, resource)
-                    used = self.now.team_usage(name, resource)
-                    if value > free:
-                        reasons.append(
-                            f"insufficient unused quota for {resource} in flavor {name}, "
-                            f"{kueue_string(resource, value - free)} more needed"
-                        )
-                        waits = True
-                        continue
-                if used + value > self.team_limits(name, resource).nominal:
-                    borrows = True  # beyond the team's quota: from other teams
-            if waits and not misfit:
-                self.waiting.setdefault(ps.name, []).append(name)
-            elif not misfit:
-                return name, borrows, []
-        return None, False, reasons
 
     def quotas(self, usage: Mapping[tuple[str, str], Decimal]) -> tuple[Quota, ...]:
         result = []
@@ -358,35 +389,3 @@ def rdma_notes(
                     "(spec.fabric.rdma): unless its nodes advertise it, the pods stay Pending"
                 )
     return notes
-
-
-def _untolerated(pool: Pool, tolerations: Sequence[Toleration]) -> str | None:
-    """The first NoSchedule/NoExecute taint of the pool that neither the pod nor the flavor
-    tolerates (Kueue adds the ResourceFlavor's tolerations, which match the pool's taints)."""
-    flavor = [
-        Toleration(t["key"], t["operator"], t.get("value", ""), t.get("effect", ""))
-        for t in nodes.tolerations(pool)
-    ]
-    for taint in pool.taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(t.tolerates(taint) for t in (*tolerations, *flavor)):
-            value = f"={taint.value}" if taint.value else ""
-            return f"{taint.key}{value}:{taint.effect}"
-    return None
-
-
-def _matches(ps: PodSet, labels: Mapping[str, str], keys: frozenset[str]) -> bool:
-    """Kueue's `flavorSelector`: the pod's nodeSelector and required node affinity, limited to
-    the flavor's own node label keys (v0.19.2: "Use only this flavor's own label keys (not the
-    union across all flavors in the resource group)"), against the flavor's node labels."""
-    for key, value in ps.node_selector.items():
-        if key in keys and labels.get(key) != value:
-            return False
-    terms = []
-    for term in ps.affinity:
-        kept = tuple(r for r in term if r.key in keys)
-        if not kept:
-            return True  # a term without relevant keys matches every flavor
-        terms.append(kept)
-    return not terms or any(all(r.matches(labels) for r in term) for term in terms)
