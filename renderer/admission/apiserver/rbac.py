@@ -44,6 +44,7 @@ from renderer.admission.apiserver.names import go_quote
 from renderer.admission.apiserver.resources import resource_for
 
 MEMBER_BINDING = "gpuplane-team-member"
+OWNER_BINDING = "gpuplane-team-owner"
 """The RoleBinding gpuplane renders in every team namespace for the team's members."""
 AUTHENTICATED = "system:authenticated"
 """The group the API server adds to every authenticated user (apiserver
@@ -279,8 +280,13 @@ def member_of(cluster: RenderedCluster, namespace: str, username: str | None = N
     """A member of the team owning `namespace`: the groups its `gpuplane-team-member`
     RoleBinding names (as rendered, the cluster's group prefix included) and
     `system:authenticated`. RBAC binds groups here, so the user's name only shows in messages:
-    `<team>-member` unless given."""
+    `<team>-member` unless given. A team that lists no members (only `owners`) submits as its
+    owners: their `gpuplane-team-owner` binding's groups."""
     binding = cluster.named("RoleBinding", MEMBER_BINDING, namespace)
+    role = "member"
+    if binding is None:
+        binding = cluster.named("RoleBinding", OWNER_BINDING, namespace)
+        role = "owner"
     groups: list[str] = []
     team = namespace
     if binding is not None:
@@ -288,7 +294,7 @@ def member_of(cluster: RenderedCluster, namespace: str, username: str | None = N
             if isinstance(subject, Mapping) and subject.get("kind") == "Group":
                 groups.append(str(subject.get("name")))
         team = _labels(binding).get(TEAM_LABEL, namespace)
-    return UserInfo(username or f"{team}-member", (*groups, AUTHENTICATED))
+    return UserInfo(username or f"{team}-{role}", (*groups, AUTHENTICATED))
 
 
 # -- the gate -----------------------------------------------------------------------------------
