@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from renderer.admission.answer.result import NEVER, FitResult
+from renderer.admission.answer.result import NEVER, FitResult, worse
 from renderer.admission.apiserver.gate import (
     Outcome,
     RenderedCluster,
@@ -126,7 +126,8 @@ def conclude(result: FitResult, chain: ChainRun) -> FitResult:
         f"{count} before Kueue ({', '.join(steps)}); as if changed, Kueue: "
         f"{result.verdict}: {result.summary}"
     )
-    return dataclasses.replace(kueue, verdict=NEVER, summary=summary)
+    verdict = result.verdict if worse(result.verdict, NEVER) else NEVER  # an error stays one
+    return dataclasses.replace(kueue, verdict=verdict, summary=summary)
 
 
 def _step_rank(value: str) -> int:
