@@ -70,6 +70,7 @@ def gates() -> tuple[tuple[Step, Gate], ...]:
     from renderer.admission.apiserver import (
         decode,
         discovery,
+        kueue_webhooks,
         pod_security,
         policies,
         rbac,
@@ -82,6 +83,7 @@ def gates() -> tuple[tuple[Step, Gate], ...]:
         Step.MUTATE: _mutate,
         Step.POD_SECURITY: pod_security.gate,
         Step.POLICIES: policies.validate_gate,
+        Step.KUEUE_WEBHOOK: kueue_webhooks.validate,
     }
     return tuple((step, found[step]) for step in ORDER if step in found)
 
@@ -104,13 +106,21 @@ def run(
     """Hand `obj` (created in `namespace` by `user`, from the file `source`) through every
     gate, in order."""
     current: Mapping[str, Any] = obj
+    admitted: Mapping[str, Any] | None = None
     outcomes = []
-    for _, gate in gates() if chosen is None else chosen:
-        outcome = gate(Request(current, namespace, user, cluster, source=source))
+    for step, gate in gates() if chosen is None else chosen:
+        if admitted is None and _rank(step) > _rank(Step.MUTATE):
+            admitted = current  # validating admission sees what mutation made of it
+        request = Request(current, namespace, user, cluster, source=source, admitted=admitted)
+        outcome = gate(request)
         outcomes.append(outcome)
         if outcome.obj is not None:
             current = outcome.obj
     return ChainRun(tuple(outcomes), current)
+
+
+def _rank(step: Step) -> int:
+    return ORDER.index(step) if step in ORDER else len(ORDER)
 
 
 def conclude(result: FitResult, chain: ChainRun) -> FitResult:

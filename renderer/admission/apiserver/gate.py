@@ -155,6 +155,9 @@ class Request:
     operation: Literal["CREATE", "UPDATE"] = "CREATE"
     source: str = "STDIN"
     """The file as given to `kubectl apply -f` (kubectl names it in its own errors)."""
+    admitted: Mapping[str, Any] | None = None
+    """The object as mutating admission left it: what every validating step of the API server
+    sees (`obj` has the earlier validating steps' fixes made as well). None before then."""
 
     @property
     def namespace_object(self) -> Mapping[str, Any] | None:

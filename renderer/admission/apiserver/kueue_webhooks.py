@@ -1,6 +1,7 @@
-"""Kueue v0.19.2's defaulting (mutating) webhooks, as the mutating step runs them after the
-MutatingAdmissionPolicies (`MutatingAdmissionWebhook` comes after `MutatingAdmissionPolicy` in
-kube-apiserver's plugin order).
+"""Kueue v0.19.2's webhooks: the defaulting (mutating) ones, as the mutating step runs them after
+the MutatingAdmissionPolicies (`MutatingAdmissionWebhook` comes after `MutatingAdmissionPolicy`
+in kube-apiserver's plugin order), and the validating ones (`validate`), after the
+ValidatingAdmissionPolicies.
 
 What they do to an object created in a namespace Kueue manages (`jobframework/defaults.go`,
 `pkg/controller/jobs/*/*_webhook.go` `Default`):
@@ -24,7 +25,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from renderer.admission.apiserver.gate import Outcome, Request, Step, api_group
+from renderer.admission.apiserver.gate import Outcome, Refusal, Request, Step, api_group
 from renderer.admission.apiserver.matching import parse_selector
 from renderer.model.integrations import KUEUE_INTEGRATIONS
 
@@ -151,3 +152,32 @@ def _suspend_or_gate(obj: dict[str, Any], labels: dict[str, Any]) -> list[str]:
                     meta.setdefault("labels", {})[label] = labels[label]
         changes.append(f"Kueue's webhook marks {'.'.join(template_path)} {SUSPENDING_PARENT}")
     return changes
+
+
+def validate(request: Request) -> Outcome:
+    """Kueue's validating webhooks (and AppWrapper's, which Kueue's integration relies on) on
+    the object as mutating admission left it, which every validating step sees: the create
+    refusals the workload readers find (`pkg/controller/jobs/<kind>/*_webhook.go`
+    `ValidateCreate`, AppWrapper's `validateAppWrapperCreate`), in the API server's words
+    (`admission webhook "<name>" denied the request: ...`). Where the object as the earlier
+    steps changed it passes, that is the object handed on."""
+    from renderer.admission.workloads import readers
+    from renderer.admission.workloads.appwrapper import REFUSED_BY as APPWRAPPER
+    from renderer.admission.workloads.podsets import Unreadable
+
+    seen = request.admitted if request.admitted is not None else request.obj
+    parsed = readers.workload_from(dict(seen))
+    if isinstance(parsed, Unreadable) or parsed.refused is None:
+        return Outcome(Step.KUEUE_WEBHOOK, "passed")
+    if parsed.refused_by not in (None, APPWRAPPER):
+        return Outcome(Step.KUEUE_WEBHOOK, "passed")  # not a webhook: the Kueue step says it
+    source = "Kueue's validating webhook" if parsed.refused_by is None else parsed.refused_by
+    now = readers.workload_from(dict(request.obj))
+    fixed = not isinstance(now, Unreadable) and now.refused is None
+    fix = (
+        "what the earlier steps' fixes change already satisfies it"
+        if fixed
+        else "change the object as the webhook's message says"
+    )
+    refusal = Refusal(source, parsed.refused, fix)
+    return Outcome(Step.KUEUE_WEBHOOK, "refused", (refusal,))
