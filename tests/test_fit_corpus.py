@@ -17,7 +17,16 @@ the one fit must give. For a `never` that comes from gpuplane's own checks rathe
 not-in-file`) is expected as its trainer `node` job alone, with a note of fit's that names the
 runtime as not in the file. `messageFrom: API server` or `Kueue` is compared with fit's
 `messageFrom`. A file whose expectation waits for a step of the chain not built yet says which
-(`pending: apiserver gates`): the test expects it to fail, with that reason, until it agrees.
+(`pending: ...`): the test expects it to fail, with that reason, until it agrees.
+
+fit now answers for the whole admission chain, and no upstream file carries the platform's
+team and cost-centre labels, a TTL within the team's retention, an image of the team's
+registries or (in llm-serve) what Pod Security's restricted level asks, so every file is refused
+before Kueue. The verdicts here are Kueue's (and the checks after it): they are compared with
+fit's `kueueVerdict`, its answer for the object as if those refusals were fixed. An expected
+`never` whose message is a refusal of the chain itself (the API server's discovery and decoding,
+Kueue's validating webhooks, the priority policy) is compared with fit's verdict and the
+chain's refusals (`_decided_by_the_chain`).
 
 The upstream files are never copied into this repository: the tests read them beside the
 checkout (`REPO.parent / "shared"`) and skip where that folder is absent. Their git blob ids
