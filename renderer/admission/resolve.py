@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from renderer.admission.answer.result import ERROR, NEVER, FitResult
-from renderer.admission.scheduler.admitter import Admitter, limit_range_defaults
+from renderer.admission.scheduler.admitter import Admitter, Queued, limit_range_defaults
 from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
 from renderer.model import names
@@ -197,7 +197,9 @@ class Checker(Admitter):
         cohort = cohort_of(plans, plan)
         fair_sharing = kueue.fair_sharing_enabled(view.queues)
         excluded = kueue.excluded_resource_prefixes(view.pools)
-        return self.admit(team, ns, plan, cohort, context, (priority[1], fair_sharing), excluded)
+        return self.admit(
+            Queued(team, ns, plan, cohort, context, priority[1], fair_sharing, excluded)
+        )
 
     def priority(
         self,

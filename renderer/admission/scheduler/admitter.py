@@ -3,7 +3,8 @@ and what the nodes and the namespace's ResourceQuota decide beyond Kueue."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
@@ -34,7 +35,9 @@ from renderer.admission.scheduler.flavorassigner import (
     sharing_notes,
     topology_notes,
 )
+from renderer.admission.scheduler.policy_lines import preemption_lines
 from renderer.admission.scheduler.preemption import CohortNow, Preemption, pending_ahead
+from renderer.admission.scheduler.search import largest
 from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import podsets
 from renderer.admission.workloads.podsets import Workload
@@ -43,13 +46,54 @@ from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import nodes, quantity
 from renderer.model.admission import ClusterQueuePlan, cluster_queues, limits_of
 from renderer.model.capacity import PURPOSE_ORDER, pool_offers
-from renderer.model.platform import Namespace, Platform, Queue, Team
+from renderer.model.platform import Namespace, Platform, Team
 from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView
 
 RDMA_RESOURCE_PREFIXES = ("rdma/", "vpc.amazonaws.com/efa")
 """The names RDMA device plugins advertise (the Network Operator's and CoreWeave's `rdma/…`,
 AWS's EFA plugin), for a hint when a cluster's Kueue does not exclude one."""
+
+
+NO_DEFAULT_LIMITS: Mapping[str, Decimal] = MappingProxyType({})
+"""The limits a LimitRange's `default` adds to containers without one: none, as the tenancy
+layer's LimitRange `gpuplane-defaults` has a `defaultRequest` and no `default` (Kueue's
+handlePodLimitRange fills no limit)."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """Where the workload waits, once its ClusterQueue and priority are known: what Kueue's
+    admission reads beside the workload itself."""
+
+    team: Team
+    ns: Namespace
+    plan: ClusterQueuePlan
+    cohort: Sequence[ClusterQueuePlan]
+    context: Mapping[str, Any]
+    """The answer's fields so far (cluster, namespace, queues, priority)."""
+    priority: int
+    fair_sharing: bool
+    excluded: tuple[str, ...] = kueue.EXCLUDED_RESOURCE_PREFIXES
+    """The cluster's `resources.excludeResourcePrefixes`: Kueue drops those resources from
+    every pod set before it assigns flavors (the pools' RDMA resources)."""
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """Kueue's flavor assignment of a workload, and what it was computed from."""
+
+    assigner: Assigner
+    unit: Assignment
+    """One Workload's pod sets at their full counts."""
+    final: Assignment
+    """What Kueue admits: `unit`, shrunk by partial admission, or several replicas' worth."""
+    admitted_replicas: int
+    requested: Mapping[str, Mapping[str, Decimal]]
+    """Per pod set, each pod's requests as the pod spec asks them (TAS counts these)."""
+    per_pod: Mapping[str, Mapping[str, Decimal]]
+    """The same without the resources Kueue's configuration excludes (quota counts these)."""
+    counts: Mapping[str, int]
 
 
 class Admitter:
@@ -106,34 +150,45 @@ class Admitter:
             )
         return tuple(out)
 
-    def admit(
-        self,
-        team: Team,
-        ns: Namespace,
-        plan: ClusterQueuePlan,
-        cohort: Sequence[ClusterQueuePlan],
-        context: dict[str, Any],
-        policy: tuple[int, bool],
-        excluded: tuple[str, ...] = kueue.EXCLUDED_RESOURCE_PREFIXES,
-    ) -> FitResult:
-        """Kueue's flavor assignment, then what the nodes and the namespace quota decide.
-
-        `excluded` is the cluster's `resources.excludeResourcePrefixes`: Kueue drops those
-        resources from every pod set before it assigns flavors (the pools' RDMA resources)."""
-        priority, fair_sharing = policy
-        if self.snapshot is not None and not self.snapshot.readable:
+    def admit(self, queued: Queued) -> FitResult:
+        """Kueue's admission of the workload in its ClusterQueue: what refuses it before any
+        quota is counted, the flavor assignment (with partial admission and replicas), then
+        what the nodes and the namespace quota decide."""
+        refused = self.unreadable_snapshot(queued) or self.refused_before_quota(queued)
+        if isinstance(refused, FitResult):
+            return refused
+        devices = dra.claims(self.platform, queued.ns, self.workload)
+        if devices.message is not None:  # the Workload controller's DRA step: Misconfigured
+            summary = "never admitted: Kueue cannot count the devices it claims through DRA"
             return self.result(
-                ERROR,
-                "cannot read the usage snapshot",
-                **context,
-                reasons=(
-                    *self.snapshot.problems,
-                    "pass the JSON of `kubectl get workloads,clusterqueues -A -o json`, or of "
-                    "Kueue's visibility API (pendingworkloads); see docs/fit.md",
-                ),
+                NEVER, summary, **queued.context, message=devices.message, reasons=devices.reasons
             )
-        self.limit_range = limit_range_defaults(team)
-        self.excluded = excluded
+        self.notes.extend(devices.notes)
+        invalid = self.invalid_resources(queued)
+        if invalid is not None:
+            return invalid
+        return self.assign_and_conclude(queued, devices)
+
+    def unreadable_snapshot(self, queued: Queued) -> FitResult | None:
+        if self.snapshot is None or self.snapshot.readable:
+            return None
+        return self.result(
+            ERROR,
+            "cannot read the usage snapshot",
+            **queued.context,
+            reasons=(
+                *self.snapshot.problems,
+                "pass the JSON of `kubectl get workloads,clusterqueues -A -o json`, or of "
+                "Kueue's visibility API (pendingworkloads); see docs/fit.md",
+            ),
+        )
+
+    def refused_before_quota(self, queued: Queued) -> FitResult | None:
+        """What stops the workload before Kueue counts any quota: a webhook's refusal, a pod
+        whose request exceeds its limit, bad topology annotations, too many pod sets."""
+        context = queued.context
+        self.limit_range = limit_range_defaults(queued.team)
+        self.excluded = queued.excluded
         if self.workload.refused is not None and self.workload.refused_by is not None:
             # another admission webhook (AppWrapper's) denies the create: the API server's words
             at_admission = self.workload.refused.startswith("admission webhook ")
@@ -159,10 +214,7 @@ class Admitter:
                     "no Workload is ever made; change the fields it names",
                 ),
             )
-        default_requests = self.limit_range
-        # the tenancy layer's LimitRange `gpuplane-defaults` has a `defaultRequest` and no
-        # `default`: Kueue's handlePodLimitRange fills no limit
-        default_limits: dict[str, Decimal] = {}
+        default_requests, default_limits = self.limit_range, NO_DEFAULT_LIMITS
         for ps in self.workload.pod_sets:
             for container, resource in ps.limit_without_request():
                 if resource in default_requests:
@@ -214,17 +266,17 @@ class Admitter:
                     "so the Workload is never created and the job stays suspended; split it",
                 ),
             )
-        devices = dra.claims(self.platform, ns, self.workload)
-        if devices.message is not None:  # the Workload controller's DRA step: Misconfigured
-            summary = "never admitted: Kueue cannot count the devices it claims through DRA"
-            return self.result(
-                NEVER, summary, **context, message=devices.message, reasons=devices.reasons
-            )
-        self.notes.extend(devices.notes)
+        return None
+
+    def invalid_resources(self, queued: Queued) -> FitResult | None:
+        """`workload.ValidateAdmissibility`: a request over its limit once the namespace
+        LimitRange's defaults are in (reason Misconfigured)."""
+        context = queued.context
+        default_requests, default_limits = self.limit_range, NO_DEFAULT_LIMITS
         invalid = podsets.resources_validation_message(
             self.workload.pod_sets, default_requests, default_limits
         )
-        if invalid is not None:  # workload.ValidateAdmissibility: reason Misconfigured
+        if invalid is not None:
             return self.result(
                 NEVER,
                 "requests exceed limits",
@@ -237,6 +289,17 @@ class Admitter:
                     "exceeds its limit: set the request (or raise the limit)",
                 ),
             )
+        return None
+
+    def assign_and_conclude(self, queued: Queued, devices: dra.Claims) -> FitResult:
+        """Assign flavors to the whole workload, then conclude."""
+        return self.conclude(queued, self.assign(queued, devices))
+
+    def assign(self, queued: Queued, devices: dra.Claims) -> Assigned:
+        """Kueue's flavor assignment of the whole workload: with fewer pods where partial
+        admission allows it, and as many of its identical Workloads as hold at once."""
+        plan, cohort, excluded = queued.plan, queued.cohort, queued.excluded
+        default_requests, default_limits = self.limit_range, NO_DEFAULT_LIMITS
         # resources the Kueue configuration excludes are not counted against any quota
         requested = {
             ps.name: ps.requests(default_requests, default_limits) for ps in self.workload.pod_sets
@@ -261,18 +324,21 @@ class Admitter:
             if partial is not None:
                 final = partial
         elif replicas > 1:
-            best, best_n = unit, 1
-            low, high = 1, replicas
-            while low <= high:
-                mid = (low + high) // 2
-                trial = assigner.assign(
-                    self.workload.pod_sets, {k: v * mid for k, v in counts.items()}
-                )
-                if trial.failed:
-                    high = mid - 1
-                else:
-                    best, best_n, low = trial, mid, mid + 1
-            final, admitted_replicas = best, best_n
+            most = largest(2, replicas, self.replicas_attempt(assigner, counts))
+            if most is not None:
+                admitted_replicas, final = most
+        return Assigned(assigner, unit, final, admitted_replicas, requested, per_pod, counts)
+
+    def conclude(self, queued: Queued, assigned: Assigned) -> FitResult:
+        """The answer for an assignment: never (no flavor holds it, or its pods could never
+        be scheduled), waits (with `--usage`), borrows or fits."""
+        plan, cohort = queued.plan, queued.cohort
+        priority, fair_sharing = queued.priority, queued.fair_sharing
+        team, ns, context = queued.team, queued.ns, queued.context
+        assigner, unit, final = assigned.assigner, assigned.unit, assigned.final
+        admitted_replicas, requested = assigned.admitted_replicas, assigned.requested
+        per_pod, counts = assigned.per_pod, assigned.counts
+        replicas = self.workload.replicas
         fields: dict[str, Any] = dict(
             context,
             replicas=replicas,
@@ -321,7 +387,7 @@ class Admitter:
                 reasons=tuple(physical),
             )
         if self.snapshot is not None:
-            return self.admit_now(plan, cohort, per_pod, counts, fields, policy)
+            return self.admit_now(plan, cohort, per_pod, counts, fields, (priority, fair_sharing))
         borrowed = [q for q in quotas if q.borrowed > 0]
         verdict = BORROWS if borrowed else FITS
         partial_note = self.partial_note(final, admitted_replicas)
@@ -341,7 +407,7 @@ class Admitter:
             )
         if partial_note:
             summary += f" ({partial_note})"
-        fields["preemption"] = _preemption(plan, priority, verdict == BORROWS, fair_sharing)
+        fields["preemption"] = preemption_lines(plan, priority, verdict == BORROWS, fair_sharing)
         return self.result(verdict, summary, **fields)
 
     def cohort_now(
@@ -385,14 +451,9 @@ class Admitter:
             # the partial trials overwrote which flavors wait: assign the whole job again
             current = partial if partial is not None else assigner.assign(sets, counts)
         elif replicas > 1:
-            low, high = 2, replicas
-            while low <= high:
-                mid = (low + high) // 2
-                trial = assigner.assign(sets, {k: v * mid for k, v in counts.items()})
-                if trial.failed:
-                    high = mid - 1
-                else:
-                    current, admitted, low = trial, mid, mid + 1
+            most = largest(2, replicas, self.replicas_attempt(assigner, counts))
+            if most is not None:
+                admitted, current = most
         pending = pending_ahead(self.snapshot, plan, priority)
         fields = dict(fields, admitted_replicas=0 if current.failed else admitted)
         fields.pop("preemption", None)
@@ -511,15 +572,27 @@ class Admitter:
         if minimum is None or minimum >= sets[0].count:
             return None
         ps = sets[0]
-        low, high, best = minimum, ps.count - 1, None
-        while low <= high:
-            mid = (low + high) // 2
-            trial = assigner.assign(sets, {ps.name: mid})
-            if trial.failed:
-                high = mid - 1
-            else:
-                best, low = trial, mid + 1
-        return best
+
+        def attempt(count: int) -> Assignment | None:
+            trial = assigner.assign(sets, {ps.name: count})
+            return None if trial.failed else trial
+
+        found = largest(minimum, ps.count - 1, attempt)
+        return None if found is None else found[1]
+
+    def replicas_attempt(
+        self, assigner: Assigner, counts: Mapping[str, int]
+    ) -> Callable[[int], Assignment | None]:
+        """Whether `n` of the workload's identical Workloads (a Deployment's pods, a
+        LeaderWorkerSet's groups) hold at once: their pod sets `n` times over."""
+
+        def attempt(replicas: int) -> Assignment | None:
+            trial = assigner.assign(
+                self.workload.pod_sets, {k: v * replicas for k, v in counts.items()}
+            )
+            return None if trial.failed else trial
+
+        return attempt
 
     def partial_note(self, final: Assignment, admitted_replicas: int) -> str:
         parts = [
@@ -652,68 +725,6 @@ def limit_range_defaults(team: Team) -> dict[str, Decimal]:
     `handlePodLimitRange` fills requests, never limits."""
     defaults = {**DEFAULT_CONTAINER, **team.defaults}
     return {"cpu": quantity.parse(defaults["cpu"]), "memory": quantity.parse(defaults["memory"])}
-
-
-def _preemption(
-    plan: ClusterQueuePlan, priority: int, borrows: bool, fair_sharing: bool
-) -> tuple[str, ...]:
-    """What the job could do to others once the cluster is busy, in the terms of the policy the
-    queue layer renders (`kueue.preemption`)."""
-    queue: Queue = plan.queue
-    policy = kueue.preemption(queue, fair_sharing)
-    lower = [p for p in queue.priorities if p.value < priority]
-    lower_text = ", ".join(f"{queue.name}-{p.name} ({p.value})" for p in lower)
-    out = []
-    within = policy["withinClusterQueue"]
-    if within == "Never":
-        out.append(
-            f"never preempts workloads in ClusterQueue {plan.name} (withinClusterQueue: Never)"
-        )
-    elif lower or within == "LowerOrNewerEqualPriority":
-        whom = "lower-priority workloads" + (
-            ", or newer ones of equal priority," if within == "LowerOrNewerEqualPriority" else ""
-        )
-        listed = f": {lower_text}" if lower else ""
-        out.append(
-            f"could preempt {whom} in ClusterQueue {plan.name} (withinClusterQueue: {within}){listed}"
-        )
-    else:
-        out.append(
-            f"cannot preempt in ClusterQueue {plan.name}: no priority of queue {queue.name} is "
-            f"below {priority} (withinClusterQueue: {within})"
-        )
-    reclaim = policy["reclaimWithinCohort"]
-    if reclaim == "Never":
-        out.append(
-            f"does not reclaim nominal quota lent to cohort {queue.name} (reclaimWithinCohort: Never)"
-        )
-    else:
-        whom = "any workload" if reclaim == "Any" else "lower-priority workloads"
-        out.append(
-            f"could reclaim its nominal quota from {whom} of other ClusterQueues borrowing it in "
-            f"cohort {queue.name} (reclaimWithinCohort: {reclaim})"
-        )
-    borrow = policy.get("borrowWithinCohort", {}).get("policy")
-    if fair_sharing:
-        strategies = ", ".join(kueue.FAIR_SHARING_STRATEGIES)
-        out.append(
-            f"fair sharing is on: Kueue may preempt workloads of ClusterQueues in cohort "
-            f"{queue.name} that use more than their fair share (preemptionStrategies: "
-            f"{strategies}); borrowWithinCohort does not apply"
-        )
-    elif borrow in (None, "Never"):
-        out.append("while borrowing, never preempts in the cohort (borrowWithinCohort: Never)")
-    elif borrows:
-        target = f": {lower_text}" if lower else ": none, no lower priority exists"
-        out.append(
-            f"while borrowing, could preempt lower-priority workloads of other ClusterQueues in "
-            f"cohort {queue.name} (borrowWithinCohort: {borrow}){target}"
-        )
-    if borrows:
-        out.append(
-            "what it borrows can be taken back: a lender reclaiming its nominal quota may evict it"
-        )
-    return tuple(out)
 
 
 def _listed(resources: Mapping[str, Decimal]) -> str:
