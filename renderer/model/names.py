@@ -134,3 +134,25 @@ def gpu_memory_utilization(pool: Pool) -> str:
     if pool.sharing in ("time-slicing", "mps") and pool.replicas > 1:
         share = GPU_MEMORY_UTILIZATION / pool.replicas
     return str(share.quantize(Decimal("0.01")))
+
+
+BASELINE_CAPABILITIES = (
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+)
+"""The capabilities the Pod Security Standards' baseline level lets a container add (the
+"Capabilities" control of the baseline profile); anything else, `CAP_`-prefixed spellings
+included, is refused there (k8s.io/pod-security-admission policy/check_capabilities_baseline.go
+`capabilities_allowed_1_0`). The security layer's host policy and fit's Pod Security step read
+it."""

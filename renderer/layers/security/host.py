@@ -35,28 +35,9 @@ from renderer.layers.security.admission import (
     spec_changed_condition,
     validating_policy,
 )
-from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.names import BASELINE_CAPABILITIES, DEFAULT_POD_SECURITY
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest
-
-BASELINE_CAPABILITIES = (
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-)
-"""The capabilities the Pod Security Standards' baseline level lets a container add (the
-"Capabilities" control of the baseline profile); anything else, `CAP_`-prefixed spellings
-included, is refused there."""
 
 RESTRICTED_CAPABILITIES = ("NET_BIND_SERVICE",)
 """The restricted level drops ALL and may add back only this one."""

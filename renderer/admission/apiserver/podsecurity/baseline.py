@@ -36,6 +36,7 @@ from renderer.admission.apiserver.podsecurity.checks import (
     strings,
     text,
 )
+from renderer.model.names import BASELINE_CAPABILITIES
 
 # --- check_appArmorProfile.go -----------------------------------------------------------------
 
@@ -88,23 +89,7 @@ def _profile_type_allowed(profile: Mapping[str, Any]) -> bool:
 
 # --- check_capabilities_baseline.go -----------------------------------------------------------
 
-CAPABILITIES_ALLOWED_1_0 = frozenset(
-    {
-        "AUDIT_WRITE",
-        "CHOWN",
-        "DAC_OVERRIDE",
-        "FOWNER",
-        "FSETID",
-        "KILL",
-        "MKNOD",
-        "NET_BIND_SERVICE",
-        "SETFCAP",
-        "SETGID",
-        "SETPCAP",
-        "SETUID",
-        "SYS_CHROOT",
-    }
-)
+CAPABILITIES_ALLOWED_1_0 = frozenset(BASELINE_CAPABILITIES)
 """`capabilities_allowed_1_0`."""
 
 
