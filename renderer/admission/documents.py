@@ -242,14 +242,15 @@ class FileChecker:
                     ignored.append(dataclasses.replace(result, kind=obj.kind, name=obj.name))
                 else:
                     workloads.append(self.one_run(obj, result))
-            elif index in runtimes:
-                ignored.append(
-                    Ignored(
-                        obj.kind, obj.name, f"used as the runtime of TrainJob {runtimes[index]}"
-                    )
-                )
-            elif not readers.is_workload(obj.api_version, obj.kind):
-                ignored.append(Ignored(obj.kind, obj.name, "not a workload"))
+            elif index in runtimes or not readers.is_workload(obj.api_version, obj.kind):
+                refused = self.refused_other(obj)
+                if refused is not None:
+                    workloads.append(refused)
+                elif index in runtimes:
+                    used = f"used as the runtime of TrainJob {runtimes[index]}"
+                    ignored.append(Ignored(obj.kind, obj.name, used))
+                else:
+                    ignored.append(Ignored(obj.kind, obj.name, "not a workload"))
             else:
                 result = self.workload(obj, others)
                 if isinstance(result, Ignored):
@@ -269,6 +270,32 @@ class FileChecker:
                 FitResult(self.display, ERROR, "no workload in the file", reasons=tuple(why)),
             )
         return FileFit(self.display, tuple(workloads), tuple(ignored))
+
+    def refused_other(self, obj: FileObject) -> FitResult | None:
+        """An object that is no workload (a Service, a ConfigMap, a runtime) still meets the
+        chain when `kubectl apply` creates it: where a step refuses it, the file cannot be
+        applied as written, and the object gets an answer of its own (`never`, with the
+        refusals); None where it passes (it is listed as ignored)."""
+        cluster = self.cluster_of(obj.namespace)
+        run = self.chain(obj, cluster)
+        if run is None or not run.refused or cluster is None:
+            return None
+        result = FitResult(
+            self.display,
+            NEVER,
+            "created by kubectl apply with the workloads",
+            kind=obj.kind,
+            name=obj.name,
+            cluster=cluster.name,
+            namespace=self.namespace or obj.namespace,
+            message_from="API server",
+            reasons=(f"{obj.kind} {obj.name} is not a workload: Kueue never sees it",),
+        )
+        concluded = admission_chain.conclude(result, run)
+        steps = ", ".join(sorted({o.step.value for o in run.outcomes if o.refused}))
+        return dataclasses.replace(
+            concluded, summary=f"refused before it is created ({steps})", kueue_verdict=None
+        )
 
     def one_run(self, obj: FileObject, result: FitResult) -> FitResult:
         note = (
