@@ -5,7 +5,7 @@ What fails here fails before Kueue looks at any quota; what passes goes on to `a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from renderer.admission.answer.result import ERROR, NEVER, FitResult
 from renderer.admission.scheduler.admitter import Admitter, Queued, limit_range_defaults
@@ -18,6 +18,15 @@ from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView
 
 DEFAULT_LOCAL_QUEUE = kueue.DEFAULT_LOCAL_QUEUE
+
+
+class Chosen(NamedTuple):
+    """The priority Kueue gives the workload: the class's name (None: no class), its value,
+    and where it came from, in words."""
+
+    name: str | None
+    value: int
+    source: str
 
 
 class Checker(Admitter):
@@ -192,13 +201,13 @@ class Checker(Admitter):
         if isinstance(priority, FitResult):
             return priority
         context.update(
-            priority=priority[0], priority_value=priority[1], priority_source=priority[2]
+            priority=priority.name, priority_value=priority.value, priority_source=priority.source
         )
         cohort = cohort_of(plans, plan)
         fair_sharing = kueue.fair_sharing_enabled(view.queues)
         excluded = kueue.excluded_resource_prefixes(view.pools)
         return self.admit(
-            Queued(team, ns, plan, cohort, context, priority[1], fair_sharing, excluded)
+            Queued(team, ns, plan, cohort, context, priority.value, fair_sharing, excluded)
         )
 
     def priority(
@@ -207,7 +216,7 @@ class Checker(Admitter):
         plan: ClusterQueuePlan,
         plans: Sequence[ClusterQueuePlan],
         context: dict[str, Any],
-    ) -> tuple[str | None, int, str] | FitResult:
+    ) -> Chosen | FitResult:
         """The WorkloadPriorityClass (or PriorityClass) name, its value and where it came from.
 
         Both kinds of class are named `<queue>-<priority>` and are cluster-scoped, so any queue
@@ -240,7 +249,7 @@ class Checker(Admitter):
                     f"priority {label} belongs to queue {found[0].name}, not to team "
                     f"{team.name}'s queue {queue.name}"
                 )
-            return label, found[1].value, f"label {names.PRIORITY_LABEL}"
+            return Chosen(label, found[1].value, f"label {names.PRIORITY_LABEL}")
         # The security layer's priority policy runs at admission, before Kueue reads the
         # labels: where it covers the kind, a label it sets wins over a priorityClassName, and
         # where it refuses the object Kueue never sees it.
@@ -265,7 +274,7 @@ class Checker(Admitter):
                         f"queue {queue.name}'s PriorityClasses are {own}",
                     ),
                 )
-            return pod_class, found[1].value, "the pod template's priorityClassName"
+            return Chosen(pod_class, found[1].value, "the pod template's priorityClassName")
         # Kueue has no per-namespace default priority: a workload with neither label nor
         # priorityClassName runs at 0 (`pkg/util/priority`, no global default PriorityClass).
         # Name the class the team's file intends, so the author can add the label.
@@ -276,11 +285,9 @@ class Checker(Admitter):
                 f"; label it kueue.x-k8s.io/priority-class: {queue.name}-{intended.name} "
                 f"for {whose} priority ({intended.value})"
             )
-        return None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}"
+        return Chosen(None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}")
 
-    def foreign_priority(
-        self, team: Team, plan: ClusterQueuePlan, label: str
-    ) -> tuple[str, int, str] | None:
+    def foreign_priority(self, team: Team, plan: ClusterQueuePlan, label: str) -> Chosen | None:
         """A label naming a class not of the team's queue, on a kind the priority policy
         covers: the policy refuses the object (the chain's admission-policies step says so, in
         the API server's words), and Kueue's answer goes on as if the label named the team's
@@ -295,7 +302,7 @@ class Checker(Admitter):
         if intended is None:
             return None
         value = security_priority.class_name(plan.queue, intended)
-        return (
+        return Chosen(
             value,
             intended.value,
             f"as if labelled {names.PRIORITY_LABEL}: {value}: the priority policy refuses "
@@ -304,7 +311,7 @@ class Checker(Admitter):
 
     def priority_admission(
         self, team: Team, queue: str, intended: Priority | None, context: dict[str, Any]
-    ) -> tuple[str, int, str] | FitResult | None:
+    ) -> Chosen | FitResult | None:
         """What the security layer's priority policy does to a workload without a priority
         label (`renderer.layers.security.priority`), for every kind it covers
         (`priority.covered_kind`: each kind the cluster's Kueue manages, and CronJobs): on a
@@ -324,14 +331,14 @@ class Checker(Admitter):
         whose = f"team {team.name}'s" if team.priority else f"queue {queue}'s default"
         if priority_enforcement(cluster) == "mutating":
             where = " on each Job it creates" if covered.kind == "CronJob" else ""
-            return (
+            return Chosen(
                 value,
                 intended.value,
                 "no priority label: MutatingAdmissionPolicy "
                 f"{security_priority.policy_name(team)} sets "
                 f"{names.PRIORITY_LABEL}: {value}{where} ({whose} priority)",
             )
-        return (
+        return Chosen(
             value,
             intended.value,
             f"as if labelled {names.PRIORITY_LABEL}: {value} ({whose} priority): on "
