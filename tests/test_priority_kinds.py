@@ -6,9 +6,15 @@ Expectations come from Kueue v0.19.2's source, written out here and in `tests/ad
 pkg/controller/jobs/*/*_controller.go) and the field its `Suspend()` sets; the pod webhook's
 `FindAncestorJobManagedByKueue`, which matches an ownerReference by its exact apiVersion and
 kind; and the webhooks that copy a Deployment's or LeaderWorkerSet's priority label onto its
-pod templates. Each claim of `fit` is compared with the rendered policy's CEL evaluated on the
-same object, on the example platform's 1.33 cluster (ValidatingAdmissionPolicy) and on a copy at
-1.36 (MutatingAdmissionPolicy).
+pod templates. What `fit`'s admission chain makes of each object (its admission-policies step
+evaluates the rendered ValidatingAdmissionPolicies, its mutate step the MutatingAdmissionPolicies)
+is compared with the rendered policy's CEL evaluated on the same object by an independent
+evaluator (`tests/admission_cel.py`, cel-python), on the example platform's 1.33 cluster
+(ValidatingAdmissionPolicy) and on a copy at 1.36 (MutatingAdmissionPolicy).
+
+The objects are otherwise what the platform admits (team llm's labels, an image from its
+registry, a TTL within its retention, a pod securityContext its inference namespace's
+`restricted` Pod Security level takes), so that the priority policy is all that refuses them.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.admission.answer.result import NEVER
+from renderer.admission.answer.result import FITS, NEVER
+from renderer.admission.apiserver.gate import Refusal, Step
 from renderer.commands.fit import check_fit
 from renderer.layers.security import gpus
 from renderer.layers.security import priority as security_priority
@@ -54,6 +61,18 @@ TEAM = {"gpuplane.dev/team": "llm", "gpuplane.dev/cost-center": "CC-1050"}
 IMAGE = "registry.example.com/llm/train:1"
 LLM_PRIORITY = "prod-standard"
 """Team llm's `priority: standard` on queue prod (teams/llm.yaml): the class the policy names."""
+PRIORITY_POLICY = f"ValidatingAdmissionPolicy '{security_priority.POLICY_NAME}'"
+"""The chain's `Refusal.source` for the validating priority policy."""
+SETS_LABEL = (
+    f"MutatingAdmissionPolicy 'gpuplane-priority-llm' sets label {PRIORITY_LABEL}: {LLM_PRIORITY}"
+)
+"""The chain's mutate step's `changes` entry where the mutating priority policy sets the label."""
+TTL = 3600
+"""Within team llm's `retention.finishedJobs: 48h` (teams/llm.yaml), which the TTL policies
+require of a Job, JobSet, RayJob and CronJob (docs/security.md)."""
+PLATFORM_ONLY = {"AppWrapper"}
+"""Kinds no team member may create (docs/fit.md, "The chain": the AppWrapper controller would
+create the wrapped objects with its own rights): the chain's RBAC step refuses them too."""
 
 PLURALS = {
     ("", "Pod"): "pods",
@@ -78,12 +97,25 @@ PLURALS = {
 """Each kind's resource name as its API serves it (the Kubernetes API and each project's CRD)."""
 
 
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+RESTRICTED_POD = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+"""What Pod Security's `restricted` level requires of a pod that asks nothing more (k8s.io/
+pod-security-admission `policy/check_*.go`): inference namespaces enforce it."""
+
+
 def _pod_spec(gpu: bool = False) -> dict[str, Any]:
     resources: dict[str, Any] = {"requests": {"cpu": "1", "memory": "1Gi"}}
     resources["limits"] = {**resources["requests"], **({"nvidia.com/gpu": 1} if gpu else {})}
+    container = {
+        "name": "main",
+        "image": IMAGE,
+        "resources": resources,
+        "securityContext": copy.deepcopy(RESTRICTED_CONTAINER),
+    }
     return {
         "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": IMAGE, "resources": resources}],
+        "securityContext": copy.deepcopy(RESTRICTED_POD),
+        "containers": [container],
     }
 
 
@@ -99,14 +131,17 @@ def _ray_cluster() -> dict[str, Any]:
     return {"headGroupSpec": {"rayStartParams": {}, "template": _template()}}
 
 
-def _job_spec() -> dict[str, Any]:
-    return {"template": _template()}
+def _job_spec(ttl: bool = False) -> dict[str, Any]:
+    return {"template": _template(), **({"ttlSecondsAfterFinished": TTL} if ttl else {})}
 
 
 SPECS: dict[tuple[str, str], dict[str, Any]] = {
     ("v1", "Pod"): _pod_spec(),
-    ("batch/v1", "Job"): _job_spec(),
-    ("batch/v1", "CronJob"): {"schedule": "0 * * * *", "jobTemplate": {"spec": _job_spec()}},
+    ("batch/v1", "Job"): _job_spec(ttl=True),
+    ("batch/v1", "CronJob"): {
+        "schedule": "0 * * * *",
+        "jobTemplate": {"spec": _job_spec(ttl=True)},
+    },
     ("apps/v1", "Deployment"): {
         "replicas": 1,
         "selector": {"matchLabels": {"app": "x"}},
@@ -123,14 +158,26 @@ SPECS: dict[tuple[str, str], dict[str, Any]] = {
         "leaderWorkerTemplate": {"size": 2, "workerTemplate": _template()},
     },
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): {
-        "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": _job_spec()}}]
+        "replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": _job_spec()}}],
+        "ttlSecondsAfterFinished": TTL,
     },
-    ("ray.io/v1", "RayJob"): {"entrypoint": "python x.py", "rayClusterSpec": _ray_cluster()},
+    ("ray.io/v1", "RayJob"): {
+        "entrypoint": "python x.py",
+        "rayClusterSpec": _ray_cluster(),
+        # the TTL policy wants both: KubeRay honours the TTL only with shutdownAfterJobFinishes
+        # (renderer/layers/security/cleanup.py)
+        "shutdownAfterJobFinishes": True,
+        "ttlSecondsAfterFinished": TTL,
+    },
     ("ray.io/v1", "RayCluster"): _ray_cluster(),
     ("ray.io/v1", "RayService"): {"rayClusterConfig": _ray_cluster()},
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): {
         "runtimeRef": {"name": "torch-distributed"},
-        "trainer": {"numNodes": 1, "resourcesPerNode": {"limits": {"cpu": "1"}}},
+        "trainer": {
+            "numNodes": 1,
+            # requests as well: the LimitRange's defaultRequest (cpu 2) would exceed the limit
+            "resourcesPerNode": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}},
+        },
     },
     ("kubeflow.org/v2beta1", "MPIJob"): {"mpiReplicaSpecs": _replicas("Launcher", "Worker")},
     ("kubeflow.org/v1", "PyTorchJob"): {"pytorchReplicaSpecs": _replicas("Master")},
@@ -436,6 +483,30 @@ def test_the_policy_covers_exactly_the_kinds_kueue_manages_and_cronjobs(
         assert _matches(mutating, obj) is (kind != "CronJob"), kind
 
 
+def _refusals(result: Any, kind: str) -> list[tuple[Step, Refusal]]:
+    """The chain's refusals, each with its step; for a kind only the platform team may create,
+    less RBAC's (checked here: the one that kind always gets)."""
+    found = [(outcome.step, refusal) for outcome, refusal in result.refusals]
+    if kind in PLATFORM_ONLY:
+        rbac = [refusal for step, refusal in found if step is Step.RBAC]
+        assert [r.source for r in rbac] == ["RBAC"], found
+        found = [(step, refusal) for step, refusal in found if step is not Step.RBAC]
+    return found
+
+
+def _mutate_changes(result: Any) -> tuple[str, ...]:
+    (mutate,) = [outcome for outcome in result.chain if outcome.step is Step.MUTATE]
+    return tuple(mutate.changes)
+
+
+def _forbidden(api_version: str, kind: str) -> str:
+    """The start of the API server's Forbidden for the object `w`:
+    `<resource>.<group> "<name>" is forbidden: ` (k8s.io/apimachinery `NewForbidden`)."""
+    group = api_version.rpartition("/")[0]
+    resource = PLURALS[(group, kind)] + (f".{group}" if group else "")
+    return f'{resource} "w" is forbidden: '
+
+
 @pytest.mark.parametrize(("api_version", "kind"), COVERED)
 def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
     example: Rendered, tmp_path: Path, api_version: str, kind: str
@@ -447,29 +518,41 @@ def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
     assert len(denied) == 1, denied
     assert f"{PRIORITY_LABEL}: {LLM_PRIORITY}" in denied[0]
     result = _fit(example, obj, tmp_path)
-    assert (result.verdict, result.message_from) == (NEVER, "API server"), result.summary
-    assert result.message is not None
-    # the API server's Forbidden: `<resource>.<group> "<name>" is forbidden: ...`
-    group = api_version.rpartition("/")[0]
-    resource = PLURALS[(group, kind)] + (f".{group}" if group else "")
-    assert result.message.startswith(f'{resource} "w" is forbidden: ')
-    assert result.message.endswith(
+    # the chain's admission-policies step refuses it, alone, in the API server's words
+    ((step, refusal),) = _refusals(result, kind)
+    assert (result.verdict, step, refusal.source) == (NEVER, Step.POLICIES, PRIORITY_POLICY)
+    assert refusal.message.startswith(_forbidden(api_version, kind))
+    assert refusal.message.endswith(
         "ValidatingAdmissionPolicy 'gpuplane-priority' with binding "
         f"'gpuplane-priority' denied request: {denied[0]}"
     )
-    # labelled with the team's class, the policy admits it and fit takes the label
+    assert f"{PRIORITY_LABEL}: {LLM_PRIORITY}" in refusal.fix
+    # ... and Kueue's answer goes on as if the object named the team's priority
+    assert result.kueue_verdict == FITS, result.summary
+    assert "admission-policies); as if changed, Kueue: fits: " in result.summary
+    assert result.priority == LLM_PRIORITY
+    assert result.priority_source is not None
+    assert result.priority_source.startswith(f"as if labelled {PRIORITY_LABEL}: {LLM_PRIORITY}")
+    # labelled with the team's class, the policy admits it, and so does the chain
     named = labelled(obj, LLM_PRIORITY)
     assert evaluate(body, kueue_webhook(named), username=ALICE, namespace=ns) == []
     result = _fit(example, named, tmp_path)
-    assert result.message_from != "API server", result.message
-    assert result.priority == LLM_PRIORITY
-    # another queue's class: refused by both, with the same message
+    assert _refusals(result, kind) == [], result.summary
+    if kind not in PLATFORM_ONLY:
+        assert result.verdict == result.kueue_verdict == FITS, result.summary
+    assert (result.priority, result.priority_source) == (LLM_PRIORITY, f"label {PRIORITY_LABEL}")
+    # another queue's class: refused by both, with the same message; Kueue's answer goes on
+    # with the team's own class
     other = labelled(obj, "staging-release-candidate")
     (foreign,) = with_messages(body, kueue_webhook(other), username=ALICE, namespace=ns)
     result = _fit(example, other, tmp_path)
-    assert (result.verdict, result.message_from) == (NEVER, "API server")
-    assert result.message is not None
-    assert result.message.endswith(f"with binding 'gpuplane-priority' denied request: {foreign}")
+    ((step, refusal),) = _refusals(result, kind)
+    assert (result.verdict, step, refusal.source) == (NEVER, Step.POLICIES, PRIORITY_POLICY)
+    assert refusal.message.startswith(_forbidden(api_version, kind))
+    assert refusal.message.endswith(f"with binding 'gpuplane-priority' denied request: {foreign}")
+    assert (result.kueue_verdict, result.priority) == (FITS, LLM_PRIORITY), result.summary
+    assert result.priority_source is not None
+    assert result.priority_source.startswith(f"as if labelled {PRIORITY_LABEL}: {LLM_PRIORITY}")
 
 
 @pytest.mark.parametrize(("api_version", "kind"), COVERED)
@@ -484,17 +567,23 @@ def test_from_136_fit_says_the_mutating_policy_sets_the_label_it_sets(
     # value it sets from the expression
     compile_expression(expression)
     (value,) = re.findall(rf'"{re.escape(PRIORITY_LABEL)}": "([^"]+)"', expression)
+    assert value == LLM_PRIORITY
     obj = make(api_version, kind)
     ns = _namespace(at_136, obj["metadata"]["namespace"])
     # the validating policy no longer refuses an unlabelled workload
     assert evaluate(validating, kueue_webhook(obj), username=ALICE, namespace=ns) == []
     result = _fit(at_136, obj, tmp_path)
-    assert result.message_from != "API server", result.message
-    assert result.priority == value == LLM_PRIORITY
+    assert _refusals(result, kind) == [], result.summary
+    if kind not in PLATFORM_ONLY:
+        assert result.verdict == result.kueue_verdict == FITS, result.summary
+    assert result.priority == LLM_PRIORITY
     assert result.priority_source is not None
     assert "MutatingAdmissionPolicy gpuplane-priority-llm" in result.priority_source
     if kind == "CronJob":
-        # the CronJob controller creates Jobs without a controller Kueue manages: each is set
+        # the policy's rules do not take CronJobs: the CronJob controller creates Jobs without
+        # a controller Kueue manages, and the policy sets each
+        assert not _matches(mutating, obj)
+        assert SETS_LABEL not in _mutate_changes(result)
         job = make("batch/v1", "Job")
         job["metadata"]["ownerReferences"] = [
             {"apiVersion": "batch/v1", "kind": "CronJob", "name": "w", "uid": "1"}
@@ -502,16 +591,41 @@ def test_from_136_fit_says_the_mutating_policy_sets_the_label_it_sets(
         job["metadata"]["ownerReferences"][0]["controller"] = True
         assert _conditions_hold(mutating, job)
         assert "each Job" in result.priority_source
-    else:
-        assert _conditions_hold(mutating, obj), kind
-        assert not _conditions_hold(mutating, labelled(obj, LLM_PRIORITY)), kind
+        return
+    # the chain's mutate step set the label on the object itself, as the policy's conditions
+    # (evaluated on their own) say it does
+    assert _matches(mutating, obj) and _conditions_hold(mutating, obj), kind
+    assert SETS_LABEL in _mutate_changes(result)
+    # where the file names the class, the policy leaves it, and fit says it is the file's
+    named = labelled(obj, LLM_PRIORITY)
+    assert not _conditions_hold(mutating, named), kind
+    result = _fit(at_136, named, tmp_path)
+    assert SETS_LABEL not in _mutate_changes(result)
+    assert (result.priority, result.priority_source) == (LLM_PRIORITY, f"label {PRIORITY_LABEL}")
+
+
+NO_PRIORITY = "no priority label or priorityClassName: Kueue's default 0"
+"""fit's priority source for a workload that reaches Kueue with neither (`jobframework.
+ExtractPriority`: 0, as gpuplane renders no `default` WorkloadPriorityClass)."""
+
+
+def _left_alone(result: Any) -> None:
+    """fit's answer for an object neither priority policy touches: no refusal of the
+    validating one, no label set by the mutating one, and the priority Kueue would then give."""
+    assert not [r for _, r in result.refusals if r.source == PRIORITY_POLICY], result.summary
+    assert not [c for c in _mutate_changes(result) if PRIORITY_LABEL in c], result.chain
+    assert (result.priority, result.priority_value) == (None, 0), result.priority_source
+    assert result.priority_source is not None
+    assert result.priority_source.startswith(NO_PRIORITY)
 
 
 def test_objects_kueue_does_not_make_a_workload_of_are_left_alone(
-    example: Rendered, at_136: Rendered
+    example: Rendered, at_136: Rendered, tmp_path: Path
 ) -> None:
     """A Deployment's or a Job's pods, a JobSet's Jobs, a RayJob's RayCluster: Kueue admits
-    their parent, whose priority they take; neither form touches them."""
+    their parent, whose priority they take; neither form touches them, and fit, which
+    evaluates both in its chain, neither refuses them for want of a label nor claims the
+    policy gives them the team's priority (a pod copied from a Deployment, say)."""
     validating = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     mutating = _security(at_136, "MutatingAdmissionPolicy", "gpuplane-priority-llm")
     children = [
@@ -530,6 +644,8 @@ def test_objects_kueue_does_not_make_a_workload_of_are_left_alone(
         # even from a team (an ownerReference is client-set: other policies hold that)
         assert evaluate(validating, obj, username=ALICE, namespace=ns) == [], (kind, owner)
         assert not _conditions_hold(mutating, obj), (kind, owner)
+        _left_alone(_fit(example, obj, tmp_path))
+        _left_alone(_fit(at_136, obj, tmp_path))
     # and a pod with no controller is a workload of its own
     assert _conditions_hold(mutating, make("v1", "Pod"))
 
@@ -547,4 +663,5 @@ def test_a_kind_kueue_does_not_manage_is_not_covered(example: Rendered, tmp_path
     assert security_priority.covered_kind(cluster, "kubeflow.org/v1", "MPIJob") is None
     assert security_priority.covered_kind(cluster, "apps/v1", "ReplicaSet") is None
     result = _fit(example, v1, tmp_path)
-    assert result.message_from != "API server", result.message
+    assert result.integration == "pod", result.summary
+    _left_alone(result)

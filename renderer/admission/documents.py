@@ -35,8 +35,8 @@ from renderer.admission.answer.result import (
     Quota,
     worse,
 )
+from renderer.admission.apiserver import mutating, policies, rbac
 from renderer.admission.apiserver import names as apiserver
-from renderer.admission.apiserver import rbac
 from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.resolve import Checker
@@ -51,6 +51,7 @@ from renderer.admission.workloads.podsets import (
 )
 from renderer.findings.diagnostics import Location
 from renderer.inputs.source import Document
+from renderer.layers.security import priority as security_priority
 from renderer.model import integrations
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.platform import Cluster, Platform
@@ -351,7 +352,7 @@ class FileChecker:
             if isinstance(alone, Ignored):
                 return alone
             return dataclasses.replace(alone, kueue_verdict=alone.verdict)
-        result = self.kueue(dataclasses.replace(obj, data=dict(run.obj)), others, cluster)
+        result = self.kueue(dataclasses.replace(obj, data=dict(run.obj)), others, cluster, run)
         if isinstance(result, Ignored):
             return result
         return admission_chain.conclude(result, run)
@@ -369,14 +370,21 @@ class FileChecker:
         return admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
 
     def kueue(
-        self, obj: FileObject, others: Sequence[Any], cluster: Cluster | None
+        self,
+        obj: FileObject,
+        others: Sequence[Any],
+        cluster: Cluster | None,
+        run: admission_chain.ChainRun | None = None,
     ) -> FitResult | Ignored:
-        """Kueue's answer for the object: its Workload, queue, priority and admission."""
+        """Kueue's answer for the object (as the chain `run` handed it on, where it ran): its
+        Workload, queue, priority and admission."""
         parsed = readers.workload_from(obj.data, others)
         if isinstance(parsed, Unreadable):
             if not parsed.workload:
                 return Ignored(obj.kind, obj.name, parsed.reason)
             return self.unreadable(obj, parsed, cluster)
+        if run is not None:
+            parsed = _priority_admission(parsed, run)
         refused = self.refused_on_create(obj, parsed)
         if refused is not None:
             return refused
@@ -502,6 +510,17 @@ class FileChecker:
             integration="pod",
             gang=False,
         )
+
+
+def _priority_admission(workload: Workload, run: admission_chain.ChainRun) -> Workload:
+    """The Workload with what the chain's priority policies did to its label: the
+    MutatingAdmissionPolicy that set it, or the ValidatingAdmissionPolicy's refusal."""
+    set_by = mutating.label_set_by(run.outcomes, PRIORITY_LABEL)
+    return dataclasses.replace(
+        workload,
+        priority_set_by=set_by if workload.priority_class is not None else None,
+        priority_refused=policies.refused_by(run.outcomes, security_priority.POLICY_NAME),
+    )
 
 
 def _why_not_managed(cluster: Cluster, workload: Workload) -> str:

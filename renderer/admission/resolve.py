@@ -13,7 +13,7 @@ from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
 from renderer.model import names
 from renderer.model.admission import ClusterQueuePlan, cluster_queues, cohort_of
-from renderer.model.platform import Namespace, Priority, Team
+from renderer.model.platform import Namespace, Priority, Queue, Team
 from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView
 
@@ -249,10 +249,10 @@ class Checker(Admitter):
                     f"priority {label} belongs to queue {found[0].name}, not to team "
                     f"{team.name}'s queue {queue.name}"
                 )
-            return Chosen(label, found[1].value, f"label {names.PRIORITY_LABEL}")
+            return Chosen(label, found[1].value, self.label_source(team, queue, label))
         # The security layer's priority policy runs at admission, before Kueue reads the
-        # labels: where it covers the kind, a label it sets wins over a priorityClassName, and
-        # where it refuses the object Kueue never sees it.
+        # labels: a label it sets wins over a priorityClassName, and where it refuses the
+        # object the answer goes on as if the object were labelled as it asks.
         intended = security_priority.team_priority(team, queue)
         admission = self.priority_admission(team, queue.name, intended, context)
         if admission is not None:
@@ -280,23 +280,35 @@ class Checker(Admitter):
         # Name the class the team's file intends, so the author can add the label.
         advice = ""
         if intended is not None:
-            whose = f"team {team.name}'s" if team.priority else f"queue {queue.name}'s default"
+            whose = _whose(team, queue.name)
             advice = (
                 f"; label it kueue.x-k8s.io/priority-class: {queue.name}-{intended.name} "
                 f"for {whose} priority ({intended.value})"
             )
         return Chosen(None, 0, f"no priority label or priorityClassName: Kueue's default 0{advice}")
 
+    def label_source(self, team: Team, queue: Queue, label: str) -> str:
+        """Where the priority label came from: the job file, or the MutatingAdmissionPolicy
+        that set it on create (the chain's mutate step, `Workload.priority_set_by`)."""
+        policy = self.workload.priority_set_by
+        if policy is None:
+            return f"label {names.PRIORITY_LABEL}"
+        intended = security_priority.team_priority(team, queue)
+        whose = ""
+        if intended is not None and label == security_priority.class_name(queue, intended):
+            whose = f" ({_whose(team, queue.name)} priority)"
+        return (
+            f"no priority label: MutatingAdmissionPolicy {policy} sets "
+            f"{names.PRIORITY_LABEL}: {label}{whose}"
+        )
+
     def foreign_priority(self, team: Team, plan: ClusterQueuePlan, label: str) -> Chosen | None:
-        """A label naming a class not of the team's queue, on a kind the priority policy
-        covers: the policy refuses the object (the chain's admission-policies step says so, in
-        the API server's words), and Kueue's answer goes on as if the label named the team's
-        own priority. None where the policy lets the label through."""
-        cluster = self.platform.clusters[plan.queue.cluster]
-        wl = self.workload
-        covered = security_priority.covered_kind(cluster, wl.api_version, wl.kind)
+        """A label naming a class not of the team's queue: the priority policy refuses the
+        object (the chain's admission-policies step says so, in the API server's words,
+        `Workload.priority_refused`), and Kueue's answer goes on as if the label named the
+        team's own priority. None where the policy lets the label through."""
         own = {security_priority.class_name(plan.queue, p) for p in plan.queue.priorities}
-        if covered is None or label in own or not plan.queue.priorities:
+        if not self.workload.priority_refused or label in own or not plan.queue.priorities:
             return None
         intended = security_priority.team_priority(team, plan.queue)
         if intended is None:
@@ -314,11 +326,14 @@ class Checker(Admitter):
     ) -> Chosen | FitResult | None:
         """What the security layer's priority policy does to a workload without a priority
         label (`renderer.layers.security.priority`), for every kind it covers
-        (`priority.covered_kind`: each kind the cluster's Kueue manages, and CronJobs): on a
-        cluster that serves MutatingAdmissionPolicies it sets the team's priority; elsewhere a
-        ValidatingAdmissionPolicy refuses the object, as the API server would, with the
-        policy's own message. None: the workload has a label, the policy does not cover its
-        kind, or there is no priority to give."""
+        (`priority.covered_kind`: each kind the cluster's Kueue manages, and CronJobs). The
+        admission chain evaluated the rendered policies on the object itself: where a
+        ValidatingAdmissionPolicy refused it (`Workload.priority_refused`), Kueue's answer goes
+        on as if it were labelled with the team's priority; where a MutatingAdmissionPolicy
+        set the label, the label is there (`label_source`). What the chain does not see is the
+        Jobs a CronJob creates: on a cluster that serves MutatingAdmissionPolicies the policy
+        sets the team's priority on each. None: the workload has a label, the policy does not
+        cover its kind or let it through, or there is no priority to give."""
         cluster = self.platform.clusters[self.platform.queues[queue].cluster]
         wl = self.workload
         if wl.priority_class is not None or intended is None:
@@ -328,16 +343,19 @@ class Checker(Admitter):
             return None
         queue_obj = self.platform.queues[queue]
         value = security_priority.class_name(queue_obj, intended)
-        whose = f"team {team.name}'s" if team.priority else f"queue {queue}'s default"
+        whose = _whose(team, queue)
         if priority_enforcement(cluster) == "mutating":
-            where = " on each Job it creates" if covered.kind == "CronJob" else ""
+            if covered.kind != "CronJob":
+                return None  # the chain's mutate step evaluated the policy, and set no label
             return Chosen(
                 value,
                 intended.value,
                 "no priority label: MutatingAdmissionPolicy "
                 f"{security_priority.policy_name(team)} sets "
-                f"{names.PRIORITY_LABEL}: {value}{where} ({whose} priority)",
+                f"{names.PRIORITY_LABEL}: {value} on each Job it creates ({whose} priority)",
             )
+        if not wl.priority_refused:
+            return None  # the chain's admission-policies step let the object through
         return Chosen(
             value,
             intended.value,
@@ -345,3 +363,8 @@ class Checker(Admitter):
             f"Kubernetes {cluster.kubernetes_version} the priority policy requires the label "
             "instead of setting it",
         )
+
+
+def _whose(team: Team, queue: str) -> str:
+    """Whose priority the policy gives: the team's own, else its queue's default."""
+    return f"team {team.name}'s" if team.priority else f"queue {queue}'s default"

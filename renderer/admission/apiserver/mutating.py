@@ -27,9 +27,10 @@ between policies: it takes them by name.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from renderer.admission.apiserver import applyconfig
 from renderer.admission.apiserver.celeval import Activation, error_message, match_conditions
@@ -45,6 +46,8 @@ from renderer.admission.apiserver.names import go_quote
 from renderer.admission.apiserver.request import Prepared, admitted, converted, prepare
 
 GROUP = "admissionregistration.k8s.io"
+
+Noun = Literal["label", "annotation"]
 
 Hook = Callable[[Request], Outcome]
 """Another mutating step of the chain (Kueue's defaulting webhooks, LimitRanger): it reads the
@@ -204,9 +207,32 @@ def _mutation(
         return False
     state.obj = merged
     for part, key, value in changes:
-        noun = "label" if part == "labels" else "annotation"
-        state.changes.append(f"{what} sets {noun} {key}: {value}")
+        noun: Noun = "label" if part == "labels" else "annotation"
+        state.changes.append(change(name_of(invocation.policy), noun, key, value))
     return bool(changes)
+
+
+def change(policy: str, noun: Noun, key: str, value: str) -> str:
+    """The words of a `changes` entry for a label or annotation a policy set."""
+    return f"MutatingAdmissionPolicy '{policy}' sets {noun} {key}: {value}"
+
+
+_CHANGE = re.compile(r"MutatingAdmissionPolicy '([^']*)' sets (label|annotation) (\S+): ")
+
+
+def label_set_by(outcomes: Sequence[Outcome], key: str) -> str | None:
+    """The MutatingAdmissionPolicy (by name) that set label `key` in the chain's mutate step,
+    as its `changes` say (`change`); the last one where a reinvocation set it again. None
+    where no policy set it (the object's own label, or none)."""
+    found = None
+    for outcome in outcomes:
+        if outcome.step is not Step.MUTATE:
+            continue
+        for text in outcome.changes:
+            match = _CHANGE.match(text)
+            if match is not None and match.group(2, 3) == ("label", key):
+                found = match.group(1)
+    return found
 
 
 def _hook(state: _State, request: Request, hook: Hook) -> bool:

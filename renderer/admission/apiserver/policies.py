@@ -61,6 +61,7 @@ __all__ = [
     "evaluate_policy",
     "gate",
     "mutate_gate",
+    "refused_by",
     "validate_gate",
 ]
 
@@ -305,6 +306,15 @@ def validate_gate(request: Request) -> Outcome:
         changes=tuple(dict.fromkeys(f.text for f in applied)),
         obj=fixed if applied else None,
         notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def refused_by(outcomes: Sequence[Outcome], policy: str) -> bool:
+    """Whether the chain's admission-policies step refused the object with the
+    ValidatingAdmissionPolicy `policy` (a `Refusal` of `validate_gate` names it as source)."""
+    return any(
+        o.step is Step.POLICIES and any(r.source == _what(policy) for r in o.refusals)
+        for o in outcomes
     )
 
 

@@ -309,6 +309,13 @@ class Workload:
     claim_templates: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     """The ResourceClaimTemplates of the file in the job's namespace, by name: their documents,
     as `kubectl apply -f` creates them beside the job (Kueue reads a pod set's templates)."""
+    priority_set_by: str | None = None
+    """The MutatingAdmissionPolicy (by name) that set `priority_class`'s label on create (the
+    admission chain's mutate step); None where the label, if any, is the job file's own."""
+    priority_refused: bool = False
+    """The admission chain's admission-policies step refused the object with the security
+    layer's priority policy (no label below Kubernetes 1.36, or a class of another queue):
+    Kueue's answer goes on as if the label named the team's own class."""
 
     @property
     def display(self) -> str:
