@@ -128,20 +128,32 @@ def test_a_job_without_priority_is_refused_where_no_mutating_policy_is_served(
 ) -> None:
     """prod-east runs Kubernetes 1.33: the security layer's ValidatingAdmissionPolicy requires
     the label (MutatingAdmissionPolicy v1 is served from 1.36), so the API server refuses the
-    Job before Kueue sees it."""
+    Job before Kueue sees it. The refusal is the policies step's (docs/fit.md, "The chain"; it
+    was fit's own message before the chain), and Kueue's answer goes on as if the Job named
+    the team's priority."""
     result = check_fit(example, _without_priority_label(example, tmp_path))
     assert (result.verdict, result.admissible) == (NEVER, False)
-    assert result.message_from == "API server"
-    assert result.message is not None
-    assert "ValidatingAdmissionPolicy 'gpuplane-priority'" in result.message
-    assert "workloads of team vision must name their priority" in result.message
-    assert any("kueue.x-k8s.io/priority-class: prod-standard" in r for r in result.reasons)
+    refusals = [r for o in result.chain for r in o.refusals]
+    assert [r.source for r in refusals] == ["ValidatingAdmissionPolicy 'gpuplane-priority'"]
+    (refusal,) = refusals
+    assert refusal.message.startswith(
+        'jobs.batch "resnet-8gpu" is forbidden: '
+        "ValidatingAdmissionPolicy 'gpuplane-priority' with binding 'gpuplane-priority' denied"
+    )
+    assert "workloads of team vision must name their priority" in refusal.message
+    assert "kueue.x-k8s.io/priority-class: prod-standard" in refusal.fix
+    assert (result.kueue_verdict, result.priority) == (FITS, "prod-standard")
+    assert result.priority_source is not None
+    assert result.priority_source.startswith(
+        "as if labelled kueue.x-k8s.io/priority-class: prod-standard"
+    )
 
 
 def test_a_job_without_priority_gets_the_teams_where_a_mutating_policy_is_served(
     tmp_path: Path,
 ) -> None:
-    """On 1.36 a MutatingAdmissionPolicy sets the label to the team's priority on create."""
+    """On 1.36 a MutatingAdmissionPolicy sets the label to the team's priority on create: the
+    chain's mutating step says so, and Kueue reads the label it set."""
     root = copy_inputs(REPO, tmp_path / "repo")
     cluster = root / "clusters/prod-east.yaml"
     text = cluster.read_text()
@@ -155,8 +167,12 @@ def test_a_job_without_priority_gets_the_teams_where_a_mutating_policy_is_served
     assert standard is not None
     assert result.verdict == FITS
     assert (result.priority, result.priority_value) == ("prod-standard", standard.value)
-    assert result.priority_source is not None
-    assert "MutatingAdmissionPolicy gpuplane-priority-vision" in result.priority_source
+    assert result.priority_source == "label kueue.x-k8s.io/priority-class"
+    changes = [c for o in result.chain for c in o.changes]
+    assert (
+        "MutatingAdmissionPolicy 'gpuplane-priority-vision' sets label "
+        "kueue.x-k8s.io/priority-class: prod-standard"
+    ) in changes
 
 
 def test_job_that_must_borrow(example: Platform) -> None:
@@ -335,17 +351,20 @@ def test_inference_namespace_cannot_reach_a_training_flavor(example: Platform) -
 
 def test_unknown_priority_class(example: Platform) -> None:
     """A class not of the team's queue is refused by the priority policy at admission, before
-    Kueue would look the class up (tests/test_priority_kinds.py evaluates the policy itself)."""
+    Kueue would look the class up (tests/test_priority_kinds.py evaluates the policy itself).
+    The refusal is the policies step's; Kueue's answer goes on with the team's own priority,
+    and says which class it replaced."""
     result = fit(example, "unknown-priority")
     assert result.verdict == NEVER
-    assert result.message_from == "API server"
-    assert result.message is not None
+    (refusal,) = [r for o in result.chain for r in o.refusals]
+    assert refusal.source == "ValidatingAdmissionPolicy 'gpuplane-priority'"
     assert (
-        result.message.startswith('jobs.batch "')
-        and "ValidatingAdmissionPolicy 'gpuplane-priority' with binding" in result.message
+        refusal.message.startswith('jobs.batch "urgent"')
+        and "ValidatingAdmissionPolicy 'gpuplane-priority' with binding" in refusal.message
     )
-    assert "prod-production, prod-standard, prod-preemptible" in result.message
-    assert "prod-urgent" in result.reasons[0]
+    assert "prod-production, prod-standard, prod-preemptible" in refusal.message
+    assert result.priority == "prod-standard"
+    assert "prod-urgent" in (result.priority_source or "")
 
 
 def test_partial_admission(example: Platform) -> None:
@@ -390,6 +409,16 @@ def test_namespace_from_the_command_line(example: Platform, tmp_path: Path) -> N
     job.write_text(text)
     missing = check_fit(example, job)
     assert missing.verdict == ERROR and "no metadata.namespace" in missing.reasons[0]
+    # in speech's namespace, the job takes team speech's labels and images (teams/speech.yaml),
+    # or the policies refuse it before Kueue
+    for vision, speech in [
+        ("gpuplane.dev/team: vision", "gpuplane.dev/team: speech"),
+        ("gpuplane.dev/cost-center: CC-1042", "gpuplane.dev/cost-center: CC-1061"),
+        ("registry.example.com/vision/", "registry.example.com/speech/"),
+    ]:
+        assert vision in text
+        text = text.replace(vision, speech)
+    job.write_text(text)
     given_ns = check_fit(example, job, namespace="speech-train")
     assert (given_ns.verdict, given_ns.cluster_queue) == (BORROWS, "speech-training")
 

@@ -249,6 +249,12 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fit(platform: Path, tmp_path: Path, document: dict[str, Any]) -> dict[str, Any]:
+    """fit's answer for the AppWrapper in llm-serve, with team llm's labels (teams/llm.yaml),
+    which the common-labels policy asks of every AppWrapper."""
+    document["metadata"]["labels"] = {
+        "gpuplane.dev/team": "llm",
+        "gpuplane.dev/cost-center": "CC-1050",
+    }
     path = tmp_path / "aw.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     args = ["-C", str(platform), "fit", str(path), "--namespace", "llm-serve", "--format", "json"]
@@ -263,11 +269,19 @@ def test_a_wrapped_kind_appwrapper_cannot_infer_is_refused_at_admission(
     platform: Path, tmp_path: Path
 ) -> None:
     """A LeaderWorkerSet alone, without declared podSets: `InferPodSets` gives none, so the
-    webhook's podSpecCount is 0 and it denies the create; no Workload is ever made."""
+    webhook's podSpecCount is 0 and it denies the create; no Workload is ever made.
+
+    A team member may not create an AppWrapper at all (RBAC, renderer/layers/tenancy.py
+    `WORKLOADS`): fit says so, then answers as if an administrator had created it, and the
+    webhook's refusal is that answer."""
     answer = fit(platform, tmp_path, appwrapper({"template": lws()}))
     (workload,) = answer["workloads"]
     assert (answer["verdict"], answer["admissible"]) == ("never", False)
-    assert workload["summary"] == "refused at admission"
+    assert [r["source"] for step in workload["chain"] for r in step["refusals"]] == ["RBAC"]
+    assert workload["kueueVerdict"] == "never"
+    assert workload["summary"] == (
+        "refused before Kueue (rbac); as if changed, Kueue: never: refused at admission"
+    )
     assert workload["messageFrom"] == "AppWrapper's webhook"
     assert workload["message"] == (
         DENIED + "spec.components: Invalid value: []v1beta2.AppWrapperComponent{…}: components "

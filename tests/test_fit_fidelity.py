@@ -3,6 +3,11 @@
 Each expectation comes from the upstream source named in its docstring (Kueue v0.19.2,
 KubeRay v1.7.0, the NVIDIA device plugin's GPU Feature Discovery) and from the example
 platform's own inputs (teams/*.yaml, pools/*.yaml), never from fit's output.
+
+The jobs keep the platform's admission policies and Pod Security (the namespace team's labels,
+a TTL, the restricted securityContext in an inference namespace: `tests.compliance`), so that
+the answers checked are Kueue's and gpuplane's own, not a refusal before Kueue; a test about a
+refusal before Kueue says so.
 """
 
 from __future__ import annotations
@@ -21,10 +26,17 @@ from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import quantity
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
+from tests.compliance import RESTRICTED_CONTAINER, RESTRICTED_POD, TTL_SECONDS
 from tests.conftest import REPO
 
 PRIORITY = "kueue.x-k8s.io/priority-class: prod-standard"
 """prod-east runs Kubernetes 1.33: the priority policy requires the label (docs/fit.md)."""
+VISION = "gpuplane.dev/team: vision, gpuplane.dev/cost-center: CC-1042"
+"""The common labels of team vision's namespaces (teams/vision.yaml `costCenter`)."""
+RECSYS = "gpuplane.dev/team: recsys, gpuplane.dev/cost-center: CC-1077"
+"""The common labels of team recsys's namespaces (teams/recsys.yaml `costCenter`)."""
+SPEECH = "gpuplane.dev/team: speech, gpuplane.dev/cost-center: CC-1061"
+"""The common labels of team speech's namespaces (teams/speech.yaml `costCenter`)."""
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +55,14 @@ def run(platform: Platform, tmp_path: Path, text: str, **options: object) -> Fit
     return result
 
 
-def job(namespace: str, container: str, *, labels: str = PRIORITY, parallelism: int = 1) -> str:
+def refused_before_kueue(result: FitResult) -> list[str]:
+    """The refusals of the steps before Kueue, by source."""
+    return [r.source for o in result.chain for r in o.refusals]
+
+
+def job(
+    namespace: str, container: str, *, labels: str = f"{PRIORITY}, {VISION}", parallelism: int = 1
+) -> str:
     return f"""apiVersion: batch/v1
 kind: Job
 metadata:
@@ -51,6 +70,7 @@ metadata:
   namespace: {namespace}
   labels: {{{labels}}}
 spec:
+  ttlSecondsAfterFinished: {TTL_SECONDS}
   parallelism: {parallelism}
   template:
     spec:
@@ -61,21 +81,25 @@ spec:
 
 
 def deployment(pod_spec: str, *, namespace: str = "recsys-serve") -> str:
+    """A Deployment of team recsys, with the restricted securityContext its inference
+    namespace enforces."""
     return f"""apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
   namespace: {namespace}
-  labels: {{kueue.x-k8s.io/priority-class: prod-production}}
+  labels: {{kueue.x-k8s.io/priority-class: prod-production, {RECSYS}}}
 spec:
   replicas: 1
   selector: {{matchLabels: {{app: web}}}}
   template:
     metadata: {{labels: {{app: web}}}}
     spec:
+      securityContext: {json.dumps(RESTRICTED_POD)}
 {pod_spec}      containers:
         - name: c
           image: registry.example.com/recsys/x:1
+          securityContext: {json.dumps(RESTRICTED_CONTAINER)}
           resources: {{limits: {{nvidia.com/gpu: 1}}}}
 """
 
@@ -96,10 +120,11 @@ def test_pod_sets_are_listed_when_the_local_queue_does_not_exist(
     text = job(
         "vision-train",
         "{name: c, image: 'registry.example.com/vision/x:1', resources: {limits: {nvidia.com/gpu: 1}}}",
-        labels=f"{PRIORITY}, kueue.x-k8s.io/queue-name: research",
+        labels=f"{PRIORITY}, {VISION}, kueue.x-k8s.io/queue-name: research",
         parallelism=2,
     )
     result = run(example, tmp_path, text)
+    assert refused_before_kueue(result) == []
     assert (result.verdict, result.message) == (NEVER, "LocalQueue research doesn't exist")
     (main,) = result.pod_sets
     assert (main.name, main.count, main.flavor, main.tried) == ("main", 2, None, False)
@@ -114,39 +139,75 @@ def test_pod_sets_are_listed_when_the_local_queue_does_not_exist(
     assert fit_json(result)["podSets"][0]["tried"] is False
 
 
-def test_pod_sets_are_listed_when_kueues_webhook_refuses(example: Platform, tmp_path: Path) -> None:
-    """`RayJobWebhook.validateCreate` refuses a RayJob that does not shut its cluster down;
-    the answer still lists the pod sets `RayJob.PodSets` would give: head, the worker group,
-    the default submitter (K8sJobMode)."""
-    text = """apiVersion: ray.io/v1
+RAYJOB_AUTOSCALING = f"""apiVersion: ray.io/v1
 kind: RayJob
 metadata:
   name: r
   namespace: speech-train
-  labels: {kueue.x-k8s.io/priority-class: prod-standard}
+  labels: {{kueue.x-k8s.io/priority-class: prod-standard, {SPEECH}}}
 spec:
   entrypoint: python x.py
+  ttlSecondsAfterFinished: {TTL_SECONDS}
+  shutdownAfterJobFinishes: true
   rayClusterSpec:
+    enableInTreeAutoscaling: true
     headGroupSpec:
       template:
         spec:
-          containers: [{name: head, image: 'registry.example.com/speech/ray:1'}]
+          containers: [{{name: head, image: 'registry.example.com/speech/ray:1'}}]
     workerGroupSpecs:
       - groupName: gpu
         replicas: 2
         template:
           spec:
             containers:
-              - {name: w, image: 'registry.example.com/speech/ray:1', resources: {limits: {nvidia.com/gpu: 1}}}
+              - {{name: w, image: 'registry.example.com/speech/ray:1', resources: {{limits: {{nvidia.com/gpu: 1}}}}}}
 """
-    result = run(example, tmp_path, text)
+
+
+def test_pod_sets_are_listed_when_kueues_webhook_refuses(example: Platform, tmp_path: Path) -> None:
+    """`RayJobWebhook.validateCreate` (`raycluster.ValidateCreate`) refuses in-tree autoscaling
+    on a RayJob that is not elastic; the answer still lists the pod sets `RayJob.PodSets` would
+    give: head, the worker group, the default submitter (K8sJobMode).
+
+    The RayJob keeps the platform's policies, so the refusal is Kueue's webhook's alone. (This
+    test's RayJob used to leave out `shutdownAfterJobFinishes`, which Kueue's webhook refuses
+    too; on this platform the rendered ValidatingAdmissionPolicy `gpuplane-ttl-rayjobs` refuses
+    that first: the ValidatingAdmissionPolicy plugin runs before the validating webhooks,
+    k8s.io/kubernetes `pkg/kubeapiserver/options/plugins.go`.)"""
+    result = run(example, tmp_path, RAYJOB_AUTOSCALING)
+    assert refused_before_kueue(result) == []
     assert (result.verdict, result.message_from) == (NEVER, "Kueue's webhook")
-    assert result.message is not None and "shutdownAfterJobFinishes" in result.message
+    assert result.message == (
+        'admission webhook "vrayjob.kb.io" denied the request: '
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job "
+        "should only use autoscaling when workload slicing is enabled"
+    )
     assert [(ps.name, ps.count, ps.tried) for ps in result.pod_sets] == [
         ("head", 1, False),
         ("gpu", 2, False),
         ("submitter", 1, False),
     ]
+
+
+def test_the_platforms_policy_refuses_a_rayjob_before_kueues_webhook(
+    example: Platform, tmp_path: Path
+) -> None:
+    """Without `shutdownAfterJobFinishes` the TTL policy (renderer/layers/security/cleanup.py)
+    refuses the RayJob before Kueue's webhook sees it; as if it were set, Kueue's webhook still
+    refuses the autoscaling, and only that (its own shutdown check then passes)."""
+    text = RAYJOB_AUTOSCALING.replace("  shutdownAfterJobFinishes: true\n", "")
+    result = run(example, tmp_path, text)
+    assert refused_before_kueue(result) == ["ValidatingAdmissionPolicy 'gpuplane-ttl-rayjobs'"]
+    (refusal,) = [r for o in result.chain for r in o.refusals]
+    assert refusal.message.endswith(
+        "denied request: spec.shutdownAfterJobFinishes must be true: without it the RayCluster, "
+        "and its GPUs, outlive the job"
+    )
+    assert (result.verdict, result.kueue_verdict) == (NEVER, NEVER)
+    assert result.message_from == "Kueue's webhook"
+    assert result.message is not None and "shutdownAfterJobFinishes" not in result.message
+    assert "enableInTreeAutoscaling" in result.message
 
 
 def test_pod_sets_are_listed_when_requests_exceed_limits(example: Platform, tmp_path: Path) -> None:
@@ -160,6 +221,7 @@ def test_pod_sets_are_listed_when_requests_exceed_limits(example: Platform, tmp_
         f"resources: {{limits: {{memory: {limit}}}}}}}"
     )
     result = run(example, tmp_path, job("vision-train", container))
+    assert refused_before_kueue(result) == []
     assert result.verdict == NEVER
     assert result.message == (
         "resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid "
@@ -183,7 +245,7 @@ kind: PyTorchJob
 metadata:
   name: pt
   namespace: vision-train
-  labels: {kueue.x-k8s.io/priority-class: prod-standard}
+  labels: {kueue.x-k8s.io/priority-class: prod-standard, gpuplane.dev/team: vision, gpuplane.dev/cost-center: CC-1042}
 spec:
   pytorchReplicaSpecs:
     Master:
@@ -204,6 +266,7 @@ spec:
             - {name: pytorch, image: 'registry.example.com/vision/x:1', resources: {limits: {nvidia.com/mig-7g.80gb: 1}}}
 """
     result = run(example, tmp_path, text)
+    assert refused_before_kueue(result) == []
     assert result.verdict == NEVER
     assert result.message == (
         "couldn't assign flavors to pod set master: resource nvidia.com/mig-7g.80gb "
@@ -289,6 +352,7 @@ def test_a_pod_larger_than_a_node_of_a_pool_without_topology(
         f'resources: {{requests: {{cpu: "{cpus}"}}, limits: {{nvidia.com/gpu: 1}}}}',
     )
     result = run(example, tmp_path, text)
+    assert refused_before_kueue(result) == []
     assert (result.verdict, result.message_from) == (NEVER, "gpuplane")
     assert result.message == (
         f"a pod of pod set main requests {cpus} cpu, but a node of pool l40s-infer has "
@@ -325,6 +389,7 @@ def test_node_labels_no_node_of_the_pool_carries(
         "l40s",
     )
     result = run(example, tmp_path, deployment(f"      nodeSelector: {{{selector}}}\n"))
+    assert refused_before_kueue(result) == []
     assert result.pod_sets[0].flavor == "l40s-infer"  # Kueue admits it either way
     if runs:
         assert result.verdict in ("fits", "borrows"), result.reasons
@@ -347,6 +412,7 @@ def test_a_required_affinity_no_node_matches(example: Platform, tmp_path: Path) 
         "                  - {key: nvidia.com/gpu.sharing-strategy, operator: In, values: [mps]}\n"
     )
     result = run(example, tmp_path, deployment(affinity))
+    assert refused_before_kueue(result) == []
     assert (result.verdict, result.message_from) == (NEVER, "gpuplane")
     assert result.message is not None and "required node affinity matches no node" in result.message
 
@@ -407,24 +473,34 @@ def test_a_priority_label_only_on_the_pod_template_does_not_count(
     """Kueue reads the priority of the object it makes the Workload of
     (`jobframework.WorkloadPriorityClassName(job.Object())`, the Job's own labels), and the
     rendered ValidatingAdmissionPolicy reads `object.metadata.labels`: a label on the Job's pod
-    template is neither's, so on prod-east (1.33) the Job is refused for having none."""
-    text = """apiVersion: batch/v1
+    template is neither's, so on prod-east (1.33) the Job is refused for having none.
+
+    Since the chain, the refusal is the policies step's (it was fit's own answer, `messageFrom:
+    API server`, before), and Kueue's answer goes on with the team's own priority, not the
+    template's prod-production."""
+    text = f"""apiVersion: batch/v1
 kind: Job
 metadata:
   name: template-label
   namespace: llm-train
+  labels: {{gpuplane.dev/team: llm, gpuplane.dev/cost-center: CC-1050}}
 spec:
+  ttlSecondsAfterFinished: {TTL_SECONDS}
   template:
     metadata:
-      labels: {kueue.x-k8s.io/priority-class: prod-production}
+      labels: {{kueue.x-k8s.io/priority-class: prod-production}}
     spec:
       restartPolicy: Never
       containers:
         - name: main
           image: registry.example.com/llm/train:1
-          resources: {requests: {cpu: "1"}}
+          resources: {{requests: {{cpu: "1"}}}}
 """
     result = run(example, tmp_path, text)
     assert result.verdict == NEVER
-    assert result.message_from == "API server"
-    assert "must name their priority" in (result.message or "")
+    assert refused_before_kueue(result) == ["ValidatingAdmissionPolicy 'gpuplane-priority'"]
+    (refusal,) = [r for o in result.chain for r in o.refusals]
+    assert refusal.message.startswith('jobs.batch "template-label" is forbidden: ')
+    assert "must name their priority" in refusal.message
+    assert result.priority == "prod-standard"  # teams/llm.yaml `priority: standard`
+    assert (result.priority_source or "").startswith("as if labelled")

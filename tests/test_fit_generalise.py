@@ -13,6 +13,12 @@ The platform is the example one with both clusters at Kubernetes 1.36, as in
 `llm-training`, TAS-only: h100-train then a100-mig) or `llm-serve` (`llm-inference`,
 l40s-infer only). Both namespaces have only the LocalQueue `default` and the LimitRange
 `gpuplane-defaults` (defaultRequest cpu 2, memory 8Gi, no default limit).
+
+Each manifest gets what the platform's admission policies ask of it (team llm's labels, a TTL
+on a JobSet; `tests.compliance`), so the answer is Kueue's. An AppWrapper is refused anyway:
+RBAC lets no team member create one (renderer/layers/tenancy.py `WORKLOADS`: its controller
+would create the wrapped objects with its own rights), so those tests assert Kueue's answer as
+if an administrator had created it.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import yaml
 from click.testing import CliRunner
 
 from renderer.cli import main
+from tests.compliance import TTL_SECONDS, restricted
 from tests.conftest import example_at_kubernetes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,8 +44,25 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return example_at_kubernetes(tmp_path_factory.mktemp("platform"), "1.36")
 
 
-def fit(platform: Path, tmp_path: Path, document: dict[str, Any], namespace: str) -> dict[str, Any]:
-    """fit's JSON answer for one hand-written document; it must not crash."""
+LLM = {"gpuplane.dev/team": "llm", "gpuplane.dev/cost-center": "CC-1050"}
+"""The common labels of team llm's namespaces (teams/llm.yaml)."""
+WITH_TTL = ("Job", "JobSet", "RayJob")
+"""The kinds the TTL policies hold to the team's retention (renderer/layers/security/cleanup.py)."""
+
+
+def fit(
+    platform: Path,
+    tmp_path: Path,
+    document: dict[str, Any],
+    namespace: str,
+    refused_by: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """fit's JSON answer for one hand-written document, given team llm's labels (and a TTL
+    where a policy asks for one); it must not crash, and only `refused_by` may refuse it before
+    Kueue."""
+    document["metadata"]["labels"] = {**LLM, **document["metadata"].get("labels", {})}
+    if document["kind"] in WITH_TTL:
+        document["spec"].setdefault("ttlSecondsAfterFinished", TTL_SECONDS)
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     args = ["-C", str(platform), "fit", str(path), "--namespace", namespace, "--format", "json"]
@@ -49,6 +73,9 @@ def fit(platform: Path, tmp_path: Path, document: dict[str, Any], namespace: str
     assert result.exit_code in (0, 1), result.output
     answer = json.loads(result.stdout)
     assert isinstance(answer, dict)
+    for workload in answer.get("workloads") or ():
+        sources = [r["source"] for step in workload["chain"] for r in step["refusals"]]
+        assert sources == list(refused_by), workload["summary"]
     return answer
 
 
@@ -69,6 +96,10 @@ def container(name: str, **resources: dict[str, str]) -> dict[str, Any]:
 
 
 SMALL = {"cpu": "1", "memory": "1Gi"}
+
+
+RBAC = ("RBAC",)
+"""A team member may not create an AppWrapper (see above)."""
 
 
 def appwrapper(name: str, component: dict[str, Any]) -> dict[str, Any]:
@@ -122,8 +153,12 @@ def test_appwrapper_declared_pod_sets_are_counted_as_declared(
             "template": lws,
         },
     )
-    workload = only_workload(fit(platform, tmp_path, document, "llm-serve"))
-    assert workload["verdict"] == "fits", workload
+    template = lws["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        restricted(template[role]["spec"])  # llm-serve enforces Pod Security's restricted level
+    workload = only_workload(fit(platform, tmp_path, document, "llm-serve", RBAC))
+    # refused at RBAC by design; Kueue, as if an administrator had created it, admits it
+    assert (workload["verdict"], workload["kueueVerdict"]) == ("never", "fits"), workload
     assert counts(workload) == {"lws-0": 2, "lws-1": 3}
 
 
@@ -169,7 +204,7 @@ def test_appwrapper_infers_one_ray_worker_when_replicas_is_unset(
         },
     }
     workload = only_workload(
-        fit(platform, tmp_path, appwrapper("ray", {"template": cluster}), "llm-train")
+        fit(platform, tmp_path, appwrapper("ray", {"template": cluster}), "llm-train", RBAC)
     )
     assert counts(workload) == {"ray-0": 1, "ray-1": 1}
 
@@ -202,7 +237,7 @@ def test_appwrapper_counts_ray_worker_replicas_not_hosts(platform: Path, tmp_pat
         },
     }
     workload = only_workload(
-        fit(platform, tmp_path, appwrapper("ray", {"template": cluster}), "llm-train")
+        fit(platform, tmp_path, appwrapper("ray", {"template": cluster}), "llm-train", RBAC)
     )
     assert counts(workload) == {"ray-0": 1, "ray-1": 2}
 

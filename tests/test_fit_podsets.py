@@ -19,6 +19,7 @@ from renderer.admission.workloads.readers import workload_from
 from renderer.commands.fit import check_fit
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
+from tests.compliance import TTL_SECONDS, team_labels
 from tests.conftest import REPO
 
 Gi = 2**30
@@ -526,14 +527,31 @@ def example() -> Platform:
 def test_a_refused_rayjob_is_never_admitted_with_the_webhooks_words(
     example: Platform, tmp_path: Path
 ) -> None:
-    """The webhook's refusal is the answer: no Workload is ever created."""
-    doc = rayjob(shutdownAfterJobFinishes=False)
+    """The webhook's refusal is the answer: no Workload is ever created. The RayJob keeps the
+    platform's policies (the team's labels, a TTL, images from the team's registry), so that
+    the refusal is Kueue's webhook's alone: a worker group named `head` (Kueue v0.19.2
+    `pkg/controller/jobs/raycluster/common.go` `ValidateCreate`, which `RayJobWebhook`
+    calls). This test's RayJob used to leave out `shutdownAfterJobFinishes`: the rendered
+    `gpuplane-ttl-rayjobs` policy now refuses that before Kueue's webhook sees it
+    (tests/test_fit_fidelity.py)."""
+    doc = rayjob(ttlSecondsAfterFinished=TTL_SECONDS)
+    cluster = doc["spec"]["rayClusterSpec"]
+    cluster["workerGroupSpecs"][1]["groupName"] = "head"
+    for group in (cluster["headGroupSpec"], *cluster["workerGroupSpecs"]):
+        for each in group["template"]["spec"]["containers"]:
+            each["image"] = "registry.example.com/llm/ray:1"
     doc["metadata"]["namespace"] = "llm-train"
-    doc["metadata"]["labels"] = {"kueue.x-k8s.io/priority-class": "prod-standard"}
+    doc["metadata"]["labels"] = {
+        "kueue.x-k8s.io/priority-class": "prod-standard",
+        **team_labels(example, "llm-train"),
+    }
     path = tmp_path / "r.yaml"
     path.write_text(json.dumps(doc))
     result = check_fit(example, path)
+    assert [r.source for o in result.chain for r in o.refusals] == []
     assert result.verdict == NEVER
-    assert result.message is not None and result.message.startswith(
-        'admission webhook "vrayjob.kb.io" denied the request: spec.shutdownAfterJobFinishes'
+    assert result.message == (
+        'admission webhook "vrayjob.kb.io" denied the request: '
+        'spec.rayClusterSpec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for '
+        "the head group"
     )

@@ -9,6 +9,9 @@ EC2's network node layers, 1 to 4 nodes of 8 H200s). The `mixed` fixture turns a
 topology off, making `llm-training` the *mixed* ClusterQueue the platform no longer renders, to
 check fit against Kueue there too. Each expectation below
 is worked out from the Kueue function its docstring names, not from fit's output.
+
+Every job here keeps the platform's admission policies and Pod Security (`tests.compliance`),
+so that no step before Kueue refuses it and the answer checked is Kueue's own.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from renderer.admission.answer.text import fit_json, fit_text
 from renderer.commands.fit import check_fit
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
+from tests.compliance import comply
 from tests.conftest import REPO, copy_inputs
 
 KUEUE_SAMPLES = REPO.parent / "shared" / "reference" / "workloads" / "kueue"
@@ -107,10 +111,13 @@ def job(
 
 
 def run(platform: Platform, tmp_path: Path, document: dict[str, Any]) -> FitResult:
+    """fit's answer for the job, made to pass every step before Kueue (`comply`)."""
+    comply(document, platform, document["metadata"]["namespace"])
     path = tmp_path / f"{document['metadata']['name']}.yaml"
     with path.open("w", encoding="utf-8") as out:
         YAML().dump(document, out)
     result = check_fit(platform, path)
+    assert not [o for o in result.chain if o.refused], result.summary
     assert fit_text(result).endswith("\n")
     fit_json(result)
     return result
@@ -205,7 +212,9 @@ def test_kueues_own_tas_samples(platform: Platform, tmp_path: Path, sample: str)
     with copy.open("w", encoding="utf-8") as out:
         yaml.dump(document, out)
     result = check_fit(platform, copy, namespace="llm-train")
-    assert result.verdict == NEVER
+    # the samples carry none of the platform's labels nor a TTL: the policies refuse them too,
+    # and Kueue, as if they were changed, finds no flavor
+    assert (result.verdict, result.kueue_verdict) == (NEVER, NEVER)
     assert result.message == (
         'couldn\'t assign flavors to pod set workers: Flavor "a100-mig" does not contain the '
         'requested level, Flavor "h100-train" does not contain the requested level'
@@ -213,7 +222,7 @@ def test_kueues_own_tas_samples(platform: Platform, tmp_path: Path, sample: str)
     # the same file as shipped: its LocalQueue does not exist, whatever the topology
     shutil.copy(source, tmp_path / "as-shipped.yaml")
     shipped = check_fit(platform, tmp_path / "as-shipped.yaml", namespace="llm-train")
-    assert shipped.verdict == NEVER
+    assert (shipped.verdict, shipped.kueue_verdict) == (NEVER, NEVER)
     assert "LocalQueue user-queue doesn't exist" in (shipped.message or "")
 
 

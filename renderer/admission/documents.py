@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from renderer.admission import chain as admission_chain
+from renderer.admission import needed
 from renderer.admission.answer.result import (
     ERROR,
     NEVER,
@@ -346,7 +347,7 @@ class FileChecker:
         """The workload's answer: the admission chain on the object first, where fit knows the
         cluster, then Kueue's admission of the object as the chain hands it on."""
         cluster = self.cluster_of(obj.namespace)
-        run = self.chain(obj, cluster)
+        run = self.chain(obj, cluster, others)
         if run is None:
             alone = self.kueue(obj, others, cluster)
             if isinstance(alone, Ignored):
@@ -357,9 +358,12 @@ class FileChecker:
             return result
         return admission_chain.conclude(result, run)
 
-    def chain(self, obj: FileObject, cluster: Cluster | None) -> admission_chain.ChainRun | None:
-        """The chain's steps for the object in its namespace of `cluster`; None where fit does
-        not know the cluster (the checker then says why) or the object is no mapping."""
+    def chain(
+        self, obj: FileObject, cluster: Cluster | None, others: Sequence[Any] = ()
+    ) -> admission_chain.ChainRun | None:
+        """The chain's steps for the object in its namespace of `cluster`, with the RBAC step's
+        refusals of the file's objects it needs (`needed`); None where fit does not know the
+        cluster (the checker then says why) or the object is no mapping."""
         namespace = self.namespace or obj.namespace
         if cluster is None or namespace is None or not isinstance(obj.data, dict):
             return None
@@ -367,7 +371,10 @@ class FileChecker:
         if rendered is None:
             rendered = self.rendered[cluster.name] = rendered_cluster(self.platform, cluster)
         user = rbac.member_of(rendered, namespace)
-        return admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
+        run = admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
+        templates = needed.claim_templates(run.obj, others, rendered, namespace)
+        found = needed.refusals(templates, namespace, user, rendered, self.display)
+        return dataclasses.replace(run, outcomes=needed.with_refusals(run.outcomes, found))
 
     def kueue(
         self,
