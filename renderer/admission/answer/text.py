@@ -55,7 +55,9 @@ def fit_text(result: FitResult) -> str:
         )
     if result.priority_source:
         name = result.priority or "(none)"
-        lines.append(f"  priority {name} = {result.priority_value}, from {result.priority_source}")
+        source = result.priority_source
+        origin = source if source.startswith("as if") else f"from {source}"
+        lines.append(f"  priority {name} = {result.priority_value}, {origin}")
     if result.message:
         lines.append(f"  {result.message_from}: {result.message}")
     if result.reasons:
