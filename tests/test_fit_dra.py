@@ -108,7 +108,12 @@ def fit(
     result = CliRunner().invoke(main, args, catch_exceptions=True)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     answer = json.loads(result.stdout)
-    (workload,) = answer["workloads"]
+    (tmp_path / "answer.json").write_text(result.stdout)
+    # a file's object that is no workload and that the chain refuses (a ResourceClaimTemplate
+    # the Job does not claim: members may not create one) gets an answer of its own
+    (workload,) = [
+        w for w in answer["workloads"] if w["workload"]["kind"] != "ResourceClaimTemplate"
+    ]
     assert isinstance(workload, dict)
     sources = [r["source"] for step in workload["chain"] for r in step["refusals"]]
     assert sources == list(refused_by), workload["summary"]
@@ -296,4 +301,9 @@ def test_a_template_of_the_file_the_job_does_not_read_is_not_its_refusal(
     claims = [{"name": "gpu", "resourceClaimTemplateName": "train"}]
     answer = fit(platform, tmp_path, unused, shadowed, job(claims))
     assert answer["kueueVerdict"] == "fits", answer
+    refused = json.loads((tmp_path / "answer.json").read_text())["workloads"]
+    templates = {
+        w["workload"]["name"] for w in refused if w["workload"]["kind"] == "ResourceClaimTemplate"
+    }
+    assert templates == {"spare", "train"}  # each refused at RBAC when kubectl creates it
     assert answer["podSets"][0]["perPod"][LOGICAL] == 1  # the rendered template's one device

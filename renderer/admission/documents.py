@@ -225,6 +225,7 @@ class FileChecker:
                 "and the few objects it needs)",
             )
         runtimes = _runtime_users(objects, self.namespace)
+        claimed = self.claimed_templates(objects)
         workloads: list[FitResult] = []
         ignored: list[Ignored] = []
         for index, obj in enumerate(objects):
@@ -245,7 +246,7 @@ class FileChecker:
                 else:
                     workloads.append(self.one_run(obj, result))
             elif index in runtimes or not readers.is_workload(obj.api_version, obj.kind):
-                refused = self.refused_other(obj)
+                refused = None if obj in claimed else self.refused_other(obj)
                 if refused is not None:
                     workloads.append(refused)
                 elif index in runtimes:
@@ -272,6 +273,24 @@ class FileChecker:
                 FitResult(self.display, ERROR, "no workload in the file", reasons=tuple(why)),
             )
         return FileFit(self.display, tuple(workloads), tuple(ignored))
+
+    def claimed_templates(self, objects: Sequence[FileObject]) -> list[FileObject]:
+        """The file's ResourceClaimTemplates whose refusal a workload of the file answers for
+        in its own RBAC step (`needed.claim_templates`: what the workload then loses)."""
+        names: set[str] = set()
+        for obj in objects:
+            cluster = self.cluster_of(obj.namespace)
+            namespace = self.namespace or obj.namespace
+            if cluster is None or namespace is None or not isinstance(obj.data, dict):
+                continue
+            rendered = self.rendered.get(cluster.name)
+            if rendered is None:
+                rendered = self.rendered[cluster.name] = rendered_cluster(self.platform, cluster)
+            others = [o.data for o in objects if o is not obj]
+            names.update(
+                n.name for n in needed.claim_templates(obj.data, others, rendered, namespace)
+            )
+        return [o for o in objects if o.kind == "ResourceClaimTemplate" and o.name in names]
 
     def refused_other(self, obj: FileObject) -> FitResult | None:
         """An object that is no workload (a Service, a ConfigMap, a runtime) still meets the
