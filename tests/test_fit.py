@@ -167,7 +167,10 @@ def test_a_job_without_priority_gets_the_teams_where_a_mutating_policy_is_served
     assert standard is not None
     assert result.verdict == FITS
     assert (result.priority, result.priority_value) == ("prod-standard", standard.value)
-    assert result.priority_source == "label kueue.x-k8s.io/priority-class"
+    assert result.priority_source == (
+        "no priority label: MutatingAdmissionPolicy gpuplane-priority-vision sets "
+        "kueue.x-k8s.io/priority-class: prod-standard (team vision's priority)"
+    )
     changes = [c for o in result.chain for c in o.changes]
     assert (
         "MutatingAdmissionPolicy 'gpuplane-priority-vision' sets label "

@@ -277,10 +277,12 @@ def test_a_wrapped_kind_appwrapper_cannot_infer_is_refused_at_admission(
     answer = fit(platform, tmp_path, appwrapper({"template": lws()}))
     (workload,) = answer["workloads"]
     assert (answer["verdict"], answer["admissible"]) == ("never", False)
-    assert [r["source"] for step in workload["chain"] for r in step["refusals"]] == ["RBAC"]
+    sources = [r["source"] for step in workload["chain"] for r in step["refusals"]]
+    assert sources == ["RBAC", "AppWrapper's webhook"]  # the webhook is a step of the chain
     assert workload["kueueVerdict"] == "never"
     assert workload["summary"] == (
-        "refused before Kueue (rbac); as if changed, Kueue: never: refused at admission"
+        "2 refusals before Kueue (rbac, kueue-webhook); as if changed, Kueue: never: refused "
+        "at admission"
     )
     assert workload["messageFrom"] == "AppWrapper's webhook"
     assert workload["message"] == (

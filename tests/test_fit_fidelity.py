@@ -176,7 +176,7 @@ def test_pod_sets_are_listed_when_kueues_webhook_refuses(example: Platform, tmp_
     that first: the ValidatingAdmissionPolicy plugin runs before the validating webhooks,
     k8s.io/kubernetes `pkg/kubeapiserver/options/plugins.go`.)"""
     result = run(example, tmp_path, RAYJOB_AUTOSCALING)
-    assert refused_before_kueue(result) == []
+    assert refused_before_kueue(result) == ["Kueue's validating webhook"]  # the chain's step
     assert (result.verdict, result.message_from) == (NEVER, "Kueue's webhook")
     assert result.message == (
         'admission webhook "vrayjob.kb.io" denied the request: '
@@ -198,8 +198,15 @@ def test_the_platforms_policy_refuses_a_rayjob_before_kueues_webhook(
     refuses the autoscaling, and only that (its own shutdown check then passes)."""
     text = RAYJOB_AUTOSCALING.replace("  shutdownAfterJobFinishes: true\n", "")
     result = run(example, tmp_path, text)
-    assert refused_before_kueue(result) == ["ValidatingAdmissionPolicy 'gpuplane-ttl-rayjobs'"]
-    (refusal,) = [r for o in result.chain for r in o.refusals]
+    # the policy refuses first; Kueue's webhook, a later step of the chain, sees the same
+    # object and refuses it too (the shutdown and the autoscaling)
+    assert refused_before_kueue(result) == [
+        "ValidatingAdmissionPolicy 'gpuplane-ttl-rayjobs'",
+        "Kueue's validating webhook",
+    ]
+    refusal, webhook = [r for o in result.chain for r in o.refusals]
+    assert "shutdownAfterJobFinishes" in webhook.message
+    assert "enableInTreeAutoscaling" in webhook.message
     assert refusal.message.endswith(
         "denied request: spec.shutdownAfterJobFinishes must be true: without it the RayCluster, "
         "and its GPUs, outlive the job"

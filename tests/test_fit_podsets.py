@@ -548,7 +548,7 @@ def test_a_refused_rayjob_is_never_admitted_with_the_webhooks_words(
     path = tmp_path / "r.yaml"
     path.write_text(json.dumps(doc))
     result = check_fit(example, path)
-    assert [r.source for o in result.chain for r in o.refusals] == []
+    assert [r.source for o in result.chain for r in o.refusals] == ["Kueue's validating webhook"]
     assert result.verdict == NEVER
     assert result.message == (
         'admission webhook "vrayjob.kb.io" denied the request: '
