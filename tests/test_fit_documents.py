@@ -64,13 +64,23 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
     return put
 
 
+LABELS = "{gpuplane.dev/team: llm, gpuplane.dev/cost-center: CC-1050}"
+"""The common labels the platform's ValidatingAdmissionPolicy 'gpuplane-common-labels' asks of
+every workload in a team namespace: the llm team's (teams/llm.yaml `costCenter`)."""
+TTL = 172_800
+"""The llm team's `retention.finishedJobs` (48h): the most the TTL policies allow a Job."""
+
+
 def job(name: str, cpu: str = "1", namespace: str = "llm-train") -> str:
-    """A Job of one CPU pod: GPU pods meet the topology-aware flavors, another test's matter."""
+    """A Job of one CPU pod: GPU pods meet the topology-aware flavors, another test's matter.
+    It carries what the platform's admission policies ask (the team's labels, a TTL), so that
+    Kueue's answer is the answer."""
     return f"""apiVersion: batch/v1
 kind: Job
 metadata:
   name: {name}
   namespace: {namespace}
+  labels: {LABELS}
 spec:
   template:
     spec:
@@ -81,6 +91,7 @@ spec:
           resources:
             requests: {{cpu: "{cpu}", memory: 1Gi}}
             limits: {{memory: 1Gi}}
+  ttlSecondsAfterFinished: {TTL}
 """
 
 
@@ -293,6 +304,7 @@ kind: MPIJob
 metadata:
   name: pi
   namespace: llm-train
+  labels: {{gpuplane.dev/team: llm, gpuplane.dev/cost-center: CC-1050}}
 spec:
   slotsPerWorker: 1
   mpiReplicaSpecs:

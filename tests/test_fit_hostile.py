@@ -67,6 +67,26 @@ def write(tmp_path: Path) -> Callable[..., Path]:
     return put
 
 
+COMPLIANT: dict[str, tuple[str, str, int]] = {
+    "llm-train": ("llm", "CC-1050", 172_800),
+    "llm-serve": ("llm", "CC-1050", 172_800),
+    "llm-eval-train": ("llm-eval", "CC-1050", 259_200),
+}
+"""What the platform's admission policies ask of a Job in each namespace the tests use
+(teams/llm.yaml, teams/llm-eval.yaml): the common labels gpuplane.dev/team and
+gpuplane.dev/cost-center of the namespace's team, and a TTL within its `retention.finishedJobs`
+(48h, 72h). A namespace no team owns gets the llm team's, which no policy there asks for."""
+
+SECURITY_CONTEXT = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""Pod Security's `restricted` profile (what llm-serve enforces): so that what these tests
+check is fit facing hostile input, not the chain refusing a Job the platform does not allow."""
+
+
 def job(
     name: str = "train",
     namespace: str | None = "llm-train",
@@ -75,7 +95,9 @@ def job(
     cpu: Any = '"1"',
     priority: str = PRIORITY,
 ) -> str:
-    """A Job of one CPU pod with its priority label (block YAML, `{{`-free values only)."""
+    """A Job of one CPU pod with its priority label, compliant with the platform's admission
+    policies (block YAML, `{{`-free values only)."""
+    team, cost_center, ttl = COMPLIANT.get(namespace or "llm-train", COMPLIANT["llm-train"])
     ns = f"\n  namespace: {namespace}" if namespace is not None else ""
     par = f"\n  parallelism: {parallelism}" if parallelism is not None else ""
     return f"""apiVersion: batch/v1
@@ -84,13 +106,17 @@ metadata:
   name: {name}{ns}
   labels:
     kueue.x-k8s.io/priority-class: {priority}
+    gpuplane.dev/team: {team}
+    gpuplane.dev/cost-center: {cost_center}
 spec:{par}
+  ttlSecondsAfterFinished: {ttl}
   template:
     spec:
       restartPolicy: Never
       containers:
         - name: train
           image: registry.example.com/llm/train:1
+          securityContext: {json.dumps(SECURITY_CONTEXT)}
           resources:
             requests: {{cpu: {cpu}, memory: 1Gi}}
             limits: {{memory: 1Gi}}
@@ -99,15 +125,21 @@ spec:{par}
 
 def job_object(name: str = "train", namespace: str = "llm-train") -> dict[str, Any]:
     """The same Job as data, for values YAML's block style cannot carry."""
+    team, cost_center, ttl = COMPLIANT.get(namespace, COMPLIANT["llm-train"])
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {"kueue.x-k8s.io/priority-class": PRIORITY},
+            "labels": {
+                "kueue.x-k8s.io/priority-class": PRIORITY,
+                "gpuplane.dev/team": team,
+                "gpuplane.dev/cost-center": cost_center,
+            },
         },
         "spec": {
+            "ttlSecondsAfterFinished": ttl,
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
@@ -115,6 +147,7 @@ def job_object(name: str = "train", namespace: str = "llm-train") -> dict[str, A
                         {
                             "name": "train",
                             "image": "registry.example.com/llm/train:1",
+                            "securityContext": json.loads(json.dumps(SECURITY_CONTEXT)),
                             "resources": {
                                 "requests": {"cpu": "1", "memory": "1Gi"},
                                 "limits": {"memory": "1Gi"},
@@ -122,7 +155,7 @@ def job_object(name: str = "train", namespace: str = "llm-train") -> dict[str, A
                         }
                     ],
                 }
-            }
+            },
         },
     }
 
