@@ -445,6 +445,133 @@ def test_wrong_typed_counts_and_quantities_are_an_error_not_a_traceback(
     assert expected in reasons_of(result)
 
 
+def with_value(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of `obj` with `value` at `path` (the mappings on the way made where absent)."""
+    changed = json.loads(json.dumps(obj))
+    here = changed
+    for key in path[:-1]:
+        here = here.setdefault(key, {})
+    here[path[-1]] = value
+    return changed
+
+
+def pod_object() -> dict[str, Any]:
+    job = job_object("one")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": job["metadata"],
+        "spec": job["spec"]["template"]["spec"],
+    }
+
+
+def deployment_object() -> dict[str, Any]:
+    pod = pod_object()
+    spec = {**pod["spec"], "restartPolicy": "Always"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {**pod["metadata"], "name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": spec},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "go_type", "verdict"),
+    [
+        (("metadata", "labels"), ["x"], "array into Go struct field ObjectMeta.metadata.labels", ERROR),
+        (("metadata", "labels"), "x", "string into Go struct field ObjectMeta.metadata.labels", ERROR),
+        (("metadata", "ownerReferences"), 5, "number into Go struct field ObjectMeta.metadata.ownerReferences", NEVER),
+        (("spec", "template", "spec", "volumes"), 5, "number into Go struct field PodSpec.spec.template.spec.volumes", NEVER),
+    ],
+    ids=["labels-list", "labels-string", "owner-references-number", "volumes-number"],
+)  # fmt: skip
+def test_a_wrong_typed_field_meets_every_gate_without_a_traceback(
+    platform: Platform,
+    write: Callable[..., Path],
+    path: tuple[str, ...],
+    value: Any,
+    go_type: str,
+    verdict: str,
+) -> None:
+    """The API server's decoder refuses each (`json: cannot unmarshal <type> into Go struct
+    field ...`); the chain's gates after it (Kueue's defaulting webhooks, Pod Security's
+    volume defaulting) still see the object and must answer, not raise. Where Kueue's reader
+    cannot read the object either, the answer stays `error`."""
+    result = answer(platform, write(json.dumps(with_value(job_object(), path, value))))
+    (job,) = result.workloads
+    messages = [r.message for o in job.chain for r in o.refusals]
+    assert any(
+        f"cannot be handled as a Job: json: cannot unmarshal {go_type}" in m for m in messages
+    )
+    assert result.verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("make", "path"),
+    [
+        (job_object, ("metadata", "annotations")),
+        (pod_object, ("spec", "schedulingGates")),
+        (deployment_object, ("spec", "template", "metadata", "annotations")),
+        (deployment_object, ("spec", "template", "metadata", "labels")),
+    ],
+    ids=["job-annotations", "pod-scheduling-gates", "template-annotations", "template-labels"],
+)
+def test_a_null_field_is_an_absent_one(
+    platform: Platform,
+    write: Callable[..., Path],
+    make: Callable[[], dict[str, Any]],
+    path: tuple[str, ...],
+) -> None:
+    """Go's decoder leaves a nil map or slice for `null` (encoding/json: "unmarshals a JSON
+    null into a map, slice or pointer by setting it to nil"), so the API server reads each as
+    absent; Kueue's webhooks then add the gate, annotation or labels as to any other. A
+    Deployment whose template has no labels is refused by the API server (its selector matches
+    no template label), and fit's answer for it is the same with `null`."""
+    original = make()
+    plain = file_json(answer(platform, write(json.dumps(original), "plain.json")))
+    nulled = file_json(
+        answer(platform, write(json.dumps(with_value(original, path, None)), "null.json"))
+    )
+    without = json.loads(json.dumps(original))
+    here = without
+    for key in path[:-1]:
+        here = here[key]
+    here.pop(path[-1], None)
+    absent = file_json(answer(platform, write(json.dumps(without), "absent.json")))
+    for body in (plain, nulled, absent):
+        body.pop("file")
+        for workload in body["workloads"]:
+            workload.pop("file")
+    assert nulled == absent
+    if path[-1] != "labels":
+        assert nulled == plain and plain["verdict"] == FITS
+
+
+def test_a_wrong_typed_pod_template_label_map_is_an_error_not_a_traceback(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """Pod Security reads a RayCluster's pod templates with Kueue's reader; a head template
+    whose `metadata.labels` is a string escaped the reader's own error handling."""
+    ray = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": job_object("ray")["metadata"],
+        "spec": {
+            "headGroupSpec": {
+                "template": {"metadata": {"labels": "x"}, "spec": pod_object()["spec"]}
+            }
+        },
+    }
+    result = answer(platform, write(json.dumps(ray)))
+    assert result.verdict == ERROR
+    assert "spec.headGroupSpec.template.metadata.labels must be a mapping" in reasons_of(result)
+
+
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
 def test_infinite_and_nan_numbers_are_refused(
     platform: Platform, write: Callable[..., Path], value: str
