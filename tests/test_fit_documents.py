@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.admission.answer.result import BORROWS, ERROR, FITS, NEVER, FileFit
+from renderer.admission.answer.result import BORROWS, ERROR, FITS, NEVER, FileFit, FitResult
 from renderer.admission.answer.text import file_json, file_text
+from renderer.admission.apiserver.gate import Step
 from renderer.commands.fit import check_file, check_fit
 from renderer.inputs.source import MAX_FILE_BYTES, MAX_STREAM_DOCUMENTS
 from renderer.model import integrations
@@ -733,6 +734,7 @@ spec:
   jobTemplate:
     entrypoint: python /home/ray/train.py
     shutdownAfterJobFinishes: true
+    ttlSecondsAfterFinished: 172800
     rayClusterSpec:
       headGroupSpec:
         template:
@@ -746,16 +748,55 @@ spec:
 """
 
 
+def _messages(result: FitResult) -> str:
+    return " ".join(r.message for o in result.chain for r in o.refusals)
+
+
+def test_a_ray_cronjobs_run_is_judged_as_kuberays_operator_creates_it(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """The run is created by KubeRay's operator, a service account outside the team
+    namespaces, with only its own label (`ray.io/cronjob-name`) and the RayCronJob as its
+    controller owner (`constructRayJob`, `SetControllerReference`). gpuplane's common-labels
+    policy leaves such requests out (its matchCondition `submitted-by-a-team`), so the run needs
+    no team label; the RayJob TTL policy has no such condition, so the run's TTL, written in
+    `spec.jobTemplate`, must be within the team's retention; the priority policy (Kubernetes
+    1.36: mutating) labels the run, whose owner is no kind Kueue manages."""
+    (run,) = answer(platform, write(RAY_CRONJOB)).workloads
+    assert "gpuplane-common-labels" not in _messages(run)
+    assert (run.priority, run.priority_source) == (
+        "prod-standard",
+        "label kueue.x-k8s.io/priority-class",
+    )
+    without_ttl = RAY_CRONJOB.replace("    ttlSecondsAfterFinished: 172800\n", "")
+    (bad,) = answer(platform, write(without_ttl, "ttl.yaml")).workloads
+    ttl = [r for o in bad.chain for r in o.refusals if "gpuplane-ttl-rayjobs" in r.source]
+    assert [r.message for r in ttl] == [
+        'rayjobs.ray.io "nightly-<run>" is forbidden: ValidatingAdmissionPolicy '
+        "'gpuplane-ttl-rayjobs' with binding 'gpuplane-ttl-rayjobs' denied request: RayJobs in "
+        "team llm namespaces must set spec.ttlSecondsAfterFinished to at most 172800 seconds "
+        "(retention.finishedJobs of the team file)"
+    ]
+    assert "spec.jobTemplate" in ttl[0].fix
+
+
 def test_a_ray_cronjob_is_checked_as_one_of_its_rayjobs(
     platform: Platform, write: Callable[..., Path]
 ) -> None:
     """KubeRay v1.7.0 `raycronjob_controller.go` `constructRayJob`: each run is a RayJob whose
     spec is `spec.jobTemplate` and whose labels are only the controller's, so the RayCronJob's
-    queue-name label never reaches it: LocalQueue defaulting sends the run to `default`."""
+    queue-name label never reaches it: LocalQueue defaulting sends the run to `default`.
+
+    Kueue admits the run (`kueue_verdict`); the answer is `never` since the chain: gpuplane's
+    team roles grant `ray.io` rayclusters, rayjobs and rayservices (renderer/layers/tenancy.py),
+    not raycronjobs, so the API server refuses the member's RayCronJob itself."""
     (run,) = answer(platform, write(RAY_CRONJOB)).workloads
     assert (run.kind, run.name) == ("RayCronJob", "nightly")
     assert (run.integration, run.gang) == ("ray.io/rayjob", True)
-    assert run.local_queue == "default" and run.admissible
+    assert run.local_queue == "default" and run.kueue_verdict in (FITS, BORROWS)
+    assert [(o.step, r.source) for o in run.chain for r in o.refusals] == [(Step.RBAC, "RBAC")]
+    assert 'cannot create resource "raycronjobs" in API group "ray.io"' in _messages(run)
+    assert run.verdict == NEVER
     assert any("each run of the RayCronJob is a RayJob of its own" in n for n in run.notes)
     broken = RAY_CRONJOB.replace("rayClusterSpec:", "rayClusterSpec: 3\n    unused:")
     path = write(broken, "broken.yaml")

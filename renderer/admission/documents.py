@@ -37,7 +37,7 @@ from renderer.admission.answer.result import (
 )
 from renderer.admission.apiserver import names as apiserver
 from renderer.admission.apiserver import rbac
-from renderer.admission.apiserver.gate import RenderedCluster
+from renderer.admission.apiserver.gate import Outcome, RenderedCluster, Step, UserInfo
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.resolve import Checker
 from renderer.admission.scheduler.usage import Snapshot
@@ -127,22 +127,62 @@ class TooMany(Exception):
 
 
 RAY_CRONJOB = ("ray.io", "RayCronJob")
+RAY_CRONJOB_NAME_LABEL = "ray.io/cronjob-name"
+"""KubeRay v1.7.0 `utils.RayCronJobNameLabelKey`: the one label a run carries."""
+
+KUBERAY_OPERATOR = UserInfo(
+    "system:serviceaccount:ray-system:kuberay-operator",
+    ("system:serviceaccounts", "system:serviceaccounts:ray-system", "system:authenticated"),
+)
+"""Who creates a RayCronJob's runs: KubeRay's operator, as its service account (the chart's
+`kuberay-operator`, with the groups the API server gives a service account). gpuplane does not
+render where it is installed (`ray-system` stands for it): gpuplane's policies tell a team's
+request from a controller's by the user alone (`gpuplane-common-labels` leaves out every service
+account outside the team namespaces), so any such namespace gets the same answer."""
+
+SUBMITTED_STEPS = (Step.DISCOVERY, Step.RBAC, Step.DECODE, Step.POLICIES)
+"""The steps that judge a RayCronJob as the team's member creates it: its kind served, the
+member's right to create it, its decoding, the admission policies bound to it (Pod Security
+checks no custom kind at create, and no mutating policy or Kueue webhook matches it)."""
+RUN_STEPS = (Step.MUTATE, Step.POD_SECURITY, Step.POLICIES)
+"""The steps that judge each run KubeRay's operator creates: mutating admission (Kueue's
+webhooks, the priority policy), Pod Security at its pods, the admission policies. Its RBAC is
+the operator's chart's, which gpuplane does not render; its kind and fields are typed Go."""
 
 
 def run_of(obj: FileObject) -> FileObject | None:
     """The object one run of a scheduled kind Kueue has no integration for creates, where Kueue
     admits that one: a KubeRay RayCronJob's RayJob (`raycronjob_controller.go` `constructRayJob`:
-    the RayJob's spec is `spec.jobTemplate`; its labels are the controller's own, none of the
-    RayCronJob's). None for every other object."""
+    the RayJob's spec is `spec.jobTemplate`; its one label is the controller's own, none of the
+    RayCronJob's; the RayCronJob is its controller owner). None for every other object."""
     if (obj.group, obj.kind) != RAY_CRONJOB:
         return None
     spec = obj.data.get("spec")
     template = spec.get("jobTemplate") if isinstance(spec, dict) else None
-    metadata: dict[str, Any] = {"name": f"{obj.name}-<run>"}
+    owner = {"apiVersion": obj.api_version, "kind": obj.kind, "name": obj.name}
+    metadata: dict[str, Any] = {
+        "name": f"{obj.name}-<run>",
+        "labels": {RAY_CRONJOB_NAME_LABEL: obj.name},
+        "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+    }
     if obj.namespace:
         metadata["namespace"] = obj.namespace
     run = {"apiVersion": obj.api_version, "kind": "RayJob", "metadata": metadata, "spec": template}
     return FileObject(run, obj.document, obj.prefix, (("spec",), ("spec", "jobTemplate")))
+
+
+def _in_template(outcome: Outcome) -> Outcome:
+    """A run's outcome, its fixes pointing into the file: a run's `spec` is written as the
+    RayCronJob's `spec.jobTemplate`."""
+    refusals = tuple(
+        dataclasses.replace(
+            r, fix=f"{r.fix} (in spec.jobTemplate: a run's spec is the RayCronJob's)"
+        )
+        if "spec." in r.fix
+        else r
+        for r in outcome.refusals
+    )
+    return dataclasses.replace(outcome, refusals=refusals)
 
 
 def objects_of(documents: Iterable[Document]) -> list[FileObject]:
@@ -237,7 +277,7 @@ class FileChecker:
                     )
                 )
             elif (run := run_of(obj)) is not None:
-                result = self.workload(run, others)
+                result = self.workload(run, others, submitted=obj)
                 if isinstance(result, Ignored):
                     ignored.append(dataclasses.replace(result, kind=obj.kind, name=obj.name))
                 else:
@@ -314,11 +354,15 @@ class FileChecker:
 
     # --- one workload ------------------------------------------------------------------------
 
-    def workload(self, obj: FileObject, others: Sequence[Any]) -> FitResult | Ignored:
+    def workload(
+        self, obj: FileObject, others: Sequence[Any], submitted: FileObject | None = None
+    ) -> FitResult | Ignored:
         """The workload's answer: the admission chain on the object first, where fit knows the
-        cluster, then Kueue's admission of the object as the chain hands it on."""
+        cluster, then Kueue's admission of the object as the chain hands it on. `submitted`:
+        the object the file creates, where `obj` is what its controller creates from it (a
+        RayCronJob's run)."""
         cluster = self.cluster_of(obj.namespace)
-        run = self.chain(obj, cluster)
+        run = self.chain(obj, cluster, submitted)
         if run is None:
             alone = self.kueue(obj, others, cluster)
             if isinstance(alone, Ignored):
@@ -329,7 +373,9 @@ class FileChecker:
             return result
         return admission_chain.conclude(result, run)
 
-    def chain(self, obj: FileObject, cluster: Cluster | None) -> admission_chain.ChainRun | None:
+    def chain(
+        self, obj: FileObject, cluster: Cluster | None, submitted: FileObject | None = None
+    ) -> admission_chain.ChainRun | None:
         """The chain's steps for the object in its namespace of `cluster`; None where fit does
         not know the cluster (the checker then says why) or the object is no mapping."""
         namespace = self.namespace or obj.namespace
@@ -339,7 +385,44 @@ class FileChecker:
         if rendered is None:
             rendered = self.rendered[cluster.name] = rendered_cluster(self.platform, cluster)
         user = rbac.member_of(rendered, namespace)
-        return admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
+        if submitted is None:
+            return admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
+        return self.scheduled(submitted, obj, namespace, rendered, user)
+
+    def scheduled(
+        self,
+        submitted: FileObject,
+        run: FileObject,
+        namespace: str,
+        rendered: RenderedCluster,
+        user: UserInfo,
+    ) -> admission_chain.ChainRun:
+        """A RayCronJob's chain: the member creates the RayCronJob (`SUBMITTED_STEPS`), KubeRay's
+        operator each run (`RUN_STEPS`, as `KUBERAY_OPERATOR`). A step both run says of the
+        RayCronJob only what it did not just pass."""
+        gates = admission_chain.gates()
+        first = admission_chain.run(
+            submitted.data,
+            namespace,
+            rendered,
+            user,
+            [(step, gate) for step, gate in gates if step in SUBMITTED_STEPS],
+            self.display,
+        )
+        later = admission_chain.run(
+            run.data,
+            namespace,
+            rendered,
+            KUBERAY_OPERATOR,
+            [(step, gate) for step, gate in gates if step in RUN_STEPS],
+            self.display,
+        )
+        kept = tuple(
+            o
+            for o in first.outcomes
+            if o.step not in RUN_STEPS or o.refused or o.changes or o.notes
+        )
+        return admission_chain.ChainRun((*kept, *map(_in_template, later.outcomes)), later.obj)
 
     def kueue(
         self, obj: FileObject, others: Sequence[Any], cluster: Cluster | None
