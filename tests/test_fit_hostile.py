@@ -572,6 +572,25 @@ def test_a_wrong_typed_pod_template_label_map_is_an_error_not_a_traceback(
     assert "spec.headGroupSpec.template.metadata.labels must be a mapping" in reasons_of(result)
 
 
+def test_more_list_items_than_the_cel_engine_iterates_is_no_refusal(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """gpuplane's CEL engine (cel-cpp) stops one evaluation after 10,000 comprehension
+    iterations (`Iteration budget exceeded`); the API server's cel-go has no such limit, only a
+    cost budget (k8s.io/apiserver pkg/apis/cel/config.go `PerCallLimit`, 1,000,000) that fit
+    does not model. The secret-env policy iterates every env entry: 10,000 of them are no
+    reason to refuse the Job, and no API server words; fit says it could not evaluate it."""
+    obj = job_object()
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": f"E{i}", "value": "v"} for i in range(10_000)]
+    result = answer(platform, write(json.dumps(obj)))
+    (job,) = result.workloads
+    assert not any("Iteration budget" in r.message for o in job.chain for r in o.refusals)
+    assert result.verdict == FITS
+    notes = [n for o in job.chain for n in o.notes]
+    assert any("gpuplane-secret-env" in n and "10,000 iterations" in n for n in notes), notes
+
+
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
 def test_infinite_and_nan_numbers_are_refused(
     platform: Platform, write: Callable[..., Path], value: str
