@@ -739,6 +739,26 @@ def test_a_job_name_the_api_server_refuses_is_not_admissible(
     assert not result.admissible
 
 
+def test_an_api_version_of_two_slashes_is_no_kind_to_kubectl(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """apimachinery `schema.ParseGroupVersion` refuses more than one '/' (`unexpected
+    GroupVersion string`), so `Unstructured.GroupVersionKind` is empty and kubectl's decoder
+    (`unstructuredJSONScheme.Decode`, cli-runtime `mapper.go` `infoForData`) stops:
+    `unable to decode "<file>": Object 'Kind' is missing in '<json>'`. Nothing is sent; fit
+    read `batch//v1` as a Job of group `batch/` and answered `fits`."""
+    obj = {**job_object(), "apiVersion": "batch//v1"}
+    path = write(json.dumps(obj))
+    result = answer(platform, path)
+    assert not result.admissible and result.verdict == NEVER
+    (job,) = result.workloads
+    (discovery,) = [o for o in job.chain if o.step.value == "discovery"]
+    (refusal,) = discovery.refusals
+    assert refusal.message.startswith(
+        f'unable to decode "{path}": Object \'Kind\' is missing in \'{{"apiVersion":"batch//v1",'
+    )
+
+
 # --- exit codes -------------------------------------------------------------------------------
 
 
