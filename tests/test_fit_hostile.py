@@ -27,6 +27,7 @@ from click.testing import CliRunner
 
 from renderer.admission.answer.result import ERROR, FITS, NEVER, FileFit
 from renderer.admission.answer.text import file_json, file_text
+from renderer.admission.apiserver.names import go_quote
 from renderer.cli import main
 from renderer.commands.fit import check_file
 from renderer.model.platform import Platform
@@ -282,7 +283,9 @@ def test_very_deep_nesting_is_refused_not_a_segfault(tmp_path: Path, nested: str
 def test_a_huge_scalar_within_the_size_limit_is_read_and_printed_inert(
     platform: Platform, write: Callable[..., Path]
 ) -> None:
-    big = "\x1b[2J" * 100_000  # 400 KB of clear-screen escapes in one annotation value
+    """240 KB of clear-screen escapes in one annotation value: within fit's 1 MiB file and the
+    API server's 256 KiB of annotations (see the test of metadata below for 400 KB)."""
+    big = "\x1b[2J" * 60_000
     text = job().replace(
         "  labels:\n",
         f'  annotations:\n    note: "{big.encode("unicode_escape").decode()}"\n  labels:\n',
@@ -445,12 +448,13 @@ def test_wrong_typed_counts_and_quantities_are_an_error_not_a_traceback(
     assert expected in reasons_of(result)
 
 
-def with_value(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    """A copy of `obj` with `value` at `path` (the mappings on the way made where absent)."""
+def with_value(obj: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    """A copy of `obj` with `value` at `path` (list items by index; the mappings on the way
+    made where absent)."""
     changed = json.loads(json.dumps(obj))
-    here = changed
+    here: Any = changed
     for key in path[:-1]:
-        here = here.setdefault(key, {})
+        here = here[key] if isinstance(key, int) else here.setdefault(key, {})
     here[path[-1]] = value
     return changed
 
@@ -662,6 +666,15 @@ def evil_objects() -> dict[str, Any]:
     topology["spec"]["template"]["metadata"] = {
         "annotations": {"kueue.x-k8s.io/podset-required-topology": EVIL}
     }
+    # Pod Security quotes these in its own refusal, unescaped (`joinQuote`, `%s`)
+    context = ("spec", "template", "spec", "containers", 0, "securityContext")
+    capability = with_value(job_object("capability"), (*context, "capabilities", "add"), [EVIL])
+    seccomp = with_value(job_object("seccomp"), (*context, "seccompProfile"), {"type": EVIL})
+    sysctl = with_value(
+        job_object("sysctl"),
+        ("spec", "template", "spec", "securityContext"),
+        {"sysctls": [{"name": EVIL, "value": "1"}]},
+    )
     return {
         "name": named,
         "namespace": job_object("namespace", EVIL),
@@ -670,6 +683,9 @@ def evil_objects() -> dict[str, Any]:
         "resource": resource,
         "container": container,
         "topology": topology,
+        "capability": capability,
+        "seccomp": seccomp,
+        "sysctl": sysctl,
         "kind": {"apiVersion": "v1", "kind": EVIL, "metadata": {"name": EVIL}},
         "apiVersion": {"apiVersion": EVIL, "kind": "Job", "metadata": {"name": EVIL}},
     }
@@ -687,7 +703,10 @@ def test_escapes_and_runner_commands_in_any_field_print_inert(
     assert code_json == code
     assert_inert(raw)
     values = list(strings(json.loads(raw)))  # JSON escapes them and gives them back exactly
-    assert where == "container" or any(EVIL in value for value in values)
+    # a label value is refused by the API server (`IsValidLabelValue`), which quotes it as Go's
+    # `%q` does (apimachinery `field.Error`): that is what comes back
+    shown = go_quote(EVIL) if where in ("queue", "priority") else EVIL
+    assert where == "container" or any(shown in value for value in values)
 
 
 def strings(data: Any) -> Any:
@@ -757,6 +776,68 @@ def test_an_api_version_of_two_slashes_is_no_kind_to_kubectl(
     assert refusal.message.startswith(
         f'unable to decode "{path}": Object \'Kind\' is missing in \'{{"apiVersion":"batch//v1",'
     )
+
+
+def without_name() -> dict[str, Any]:
+    obj = job_object()
+    del obj["metadata"]["name"]
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("make", "name", "error"),
+    [
+        (
+            lambda: with_value(job_object(), ("metadata", "labels", "app"), "a" * 64),
+            "train",
+            'metadata.labels: Invalid value: "' + "a" * 64 + '": must be no more than 63 '
+            "characters",
+        ),
+        (
+            lambda: with_value(job_object(), ("metadata", "labels", "app"), EVIL),
+            "train",
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+            "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
+            "or 'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+        (
+            lambda: with_value(job_object(), ("metadata", "labels", "a/b/c"), "x"),
+            "train",
+            'metadata.labels: Invalid value: "a/b/c": a qualified name must consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS "
+            "subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        ),
+        (
+            lambda: with_value(job_object(), ("metadata", "annotations"), {"note": "x" * 400_000}),
+            "train",
+            "metadata.annotations: Too long: may not be more than 262144 bytes",
+        ),
+        (without_name, "", "metadata.name: Required value: name or generateName is required"),
+    ],
+    ids=["label-value-too-long", "label-value-escapes", "label-key-slashes", "annotations-400kb", "no-name"],
+)  # fmt: skip
+def test_metadata_the_api_server_refuses_is_never_admitted(
+    platform: Platform,
+    write: Callable[..., Path],
+    make: Callable[[], dict[str, Any]],
+    name: str,
+    error: str,
+) -> None:
+    """apimachinery `pkg/api/validation/objectmeta.go` `ValidateObjectMetaAccessor` (v0.33,
+    the example's prod-east runs Kubernetes 1.33): a name is required, labels are
+    `ValidateLabels` (`IsQualifiedName` keys, `IsValidLabelValue` values, at most 63
+    characters), annotations at most `TotalAnnotationSizeLimitB` (256 KiB) together; the
+    errors are `field.Error`s in `errors.NewInvalid`. fit answered `fits` for each."""
+    result = answer(platform, write(json.dumps(make())))
+    (job,) = result.workloads
+    assert result.verdict == NEVER and job.message_from == "API server"
+    assert job.message is not None
+    assert job.message.startswith(f'Job.batch "{name}" is invalid: ')
+    assert error in job.message
+    assert_inert(file_text(result))
 
 
 # --- exit codes -------------------------------------------------------------------------------

@@ -64,6 +64,21 @@ RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 DEFAULT_RUNTIME_KIND = "ClusterTrainingRuntime"
 """`TrainJob.spec.runtimeRef.kind`'s default (Kubeflow Trainer v2 `RuntimeRef`)."""
 
+METADATA_RULES: dict[str, str] = {
+    "required": "it needs a metadata.name (kubectl create also takes a generateName)",
+    "generateName": "a name (or generateName) is at most 253 lower-case letters, digits, '-' and "
+    "'.', starting and ending with a letter or digit",
+    "name": "a name (or generateName) is at most 253 lower-case letters, digits, '-' and '.', "
+    "starting and ending with a letter or digit",
+    "labels": "a label key is at most 63 letters, digits, '-', '_' and '.', starting and ending "
+    "with a letter or digit, after an optional DNS subdomain and '/'; a label value the same, "
+    "or empty",
+    "annotations": "an annotation key follows the label key's rule, and all annotations together "
+    "are at most 256 KiB",
+}
+"""What the API server asks of each metadata field it validates (`apiserver.metadata_errors`),
+in words, for the reason of a refusal."""
+
 ADMITTED_AS: dict[tuple[str, str], tuple[str, str]] = {
     ("batch", "CronJob"): ("batch/v1", "Job"),
     ("", "PodTemplate"): ("v1", "Pod"),
@@ -320,27 +335,37 @@ class FileChecker:
             result, kind=obj.kind, name=obj.name, notes=_unique((note,), result.notes)
         )
 
-    def refused_on_create(self, obj: FileObject, parsed: Workload) -> FitResult | None:
+    def refused_on_create(
+        self, obj: FileObject, parsed: Workload, cluster: Cluster | None = None
+    ) -> FitResult | None:
         """What stops the object before it exists, whatever its namespace and cluster: kubectl
-        itself (a --namespace other than the object's), then the API server (a name that is no
-        RFC 1123 subdomain, `apiserver.name_refusal`). Kueue never sees such an object."""
+        itself (a --namespace other than the object's), then the API server (metadata it
+        refuses: a name that is no RFC 1123 subdomain, none at all, labels or annotations,
+        `apiserver.name_refusal`). Kueue never sees such an object."""
         checker = self.checker(parsed)
         if self.namespace and obj.namespace and self.namespace != obj.namespace:
             return checker.namespace_refused(self.namespace, obj.namespace)
         # a run fit builds (a RayCronJob's RayJob) is named by its controller, not the file
-        message = apiserver.name_refusal(obj.data) if obj.moved is None else None
+        minor = cluster.kubernetes_version if cluster is not None else None
+        message = apiserver.name_refusal(obj.data, minor) if obj.moved is None else None
         if message is None:
             return None
+        fields = [f for f in METADATA_RULES if f"metadata.{f}: Invalid" in message]
+        if "metadata.annotations: Too long" in message:
+            fields.append("annotations")
+        if "metadata.name: Required value" in message:
+            fields.insert(0, "required")
+        shown = {"generateName": "name", "required": "name"}
+        what = ", ".join(dict.fromkeys(shown.get(f, f) for f in fields))
         return checker.result(
             NEVER,
-            "refused by the API server: invalid name",
+            f"refused by the API server: invalid {what}",
             namespace=self.namespace or obj.namespace,
             message_from="API server",
             message=message,
             reasons=(
-                f"the API server creates no {obj.kind} of this name, so Kueue never sees it: "
-                "a name (or generateName) is at most 253 lower-case letters, digits, '-' and "
-                "'.', starting and ending with a letter or digit",
+                f"the API server creates no {obj.kind} with this metadata, so Kueue never sees "
+                "it: " + "; ".join(dict.fromkeys(METADATA_RULES[f] for f in fields)),
             ),
         )
 
@@ -433,7 +458,7 @@ class FileChecker:
             if not parsed.workload:
                 return Ignored(obj.kind, obj.name, parsed.reason)
             return self.unreadable(obj, parsed, cluster)
-        refused = self.refused_on_create(obj, parsed)
+        refused = self.refused_on_create(obj, parsed, cluster)
         if refused is not None:
             return refused
         if cluster is None or cluster.scheduler != "kueue":
