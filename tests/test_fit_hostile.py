@@ -491,27 +491,31 @@ def deployment_object() -> dict[str, Any]:
         (("metadata", "labels"), "x", "string into Go struct field ObjectMeta.metadata.labels", ERROR),
         (("metadata", "ownerReferences"), 5, "number into Go struct field ObjectMeta.metadata.ownerReferences", NEVER),
         (("spec", "template", "spec", "volumes"), 5, "number into Go struct field PodSpec.spec.template.spec.volumes", NEVER),
+        (("spec", "template", "spec", "containers", 0, "securityContext", "runAsUser"), 2**70, f"number {2**70} into Go struct field SecurityContext.spec.template.spec.containers.securityContext.runAsUser of type int64", NEVER),
     ],
-    ids=["labels-list", "labels-string", "owner-references-number", "volumes-number"],
+    ids=["labels-list", "labels-string", "owner-references-number", "volumes-number", "run-as-user-2-to-the-70"],
 )  # fmt: skip
 def test_a_wrong_typed_field_meets_every_gate_without_a_traceback(
     platform: Platform,
     write: Callable[..., Path],
-    path: tuple[str, ...],
+    path: tuple[str | int, ...],
     value: Any,
     go_type: str,
     verdict: str,
 ) -> None:
     """The API server's decoder refuses each (`json: cannot unmarshal <type> into Go struct
     field ...`); the chain's gates after it (Kueue's defaulting webhooks, Pod Security's
-    volume defaulting) still see the object and must answer, not raise. Where Kueue's reader
-    cannot read the object either, the answer stays `error`."""
+    volume defaulting, the admission policies' CEL) still see the object and must answer, not
+    raise, and not refuse in words of gpuplane's CEL engine that no API server says (it
+    converted 2^70 with an error quoting the whole pod spec, in every policy). Where Kueue's
+    reader cannot read the object either, the answer stays `error`."""
     result = answer(platform, write(json.dumps(with_value(job_object(), path, value))))
     (job,) = result.workloads
     messages = [r.message for o in job.chain for r in o.refusals]
     assert any(
         f"cannot be handled as a Job: json: cannot unmarshal {go_type}" in m for m in messages
     )
+    assert not any("out of range" in m or "Iteration budget" in m for m in messages), messages
     assert result.verdict == verdict
 
 

@@ -122,6 +122,11 @@ def evaluate(expression: str, data: Mapping[str, Any]) -> Result:
     return Result("value", value=value.plain_value())
 
 
+_OUT_OF_RANGE = re.compile(r"Integer value '(-?\d+)' out of range")
+"""How cel-expr-python refuses to convert an integer beyond int64 (its words go on with the
+whole mapping that holds it)."""
+
+
 def _failed(text: str) -> Result:
     if ITERATION_BUDGET in text:
         return Result(
@@ -129,6 +134,15 @@ def _failed(text: str) -> Result:
             error="gpuplane's CEL engine stops after 10,000 iterations of an expression's "
             "comprehensions, where the API server counts the expression's cost instead: too "
             "many list items or map entries to evaluate here",
+        )
+    if found := _OUT_OF_RANGE.search(text):
+        # the API server's decoder refuses such a number in a typed field, and a custom
+        # resource's unstructured JSON holds it as a double: never this engine's error
+        digits = found[1] if len(found[1]) <= 40 else found[1][:20] + "..."
+        return Result(
+            "unsupported",
+            error=f"the object holds the integer {digits}, beyond the 64-bit integers "
+            "gpuplane's CEL engine takes",
         )
     return Result("error", error=go_error(text))
 
