@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from renderer.admission.answer.result import BORROWS, ERROR, FITS, NEVER, FileFit
+from renderer.admission.answer.result import BORROWS, ERROR, FITS, NEVER, FileFit, FitResult
 from renderer.admission.answer.text import file_json, file_text
+from renderer.admission.apiserver.gate import Step
 from renderer.commands.fit import check_file, check_fit
 from renderer.inputs.source import MAX_FILE_BYTES, MAX_STREAM_DOCUMENTS
 from renderer.model import integrations
@@ -64,13 +65,23 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
     return put
 
 
+LABELS = "{gpuplane.dev/team: llm, gpuplane.dev/cost-center: CC-1050}"
+"""The common labels the platform's ValidatingAdmissionPolicy 'gpuplane-common-labels' asks of
+every workload in a team namespace: the llm team's (teams/llm.yaml `costCenter`)."""
+TTL = 172_800
+"""The llm team's `retention.finishedJobs` (48h): the most the TTL policies allow a Job."""
+
+
 def job(name: str, cpu: str = "1", namespace: str = "llm-train") -> str:
-    """A Job of one CPU pod: GPU pods meet the topology-aware flavors, another test's matter."""
+    """A Job of one CPU pod: GPU pods meet the topology-aware flavors, another test's matter.
+    It carries what the platform's admission policies ask (the team's labels, a TTL), so that
+    Kueue's answer is the answer."""
     return f"""apiVersion: batch/v1
 kind: Job
 metadata:
   name: {name}
   namespace: {namespace}
+  labels: {LABELS}
 spec:
   template:
     spec:
@@ -81,6 +92,7 @@ spec:
           resources:
             requests: {{cpu: "{cpu}", memory: 1Gi}}
             limits: {{memory: 1Gi}}
+  ttlSecondsAfterFinished: {TTL}
 """
 
 
@@ -293,6 +305,7 @@ kind: MPIJob
 metadata:
   name: pi
   namespace: llm-train
+  labels: {{gpuplane.dev/team: llm, gpuplane.dev/cost-center: CC-1050}}
 spec:
   slotsPerWorker: 1
   mpiReplicaSpecs:
@@ -582,11 +595,19 @@ def test_a_trainjobs_runtime_is_used_not_checked(
         ]
     )
     result = answer(platform, write(text))
-    assert kinds(result) == [("TrainJob", "tune")]
-    assert [(i.kind, i.why) for i in result.ignored] == [
-        ("TrainingRuntime", "used as the runtime of TrainJob tune"),
-        ("ClusterTrainingRuntime", "not a workload"),  # runtimeRef names the TrainingRuntime
+    # a team member may create neither runtime (the member ClusterRole grants no
+    # trainer.kubeflow.org runtime, and a ClusterTrainingRuntime is cluster-scoped): kubectl
+    # apply creates the TrainJob and each runtime is refused at RBAC, with an answer of its own
+    assert kinds(result) == [
+        ("TrainingRuntime", "torch-rt"),
+        ("TrainJob", "tune"),
+        ("ClusterTrainingRuntime", "torch-rt"),
     ]
+    runtime, _, cluster_runtime = result.workloads
+    assert [o.step.value for o in runtime.chain if o.refused] == ["rbac"]
+    assert "used as the runtime of TrainJob tune" in runtime.reasons  # runtimeRef names it
+    assert "not a workload" in cluster_runtime.reasons[0]
+    assert result.ignored == ()
 
 
 # --- JSON, text, exit codes ---------------------------------------------------------------------
@@ -721,6 +742,7 @@ spec:
   jobTemplate:
     entrypoint: python /home/ray/train.py
     shutdownAfterJobFinishes: true
+    ttlSecondsAfterFinished: 172800
     rayClusterSpec:
       headGroupSpec:
         template:
@@ -734,16 +756,56 @@ spec:
 """
 
 
+def _messages(result: FitResult) -> str:
+    return " ".join(r.message for o in result.chain for r in o.refusals)
+
+
+def test_a_ray_cronjobs_run_is_judged_as_kuberays_operator_creates_it(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """The run is created by KubeRay's operator, a service account outside the team
+    namespaces, with only its own label (`ray.io/cronjob-name`) and the RayCronJob as its
+    controller owner (`constructRayJob`, `SetControllerReference`). gpuplane's common-labels
+    policy leaves such requests out (its matchCondition `submitted-by-a-team`), so the run needs
+    no team label; the RayJob TTL policy has no such condition, so the run's TTL, written in
+    `spec.jobTemplate`, must be within the team's retention; the priority policy (Kubernetes
+    1.36: mutating) labels the run, whose owner is no kind Kueue manages."""
+    (run,) = answer(platform, write(RAY_CRONJOB)).workloads
+    assert "gpuplane-common-labels" not in _messages(run)
+    assert (run.priority, run.priority_source) == (
+        "prod-standard",
+        "no priority label: MutatingAdmissionPolicy gpuplane-priority-llm sets "
+        "kueue.x-k8s.io/priority-class: prod-standard (team llm's priority)",
+    )
+    without_ttl = RAY_CRONJOB.replace("    ttlSecondsAfterFinished: 172800\n", "")
+    (bad,) = answer(platform, write(without_ttl, "ttl.yaml")).workloads
+    ttl = [r for o in bad.chain for r in o.refusals if "gpuplane-ttl-rayjobs" in r.source]
+    assert [r.message for r in ttl] == [
+        'rayjobs.ray.io "nightly-<run>" is forbidden: ValidatingAdmissionPolicy '
+        "'gpuplane-ttl-rayjobs' with binding 'gpuplane-ttl-rayjobs' denied request: RayJobs in "
+        "team llm namespaces must set spec.ttlSecondsAfterFinished to at most 172800 seconds "
+        "(retention.finishedJobs of the team file)"
+    ]
+    assert "spec.jobTemplate" in ttl[0].fix
+
+
 def test_a_ray_cronjob_is_checked_as_one_of_its_rayjobs(
     platform: Platform, write: Callable[..., Path]
 ) -> None:
     """KubeRay v1.7.0 `raycronjob_controller.go` `constructRayJob`: each run is a RayJob whose
     spec is `spec.jobTemplate` and whose labels are only the controller's, so the RayCronJob's
-    queue-name label never reaches it: LocalQueue defaulting sends the run to `default`."""
+    queue-name label never reaches it: LocalQueue defaulting sends the run to `default`.
+
+    Kueue admits the run (`kueue_verdict`); the answer is `never` since the chain: gpuplane's
+    team roles grant `ray.io` rayclusters, rayjobs and rayservices (renderer/layers/tenancy.py),
+    not raycronjobs, so the API server refuses the member's RayCronJob itself."""
     (run,) = answer(platform, write(RAY_CRONJOB)).workloads
     assert (run.kind, run.name) == ("RayCronJob", "nightly")
     assert (run.integration, run.gang) == ("ray.io/rayjob", True)
-    assert run.local_queue == "default" and run.admissible
+    assert run.local_queue == "default" and run.kueue_verdict in (FITS, BORROWS)
+    assert [(o.step, r.source) for o in run.chain for r in o.refusals] == [(Step.RBAC, "RBAC")]
+    assert 'cannot create resource "raycronjobs" in API group "ray.io"' in _messages(run)
+    assert run.verdict == NEVER
     assert any("each run of the RayCronJob is a RayJob of its own" in n for n in run.notes)
     broken = RAY_CRONJOB.replace("rayClusterSpec:", "rayClusterSpec: 3\n    unused:")
     path = write(broken, "broken.yaml")

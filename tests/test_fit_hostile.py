@@ -27,6 +27,7 @@ from click.testing import CliRunner
 
 from renderer.admission.answer.result import ERROR, FITS, NEVER, FileFit
 from renderer.admission.answer.text import file_json, file_text
+from renderer.admission.apiserver.names import go_quote
 from renderer.cli import main
 from renderer.commands.fit import check_file
 from renderer.model.platform import Platform
@@ -67,6 +68,26 @@ def write(tmp_path: Path) -> Callable[..., Path]:
     return put
 
 
+COMPLIANT: dict[str, tuple[str, str, int]] = {
+    "llm-train": ("llm", "CC-1050", 172_800),
+    "llm-serve": ("llm", "CC-1050", 172_800),
+    "llm-eval-train": ("llm-eval", "CC-1050", 259_200),
+}
+"""What the platform's admission policies ask of a Job in each namespace the tests use
+(teams/llm.yaml, teams/llm-eval.yaml): the common labels gpuplane.dev/team and
+gpuplane.dev/cost-center of the namespace's team, and a TTL within its `retention.finishedJobs`
+(48h, 72h). A namespace no team owns gets the llm team's, which no policy there asks for."""
+
+SECURITY_CONTEXT = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""Pod Security's `restricted` profile (what llm-serve enforces): so that what these tests
+check is fit facing hostile input, not the chain refusing a Job the platform does not allow."""
+
+
 def job(
     name: str = "train",
     namespace: str | None = "llm-train",
@@ -75,7 +96,9 @@ def job(
     cpu: Any = '"1"',
     priority: str = PRIORITY,
 ) -> str:
-    """A Job of one CPU pod with its priority label (block YAML, `{{`-free values only)."""
+    """A Job of one CPU pod with its priority label, compliant with the platform's admission
+    policies (block YAML, `{{`-free values only)."""
+    team, cost_center, ttl = COMPLIANT.get(namespace or "llm-train", COMPLIANT["llm-train"])
     ns = f"\n  namespace: {namespace}" if namespace is not None else ""
     par = f"\n  parallelism: {parallelism}" if parallelism is not None else ""
     return f"""apiVersion: batch/v1
@@ -84,13 +107,17 @@ metadata:
   name: {name}{ns}
   labels:
     kueue.x-k8s.io/priority-class: {priority}
+    gpuplane.dev/team: {team}
+    gpuplane.dev/cost-center: {cost_center}
 spec:{par}
+  ttlSecondsAfterFinished: {ttl}
   template:
     spec:
       restartPolicy: Never
       containers:
         - name: train
           image: registry.example.com/llm/train:1
+          securityContext: {json.dumps(SECURITY_CONTEXT)}
           resources:
             requests: {{cpu: {cpu}, memory: 1Gi}}
             limits: {{memory: 1Gi}}
@@ -99,15 +126,21 @@ spec:{par}
 
 def job_object(name: str = "train", namespace: str = "llm-train") -> dict[str, Any]:
     """The same Job as data, for values YAML's block style cannot carry."""
+    team, cost_center, ttl = COMPLIANT.get(namespace, COMPLIANT["llm-train"])
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {"kueue.x-k8s.io/priority-class": PRIORITY},
+            "labels": {
+                "kueue.x-k8s.io/priority-class": PRIORITY,
+                "gpuplane.dev/team": team,
+                "gpuplane.dev/cost-center": cost_center,
+            },
         },
         "spec": {
+            "ttlSecondsAfterFinished": ttl,
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
@@ -115,6 +148,7 @@ def job_object(name: str = "train", namespace: str = "llm-train") -> dict[str, A
                         {
                             "name": "train",
                             "image": "registry.example.com/llm/train:1",
+                            "securityContext": json.loads(json.dumps(SECURITY_CONTEXT)),
                             "resources": {
                                 "requests": {"cpu": "1", "memory": "1Gi"},
                                 "limits": {"memory": "1Gi"},
@@ -122,7 +156,7 @@ def job_object(name: str = "train", namespace: str = "llm-train") -> dict[str, A
                         }
                     ],
                 }
-            }
+            },
         },
     }
 
@@ -249,7 +283,9 @@ def test_very_deep_nesting_is_refused_not_a_segfault(tmp_path: Path, nested: str
 def test_a_huge_scalar_within_the_size_limit_is_read_and_printed_inert(
     platform: Platform, write: Callable[..., Path]
 ) -> None:
-    big = "\x1b[2J" * 100_000  # 400 KB of clear-screen escapes in one annotation value
+    """240 KB of clear-screen escapes in one annotation value: within fit's 1 MiB file and the
+    API server's 256 KiB of annotations (see the test of metadata below for 400 KB)."""
+    big = "\x1b[2J" * 60_000
     text = job().replace(
         "  labels:\n",
         f'  annotations:\n    note: "{big.encode("unicode_escape").decode()}"\n  labels:\n',
@@ -412,6 +448,157 @@ def test_wrong_typed_counts_and_quantities_are_an_error_not_a_traceback(
     assert expected in reasons_of(result)
 
 
+def with_value(obj: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    """A copy of `obj` with `value` at `path` (list items by index; the mappings on the way
+    made where absent)."""
+    changed = json.loads(json.dumps(obj))
+    here: Any = changed
+    for key in path[:-1]:
+        here = here[key] if isinstance(key, int) else here.setdefault(key, {})
+    here[path[-1]] = value
+    return changed
+
+
+def pod_object() -> dict[str, Any]:
+    job = job_object("one")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": job["metadata"],
+        "spec": job["spec"]["template"]["spec"],
+    }
+
+
+def deployment_object() -> dict[str, Any]:
+    pod = pod_object()
+    spec = {**pod["spec"], "restartPolicy": "Always"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {**pod["metadata"], "name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": spec},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "go_type", "verdict"),
+    [
+        (("metadata", "labels"), ["x"], "array into Go struct field ObjectMeta.metadata.labels", ERROR),
+        (("metadata", "labels"), "x", "string into Go struct field ObjectMeta.metadata.labels", ERROR),
+        (("metadata", "ownerReferences"), 5, "number into Go struct field ObjectMeta.metadata.ownerReferences", NEVER),
+        (("spec", "template", "spec", "volumes"), 5, "number into Go struct field PodSpec.spec.template.spec.volumes", NEVER),
+        (("spec", "template", "spec", "containers", 0, "securityContext", "runAsUser"), 2**70, f"number {2**70} into Go struct field SecurityContext.spec.template.spec.containers.securityContext.runAsUser of type int64", NEVER),
+    ],
+    ids=["labels-list", "labels-string", "owner-references-number", "volumes-number", "run-as-user-2-to-the-70"],
+)  # fmt: skip
+def test_a_wrong_typed_field_meets_every_gate_without_a_traceback(
+    platform: Platform,
+    write: Callable[..., Path],
+    path: tuple[str | int, ...],
+    value: Any,
+    go_type: str,
+    verdict: str,
+) -> None:
+    """The API server's decoder refuses each (`json: cannot unmarshal <type> into Go struct
+    field ...`); the chain's gates after it (Kueue's defaulting webhooks, Pod Security's
+    volume defaulting, the admission policies' CEL) still see the object and must answer, not
+    raise, and not refuse in words of gpuplane's CEL engine that no API server says (it
+    converted 2^70 with an error quoting the whole pod spec, in every policy). Where Kueue's
+    reader cannot read the object either, the answer stays `error`."""
+    result = answer(platform, write(json.dumps(with_value(job_object(), path, value))))
+    (job,) = result.workloads
+    messages = [r.message for o in job.chain for r in o.refusals]
+    assert any(
+        f"cannot be handled as a Job: json: cannot unmarshal {go_type}" in m for m in messages
+    )
+    assert not any("out of range" in m or "Iteration budget" in m for m in messages), messages
+    assert result.verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("make", "path"),
+    [
+        (job_object, ("metadata", "annotations")),
+        (pod_object, ("spec", "schedulingGates")),
+        (deployment_object, ("spec", "template", "metadata", "annotations")),
+        (deployment_object, ("spec", "template", "metadata", "labels")),
+    ],
+    ids=["job-annotations", "pod-scheduling-gates", "template-annotations", "template-labels"],
+)
+def test_a_null_field_is_an_absent_one(
+    platform: Platform,
+    write: Callable[..., Path],
+    make: Callable[[], dict[str, Any]],
+    path: tuple[str, ...],
+) -> None:
+    """Go's decoder leaves a nil map or slice for `null` (encoding/json: "unmarshals a JSON
+    null into a map, slice or pointer by setting it to nil"), so the API server reads each as
+    absent; Kueue's webhooks then add the gate, annotation or labels as to any other. A
+    Deployment whose template has no labels is refused by the API server (its selector matches
+    no template label), and fit's answer for it is the same with `null`."""
+    original = make()
+    plain = file_json(answer(platform, write(json.dumps(original), "plain.json")))
+    nulled = file_json(
+        answer(platform, write(json.dumps(with_value(original, path, None)), "null.json"))
+    )
+    without = json.loads(json.dumps(original))
+    here = without
+    for key in path[:-1]:
+        here = here[key]
+    here.pop(path[-1], None)
+    absent = file_json(answer(platform, write(json.dumps(without), "absent.json")))
+    for body in (plain, nulled, absent):
+        body.pop("file")
+        for workload in body["workloads"]:
+            workload.pop("file")
+    assert nulled == absent
+    if path[-1] != "labels":
+        assert nulled == plain and plain["verdict"] == FITS
+
+
+def test_a_wrong_typed_pod_template_label_map_is_an_error_not_a_traceback(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """Pod Security reads a RayCluster's pod templates with Kueue's reader; a head template
+    whose `metadata.labels` is a string escaped the reader's own error handling."""
+    ray = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": job_object("ray")["metadata"],
+        "spec": {
+            "headGroupSpec": {
+                "template": {"metadata": {"labels": "x"}, "spec": pod_object()["spec"]}
+            }
+        },
+    }
+    result = answer(platform, write(json.dumps(ray)))
+    assert result.verdict == ERROR
+    assert "spec.headGroupSpec.template.metadata.labels must be a mapping" in reasons_of(result)
+
+
+def test_more_list_items_than_the_cel_engine_iterates_is_no_refusal(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """gpuplane's CEL engine (cel-cpp) stops one evaluation after 10,000 comprehension
+    iterations (`Iteration budget exceeded`); the API server's cel-go has no such limit, only a
+    cost budget (k8s.io/apiserver pkg/apis/cel/config.go `PerCallLimit`, 1,000,000) that fit
+    does not model. The secret-env policy iterates every env entry: 10,000 of them are no
+    reason to refuse the Job, and no API server words; fit says it could not evaluate it."""
+    obj = job_object()
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": f"E{i}", "value": "v"} for i in range(10_000)]
+    result = answer(platform, write(json.dumps(obj)))
+    (job,) = result.workloads
+    assert not any("Iteration budget" in r.message for o in job.chain for r in o.refusals)
+    assert result.verdict == FITS
+    notes = [n for o in job.chain for n in o.notes]
+    assert any("gpuplane-secret-env" in n and "10,000 iterations" in n for n in notes), notes
+
+
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
 def test_infinite_and_nan_numbers_are_refused(
     platform: Platform, write: Callable[..., Path], value: str
@@ -483,6 +670,15 @@ def evil_objects() -> dict[str, Any]:
     topology["spec"]["template"]["metadata"] = {
         "annotations": {"kueue.x-k8s.io/podset-required-topology": EVIL}
     }
+    # Pod Security quotes these in its own refusal, unescaped (`joinQuote`, `%s`)
+    context = ("spec", "template", "spec", "containers", 0, "securityContext")
+    capability = with_value(job_object("capability"), (*context, "capabilities", "add"), [EVIL])
+    seccomp = with_value(job_object("seccomp"), (*context, "seccompProfile"), {"type": EVIL})
+    sysctl = with_value(
+        job_object("sysctl"),
+        ("spec", "template", "spec", "securityContext"),
+        {"sysctls": [{"name": EVIL, "value": "1"}]},
+    )
     return {
         "name": named,
         "namespace": job_object("namespace", EVIL),
@@ -491,6 +687,9 @@ def evil_objects() -> dict[str, Any]:
         "resource": resource,
         "container": container,
         "topology": topology,
+        "capability": capability,
+        "seccomp": seccomp,
+        "sysctl": sysctl,
         "kind": {"apiVersion": "v1", "kind": EVIL, "metadata": {"name": EVIL}},
         "apiVersion": {"apiVersion": EVIL, "kind": "Job", "metadata": {"name": EVIL}},
     }
@@ -508,7 +707,10 @@ def test_escapes_and_runner_commands_in_any_field_print_inert(
     assert code_json == code
     assert_inert(raw)
     values = list(strings(json.loads(raw)))  # JSON escapes them and gives them back exactly
-    assert where == "container" or any(EVIL in value for value in values)
+    # a label value is refused by the API server (`IsValidLabelValue`), which quotes it as Go's
+    # `%q` does (apimachinery `field.Error`): that is what comes back
+    shown = go_quote(EVIL) if where in ("queue", "priority") else EVIL
+    assert where == "container" or any(shown in value for value in values)
 
 
 def strings(data: Any) -> Any:
@@ -558,6 +760,88 @@ def test_a_job_name_the_api_server_refuses_is_not_admissible(
     answers `fits` and exits 0."""
     result = answer(platform, write(json.dumps(job_object(name))))
     assert not result.admissible
+
+
+def test_an_api_version_of_two_slashes_is_no_kind_to_kubectl(
+    platform: Platform, write: Callable[..., Path]
+) -> None:
+    """apimachinery `schema.ParseGroupVersion` refuses more than one '/' (`unexpected
+    GroupVersion string`), so `Unstructured.GroupVersionKind` is empty and kubectl's decoder
+    (`unstructuredJSONScheme.Decode`, cli-runtime `mapper.go` `infoForData`) stops:
+    `unable to decode "<file>": Object 'Kind' is missing in '<json>'`. Nothing is sent; fit
+    read `batch//v1` as a Job of group `batch/` and answered `fits`."""
+    obj = {**job_object(), "apiVersion": "batch//v1"}
+    path = write(json.dumps(obj))
+    result = answer(platform, path)
+    assert not result.admissible and result.verdict == NEVER
+    (job,) = result.workloads
+    (discovery,) = [o for o in job.chain if o.step.value == "discovery"]
+    (refusal,) = discovery.refusals
+    assert refusal.message.startswith(
+        f'unable to decode "{path}": Object \'Kind\' is missing in \'{{"apiVersion":"batch//v1",'
+    )
+
+
+def without_name() -> dict[str, Any]:
+    obj = job_object()
+    del obj["metadata"]["name"]
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("make", "name", "error"),
+    [
+        (
+            lambda: with_value(job_object(), ("metadata", "labels", "app"), "a" * 64),
+            "train",
+            'metadata.labels: Invalid value: "' + "a" * 64 + '": must be no more than 63 '
+            "characters",
+        ),
+        (
+            lambda: with_value(job_object(), ("metadata", "labels", "app"), EVIL),
+            "train",
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+            "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
+            "or 'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+        (
+            lambda: with_value(job_object(), ("metadata", "labels", "a/b/c"), "x"),
+            "train",
+            'metadata.labels: Invalid value: "a/b/c": a qualified name must consist of '
+            "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS "
+            "subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        ),
+        (
+            lambda: with_value(job_object(), ("metadata", "annotations"), {"note": "x" * 400_000}),
+            "train",
+            "metadata.annotations: Too long: may not be more than 262144 bytes",
+        ),
+        (without_name, "", "metadata.name: Required value: name or generateName is required"),
+    ],
+    ids=["label-value-too-long", "label-value-escapes", "label-key-slashes", "annotations-400kb", "no-name"],
+)  # fmt: skip
+def test_metadata_the_api_server_refuses_is_never_admitted(
+    platform: Platform,
+    write: Callable[..., Path],
+    make: Callable[[], dict[str, Any]],
+    name: str,
+    error: str,
+) -> None:
+    """apimachinery `pkg/api/validation/objectmeta.go` `ValidateObjectMetaAccessor` (v0.33,
+    the example's prod-east runs Kubernetes 1.33): a name is required, labels are
+    `ValidateLabels` (`IsQualifiedName` keys, `IsValidLabelValue` values, at most 63
+    characters), annotations at most `TotalAnnotationSizeLimitB` (256 KiB) together; the
+    errors are `field.Error`s in `errors.NewInvalid`. fit answered `fits` for each."""
+    result = answer(platform, write(json.dumps(make())))
+    (job,) = result.workloads
+    assert result.verdict == NEVER and job.message_from == "API server"
+    assert job.message is not None
+    assert job.message.startswith(f'Job.batch "{name}" is invalid: ')
+    assert error in job.message
+    assert_inert(file_text(result))
 
 
 # --- exit codes -------------------------------------------------------------------------------

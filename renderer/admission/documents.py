@@ -41,6 +41,7 @@ from renderer.admission.apiserver import names as apiserver
 from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.resolve import Checker
+from renderer.admission.scheduled_runs import scheduled_chain
 from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import readers
 from renderer.admission.workloads.podsets import (
@@ -65,6 +66,21 @@ TRAINER_GROUP = "trainer.kubeflow.org"
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 DEFAULT_RUNTIME_KIND = "ClusterTrainingRuntime"
 """`TrainJob.spec.runtimeRef.kind`'s default (Kubeflow Trainer v2 `RuntimeRef`)."""
+
+METADATA_RULES: dict[str, str] = {
+    "required": "it needs a metadata.name (kubectl create also takes a generateName)",
+    "generateName": "a name (or generateName) is at most 253 lower-case letters, digits, '-' and "
+    "'.', starting and ending with a letter or digit",
+    "name": "a name (or generateName) is at most 253 lower-case letters, digits, '-' and '.', "
+    "starting and ending with a letter or digit",
+    "labels": "a label key is at most 63 letters, digits, '-', '_' and '.', starting and ending "
+    "with a letter or digit, after an optional DNS subdomain and '/'; a label value the same, "
+    "or empty",
+    "annotations": "an annotation key follows the label key's rule, and all annotations together "
+    "are at most 256 KiB",
+}
+"""What the API server asks of each metadata field it validates (`apiserver.metadata_errors`),
+in words, for the reason of a refusal."""
 
 ADMITTED_AS: dict[tuple[str, str], tuple[str, str]] = {
     ("batch", "CronJob"): ("batch/v1", "Job"),
@@ -129,18 +145,25 @@ class TooMany(Exception):
 
 
 RAY_CRONJOB = ("ray.io", "RayCronJob")
+RAY_CRONJOB_NAME_LABEL = "ray.io/cronjob-name"
+"""KubeRay v1.7.0 `utils.RayCronJobNameLabelKey`: the one label a run carries."""
 
 
 def run_of(obj: FileObject) -> FileObject | None:
     """The object one run of a scheduled kind Kueue has no integration for creates, where Kueue
     admits that one: a KubeRay RayCronJob's RayJob (`raycronjob_controller.go` `constructRayJob`:
-    the RayJob's spec is `spec.jobTemplate`; its labels are the controller's own, none of the
-    RayCronJob's). None for every other object."""
+    the RayJob's spec is `spec.jobTemplate`; its one label is the controller's own, none of the
+    RayCronJob's; the RayCronJob is its controller owner). None for every other object."""
     if (obj.group, obj.kind) != RAY_CRONJOB:
         return None
     spec = obj.data.get("spec")
     template = spec.get("jobTemplate") if isinstance(spec, dict) else None
-    metadata: dict[str, Any] = {"name": f"{obj.name}-<run>"}
+    owner = {"apiVersion": obj.api_version, "kind": obj.kind, "name": obj.name}
+    metadata: dict[str, Any] = {
+        "name": f"{obj.name}-<run>",
+        "labels": {RAY_CRONJOB_NAME_LABEL: obj.name},
+        "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
+    }
     if obj.namespace:
         metadata["namespace"] = obj.namespace
     run = {"apiVersion": obj.api_version, "kind": "RayJob", "metadata": metadata, "spec": template}
@@ -240,17 +263,21 @@ class FileChecker:
                     )
                 )
             elif (run := run_of(obj)) is not None:
-                result = self.workload(run, others)
+                result = self.workload(run, others, submitted=obj)
                 if isinstance(result, Ignored):
                     ignored.append(dataclasses.replace(result, kind=obj.kind, name=obj.name))
                 else:
                     workloads.append(self.one_run(obj, result))
             elif index in runtimes or not readers.is_workload(obj.api_version, obj.kind):
-                refused = None if obj in claimed else self.refused_other(obj)
+                used = (
+                    f"used as the runtime of TrainJob {runtimes[index]}"
+                    if index in runtimes
+                    else ""
+                )
+                refused = None if obj in claimed else self.refused_other(obj, used)
                 if refused is not None:
                     workloads.append(refused)
-                elif index in runtimes:
-                    used = f"used as the runtime of TrainJob {runtimes[index]}"
+                elif used:
                     ignored.append(Ignored(obj.kind, obj.name, used))
                 else:
                     ignored.append(Ignored(obj.kind, obj.name, "not a workload"))
@@ -292,7 +319,7 @@ class FileChecker:
             )
         return [o for o in objects if o.kind == "ResourceClaimTemplate" and o.name in names]
 
-    def refused_other(self, obj: FileObject) -> FitResult | None:
+    def refused_other(self, obj: FileObject, used: str = "") -> FitResult | None:
         """An object that is no workload (a Service, a ConfigMap, a runtime) still meets the
         chain when `kubectl apply` creates it: where a step refuses it, the file cannot be
         applied as written, and the object gets an answer of its own (`never`, with the
@@ -310,7 +337,7 @@ class FileChecker:
             cluster=cluster.name,
             namespace=self.namespace or obj.namespace,
             message_from="API server",
-            reasons=(f"{obj.kind} {obj.name} is not a workload: Kueue never sees it",),
+            reasons=(used or f"{obj.kind} {obj.name} is not a workload: Kueue never sees it",),
         )
         concluded = admission_chain.conclude(result, run)
         steps = ", ".join(sorted({o.step.value for o in run.outcomes if o.refused}))
@@ -328,27 +355,37 @@ class FileChecker:
             result, kind=obj.kind, name=obj.name, notes=_unique((note,), result.notes)
         )
 
-    def refused_on_create(self, obj: FileObject, parsed: Workload) -> FitResult | None:
+    def refused_on_create(
+        self, obj: FileObject, parsed: Workload, cluster: Cluster | None = None
+    ) -> FitResult | None:
         """What stops the object before it exists, whatever its namespace and cluster: kubectl
-        itself (a --namespace other than the object's), then the API server (a name that is no
-        RFC 1123 subdomain, `apiserver.name_refusal`). Kueue never sees such an object."""
+        itself (a --namespace other than the object's), then the API server (metadata it
+        refuses: a name that is no RFC 1123 subdomain, none at all, labels or annotations,
+        `apiserver.name_refusal`). Kueue never sees such an object."""
         checker = self.checker(parsed)
         if self.namespace and obj.namespace and self.namespace != obj.namespace:
             return checker.namespace_refused(self.namespace, obj.namespace)
         # a run fit builds (a RayCronJob's RayJob) is named by its controller, not the file
-        message = apiserver.name_refusal(obj.data) if obj.moved is None else None
+        minor = cluster.kubernetes_version if cluster is not None else None
+        message = apiserver.name_refusal(obj.data, minor) if obj.moved is None else None
         if message is None:
             return None
+        fields = [f for f in METADATA_RULES if f"metadata.{f}: Invalid" in message]
+        if "metadata.annotations: Too long" in message:
+            fields.append("annotations")
+        if "metadata.name: Required value" in message:
+            fields.insert(0, "required")
+        shown = {"generateName": "name", "required": "name"}
+        what = ", ".join(dict.fromkeys(shown.get(f, f) for f in fields))
         return checker.result(
             NEVER,
-            "refused by the API server: invalid name",
+            f"refused by the API server: invalid {what}",
             namespace=self.namespace or obj.namespace,
             message_from="API server",
             message=message,
             reasons=(
-                f"the API server creates no {obj.kind} of this name, so Kueue never sees it: "
-                "a name (or generateName) is at most 253 lower-case letters, digits, '-' and "
-                "'.', starting and ending with a letter or digit",
+                f"the API server creates no {obj.kind} with this metadata, so Kueue never sees "
+                "it: " + "; ".join(dict.fromkeys(METADATA_RULES[f] for f in fields)),
             ),
         )
 
@@ -362,11 +399,15 @@ class FileChecker:
 
     # --- one workload ------------------------------------------------------------------------
 
-    def workload(self, obj: FileObject, others: Sequence[Any]) -> FitResult | Ignored:
+    def workload(
+        self, obj: FileObject, others: Sequence[Any], submitted: FileObject | None = None
+    ) -> FitResult | Ignored:
         """The workload's answer: the admission chain on the object first, where fit knows the
-        cluster, then Kueue's admission of the object as the chain hands it on."""
+        cluster, then Kueue's admission of the object as the chain hands it on. `submitted`:
+        the object the file creates, where `obj` is what its controller creates from it (a
+        RayCronJob's run)."""
         cluster = self.cluster_of(obj.namespace)
-        run = self.chain(obj, cluster, others)
+        run = self.chain(obj, cluster, others, submitted)
         if run is None:
             alone = self.kueue(obj, others, cluster)
             if isinstance(alone, Ignored):
@@ -378,11 +419,16 @@ class FileChecker:
         return admission_chain.conclude(result, run)
 
     def chain(
-        self, obj: FileObject, cluster: Cluster | None, others: Sequence[Any] = ()
+        self,
+        obj: FileObject,
+        cluster: Cluster | None,
+        others: Sequence[Any] = (),
+        submitted: FileObject | None = None,
     ) -> admission_chain.ChainRun | None:
         """The chain's steps for the object in its namespace of `cluster`, with the RBAC step's
         refusals of the file's objects it needs (`needed`); None where fit does not know the
-        cluster (the checker then says why) or the object is no mapping."""
+        cluster (the checker then says why) or the object is no mapping. `submitted`: the
+        object the file creates, where `obj` is what its controller creates from it."""
         namespace = self.namespace or obj.namespace
         if cluster is None or namespace is None or not isinstance(obj.data, dict):
             return None
@@ -390,7 +436,10 @@ class FileChecker:
         if rendered is None:
             rendered = self.rendered[cluster.name] = rendered_cluster(self.platform, cluster)
         user = rbac.member_of(rendered, namespace)
-        run = admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
+        if submitted is None:
+            run = admission_chain.run(obj.data, namespace, rendered, user, source=self.display)
+        else:
+            run = scheduled_chain(submitted.data, obj.data, namespace, rendered, user, self.display)
         templates = needed.claim_templates(run.obj, others, rendered, namespace)
         found = needed.refusals(templates, namespace, user, rendered, self.display)
         return dataclasses.replace(run, outcomes=needed.with_refusals(run.outcomes, found))
@@ -411,7 +460,7 @@ class FileChecker:
             return self.unreadable(obj, parsed, cluster)
         if run is not None:
             parsed = _priority_admission(parsed, run)
-        refused = self.refused_on_create(obj, parsed)
+        refused = self.refused_on_create(obj, parsed, cluster)
         if refused is not None:
             return refused
         if cluster is None or cluster.scheduler != "kueue":

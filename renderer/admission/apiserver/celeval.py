@@ -99,6 +99,15 @@ def go_error(text: str) -> str:
     return first
 
 
+ITERATION_BUDGET = "Iteration budget exceeded"
+"""How the C++ runtime stops an evaluation past its comprehension iteration limit
+(`RuntimeOptions.comprehension_max_iterations`, 10,000 in all of one evaluation's
+comprehensions). cel-go, as the API server runs it, has no such limit: it stops an expression
+past its cost (`PerCallLimit`, 1,000,000, and the policy's `RuntimeCELCostBudget`), which fit
+does not model. So an object this large is one fit cannot judge, not one the API server
+refuses."""
+
+
 def evaluate(expression: str, data: Mapping[str, Any]) -> Result:
     """`expression` on `data` (plain JSON values by variable name)."""
     program, why = compiled(expression)
@@ -107,10 +116,35 @@ def evaluate(expression: str, data: Mapping[str, Any]) -> Result:
     try:
         value = program.eval(data=dict(data))
     except (RuntimeError, ValueError, TypeError) as err:
-        return Result("error", error=go_error(str(err)))
+        return _failed(str(err))
     if value.type() == cel.Type.ERROR:
-        return Result("error", error=go_error(str(value.value())))
+        return _failed(str(value.value()))
     return Result("value", value=value.plain_value())
+
+
+_OUT_OF_RANGE = re.compile(r"Integer value '(-?\d+)' out of range")
+"""How cel-expr-python refuses to convert an integer beyond int64 (its words go on with the
+whole mapping that holds it)."""
+
+
+def _failed(text: str) -> Result:
+    if ITERATION_BUDGET in text:
+        return Result(
+            "unsupported",
+            error="gpuplane's CEL engine stops after 10,000 iterations of an expression's "
+            "comprehensions, where the API server counts the expression's cost instead: too "
+            "many list items or map entries to evaluate here",
+        )
+    if found := _OUT_OF_RANGE.search(text):
+        # the API server's decoder refuses such a number in a typed field, and a custom
+        # resource's unstructured JSON holds it as a double: never this engine's error
+        digits = found[1] if len(found[1]) <= 40 else found[1][:20] + "..."
+        return Result(
+            "unsupported",
+            error=f"the object holds the integer {digits}, beyond the 64-bit integers "
+            "gpuplane's CEL engine takes",
+        )
+    return Result("error", error=go_error(text))
 
 
 def error_message(expression: str, error: str) -> str:

@@ -3,6 +3,10 @@ sends anything; a version the cluster does not serve never reaches the API serve
 
 What kubectl does with each document (k8s.io/cli-runtime `pkg/resource/mapper.go`
 `infoForData`, v0.30 to v0.36), in order:
+0. decodes it as unstructured (apimachinery `unstructuredJSONScheme.Decode`): an apiVersion
+   of more than one `/` is no group/version (`schema.ParseGroupVersion`), so
+   `Unstructured.GroupVersionKind` is empty and kubectl says `unable to decode "<file>":
+   Object 'Kind' is missing in '<the object as JSON>'` (`runtime.NewMissingKindErr`);
 1. decodes it, checking that `metadata` decodes into `metav1.ObjectMeta`
    (`metadata_decoder.go` `metadataValidatingDecoder`): a label given as a number is
    `unable to decode "<file>": json: cannot unmarshal number into Go struct field
@@ -30,6 +34,7 @@ written (no unknown field, no type error: `gojson`), the step hands it on with t
 from __future__ import annotations
 
 import difflib
+import json
 from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -165,6 +170,8 @@ def gate(request: Request, *, source: str | None = None) -> Outcome:
                 f"API versions of {MIN_MINOR} and later only",
             ),
         )
+    if api_version.count("/") > 1:
+        return Outcome(Step.DISCOVERY, "refused", (_missing_kind(obj, source),))
     metadata = _metadata_refusal(obj, api, source)
     if metadata is not None:
         return Outcome(Step.DISCOVERY, "refused", (metadata,))
@@ -187,6 +194,22 @@ def no_match_message(obj: Mapping[str, Any], source: str) -> str:
         f"{go_quote(str(obj.get('kind')))} in version {go_quote(str(obj.get('apiVersion')))}\n"
         "ensure CRDs are installed first"
     )
+
+
+def _missing_kind(obj: Mapping[str, Any], source: str) -> Refusal:
+    """kubectl's answer to an apiVersion `ParseGroupVersion` refuses (`unexpected GroupVersion
+    string`), which leaves the object no kind. The object is quoted as the JSON kubectl decoded:
+    from YAML, `sigs.k8s.io/yaml.YAMLToJSON`'s (Go's `json.Marshal` of a map: keys sorted,
+    `<`, `>`, `&` escaped); a JSON file's own bytes may be spaced otherwise."""
+    data = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char in "<>&\u2028\u2029":
+        data = data.replace(char, f"\\u{ord(char):04x}")
+    message = f"unable to decode {go_quote(source)}: Object 'Kind' is missing in '{data}'"
+    fix = (
+        f"write apiVersion as <group>/<version> with one '/' (it is {obj.get('apiVersion')}): "
+        "kubectl reads no apiVersion and kind from it"
+    )
+    return Refusal(SOURCE, message, fix)
 
 
 def _metadata_refusal(obj: Mapping[str, Any], api: BuiltinApi, source: str) -> Refusal | None:

@@ -79,8 +79,9 @@ def _integration(obj: Mapping[str, Any], frameworks: set[str]) -> str | None:
 
 def _owned_by_a_managed_kind(obj: Mapping[str, Any]) -> bool:
     """`IsOwnerManagedByKueueForObject`: a controller ownerReference of a kind Kueue manages."""
-    meta = obj.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
+    meta = obj.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, Mapping) else None
+    for ref in refs if isinstance(refs, list) else ():
         if not isinstance(ref, Mapping) or not ref.get("controller"):
             continue
         kind = ref.get("kind")
@@ -97,7 +98,10 @@ def hook(request: Request) -> Outcome:
     if framework is None:
         return Outcome(Step.MUTATE, "passed")
     obj: dict[str, Any] = copy.deepcopy(dict(request.obj))
-    labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+    labels = _child(_child(obj, "metadata"), "labels")
+    if labels is None:
+        # metadata or its labels are no mapping: decoding refused the object, no webhook sees it
+        return Outcome(Step.MUTATE, "passed")
     changes: list[str] = []
     namespace = request.namespace_object or {}
     ns_labels = (namespace.get("metadata") or {}).get("labels") or {}
@@ -120,20 +124,37 @@ def hook(request: Request) -> Outcome:
     return Outcome(Step.MUTATE, "mutated", changes=tuple(changes), obj=obj)
 
 
+def _child(parent: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """`parent[key]`, a mapping, made where absent or null (as Go decodes a nil map or struct
+    pointer); None where `parent` is None or the field is of another type (decoding refused
+    such an object, so the webhook leaves it alone)."""
+    if parent is None:
+        return None
+    if parent.get(key) is None:
+        parent[key] = {}
+    child = parent[key]
+    return child if isinstance(child, dict) else None
+
+
 def _suspend_or_gate(obj: dict[str, Any], labels: dict[str, Any]) -> list[str]:
     kind = str(obj.get("kind"))
     if kind == "Pod":
+        spec = _child(obj, "spec")
+        if spec is not None and spec.get("schedulingGates") is None:
+            spec["schedulingGates"] = []
+        gates = spec.get("schedulingGates") if spec is not None else None
+        if not isinstance(gates, list):
+            return []
         labels[MANAGED_LABEL] = "true"
-        gates = obj.setdefault("spec", {}).setdefault("schedulingGates", [])
         if not any(isinstance(g, Mapping) and g.get("name") == ADMISSION_GATE for g in gates):
             gates.append({"name": ADMISSION_GATE})
         return [f"Kueue's webhook gates the pod ({ADMISSION_GATE})"]
     if kind in SUSPEND_FIELD:
         *path, last = SUSPEND_FIELD[kind]
-        parent: Any = obj
+        parent: dict[str, Any] | None = obj
         for key in path:
-            parent = parent.setdefault(key, {}) if isinstance(parent, dict) else None
-        if not isinstance(parent, dict) or parent.get(last) is True:
+            parent = _child(parent, key)
+        if parent is None or parent.get(last) is True:
             return []
         parent[last] = True
         return [f"Kueue's webhook suspends it ({'.'.join(SUSPEND_FIELD[kind])}: true)"]
@@ -142,14 +163,15 @@ def _suspend_or_gate(obj: dict[str, Any], labels: dict[str, Any]) -> list[str]:
         template: Any = obj
         for key in template_path:
             template = template.get(key) if isinstance(template, dict) else None
-        if not isinstance(template, dict):
+        meta = _child(template, "metadata") if isinstance(template, dict) else None
+        annotations = _child(meta, "annotations")
+        if meta is None or annotations is None:
             continue
-        meta = template.setdefault("metadata", {})
-        meta.setdefault("annotations", {})[SUSPENDING_PARENT] = kind.lower()
-        if kind != "StatefulSet":
-            for label in (QUEUE_LABEL, PRIORITY_LABEL):
-                if label in labels:
-                    meta.setdefault("labels", {})[label] = labels[label]
+        annotations[SUSPENDING_PARENT] = kind.lower()
+        copied = {k: labels[k] for k in (QUEUE_LABEL, PRIORITY_LABEL) if k in labels}
+        pod_labels = _child(meta, "labels") if copied and kind != "StatefulSet" else None
+        if pod_labels is not None:
+            pod_labels.update(copied)
         changes.append(f"Kueue's webhook marks {'.'.join(template_path)} {SUSPENDING_PARENT}")
     return changes
 

@@ -117,14 +117,16 @@ def defaulted(spec: Mapping[str, Any], is_pod: bool) -> dict[str, Any]:
     have not been defaulted so since Kubernetes 1.28, DefaultHostNetworkHostPortsInPodTemplates)."""
     result = copy.deepcopy(dict(spec))
     sources = (*ALLOWED_VOLUME_SOURCES, *RESTRICTED_VOLUME_SOURCES)
-    for volume in result.get("volumes") or []:
+    volumes = result.get("volumes")
+    for volume in volumes if isinstance(volumes, list) else []:  # decoding refused another type
         if isinstance(volume, MutableMapping) and not any(
             mapping(volume.get(k)) is not None for k in sources
         ):
             volume["emptyDir"] = {}
     if is_pod and result.get("hostNetwork") is True:
         for key in ("containers", "initContainers"):
-            for container in result.get(key) or []:
+            listed = result.get(key)
+            for container in listed if isinstance(listed, list) else []:
                 ports = container.get("ports") if isinstance(container, MutableMapping) else None
                 for port in ports if isinstance(ports, list) else []:
                     if isinstance(port, MutableMapping) and not port.get("hostPort"):

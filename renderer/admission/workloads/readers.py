@@ -340,11 +340,11 @@ def workload_from(document: Any, others: Sequence[Any] = ()) -> Workload | Unrea
         labels = read_strings(document, ("metadata", "labels"))
         annotations = read_strings(document, ("metadata", "annotations"))
         namespace = read_field(document, ("metadata", "namespace"), str)
+        template_labels = _template_labels(document, pod_sets)
     except BadField as bad:
         return Unreadable(shown, bad.message, True, bad.path)
     except (ValueError, TypeError, ArithmeticError, LookupError, RecursionError) as err:
         return Unreadable(shown, f"cannot read the {kind}: {err}", True)
-    template_labels = _template_labels(document, pod_sets)
     extra_labels: Mapping[str, str] = extra.get("labels", {})
     return Workload(
         api_version=api_version,
