@@ -122,18 +122,8 @@ class RenderedCluster:
 
     @cached_property
     def kueue_configuration(self) -> Mapping[str, Any]:
-        """The Kueue Configuration gpuplane renders into the chart's values
-        (`managerConfig.controllerManagerConfigYaml`, a YAML string); empty where there is
-        none or it does not read."""
-        import yaml
-
-        manager = (self.values.get("kueue") or {}).get("managerConfig") or {}
-        text = manager.get("controllerManagerConfigYaml") if isinstance(manager, Mapping) else None
-        try:
-            config = yaml.safe_load(text) if isinstance(text, str) else None
-        except yaml.YAMLError:
-            return {}
-        return config if isinstance(config, dict) else {}
+        """The Kueue Configuration of the cluster's chart values (`kueue_configuration`)."""
+        return kueue_configuration(self.values)
 
     def named(self, kind: str, name: str, namespace: str | None = None) -> Mapping[str, Any] | None:
         for obj in self.of_kind(kind):
@@ -162,6 +152,21 @@ class Request:
     @property
     def namespace_object(self) -> Mapping[str, Any] | None:
         return self.cluster.named("Namespace", self.namespace)
+
+
+def kueue_configuration(values: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The Kueue Configuration gpuplane renders into the Kueue chart's values
+    (`managerConfig.controllerManagerConfigYaml`, a YAML string); empty where there is none or
+    it does not read."""
+    import yaml
+
+    manager = (values.get("kueue") or {}).get("managerConfig") or {}
+    text = manager.get("controllerManagerConfigYaml") if isinstance(manager, Mapping) else None
+    try:
+        config = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 def api_group(api_version: str) -> str:

@@ -28,9 +28,8 @@ from typing import Any
 from renderer.admission.apiserver.gate import Outcome, Refusal, Request, Step, api_group
 from renderer.admission.apiserver.matching import parse_selector
 from renderer.model.integrations import KUEUE_INTEGRATIONS
+from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"

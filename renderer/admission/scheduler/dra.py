@@ -35,8 +35,6 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.apiserver.names import go_quote
 from renderer.admission.rendered import rendered_cluster
@@ -145,11 +143,7 @@ def _read(platform: Platform, ns: Namespace, workload: Workload) -> _Cluster:
 def _mappings(cluster: RenderedCluster) -> tuple[dict[str, str], set[str]]:
     """The `resources.deviceClassMappings` of the Kueue Configuration in the chart's values
     (`managerConfig.controllerManagerConfigYaml`, a YAML string)."""
-    values = cluster.values.get("kueue") or {}
-    manager = values.get("managerConfig") or {}
-    text = manager.get("controllerManagerConfigYaml") if isinstance(manager, dict) else None
-    config = yaml.safe_load(text) if isinstance(text, str) else None
-    resources = config.get("resources") if isinstance(config, dict) else None
+    resources = cluster.kueue_configuration.get("resources")
     found: dict[str, str] = {}
     with_sources: set[str] = set()
     for mapping in (resources or {}).get("deviceClassMappings") or []:

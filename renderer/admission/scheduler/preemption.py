@@ -38,10 +38,8 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from renderer.admission.answer.result import amount
-from renderer.admission.apiserver.gate import RenderedCluster
+from renderer.admission.apiserver.gate import RenderedCluster, kueue_configuration
 from renderer.admission.scheduler import fairsharing, preemptor
 from renderer.admission.scheduler.preemptor import (
     DEFAULT_STRATEGIES,
@@ -127,12 +125,7 @@ def fair_sharing_strategies(values: Mapping[str, Mapping[str, Any]]) -> tuple[St
     """The `fairSharing.preemptionStrategies` of the Kueue Configuration gpuplane renders into
     the chart's values (`managerConfig.controllerManagerConfigYaml`); Kueue's default pair when
     it sets none (`parseStrategies`)."""
-    text = (values.get("kueue") or {}).get("managerConfig", {}).get("controllerManagerConfigYaml")
-    try:
-        config = yaml.safe_load(text) if isinstance(text, str) else None
-    except yaml.YAMLError:
-        config = None
-    fair = config.get("fairSharing") if isinstance(config, dict) else None
+    fair = kueue_configuration(values).get("fairSharing")
     listed = fair.get("preemptionStrategies") if isinstance(fair, dict) else None
     if not isinstance(listed, list) or not listed:
         return DEFAULT_STRATEGIES
