@@ -124,8 +124,4 @@ def with_refusals(
 
 
 def _rendered_templates(cluster: RenderedCluster, namespace: str) -> set[str]:
-    return {
-        str(meta.get("name"))
-        for obj in cluster.of_kind(CLAIM_TEMPLATE[1], CLAIM_TEMPLATE[0])
-        if isinstance(meta := obj.get("metadata"), Mapping) and meta.get("namespace") == namespace
-    }
+    return set(cluster.in_namespace(CLAIM_TEMPLATE[1], CLAIM_TEMPLATE[0], namespace))

@@ -125,6 +125,15 @@ class RenderedCluster:
         """The Kueue Configuration of the cluster's chart values (`kueue_configuration`)."""
         return kueue_configuration(self.values)
 
+    def in_namespace(self, kind: str, group: str, namespace: str) -> dict[str, Mapping[str, Any]]:
+        """The objects of `kind` in API `group` and `namespace`, by name."""
+        found = {}
+        for obj in self.of_kind(kind, group):
+            meta = obj.get("metadata")
+            if isinstance(meta, Mapping) and meta.get("namespace") == namespace:
+                found[str(meta.get("name"))] = obj
+        return found
+
     def named(self, kind: str, name: str, namespace: str | None = None) -> Mapping[str, Any] | None:
         for obj in self.of_kind(kind):
             meta = obj.get("metadata") or {}

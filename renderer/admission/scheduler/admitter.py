@@ -157,7 +157,7 @@ class Admitter:
         refused = self.unreadable_snapshot(queued) or self.refused_before_quota(queued)
         if isinstance(refused, FitResult):
             return refused
-        devices = dra.claims(self.platform, queued.ns, self.workload)
+        devices = dra.claims(self.platform, queued.ns, self.workload, self.rendered)
         if devices.message is not None:  # the Workload controller's DRA step: Misconfigured
             summary = "never admitted: Kueue cannot count the devices it claims through DRA"
             return self.result(

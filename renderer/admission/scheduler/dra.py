@@ -86,13 +86,18 @@ class _Refused(Exception):
         self.reasons = reasons
 
 
-def claims(platform: Platform, ns: Namespace, workload: Workload) -> Claims:
+def claims(
+    platform: Platform,
+    ns: Namespace,
+    workload: Workload,
+    rendered: RenderedCluster | None = None,
+) -> Claims:
     """Kueue's DRA step for `workload` in namespace `ns`; nothing to say (and nothing rendered)
     when no pod set names a claim or a template."""
     if not any(c.template or c.claim for ps in workload.pod_sets for c in ps.resource_claims):
         return Claims()
     standalone = [(ps.name, c) for ps in workload.pod_sets for c in ps.resource_claims if c.claim]
-    cluster = _read(platform, ns, workload)
+    cluster = _read(platform, ns, workload, rendered)
     if standalone:
         return Claims(RESOURCE_CLAIMS_MESSAGE, _standalone_reasons(standalone, cluster))
     per_pod: dict[str, dict[str, Decimal]] = {}
@@ -122,13 +127,12 @@ def add_devices(
 # --- the cluster ------------------------------------------------------------------------------
 
 
-def _read(platform: Platform, ns: Namespace, workload: Workload) -> _Cluster:
-    cluster = rendered_cluster(platform, platform.clusters[ns.cluster])
-    rendered = {
-        str(meta.get("name")): obj
-        for obj in cluster.of_kind("ResourceClaimTemplate", "resource.k8s.io")
-        if isinstance(meta := obj.get("metadata"), dict) and meta.get("namespace") == ns.name
-    }
+def _read(
+    platform: Platform, ns: Namespace, workload: Workload, cluster: RenderedCluster | None
+) -> _Cluster:
+    if cluster is None or cluster.name != ns.cluster:
+        cluster = rendered_cluster(platform, platform.clusters[ns.cluster])
+    rendered = cluster.in_namespace("ResourceClaimTemplate", "resource.k8s.io", ns.name)
     mappings, with_sources = _mappings(cluster)
     return _Cluster(
         name=cluster.name,
