@@ -27,7 +27,7 @@ from renderer.findings.diagnostics import (
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import LoadResult, load_bytes, read_input
-from renderer.layers import gpu, observability, queueing, security, templates, tenancy
+from renderer.layers import gpu, observability, queueing, security, tenancy, workload_templates
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
@@ -72,7 +72,7 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
     ("queueing", queueing.render),
     ("gpu", gpu.render),
     (observability.LAYER, observability.render),
-    ("templates", templates.render),
+    ("templates", workload_templates.render),
     ("workflows", render_workflows),
 )
 """The layers that render from the cluster's view alone, in the order Argo CD applies them."""

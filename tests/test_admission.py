@@ -9,9 +9,9 @@ from decimal import Decimal
 
 import pytest
 
-from renderer.model.admission import CPU, MEMORY, ClusterQueuePlan, cluster_queues
 from renderer.model.platform import Platform
 from renderer.model.quantity import parse
+from renderer.model.queue_plans import CPU, MEMORY, ClusterQueuePlan, cluster_queues
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
 from tests.conftest import REPO

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from renderer.layers.security import gpus, host, images, secret_refs
-from renderer.layers.security.admission import pod_owner_kinds, suspendable_kinds
+from renderer.layers.security.policy_parts import pod_owner_kinds, suspendable_kinds
 from renderer.layers.tenancy import WORKLOADS
 from renderer.pipeline import Rendered
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook

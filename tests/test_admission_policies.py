@@ -744,9 +744,13 @@ def test_the_resource_table_agrees_with_the_crds_and_the_layers() -> None:
     """Each custom resource's plural, scope and served versions as its CRD declares them
     (../shared/crds/index.json, where present); each kind the security layer's policies name,
     at the plural they name it by."""
-    from renderer.layers.security import admission
+    from renderer.layers.security import policy_parts
 
-    for kind in (*admission.KUEUE_KINDS, *admission.POD_TEMPLATE_KINDS, admission.VOLCANO_JOB):
+    for kind in (
+        *policy_parts.KUEUE_KINDS,
+        *policy_parts.POD_TEMPLATE_KINDS,
+        policy_parts.VOLCANO_JOB,
+    ):
         row = resources.resource_of(f"{kind.group}/v1" if kind.group else "v1", kind.kind)
         assert row is not None and row.plural == kind.resource, kind
     index = REPO.parent / "shared" / "crds" / "index.json"

@@ -275,7 +275,7 @@ def test_render_refuses_an_oversized_annotation_the_input_check_let_through(
 
 
 def test_the_suite_template_names_are_the_ones_the_suites_render() -> None:
-    from workflows.suites.templates import acceptance_name, benchmark_name
+    from workflows.suites.workflow_templates import acceptance_name, benchmark_name
 
     assert {acceptance_name("p"), benchmark_name("p")} == {f"{p}p" for p in SUITE_TEMPLATES}
 

@@ -200,10 +200,10 @@ def test_rendered_policies_validate(view: ClusterView, validator: OutputValidato
 
 def test_the_templates_jobs_pass_the_policy(view: ClusterView, policies: dict[str, Any]) -> None:
     """The workload templates gpuplane renders for a team are admitted by its own policy."""
-    from renderer.layers import templates
+    from renderer.layers import workload_templates
 
     checked = 0
-    for output in templates.render(view):
+    for output in workload_templates.render(view):
         body = output.body
         name = {"Job": "jobs", "JobSet": "jobsets", "RayJob": "rayjobs"}.get(body.get("kind", ""))
         team = body.get("metadata", {}).get("labels", {}).get(cleanup.TEAM_LABEL)

@@ -23,11 +23,11 @@ import pytest
 import yaml
 
 from renderer.commands.diagram import build
-from renderer.layers.diagram import drawing
+from renderer.layers.platform_drawing import drawing
 from renderer.layers.readme import cluster_readme
 from renderer.model.view import ClusterView
-from renderer.output import diagram as writers
-from renderer.output.diagram import Box, Drawing, Edge, Layer
+from renderer.output import drawing as writers
+from renderer.output.drawing import Box, Drawing, Edge, Layer
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, REQUIRE_TOOLS, copy_inputs, require_tool
 

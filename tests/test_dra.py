@@ -15,7 +15,6 @@ import yaml
 from renderer.layers.gpu import dra
 from renderer.layers.queueing.kueue import device_class_mappings, manager_config
 from renderer.model import capacity
-from renderer.model.admission import cluster_queues
 from renderer.model.capacity import (
     DRA_QUOTA_SUFFIX,
     dra_device_class,
@@ -25,6 +24,7 @@ from renderer.model.capacity import (
     pool_offers,
     usable_quotas,
 )
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest
 from renderer.output.validation import OutputValidator

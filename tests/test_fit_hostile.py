@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from renderer.admission.answer.result import ERROR, FITS, NEVER, FileFit
 from renderer.admission.answer.text import file_json, file_text
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.cli import main
 from renderer.commands.fit import check_file
 from renderer.model.platform import Platform

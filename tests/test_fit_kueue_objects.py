@@ -18,8 +18,8 @@ from renderer import pipeline
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler.flavorassigner import Assigner, kueue_cluster, read_cluster
 from renderer.admission.workloads.podsets import PodSet, read_pod_set
-from renderer.model.admission import ClusterQueuePlan, cluster_queues, cohort_of
 from renderer.model.platform import Cluster, Platform
+from renderer.model.queue_plans import ClusterQueuePlan, cluster_queues, cohort_of
 from renderer.model.view import ClusterView
 
 REPO = Path(__file__).resolve().parents[1]

@@ -42,8 +42,8 @@ from renderer.admission.answer.text import fit_json, fit_text
 from renderer.admission.scheduler import usage as usage_module
 from renderer.admission.scheduler.usage import read_snapshot
 from renderer.commands.fit import check_fit
-from renderer.model.admission import cluster_queues
 from renderer.model.platform import Platform
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
 from tests.conftest import REPO

@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from renderer.layers.queueing import kueue
-from renderer.model.admission import cluster_queues
 from renderer.model.capacity import MIXABLE, WORKLOAD_PURPOSES
 from renderer.model.nodes import node_labels, tolerations
 from renderer.model.platform import Pool
 from renderer.model.quantity import parse
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, load_platform, render_platform

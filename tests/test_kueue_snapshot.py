@@ -34,7 +34,7 @@ from renderer.admission.scheduler.snapshot import (
     read_objects,
 )
 from renderer.model import quantity
-from renderer.model.admission import cluster_queues, cohorts
+from renderer.model.queue_plans import cluster_queues, cohorts
 from renderer.model.view import ClusterView
 from tests.kueue_conformance.common import cluster_queue_object, cohort_object, snapshot
 

@@ -32,7 +32,7 @@ from renderer.admission.apiserver.gate import Refusal, Step
 from renderer.commands.fit import check_fit
 from renderer.layers.security import gpus
 from renderer.layers.security import priority as security_priority
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     KUEUE_KINDS,
     kueue_kinds,
     pod_owner_kinds,

@@ -2,7 +2,7 @@
 the admission plans keep every pool's promises within its hardware.
 
 Hypothesis draws platform sizes and quota changes; the invariants are checked on what the queue
-layer renders from (renderer.model.admission), independently of the policy code that decides validity.
+layer renders from (renderer.model.queue_plans), independently of the policy code that decides validity.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from bench.generate import KIND_DIRS, build_platform, to_yaml
 from renderer.findings.diagnostics import has_errors
-from renderer.model.admission import CPU, MEMORY, cluster_queues, team_cohorts
 from renderer.model.capacity import pool_offers
+from renderer.model.queue_plans import CPU, MEMORY, cluster_queues, team_cohorts
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
 

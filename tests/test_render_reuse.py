@@ -30,7 +30,7 @@ from renderer.output.writer import TreeListing, compare_listed, folder_fingerpri
 from renderer.pipeline import load_platform
 from tests.conftest import REPO, tree
 from workflows.suites import placement, references
-from workflows.suites.templates import acceptance_template, benchmark_template
+from workflows.suites.workflow_templates import acceptance_template, benchmark_template
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ The benchmark's platform generator (`bench.generate`) builds the same platform a
 and of Hera is counted while each cluster is rendered (`sys.setprofile`, 'call' events). A step
 that is linear in the teams is called about twice as often when they double; one that loops over
 the teams for each team (like summing a cohort's lending once per ClusterQueue, as
-`admission.potential_available` used to) four times as often. The exponent is read between the
+`queue_plans.potential_available` used to) four times as often. The exponent is read between the
 two larger sizes, so fixed start-up work does not hide growth.
 
 Deterministic: the same generated platform gives the same counts on every machine.
@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from bench.generate import generate_platform
-from renderer.model import admission
+from renderer.model import queue_plans
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform, render_cluster
 from renderer.policy.check import check_policy
@@ -48,8 +48,8 @@ KNOWN_SUPERLINEAR = {
     # each team's policy, so the security layer's output grew with the square of the teams on
     # a cluster. One policy per cluster lists them once now, and
     # test_the_priority_policies_grow_linearly holds these two to it.
-    ("renderer/layers/security/admission.py", "cel_string"),
-    ("renderer/layers/security/admission.py", "<genexpr>"),
+    ("renderer/layers/security/policy_parts.py", "cel_string"),
+    ("renderer/layers/security/policy_parts.py", "<genexpr>"),
 }
 
 Key = tuple[str, str]
@@ -174,13 +174,13 @@ def test_potential_available_sums_each_cohort_once(monkeypatch: pytest.MonkeyPat
     """Kueue's PotentialAvailable for every ClusterQueue of a cohort reads each member's limits a
     bounded number of times, however many ClusterQueues ask: the sum is kept per cohort."""
     platform_calls: Counter[str] = Counter()
-    real = admission.limits_of
+    real = queue_plans.limits_of
 
-    def counting(plan: admission.ClusterQueuePlan, pool: str, resource: str) -> Any:
+    def counting(plan: queue_plans.ClusterQueuePlan, pool: str, resource: str) -> Any:
         platform_calls[plan.name] += 1
         return real(plan, pool, resource)
 
-    monkeypatch.setattr(admission, "limits_of", counting)
+    monkeypatch.setattr(queue_plans, "limits_of", counting)
     with_teams: dict[int, int] = {}
     for teams in SIZES[1:]:
         with tempfile.TemporaryDirectory(prefix="gpuplane-scaling-") as tmp:
@@ -191,12 +191,12 @@ def test_potential_available_sums_each_cohort_once(monkeypatch: pytest.MonkeyPat
         platform_calls.clear()
         for name in sorted(platform.clusters):
             view = ClusterView.of(platform, platform.clusters[name])
-            plans = admission.cluster_queues(view)
-            by_cohort = admission.cohorts(plans)
+            plans = queue_plans.cluster_queues(view)
+            by_cohort = queue_plans.cohorts(plans)
             for plan in plans:
                 for flavor in plan.flavors:
                     for resource in flavor.resources:
-                        admission.potential_available(
+                        queue_plans.potential_available(
                             plan, by_cohort[plan.queue.name], flavor.pool.name, resource
                         )
         assert platform_calls, "no ClusterQueue was asked"

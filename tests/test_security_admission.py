@@ -17,7 +17,7 @@ from celpy.adapter import json_to_cel
 
 from renderer.layers.security import gpus, host, images, scheduling, services
 from renderer.layers.security import priority as security_priority
-from renderer.layers.security.admission import cel_string
+from renderer.layers.security.policy_parts import cel_string
 from renderer.model.names import SUITE_JOBS_NAMESPACE
 from renderer.model.security import priority_enforcement
 from renderer.output.manifest import Manifest

@@ -26,9 +26,9 @@ from renderer.admission.workloads.readers import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.commands.fit import check_fit
 from renderer.layers import workflows as layer
 from renderer.model import metrics
-from renderer.model.admission import cluster_queues
 from renderer.model.nodes import tolerations
 from renderer.model.platform import NodeCount, Platform
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.topology import topology_aware as pool_topology_aware
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
@@ -45,7 +45,7 @@ from workflows.suites import (
     references,
     scripts,
     settings,
-    templates,
+    workflow_templates,
 )
 
 CASES = Path(__file__).parent / "cases" / "render"
@@ -532,7 +532,7 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                         f"status.succeeded > {step.shape.pods - 1},status.completionTime"
                     )
                 outputs = template(body, step.name)["outputs"]["parameters"]
-                assert [p["name"] for p in outputs] == list(templates.STEP_PARTS)
+                assert [p["name"] for p in outputs] == list(workflow_templates.STEP_PARTS)
                 assert all(p["valueFrom"]["default"] == "" for p in outputs)
                 checked += 1
             assert template(body, "done") == {"name": "done", "suspend": {"duration": "0"}}

@@ -22,9 +22,9 @@ from ruamel.yaml import YAML
 from renderer.commands.fit import check_fit
 from renderer.layers import readme
 from renderer.layers.queueing import kueue
-from renderer.layers.templates import workloads
-from renderer.model.admission import cluster_queues
+from renderer.layers.workload_templates import workloads
 from renderer.model.platform import Platform
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.topology import HOSTNAME, PREFERRED, topology_aware, with_topology_peers
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Values

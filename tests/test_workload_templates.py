@@ -20,14 +20,14 @@ from renderer.admission.workloads.readers import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.commands.fit import check_fit
 from renderer.layers.gpu import dra
 from renderer.layers.queueing import kueue
-from renderer.layers.templates import pieces as wt
-from renderer.layers.templates import workloads
 from renderer.layers.tenancy import DEFAULT_CONTAINER
+from renderer.layers.workload_templates import pieces as wt
+from renderer.layers.workload_templates import workloads
 from renderer.model import nodes, quantity
-from renderer.model.admission import cluster_queues, cohort_of, potential_available
 from renderer.model.capacity import pool_offers, usable_quotas
 from renderer.model.names import DEFAULT_FINISHED_JOBS, DEFAULT_POD_SECURITY
 from renderer.model.platform import Namespace, Platform, Team
+from renderer.model.queue_plans import cluster_queues, cohort_of, potential_available
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import MANAGED_BY, Values
@@ -715,7 +715,7 @@ def test_a_template_body_is_copied_with_nothing_shared() -> None:
     type and order, and copies a body holding a type marshal does not write exactly too."""
     import enum
 
-    from renderer.layers.templates.workloads import _tree
+    from renderer.layers.workload_templates.workloads import _tree
 
     class Purpose(enum.StrEnum):
         TRAINING = "training"

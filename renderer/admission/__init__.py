@@ -1,6 +1,6 @@
 """`gpuplane fit`: would Kueue admit this job, where, and if not why (docs/fit.md).
 
-An offline rerun of Kueue's admission against the queues `renderer.model.admission` plans: the
+An offline rerun of Kueue's admission against the queues `renderer.model.queue_plans` plans: the
 job's namespace picks the team's ClusterQueue (through the namespace's `default` LocalQueue),
 its labels pick the priority, and each pod set gets the first flavor, in the ClusterQueue's
 order, whose node labels and taints it accepts and whose quota holds it. The numbers are

@@ -36,8 +36,8 @@ from renderer.admission.answer.result import (
     Quota,
     worse,
 )
+from renderer.admission.apiserver import metadata as apiserver
 from renderer.admission.apiserver import mutating, policies, rbac
-from renderer.admission.apiserver import names as apiserver
 from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.resolve import Checker

@@ -12,8 +12,8 @@ from renderer.admission.scheduler.admitter import Admitter, Queued, limit_range_
 from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
 from renderer.model import names
-from renderer.model.admission import ClusterQueuePlan, cluster_queues, cohort_of
 from renderer.model.platform import Namespace, Priority, Queue, Team
+from renderer.model.queue_plans import ClusterQueuePlan, cluster_queues, cohort_of
 from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView
 

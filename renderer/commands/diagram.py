@@ -1,7 +1,7 @@
 """`gpuplane diagram`: the declared platform drawn in the guide's six layers (docs/diagram.md).
 
-Which clusters and which writer; the drawing is `renderer.layers.diagram`'s, the writers are
-`renderer.output.diagram`'s. Several clusters make one picture: in SVG a section per cluster,
+Which clusters and which writer; the drawing is `renderer.layers.platform_drawing`'s, the writers are
+`renderer.output.drawing`'s. Several clusters make one picture: in SVG a section per cluster,
 top to bottom; in Mermaid a subgraph per cluster holding its six layers.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from renderer.findings.diagnostics import closest, inert
-from renderer.layers.diagram import drawing
+from renderer.layers.platform_drawing import drawing
 from renderer.model.platform import Platform
 from renderer.model.view import ClusterView
-from renderer.output import diagram as writers
+from renderer.output import drawing as writers
 
 FORMATS = ("svg", "mermaid")
 

@@ -28,7 +28,7 @@ from renderer.inputs.schema import KIND_FOLDERS, schema_for
 from renderer.inputs.source import load_file
 from renderer.model import catalog
 from renderer.model.images import parse_prefix
-from renderer.output.text import environment
+from renderer.output.jinja_env import environment
 from renderer.policy.delivery import REQUIRED_THRESHOLDS
 
 KINDS: Mapping[str, str] = {kind.lower(): folder for folder, kind in KIND_FOLDERS.items()}

@@ -4,11 +4,11 @@ Per cluster, one row per pool and resource name (a MIG pool has one per profile)
 the pool's minimum and maximum size, the queue's oversubscription ceiling, and the sums of the
 teams' nominal, guaranteed and lendable quota on it. Then one row per team quota entry: its
 guaranteed, nominal and lendable part, what it can borrow, the most the team can ever hold there,
-and the ClusterQueue (`renderer.model.admission`) that holds it; and one row per ClusterQueue:
+and the ClusterQueue (`renderer.model.queue_plans`) that holds it; and one row per ClusterQueue:
 the namespaces that submit to it and the pools it reaches. `build_plan(..., teams=, pools=)`
 keeps only what concerns those teams or pools ("how many GPUs can team X get, and where").
 
-Every count comes from `renderer.model.capacity` and `renderer.model.admission` (never
+Every count comes from `renderer.model.capacity` and `renderer.model.queue_plans` (never
 recomputed here), and "guaranteed" is the very figure the policy rule
 `guaranteed-exceeds-capacity` checks, so the plan and the policy cannot disagree. `build_plan`
 returns immutable data and `plan_json` its JSON; `plan_forms` renders tables and Markdown.
@@ -23,9 +23,9 @@ from typing import Any
 
 from renderer.findings.diagnostics import closest
 from renderer.layers.queueing.kueue import DEFAULT_LOCAL_QUEUE
-from renderer.model.admission import cluster_queues, cohorts, potential_available
 from renderer.model.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.model.platform import GpuQuota, Platform, Pool, Queue, Team
+from renderer.model.queue_plans import cluster_queues, cohorts, potential_available
 from renderer.model.view import ClusterView
 from renderer.output.canonical import sorted_keys
 

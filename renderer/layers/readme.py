@@ -11,9 +11,12 @@ from typing import Any
 
 import jinja2
 
-from renderer.layers.diagram import drawing
+from renderer.layers.platform_drawing import drawing
 from renderer.model import catalog
-from renderer.model.admission import (
+from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
+from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
+from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.queue_plans import (
     CPU,
     MEMORY,
     cluster_queues,
@@ -21,15 +24,12 @@ from renderer.model.admission import (
     limits_of,
     potential_available,
 )
-from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
-from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
-from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.security import admission_policies_served, priority_enforcement
 from renderer.model.topology import spans_nodes, topology_aware
 from renderer.model.view import ClusterView
 from renderer.output import markdown
-from renderer.output.diagram import mermaid
-from renderer.output.text import environment
+from renderer.output.drawing import mermaid
+from renderer.output.jinja_env import environment
 
 
 def _template() -> jinja2.Template:

@@ -39,7 +39,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from renderer.layers.security import secrets
-from renderer.model.admission import cluster_queue_name
 from renderer.model.capacity import (
     DRA_DEVICE_CLASS,
     DRA_MIG_DEVICE_CLASS,
@@ -53,6 +52,7 @@ from renderer.model.capacity import (
 from renderer.model.caps import namespace_shares, quota_text
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import EgressRule, Namespace, Team
+from renderer.model.queue_plans import cluster_queue_name
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, metadata
 

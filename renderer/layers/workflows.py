@@ -138,13 +138,13 @@ def compiled(what: str, *inputs: Any) -> dict[str, Any]:
 
 def import_hera() -> None:
     """Import what `_build` imports, ahead (for worker processes to fork with it)."""
-    from workflows.suites import every_pool, templates  # noqa: F401
+    from workflows.suites import every_pool, workflow_templates  # noqa: F401
 
 
 def _build(what: str, *inputs: Any) -> Any:
     """The Hera object; Hera (a second to import) only now."""
     from workflows.suites.every_pool import cron_workflow, postsync_hook
-    from workflows.suites.templates import acceptance_template, benchmark_template
+    from workflows.suites.workflow_templates import acceptance_template, benchmark_template
 
     builders: dict[str, Callable[..., Any]] = {
         "acceptance": acceptance_template,

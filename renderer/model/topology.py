@@ -58,7 +58,7 @@ def with_topology_peers(pools: Mapping[str, Pool], queues: Mapping[str, Queue]) 
     no topology (`Flavor "…" supports only TopologyAwareScheduling`): an upstream GPU job, which
     carries no Kueue annotation, could then never reach the training pool. Which pools a
     ClusterQueue may list follows from the platform's own files, not from the teams' quotas
-    (`renderer.model.admission.cluster_queues` lists the pools of the queue that serve the
+    (`renderer.model.queue_plans.cluster_queues` lists the pools of the queue that serve the
     namespace purpose, `capacity.serves`), so a team file never flips a flavor, whose
     `topologyName` cannot change once it is set. The suites' platform ClusterQueue lists every
     pool; its Jobs ask for a topology on the topology-aware ones (`workflows/suites/jobs.py`)."""

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from renderer.findings.diagnostics import Diagnostic, Location
-from renderer.model.admission import cluster_queue_name
 from renderer.model.capacity import pool_offers
 from renderer.model.names import suite_cluster_queue_name
 from renderer.model.platform import Platform, Pool
 from renderer.model.quantity import Unit, range_problem
+from renderer.model.queue_plans import cluster_queue_name
 from renderer.policy.rule import error, rule
 
 NAME_MAX = 63
@@ -30,7 +30,7 @@ WorkflowTemplate's name (workflow/validate `maxCharsInObjectName`)."""
 
 SUITE_TEMPLATES = ("acceptance-", "benchmark-")
 """The pool's WorkflowTemplates, `acceptance-<pool>` and `benchmark-<pool>`
-(`workflows.suites.templates.acceptance_name`, `benchmark_name`)."""
+(`workflows.suites.workflow_templates.acceptance_name`, `benchmark_name`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Policy on a team's reach: what its file says it may hold is what it can hold, whatever the
 number of namespaces it declares.
 
-A team's GPU quota is its Kueue Cohort's (renderer/model/admission.py) and its CPU, memory and
+A team's GPU quota is its Kueue Cohort's (renderer/model/queue_plans.py) and its CPU, memory and
 storage caps are split between its namespaces (renderer/model/caps.py); these rules keep the
 inputs those two rest on sound: one namespace per purpose and cluster, namespace shares within
 the team's caps, caps the cluster could give, and Cohort names no Queue takes.
@@ -14,9 +14,9 @@ from decimal import Decimal
 
 from renderer.findings.diagnostics import Diagnostic, Location
 from renderer.model import quantity
-from renderer.model.admission import team_cohort_name
 from renderer.model.caps import CAP_KEYS, CapKey, namespaces_on, team_caps, text
 from renderer.model.platform import Cluster, Platform, Team
+from renderer.model.queue_plans import team_cohort_name
 from renderer.policy.rule import error, pools_by_cluster, rule
 
 

@@ -23,7 +23,7 @@ from workflows.suites.settings import (
     SERVICE_ACCOUNT,
     WINDOW_SECONDS,
 )
-from workflows.suites.templates import (
+from workflows.suites.workflow_templates import (
     acceptance_name,
     clean_up,
     params,

@@ -13,7 +13,6 @@ from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from renderer.model import quantity
-from renderer.model.admission import node_share
 from renderer.model.capacity import rdma_requests
 from renderer.model.names import (
     PRIORITY_LABEL,
@@ -22,6 +21,7 @@ from renderer.model.names import (
     gpu_memory_utilization,
 )
 from renderer.model.nodes import node_labels, tolerations
+from renderer.model.queue_plans import node_share
 from renderer.model.topology import PREFERRED as PREFERRED_TOPOLOGY
 from renderer.model.topology import topology_aware as pool_topology_aware
 from renderer.model.topology import widest_level

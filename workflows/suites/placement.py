@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from renderer.model.admission import (
+from renderer.model.capacity import Offer, quota_offer
+from renderer.model.names import SUITE_JOBS_NAMESPACE, suite_cluster_queue_name
+from renderer.model.platform import Cluster, Pool, Queue, Repository
+from renderer.model.queue_plans import (
     cluster_queues,
     cohorts,
     potential_available,
 )
-from renderer.model.capacity import Offer, quota_offer
-from renderer.model.names import SUITE_JOBS_NAMESPACE, suite_cluster_queue_name
-from renderer.model.platform import Cluster, Pool, Queue, Repository
 from renderer.model.view import ClusterView
 from workflows.suites.settings import (
     DATASET_FALLBACK,

@@ -30,7 +30,7 @@ from typing import Any
 from renderer.admission.apiserver.builtin_api import BuiltinApi, builtin_api
 from renderer.admission.apiserver.gate import Outcome, Refusal, Request, Step
 from renderer.admission.apiserver.gojson import Decoded, DecodeError, Walker, key_text
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 
 SOURCE = "API server (decoding)"
 

@@ -50,7 +50,7 @@ from renderer.admission.apiserver.builtin_api import (
 from renderer.admission.apiserver.decode import type_fix
 from renderer.admission.apiserver.gate import Outcome, Refusal, Request, Step
 from renderer.admission.apiserver.gojson import Walker
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 
 STDIN = "STDIN"
 """The source kubectl names for `-f -` (cli-runtime `pkg/resource/visitor.go` `constSTDINstr`)."""

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from renderer.admission.apiserver.builtin_api import definition_name
 from renderer.admission.apiserver.gonames import FIELD_TYPES, UNDERLYING
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.model import quantity
 
 ShapeKind = Literal[

@@ -42,7 +42,7 @@ from renderer.admission.apiserver.matching import (
     binding_matches,
     definition_matches,
 )
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.admission.apiserver.request import Prepared, admitted, converted, prepare
 
 GROUP = "admissionregistration.k8s.io"

@@ -52,7 +52,7 @@ from renderer.admission.apiserver.gate import (
     Step,
     api_group,
 )
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.admission.apiserver.podsecurity.api import (
     Level,
     LevelVersion,

@@ -40,7 +40,7 @@ from renderer.admission.apiserver.gate import (
     Step,
     UserInfo,
 )
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.admission.apiserver.resources import resource_for
 
 MEMBER_BINDING = "gpuplane-team-member"

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from renderer.admission.apiserver.gate import Request
 from renderer.admission.apiserver.matching import Attributes
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.admission.apiserver.resources import Resource, resource_of, split_api_version
 
 GENERATED = "?????"

@@ -20,7 +20,7 @@ from renderer.admission.answer.result import (
     PodSetFit,
     amount,
 )
-from renderer.admission.apiserver import names as apiserver
+from renderer.admission.apiserver import metadata as apiserver
 from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler import after_admission as beyond
@@ -44,9 +44,9 @@ from renderer.admission.workloads.podsets import Workload
 from renderer.layers.queueing import kueue
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import nodes, quantity
-from renderer.model.admission import ClusterQueuePlan, cluster_queues, limits_of
 from renderer.model.capacity import PURPOSE_ORDER, pool_offers
 from renderer.model.platform import Namespace, Platform, Team
+from renderer.model.queue_plans import ClusterQueuePlan, cluster_queues, limits_of
 from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView
 

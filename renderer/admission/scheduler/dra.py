@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 from renderer.admission.apiserver.gate import RenderedCluster
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.workloads.podsets import PodSet, ResourceClaim, Workload
 from renderer.model.platform import Namespace, Platform

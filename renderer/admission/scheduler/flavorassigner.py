@@ -40,13 +40,13 @@ from renderer.admission.scheduler.snapshot import KueueSnapshot, Toleration, rea
 from renderer.admission.workloads.podsets import PodSet
 from renderer.layers import queueing
 from renderer.layers.queueing import kueue
-from renderer.model.admission import (
+from renderer.model.platform import Cluster, Platform, Pool
+from renderer.model.queue_plans import (
     ClusterQueuePlan,
     Cohort,
     FlavorPlan,
     limits_of,
 )
-from renderer.model.platform import Cluster, Platform, Pool
 from renderer.model.quota_tree import Limits, QuotaNode
 from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView

@@ -5,8 +5,8 @@ empty-cluster answer's "preemption, once the cluster is busy"."""
 from __future__ import annotations
 
 from renderer.layers.queueing import kueue
-from renderer.model.admission import ClusterQueuePlan
 from renderer.model.platform import Queue
+from renderer.model.queue_plans import ClusterQueuePlan
 
 
 def preemption_lines(

@@ -70,7 +70,7 @@ from renderer.admission.scheduler.usage import (
     Snapshot,
     UsageReport,
 )
-from renderer.model.admission import ClusterQueuePlan
+from renderer.model.queue_plans import ClusterQueuePlan
 from renderer.model.quota_tree import Limits, QuotaNode
 
 ZERO = Decimal(0)

@@ -50,7 +50,7 @@ def helm_values(cluster: Cluster, suite_namespace: str) -> dict[str, Any]:
       suites' own (`gpuplane-acceptance`), and `workflowNamespaces` names only their namespace so
       the chart creates nothing in `default`.
     - `controller.workflowDefaults`: the clean-up every rendered Workflow, CronWorkflow and
-      WorkflowTemplate carries itself (`workflows.suites.templates.clean_up`), for any Workflow
+      WorkflowTemplate carries itself (`workflows.suites.workflow_templates.clean_up`), for any Workflow
       someone submits by hand: a succeeded Workflow goes after a day, its pods an hour after it
       succeeded; a failed one stays, with its pods and their logs, for a week.
     - metrics and a ServiceMonitor when the cluster runs the Prometheus Operator.

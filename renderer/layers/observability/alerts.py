@@ -27,7 +27,7 @@ counters count microseconds of throttling, DCGM's dcgm_fields.h); kube-state-met
 `kube_node_status_condition`, `kube_pod_info`, `kube_pod_container_resource_requests` (resource
 names with `.`, `/`, `-` turned into `_`: `nvidia_com_gpu`, `nvidia_com_mig_1g_10gb`),
 `kube_pod_owner`, `kube_pod_status_phase`; Argo Workflows' custom metrics with the controller's
-`argo_workflows_` prefix (the acceptance suites' gauges, `workflows/suites/templates.py`).
+`argo_workflows_` prefix (the acceptance suites' gauges, `workflows/suites/workflow_templates.py`).
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from renderer.model import catalog
 from renderer.model import metrics as m
-from renderer.model.admission import cluster_queues
 from renderer.model.names import SUITE_COST_CENTER
 from renderer.model.platform import Pool
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from workflows.suites import placement
 

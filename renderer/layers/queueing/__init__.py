@@ -1,7 +1,7 @@
 """Queueing: the admission queues of one cluster, for the scheduler the cluster declares.
 
 Kueue (`kueue.x-k8s.io/v1beta2`) or Volcano, from the same teams, pools and queues; both read
-the ClusterQueue plans of `renderer.model.admission`, so the two schedulers enforce the same quotas.
+the ClusterQueue plans of `renderer.model.queue_plans`, so the two schedulers enforce the same quotas.
 """
 
 from __future__ import annotations

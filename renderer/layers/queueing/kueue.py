@@ -1,7 +1,7 @@
 """Kueue (`kueue.x-k8s.io/v1beta2`) objects of one cluster, and the controller configuration
 the queue policy needs.
 
-Everything here is a rendering of `renderer.model.admission.cluster_queues`: a Cohort per team,
+Everything here is a rendering of `renderer.model.queue_plans.cluster_queues`: a Cohort per team,
 under the Cohort of the team's Queue, holding the team's quota; a ClusterQueue per team and
 namespace purpose in the team's Cohort, listing as flavors only the pools that serve the purpose, and a `default` LocalQueue in each of its namespaces (Kueue sends jobs
 that name no queue there). ResourceFlavors carry the pool's node labels and tolerations from
@@ -25,7 +25,12 @@ from types import MappingProxyType
 from typing import Any
 
 from renderer.findings.diagnostics import Location
-from renderer.model.admission import (
+from renderer.model.capacity import pool_offers
+from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
+from renderer.model.names import COST_CENTER_LABEL, PROMETHEUS_ADDON, SUITE_JOBS_NAMESPACE
+from renderer.model.nodes import node_labels, tolerations
+from renderer.model.platform import Pool, Queue
+from renderer.model.queue_plans import (
     CPU,
     MEMORY,
     Amount,
@@ -37,11 +42,6 @@ from renderer.model.admission import (
     covered_of,
     team_cohorts,
 )
-from renderer.model.capacity import pool_offers
-from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
-from renderer.model.names import COST_CENTER_LABEL, PROMETHEUS_ADDON, SUITE_JOBS_NAMESPACE
-from renderer.model.nodes import node_labels, tolerations
-from renderer.model.platform import Pool, Queue
 from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump

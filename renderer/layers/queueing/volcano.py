@@ -1,6 +1,6 @@
 """Volcano objects of one cluster: hierarchical Queues and the gang defaults of team namespaces.
 
-The same admission plans as Kueue (`renderer.model.admission`), expressed in Volcano's vocabulary:
+The same admission plans as Kueue (`renderer.model.queue_plans`), expressed in Volcano's vocabulary:
 
 - a parent Queue per gpuplane Queue (`parent: root`), whose `capability` is what its pools hold;
 - a team Queue per team (`<team>`, under its parent, Kueue's team Cohort): `deserved` is the
@@ -26,7 +26,10 @@ from decimal import Decimal
 from typing import Any
 
 from renderer.model import nodes, quantity
-from renderer.model.admission import (
+from renderer.model.capacity import is_dra_resource, pool_offers
+from renderer.model.names import VOLCANO_ADDON
+from renderer.model.platform import Namespace, Pool, Queue
+from renderer.model.queue_plans import (
     CPU,
     MEMORY,
     ClusterQueuePlan,
@@ -37,9 +40,6 @@ from renderer.model.admission import (
     covered_of,
     team_cohorts,
 )
-from renderer.model.capacity import is_dra_resource, pool_offers
-from renderer.model.names import VOLCANO_ADDON
-from renderer.model.platform import Namespace, Pool, Queue
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest, Output, Values, metadata
 from workflows.suites import jobs, placement

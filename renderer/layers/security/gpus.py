@@ -101,7 +101,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     POD,
     VOLCANO_JOB,
     WorkloadKind,
@@ -123,8 +123,8 @@ from renderer.layers.security.admission import (
     validating_policy,
     workload_controller,
 )
-from renderer.model.admission import cluster_queue_name
 from renderer.model.capacity import pool_offers
+from renderer.model.queue_plans import cluster_queue_name
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     POD,
     all_containers,
     cel_list,

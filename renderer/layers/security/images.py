@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     POD,
     all_containers,
     cel_string,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     KUEUE_KINDS,
     platform_account,
     pod_template_kinds,

@@ -61,7 +61,7 @@ import string
 from collections.abc import Iterator, Mapping, Sequence
 
 from renderer.findings.diagnostics import Location
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     API_VERSION,
     CRONJOB,
     LAYER,

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     POD,
     cel_list,
     every_pod_spec,

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from renderer.layers.security.admission import (
+from renderer.layers.security.policy_parts import (
     CONTROLLER_MANAGER,
     KUBEFLOW_JOBS,
     POD,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 
 
 class Level(Enum):

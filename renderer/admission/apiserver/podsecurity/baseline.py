@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from renderer.admission.apiserver.names import go_quote
+from renderer.admission.apiserver.metadata import go_quote
 from renderer.admission.apiserver.podsecurity.api import Level, v1
 from renderer.admission.apiserver.podsecurity.checks import (
     ALLOWED,

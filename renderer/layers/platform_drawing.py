@@ -15,7 +15,6 @@ from typing import Any
 
 from renderer.layers.gitops.argocd import ADDON_WAVE, LAYER_WAVES, PROJECT_WAVE
 from renderer.model import catalog
-from renderer.model.admission import cluster_queues
 from renderer.model.capacity import SHARING_MODES, pool_offers, quota_offer
 from renderer.model.identifiers import escaped
 from renderer.model.names import (
@@ -30,8 +29,9 @@ from renderer.model.names import (
     VOLCANO_ADDON,
 )
 from renderer.model.platform import Addon, Cluster, Pool, Queue
+from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
-from renderer.output.diagram import Box, Drawing, Edge, Layer
+from renderer.output.drawing import Box, Drawing, Edge, Layer
 
 LAYER_TITLES = (
     "Control plane",

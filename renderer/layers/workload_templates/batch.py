@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from renderer.layers.queueing.kueue import duration_seconds
-from renderer.layers.templates.pieces import (
+from renderer.layers.workload_templates.pieces import (
     CONTAINER_SECURITY,
     JOBSET_NAME_MAX,
     RAYJOB_NAME_MAX,

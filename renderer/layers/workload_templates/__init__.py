@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from renderer.layers.templates import workloads as workload_templates
+from renderer.layers.workload_templates import workloads as workload_templates
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Output
 

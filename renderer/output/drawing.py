@@ -2,7 +2,7 @@
 and a hand-laid-out SVG.
 
 A `Drawing` is plain data: layers top to bottom, each a row of boxes (a title and lines of
-detail), and edges between boxes. It knows nothing of the model (`renderer.layers.diagram`
+detail), and edges between boxes. It knows nothing of the model (`renderer.layers.platform_drawing`
 builds it); the writers know nothing of Kubernetes. Every text in a drawing may come from an
 input file, so both writers treat all of it as hostile:
 

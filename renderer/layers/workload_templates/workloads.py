@@ -32,21 +32,27 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from renderer.layers.templates.batch import job, jobset, rayjob
-from renderer.layers.templates.pieces import NOTE, SHARED_CLAIM, SHARED_PATH, Target, common_labels
-from renderer.layers.templates.serving import deployment
+from renderer.layers.workload_templates.batch import job, jobset, rayjob
+from renderer.layers.workload_templates.pieces import (
+    NOTE,
+    SHARED_CLAIM,
+    SHARED_PATH,
+    Target,
+    common_labels,
+)
+from renderer.layers.workload_templates.serving import deployment
 from renderer.model import quantity
-from renderer.model.admission import (
+from renderer.model.capacity import Offer, how_to_request, maximum_holding, usable_quotas
+from renderer.model.caps import namespace_shares
+from renderer.model.nodes import PREFIX
+from renderer.model.platform import Namespace, Pool, Team
+from renderer.model.queue_plans import (
     ClusterQueuePlan,
     Cohort,
     cluster_queues,
     cohorts,
     potential_available,
 )
-from renderer.model.capacity import Offer, how_to_request, maximum_holding, usable_quotas
-from renderer.model.caps import namespace_shares
-from renderer.model.nodes import PREFIX
-from renderer.model.platform import Namespace, Pool, Team
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Values
 

@@ -18,11 +18,11 @@ from renderer.layers.queueing.volcano import DEFAULTS_CONFIGMAP
 from renderer.layers.queueing.volcano import SCHEDULER_NAME as VOLCANO_SCHEDULER
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import quantity
-from renderer.model.admission import ClusterQueuePlan, node_share
 from renderer.model.capacity import Offer, rdma_requests
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.nodes import PREFIX, tolerations
 from renderer.model.platform import Cluster, Namespace, Pool, Team
+from renderer.model.queue_plans import ClusterQueuePlan, node_share
 from renderer.model.topology import PREFERRED as PREFERRED_TOPOLOGY
 from renderer.model.topology import widest_level
 from renderer.output.manifest import MANAGED_BY, labels

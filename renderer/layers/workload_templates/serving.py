@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from renderer.layers.templates.pieces import (
+from renderer.layers.workload_templates.pieces import (
     PLACEHOLDER_TAG,
     SCRATCH_PATH,
     SHARED_PATH,
