@@ -1,12 +1,14 @@
 """Old against new: run every command on every case with the engine at BASE and with the working
 tree, and list each run whose exit code, stdout, stderr or written files differ.
 
-    .venv/bin/python tools/same_behaviour.py BASE [--only SUBSTRING] [--jobs N]
+    .venv/bin/python tools/same_behaviour.py BASE [--only SUBSTRING] [--jobs N] [--warm]
 
 A refactor that claims "no behaviour change" proves it here (CONTRIBUTING.md). BASE is checked
 out once into a detached worktree beside the repository; both sides run `python -m renderer`
 from the same interpreter, the old one with its tree first on PYTHONPATH, in the same scratch
-folder (a fresh copy of the case for each run), so paths in the output are the same bytes.
+folder (a fresh copy of the case for each run), so paths in the output are the same bytes. The old side's results are kept (in the temporary
+folder, per BASE, arguments and scratch folder), so a second comparison runs the new side only;
+`--warm` fills that store ahead.
 
 The matrix: every platform folder (the example, tests/cases/render/*, tests/cases/errors/*) under
 validate, render, render --check, plan and diagram in every format; explain of every rule; new of
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+CACHE = Path(tempfile.gettempdir()) / "gpuplane-same-cache"
 INPUTS = ("clusters", "pools", "queues", "teams", "gpuplane.yaml", ".gpuplane", ".github", "schemas", "images")
 
 
@@ -187,8 +191,27 @@ def run(case: Case, tree: Path, scratch: Path) -> tuple[int, str, str, dict[str,
     return done.returncode, done.stdout.decode(), done.stderr.decode(), snapshot(scratch)
 
 
-def compare(case: Case, old: Path, new: Path, scratch: Path) -> str | None:
-    a = run(case, old, scratch)
+Result = tuple[int, str, str, dict[str, str]]
+
+
+def remembered(case: Case, old: Path, scratch: Path) -> Result:
+    """The old side's result: the same BASE, arguments and scratch folder give the same run,
+    so it is kept in CACHE and read back on the next comparison against that BASE."""
+    key = hashlib.sha256(repr((str(old), case, str(scratch))).encode()).hexdigest()[:24]
+    stored = CACHE / old.name / f"{key}.json"
+    if stored.exists():
+        rc, out, err, files = json.loads(stored.read_text(encoding="utf-8"))
+        return rc, out, err, files
+    result = run(case, old, scratch)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text(json.dumps(result), encoding="utf-8")
+    return result
+
+
+def compare(case: Case, old: Path, new: Path | None, scratch: Path) -> str | None:
+    a = remembered(case, old, scratch)
+    if new is None:  # --warm: the old side only
+        return None
     b = run(case, new, scratch)
     shutil.rmtree(scratch, ignore_errors=True)
     if a == b:
@@ -224,18 +247,19 @@ def main() -> int:
     parser.add_argument("base")
     parser.add_argument("--only", default="")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--warm", action="store_true", help="Run and keep the old side only.")
     args = parser.parse_args()
     old = old_tree(args.base)
     cases = [c for c in all_cases() if args.only in c.name]
-    root = Path(tempfile.mkdtemp(prefix="gpuplane-same-"))
+    # one scratch folder per checkout and case, the same on both sides and on every run
+    root = Path(tempfile.gettempdir()) / "gpuplane-same" / hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
 
-    def one(pair: tuple[int, Case]) -> str | None:
-        index, case = pair
-        return compare(case, old, REPO, root / f"case-{index % args.jobs}-{index}")
+    def one(case: Case) -> str | None:
+        folder = hashlib.sha256(case.name.encode()).hexdigest()[:16]
+        return compare(case, old, None if args.warm else REPO, root / f"case-{folder}")
 
-    # the scratch path is per case, identical on both sides of it
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(one, enumerate(cases)))
+        results = list(pool.map(one, cases))
     differing = [r for r in results if r]
     for report in differing:
         print(report, end="\n\n")
