@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -248,19 +249,71 @@ def object_files(folder: Path) -> list[Path]:
     ]
 
 
-def render_case(case: Path, tmp_path: Path, crds: Path, update_golden: bool) -> dict[str, bytes]:
-    """Render a golden case's inputs into a temporary folder with the CLI, as a user would, and
-    compare the tree with the case's reviewed `expected/` (rewritten with --update-golden).
-    Returns the rendered tree for further checks."""
-    root = copy_inputs(case, tmp_path / "repo")
+GOLDEN_PATTERNS = "golden.yaml"
+"""Beside a render case's `expected/`: the glob patterns of the rendered paths the case pins."""
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Whether a rendered path (`lab/queueing/cohort-ml.yaml`) matches a golden pattern: `*`,
+    `?` and `[...]` match within one folder or file name, a `**` part matches any number of
+    folders (none too), and a last `**` everything under its folder."""
+    return _parts_match(tuple(pattern.split("/")), tuple(path.split("/")))
+
+
+def _parts_match(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**" and not rest:
+        return bool(path)
+    if head == "**":
+        return any(_parts_match(rest, path[skip:]) for skip in range(len(path) + 1))
+    return bool(path) and fnmatchcase(path[0], head) and _parts_match(rest, path[1:])
+
+
+def golden_patterns(case: Path) -> tuple[str, ...]:
+    """The patterns a render case's `golden.yaml` lists under `pins`."""
+    import yaml
+
+    body = yaml.safe_load((case / GOLDEN_PATTERNS).read_text())
+    patterns = body["pins"]
+    assert patterns and all(isinstance(p, str) for p in patterns), f"{case}/{GOLDEN_PATTERNS}"
+    return tuple(patterns)
+
+
+def pinned(actual: dict[str, bytes], patterns: tuple[str, ...]) -> dict[str, bytes]:
+    """The part of a rendered tree the patterns pin. A pattern that matches no rendered path
+    fails the test: a golden that pins nothing cannot fail."""
+    idle = [p for p in patterns if not any(glob_match(p, path) for path in actual)]
+    assert not idle, f"golden patterns that match no path: {idle}"
+    return {
+        path: body for path, body in actual.items() if any(glob_match(p, path) for p in patterns)
+    }
+
+
+def render_inputs(case: Path, target: Path, crds: Path) -> Path:
+    """Render a platform's inputs, copied to `target`, with the CLI as a user would (render
+    validates every object it writes, and must succeed); returns the `rendered/` folder."""
+    root = copy_inputs(case, target)
     result = CliRunner().invoke(main, ["-C", str(root), "render", "--crds", str(crds)])
     assert result.exit_code == 0, result.output
-    actual = tree(root / "rendered")
+    return root / "rendered"
+
+
+def render_case(case: Path, tmp_path: Path, crds: Path, *, update_golden: bool) -> dict[str, bytes]:
+    """Render a golden case's inputs into a temporary folder and compare the part its
+    `golden.yaml` pins with its reviewed `expected/`: the same paths, every byte.
+    `--update-golden` rewrites `expected/` to that part (stale files go). The rest of the tree is
+    rendered and validated, not pinned. Returns the whole rendered tree for further checks."""
+    actual = tree(render_inputs(case, tmp_path / "repo", crds))
+    wanted = pinned(actual, golden_patterns(case))
     if update_golden:
         shutil.rmtree(case / "expected", ignore_errors=True)
-        shutil.copytree(root / "rendered", case / "expected")
+        for path, body in wanted.items():
+            (case / "expected" / path).parent.mkdir(parents=True, exist_ok=True)
+            (case / "expected" / path).write_bytes(body)
     expected = tree(case / "expected")
-    assert actual == expected, golden_diff(expected, actual)
+    assert wanted == expected, golden_diff(expected, wanted)
     return actual
 
 

@@ -61,7 +61,7 @@ def _view() -> ClusterView:
 def test_dra_case_renders_the_reviewed_tree(
     tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    render_case(CASE, tmp_path, crds, update_golden)
+    render_case(CASE, tmp_path, crds, update_golden=update_golden)
 
 
 def test_dra_quota_arithmetic() -> None:

@@ -16,7 +16,7 @@ import yaml
 from renderer.layers.gitops import argocd as gitops
 from renderer.output.writer import OUTPUT_DIR, build_tree
 from renderer.pipeline import LAYERS, Rendered
-from tests.conftest import REPO, copy_inputs, render_case, render_clean, tree
+from tests.conftest import REPO, copy_inputs, render_case, render_clean, render_inputs, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
 GITOPS = CASES / "gitops"
@@ -152,10 +152,10 @@ WORKLOADS = (
 def test_gitops_case_renders_the_reviewed_tree(
     tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    actual = render_case(GITOPS, tmp_path, crds, update_golden)
+    actual = render_case(GITOPS, tmp_path, crds, update_golden=update_golden)
     # the same inputs without gpuplane.yaml render the minimal tree: the layer only adds
     # (the workflows layer reads gpuplane.yaml too: step 7 clones the repository it names)
-    minimal = tree(MINIMAL / "expected")
+    minimal = tree(render_inputs(MINIMAL, tmp_path / "minimal", crds))
 
     def unaffected(p: str) -> bool:
         return not p.startswith(("lab/gitops/", "lab/workflows/"))

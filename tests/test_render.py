@@ -16,19 +16,68 @@ from renderer.output.writer import write_tree
 from tests.conftest import (
     REPO,
     copy_inputs,
+    glob_match,
+    golden_patterns,
     kubectl_with_kustomize_v5,
     object_files,
+    pinned,
     render_case,
     tree,
 )
 
-MINIMAL = Path(__file__).parent / "cases" / "render" / "minimal"
+RENDER_CASES = Path(__file__).parent / "cases" / "render"
+MINIMAL = RENDER_CASES / "minimal"
 
 
 def test_minimal_platform_renders_the_reviewed_tree(
     tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    render_case(MINIMAL, tmp_path, crds, update_golden)
+    render_case(MINIMAL, tmp_path, crds, update_golden=update_golden)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("lab/kustomization.yaml", "lab/kustomization.yaml", True),
+        ("lab/queueing/*.yaml", "lab/queueing/cohort-ml.yaml", True),
+        ("lab/queueing/*.yaml", "lab/queueing/ml-train/localqueue-default.yaml", False),
+        (
+            "lab/gpu/ml-*/resourceclaimtemplate-*.yaml",
+            "lab/gpu/ml-serve/resourceclaimtemplate-x.yaml",
+            True,
+        ),
+        (
+            "lab/gpu/ml-*/resourceclaimtemplate-*.yaml",
+            "lab/gpu/vision-train/resourceclaimtemplate-x.yaml",
+            False,
+        ),
+        ("lab/gitops/**", "lab/gitops/argocd/appproject-default.yaml", True),
+        ("lab/gitops/**", "lab/gitops", False),
+        ("lab/**/namespace-*.yaml", "lab/namespace-a.yaml", True),
+        ("lab/**/namespace-*.yaml", "lab/tenancy/ml-train/namespace-ml-train.yaml", True),
+        ("lab/tenancy/*", "prod/tenancy/ml-train", False),
+    ],
+)
+def test_golden_patterns_match_within_a_name_and_across_folders_only_with_two_stars(
+    pattern: str, path: str, matches: bool
+) -> None:
+    assert glob_match(pattern, path) is matches
+
+
+def test_a_golden_pattern_that_pins_nothing_fails() -> None:
+    actual = {"lab/queueing/cohort-ml.yaml": b"a", "lab/tenancy/ml-train/x.yaml": b"b"}
+    assert pinned(actual, ("lab/queueing/*.yaml",)) == {"lab/queueing/cohort-ml.yaml": b"a"}
+    with pytest.raises(AssertionError, match=r"match no path: \['lab/gitops/\*\*'\]"):
+        pinned(actual, ("lab/queueing/*.yaml", "lab/gitops/**"))
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in RENDER_CASES.iterdir()))
+def test_every_render_case_pins_only_what_its_patterns_name(case: str) -> None:
+    """Each case's expected/ holds pinned paths only, and every pattern pins something there:
+    a stray or stale golden file, or a pattern that pins nothing, is caught without rendering."""
+    patterns = golden_patterns(RENDER_CASES / case)
+    expected = tree(RENDER_CASES / case / "expected")
+    assert pinned(expected, patterns) == expected
 
 
 def test_minimal_platform_quota_arithmetic() -> None:

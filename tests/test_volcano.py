@@ -25,6 +25,7 @@ from tests.conftest import (
     kubectl_with_kustomize_v5,
     object_files,
     render_case,
+    render_inputs,
 )
 
 CASE = Path(__file__).parent / "cases" / "render" / "volcano"
@@ -50,7 +51,7 @@ def _switch_to_volcano(cluster_file: Path) -> None:
 def test_volcano_case_renders_the_reviewed_tree(
     tmp_path: Path, crds: Path, update_golden: bool
 ) -> None:
-    render_case(CASE, tmp_path, crds, update_golden)
+    render_case(CASE, tmp_path, crds, update_golden=update_golden)
 
 
 def test_volcano_queue_arithmetic() -> None:
@@ -254,12 +255,13 @@ def test_same_team_and_pool_files_render_under_both_schedulers(platform: Path, c
 @pytest.mark.skipif(
     not kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
 )
-def test_kubectl_kustomize_builds_the_golden_tree() -> None:
+def test_kubectl_kustomize_builds_the_rendered_tree(tmp_path: Path, crds: Path) -> None:
+    lab = render_inputs(CASE, tmp_path / "repo", crds) / "lab"
     result = subprocess.run(
-        ["kubectl", "kustomize", str(EXPECTED)], capture_output=True, text=True, check=True
+        ["kubectl", "kustomize", str(lab)], capture_output=True, text=True, check=True
     )
     built = list(yaml.safe_load_all(result.stdout))
-    on_disk = [_load(p) for p in object_files(EXPECTED)]
+    on_disk = [_load(p) for p in object_files(lab)]
     assert len(built) == len(on_disk)
     key = lambda d: (d["kind"], d["metadata"]["name"], d["metadata"].get("namespace"))  # noqa: E731
     assert sorted(map(key, built)) == sorted(map(key, on_disk))
