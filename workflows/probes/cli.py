@@ -203,19 +203,19 @@ PROBE_FLAGS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
 
 def _allreduce(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
     sizes = args.sizes or module.size_sweep(args.min_bytes, args.max_bytes, args.step_factor)
-    return module.run_allreduce(  # type: ignore[no-any-return]
+    settings = module.AllreduceSettings(
         sizes=sizes,
         iterations=args.iterations,
         warmup=args.warmup,
         local_world_size=args.local_world_size,
         backend=args.backend,
         timeout_s=args.timeout_seconds,
-        **common,
     )
+    return module.run_allreduce(settings, **common)  # type: ignore[no-any-return]
 
 
 def _checkpoint(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_checkpoint(  # type: ignore[no-any-return]
+    settings = module.CheckpointSettings(
         path=args.path,
         megabytes=args.megabytes,
         device=args.device,
@@ -223,19 +223,19 @@ def _checkpoint(module: Any, args: argparse.Namespace, common: dict[str, Any]) -
         keep=args.keep,
         # unset: the probe's own RESUME_STEPS (this module does not import torch)
         **({} if args.resume_steps is None else {"resume_steps": args.resume_steps}),
-        **common,
     )
+    return module.run_checkpoint(settings, **common)  # type: ignore[no-any-return]
 
 
 def _storage(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_storage(  # type: ignore[no-any-return]
+    settings = module.StorageSettings(
         path=args.path,
         total_bytes=args.total_bytes,
         block_bytes=args.block_bytes,
         direct=args.direct,
         keep=args.keep,
-        **common,
     )
+    return module.run_storage(settings, **common)  # type: ignore[no-any-return]
 
 
 def _staging(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
@@ -254,7 +254,7 @@ def _training(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> 
     )
     if config.width % config.heads:
         raise ValueError(f"--width {config.width} must be a multiple of --heads {config.heads}")
-    return module.run_training(  # type: ignore[no-any-return]
+    settings = module.TrainingSettings(
         seconds=args.seconds,
         warmup_steps=args.warmup_steps,
         batch_size=args.batch_size,
@@ -266,12 +266,12 @@ def _training(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> 
         local_world_size=args.local_world_size,
         backend=args.backend,
         timeout_s=args.timeout_seconds,
-        **common,
     )
+    return module.run_training(settings, **common)  # type: ignore[no-any-return]
 
 
 def _inference(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_inference(  # type: ignore[no-any-return]
+    settings = module.InferenceSettings(
         endpoint=args.endpoint,
         model=args.model,
         requests=args.requests,
@@ -283,8 +283,8 @@ def _inference(module: Any, args: argparse.Namespace, common: dict[str, Any]) ->
         max_tokens=args.max_tokens,
         max_error_rate=args.max_error_rate,
         wait_s=args.wait_seconds,
-        **common,
     )
+    return module.run_inference(settings, **common)  # type: ignore[no-any-return]
 
 
 RUNNERS: dict[str, Callable[[Any, argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
