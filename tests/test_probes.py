@@ -24,8 +24,9 @@ import torch
 from jsonschema import Draft202012Validator, FormatChecker
 
 from workflows.probes import PROBES, checkpoint, inference
-from workflows.probes.allreduce import bus_factor, run_allreduce, size_sweep
+from workflows.probes.allreduce import AllreduceSettings, bus_factor, run_allreduce, size_sweep
 from workflows.probes.checkpoint import (
+    CheckpointSettings,
     Continuation,
     continue_training,
     digests,
@@ -34,11 +35,16 @@ from workflows.probes.checkpoint import (
     training_state,
 )
 from workflows.probes.envelope import Outcome, ProbeFailure, measure
-from workflows.probes.inference import endpoint_url, nearest_rank, run_inference
+from workflows.probes.inference import (
+    InferenceSettings,
+    endpoint_url,
+    nearest_rank,
+    run_inference,
+)
 from workflows.probes.models import ModelConfig
 from workflows.probes.staging import run_staging
-from workflows.probes.storage import run_storage
-from workflows.probes.training import run_training
+from workflows.probes.storage import StorageSettings, run_storage
+from workflows.probes.training import TrainingSettings, run_training
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas" / "results"
@@ -162,11 +168,13 @@ def test_bus_bandwidth_factor_is_the_nccl_tests_one() -> None:
 
 def test_allreduce_with_gloo_across_two_local_processes() -> None:
     result = run_allreduce(
-        sizes=[16384, 1024, 4096, 65536],
-        iterations=5,
-        warmup=2,
-        local_world_size=2,
-        backend="auto",
+        AllreduceSettings(
+            sizes=[16384, 1024, 4096, 65536],
+            iterations=5,
+            warmup=2,
+            local_world_size=2,
+            backend="auto",
+        ),
         cluster="prod-east",
         pool="h100-train",
     )
@@ -189,7 +197,9 @@ def test_allreduce_with_gloo_across_two_local_processes() -> None:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="NCCL may work here")
 def test_allreduce_failure_in_a_spawned_rank_is_a_failed_result() -> None:
-    result = run_allreduce(sizes=[1024], iterations=1, warmup=0, local_world_size=1, backend="nccl")
+    result = run_allreduce(
+        AllreduceSettings(sizes=[1024], iterations=1, warmup=0, local_world_size=1, backend="nccl")
+    )
     assert_valid(result)
     assert result["ok"] is False
     assert "rank 0" in result["error"] and "nccl" in result["error"]
@@ -199,7 +209,7 @@ def test_allreduce_failure_in_a_spawned_rank_is_a_failed_result() -> None:
 
 
 def test_checkpoint_write_and_restore_verifies_every_tensor(tmp_path: Path) -> None:
-    result = run_checkpoint(path=tmp_path, megabytes=4, pool="h100-train")
+    result = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=4), pool="h100-train")
     assert_valid(result)
     assert result["ok"], result["error"]
     metrics = result["metrics"]
@@ -227,7 +237,7 @@ def test_a_corrupted_restore_fails_the_checkpoint(
         return state
 
     monkeypatch.setattr(checkpoint, "load_checkpoint", corrupted)
-    result = run_checkpoint(path=tmp_path, megabytes=1)
+    result = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1))
     assert_valid(result)
     assert result["ok"] is False
     assert result["metrics"]["verified"] is False
@@ -235,10 +245,12 @@ def test_a_corrupted_restore_fails_the_checkpoint(
 
 
 def test_checkpoint_written_by_one_process_and_restored_by_another(tmp_path: Path) -> None:
-    written = run_checkpoint(path=tmp_path, megabytes=1, phase="write")
+    written = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="write"))
     assert written["ok"] and written["metrics"] == {}
     assert (tmp_path / checkpoint.FILE_NAME).is_file()
-    restored = run_checkpoint(path=tmp_path, megabytes=1, phase="restore", keep=True)
+    restored = run_checkpoint(
+        CheckpointSettings(path=tmp_path, megabytes=1, phase="restore", keep=True)
+    )
     assert_valid(restored)
     assert restored["ok"], restored["error"]
     assert restored["metrics"]["verified"] is True
@@ -254,7 +266,7 @@ def test_checkpoint_written_by_one_process_and_restored_by_another(tmp_path: Pat
     name_length, extra_length = struct.unpack_from("<HH", data, record.header_offset + 26)
     data[record.header_offset + 30 + name_length + extra_length + 100] ^= 0xFF
     file.write_bytes(bytes(data))
-    damaged = run_checkpoint(path=tmp_path, megabytes=1, phase="restore")
+    damaged = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="restore"))
     assert_valid(damaged)
     assert damaged["ok"] is False and damaged["metrics"]["verified"] is False
     assert "differs" in damaged["error"]
@@ -267,7 +279,7 @@ def _sidecar(folder: Path) -> Path:
 
 
 def test_the_writer_records_what_the_restorer_needs_to_resume(tmp_path: Path) -> None:
-    run_checkpoint(path=tmp_path, megabytes=1, phase="write", resume_steps=4)
+    run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="write", resume_steps=4))
     record = json.loads(_sidecar(tmp_path).read_text())["resume"]
     reference = Continuation.from_record(record)
     assert reference.as_record() == record
@@ -285,9 +297,9 @@ def test_a_restore_whose_training_does_not_continue_fails_although_every_tensor_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bug a digest cannot see: a restore that loads the weights but not Adam's state."""
-    run_checkpoint(path=tmp_path, megabytes=1, phase="write")
+    run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="write"))
     monkeypatch.setattr(torch.optim.Adam, "load_state_dict", lambda self, state: None)
-    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore")
+    result = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="restore"))
     assert_valid(result)
     metrics = result["metrics"]
     assert result["ok"] is False
@@ -298,12 +310,12 @@ def test_a_restore_whose_training_does_not_continue_fails_although_every_tensor_
 
 
 def test_a_sidecar_with_other_losses_fails_the_resume_at_that_step(tmp_path: Path) -> None:
-    run_checkpoint(path=tmp_path, megabytes=1, phase="write")
+    run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="write"))
     sidecar = json.loads(_sidecar(tmp_path).read_text())
     losses = sidecar["resume"]["losses"]
     losses[2] *= 1 + 10 * checkpoint.LOSS_RELATIVE_TOLERANCE
     _sidecar(tmp_path).write_text(json.dumps(sidecar))
-    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore")
+    result = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="restore"))
     assert_valid(result)
     assert result["ok"] is False and result["metrics"]["verified"] is True
     assert result["metrics"]["resumed"] is False
@@ -344,7 +356,7 @@ def test_resuming_leaves_the_saved_state_as_it_was() -> None:
 
 
 def test_a_checkpoint_without_resume_says_so(tmp_path: Path) -> None:
-    result = run_checkpoint(path=tmp_path, megabytes=1, resume_steps=0)
+    result = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, resume_steps=0))
     assert_valid(result)
     assert result["ok"], result["error"]
     metrics = result["metrics"]
@@ -353,8 +365,10 @@ def test_a_checkpoint_without_resume_says_so(tmp_path: Path) -> None:
 
 
 def test_the_restorer_cannot_resume_more_steps_than_the_writer_recorded(tmp_path: Path) -> None:
-    run_checkpoint(path=tmp_path, megabytes=1, phase="write", resume_steps=1)
-    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore", resume_steps=2)
+    run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="write", resume_steps=1))
+    result = run_checkpoint(
+        CheckpointSettings(path=tmp_path, megabytes=1, phase="restore", resume_steps=2)
+    )
     assert_valid(result)
     assert result["ok"] is False and result["metrics"]["verified"] is True
     assert result["metrics"]["resumed"] is False
@@ -362,7 +376,7 @@ def test_the_restorer_cannot_resume_more_steps_than_the_writer_recorded(tmp_path
 
 
 def test_restore_without_a_write_phase_fails(tmp_path: Path) -> None:
-    result = run_checkpoint(path=tmp_path, megabytes=1, phase="restore")
+    result = run_checkpoint(CheckpointSettings(path=tmp_path, megabytes=1, phase="restore"))
     assert_valid(result)
     assert result["ok"] is False and "write phase" in result["error"]
 
@@ -371,7 +385,9 @@ def test_restore_without_a_write_phase_fails(tmp_path: Path) -> None:
 
 
 def test_storage_write_and_read(tmp_path: Path) -> None:
-    result = run_storage(path=tmp_path, total_bytes=8 * 1024 * 1024, block_bytes=1024 * 1024)
+    result = run_storage(
+        StorageSettings(path=tmp_path, total_bytes=8 * 1024 * 1024, block_bytes=1024 * 1024)
+    )
     assert_valid(result)
     assert result["ok"], result["error"]
     metrics = result["metrics"]
@@ -430,7 +446,9 @@ def test_staging_from_s3_needs_boto3() -> None:
 
 def test_training_throughput_of_the_tiny_model() -> None:
     config = ModelConfig(vocab=64, width=32, layers=1, heads=2, seq_len=16)
-    result = run_training(seconds=1.0, warmup_steps=2, batch_size=8, config=config, device="cpu")
+    result = run_training(
+        TrainingSettings(seconds=1.0, warmup_steps=2, batch_size=8, config=config, device="cpu")
+    )
     assert_valid(result)
     assert result["ok"], result["error"]
     metrics = result["metrics"]
@@ -511,7 +529,9 @@ def base_url(server: CompletionServer) -> str:
 
 def test_inference_latency_percentiles(server: CompletionServer) -> None:
     result = run_inference(
-        endpoint=base_url(server), model="tiny", requests=20, concurrency=4, warmup=1
+        InferenceSettings(
+            endpoint=base_url(server), model="tiny", requests=20, concurrency=4, warmup=1
+        )
     )
     assert_valid(result)
     assert result["ok"], result["error"]
@@ -526,7 +546,9 @@ def test_inference_latency_percentiles(server: CompletionServer) -> None:
 
 def test_inference_chat_api(server: CompletionServer) -> None:
     result = run_inference(
-        endpoint=f"{base_url(server)}/v1/", model="tiny", requests=3, warmup=0, api="chat"
+        InferenceSettings(
+            endpoint=f"{base_url(server)}/v1/", model="tiny", requests=3, warmup=0, api="chat"
+        )
     )
     assert result["ok"], result["error"]
     assert server.paths == ["/v1/chat/completions"] * 3
@@ -536,7 +558,9 @@ def test_inference_chat_api(server: CompletionServer) -> None:
 def test_inference_counts_server_errors_and_fails(server: CompletionServer) -> None:
     server.status = 500
     result = run_inference(
-        endpoint=base_url(server), model="tiny", requests=10, concurrency=2, warmup=0
+        InferenceSettings(
+            endpoint=base_url(server), model="tiny", requests=10, concurrency=2, warmup=0
+        )
     )
     assert_valid(result)
     assert result["ok"] is False
@@ -549,7 +573,9 @@ def test_inference_waits_for_a_loading_server(
 ) -> None:
     monkeypatch.setattr(inference, "READY_POLL_SECONDS", 0.05)
     server.loading = 3
-    result = run_inference(endpoint=base_url(server), model="tiny", requests=2, warmup=0, wait_s=10)
+    result = run_inference(
+        InferenceSettings(endpoint=base_url(server), model="tiny", requests=2, warmup=0, wait_s=10)
+    )
     assert_valid(result)
     assert result["ok"], result["error"]
     assert server.paths[:4] == ["/v1/models"] * 4  # three 503s while loading, then 200
@@ -562,7 +588,9 @@ def test_inference_fails_once_when_the_server_never_answers(
 ) -> None:
     monkeypatch.setattr(inference, "READY_POLL_SECONDS", 0.05)
     server.loading = 10**6
-    result = run_inference(endpoint=base_url(server), model="tiny", requests=2, wait_s=0.3)
+    result = run_inference(
+        InferenceSettings(endpoint=base_url(server), model="tiny", requests=2, wait_s=0.3)
+    )
     assert_valid(result)
     assert result["ok"] is False and result["metrics"] == {}
     assert "did not answer GET" in result["error"] and "within 0.3 s" in result["error"]

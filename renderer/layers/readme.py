@@ -16,9 +16,12 @@ from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
 from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.platform import Namespace, Pool
 from renderer.model.queue_plans import (
     CPU,
     MEMORY,
+    ClusterQueuePlan,
+    Cohort,
     cluster_queues,
     cohorts,
     limits_of,
@@ -45,29 +48,44 @@ def _gets(sharing: str, replicas: int) -> str:
 
 
 def cluster_readme(view: ClusterView) -> str:
-    pools: list[dict[str, Any]] = []
-    for pool in view.pools:
-        accelerator = catalog.accelerator(pool.accelerator)
-        offers = pool_offers(pool)
-        nodes = (
-            f"{pool.nodes.min}"
-            if pool.nodes.min == pool.nodes.max
-            else f"{pool.nodes.min}-{pool.nodes.max}"
-        )
-        pools.append(
-            {
-                "name": pool.name,
-                "product": accelerator.product if accelerator else pool.accelerator,
-                "memory_gb": accelerator.memory_gb if accelerator else "?",
-                "nodes": nodes,
-                "gpus_per_node": pool.gpus_per_node,
-                "workload": pool.workload,
-                "sharing": _gets(pool.sharing, pool.replicas),
-                "resources": [how_to_request(o) for o in offers],
-                "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
-            }
-        )
-    fabrics = [
+    text = _template().render(
+        cluster=view.cluster,
+        pools=[_pool_row(pool) for pool in view.pools],
+        fabrics=_fabric_rows(view),
+        topology=topology_notes(view),
+        teams=_team_rows(view),
+        guardrails=guardrail_notes(view),
+        integrations=integration_notes(view),
+        diagram=mermaid(drawing(view)),
+    )
+    return text.rstrip("\n") + "\n"
+
+
+def _pool_row(pool: Pool) -> dict[str, Any]:
+    """What the README's pool table says of one pool."""
+    accelerator = catalog.accelerator(pool.accelerator)
+    offers = pool_offers(pool)
+    nodes = (
+        f"{pool.nodes.min}"
+        if pool.nodes.min == pool.nodes.max
+        else f"{pool.nodes.min}-{pool.nodes.max}"
+    )
+    return {
+        "name": pool.name,
+        "product": accelerator.product if accelerator else pool.accelerator,
+        "memory_gb": accelerator.memory_gb if accelerator else "?",
+        "nodes": nodes,
+        "gpus_per_node": pool.gpus_per_node,
+        "workload": pool.workload,
+        "sharing": _gets(pool.sharing, pool.replicas),
+        "resources": [how_to_request(o) for o in offers],
+        "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
+    }
+
+
+def _fabric_rows(view: ClusterView) -> list[dict[str, Any]]:
+    """The pools with an RDMA fabric, and the resource a pod asks for to use it."""
+    return [
         {
             "pool": pool.name,
             "fabric": pool.fabric,
@@ -77,6 +95,10 @@ def cluster_readme(view: ClusterView) -> str:
         for pool in view.pools
         if pool.rdma is not None
     ]
+
+
+def _team_rows(view: ClusterView) -> list[dict[str, Any]]:
+    """Per team, who it is and what each of its namespaces gets."""
     # where each namespace's `default` LocalQueue sends jobs that name no queue (Kueue only)
     local_queues: dict[str, str] = {}
     if view.cluster.scheduler == "kueue":
@@ -90,50 +112,12 @@ def cluster_readme(view: ClusterView) -> str:
         team = tenant.team
         rows = []
         for ns in tenant.namespaces:
-            level = ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose]
             plan = plans.get(ns.name)
-            flavors = [(plan, f) for f in plan.flavors] if plan is not None else []
-            for drawing_plan, flavor in flavors:
-                pool = flavor.pool
-                for resource in sorted(r for r in flavor.resources if r not in (CPU, MEMORY)):
-                    rows.append(
-                        {
-                            "namespace": ns.name,
-                            "purpose": ns.purpose,
-                            "pod_security": level,
-                            "pool": pool.name,
-                            "gets": _gets(pool.sharing, pool.replicas),
-                            "resource": (
-                                f"claim from ResourceClaimTemplate {pool.name}"
-                                if pool.exposure == "dra"
-                                else resource
-                            ),
-                            "nominal": int(
-                                limits_of(drawing_plan.cohort, pool.name, resource).nominal
-                            ),
-                            "maximum": int(
-                                potential_available(
-                                    drawing_plan,
-                                    by_cohort[drawing_plan.queue.name],
-                                    pool.name,
-                                    resource,
-                                )
-                            ),
-                        }
-                    )
-            if not flavors:
-                rows.append(
-                    {
-                        "namespace": ns.name,
-                        "purpose": ns.purpose,
-                        "pod_security": level,
-                        "pool": "-",
-                        "gets": "no GPUs",
-                        "resource": "-",
-                        "nominal": 0,
-                        "maximum": 0,
-                    }
-                )
+            rows.extend(
+                _namespace_rows(ns, plan, by_cohort[plan.queue.name])
+                if plan is not None
+                else [_no_gpus_row(ns)]
+            )
         teams.append(
             {
                 "name": team.name,
@@ -150,17 +134,47 @@ def cluster_readme(view: ClusterView) -> str:
                 ],
             }
         )
-    text = _template().render(
-        cluster=view.cluster,
-        pools=pools,
-        fabrics=fabrics,
-        topology=topology_notes(view),
-        teams=teams,
-        guardrails=guardrail_notes(view),
-        integrations=integration_notes(view),
-        diagram=mermaid(drawing(view)),
-    )
-    return text.rstrip("\n") + "\n"
+    return teams
+
+
+def _namespace_rows(ns: Namespace, plan: ClusterQueuePlan, cohort: Cohort) -> list[dict[str, Any]]:
+    """One row per GPU resource the namespace's ClusterQueue offers it on each pool."""
+    rows = []
+    level = ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose]
+    for flavor in plan.flavors:
+        pool = flavor.pool
+        for resource in sorted(r for r in flavor.resources if r not in (CPU, MEMORY)):
+            rows.append(
+                {
+                    "namespace": ns.name,
+                    "purpose": ns.purpose,
+                    "pod_security": level,
+                    "pool": pool.name,
+                    "gets": _gets(pool.sharing, pool.replicas),
+                    "resource": (
+                        f"claim from ResourceClaimTemplate {pool.name}"
+                        if pool.exposure == "dra"
+                        else resource
+                    ),
+                    "nominal": int(limits_of(plan.cohort, pool.name, resource).nominal),
+                    "maximum": int(potential_available(plan, cohort, pool.name, resource)),
+                }
+            )
+    return rows
+
+
+def _no_gpus_row(ns: Namespace) -> dict[str, Any]:
+    """The row of a namespace no ClusterQueue gives GPUs."""
+    return {
+        "namespace": ns.name,
+        "purpose": ns.purpose,
+        "pod_security": ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose],
+        "pool": "-",
+        "gets": "no GPUs",
+        "resource": "-",
+        "nominal": 0,
+        "maximum": 0,
+    }
 
 
 def topology_notes(view: ClusterView) -> list[dict[str, str]]:

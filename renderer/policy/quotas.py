@@ -82,16 +82,20 @@ class _Wording:
     {over}, {unit}); empty for a rule that oversubscription does not relax"""
 
 
-def _overcommit(
-    p: Platform,
-    rule_id: str,
-    pool: Pool,
-    offer: Offer,
-    entries: list[tuple[Team, GpuQuota, int]],
-    capacity: int,
-    wording: _Wording,
-    queue: Queue | None = None,
-) -> Diagnostic:
+@dataclass(frozen=True, slots=True)
+class _Overcommitted:
+    """A pool's offer whose requests add up to more than `capacity`."""
+
+    pool: Pool
+    offer: Offer
+    entries: list[tuple[Team, GpuQuota, int]]
+    """each team's quota entry on the offer, with the amount the rule counts"""
+    capacity: int
+    queue: Queue | None = None
+    """the queue whose oversubscription relaxes the capacity, if any"""
+
+
+def _overcommit(p: Platform, rule_id: str, found: _Overcommitted, wording: _Wording) -> Diagnostic:
     """One finding per over-committed pool, on the request to lower, noting every other one.
 
     Any of the requests could be lowered, so all are named. The finding sits on the lines the
@@ -100,13 +104,14 @@ def _overcommit(
     fields changed; else `queue`'s oversubscription when only that changed; without change
     information, on the largest request, where a reviewer usually looks first.
     """
-    total = sum(amount for _, _, amount in entries)
-    over = total - capacity
-    ranked = [e for e in sorted(entries, key=lambda e: -e[2]) if e[2] > 0]
+    pool, offer, queue = found.pool, found.offer, found.queue
+    total = sum(amount for _, _, amount in found.entries)
+    over = total - found.capacity
+    ranked = [e for e in sorted(found.entries, key=lambda e: -e[2]) if e[2] > 0]
     changed = [e for e in ranked if p.is_changed(e[1].origin)]
     blamed = changed[0] if changed else ranked[0]
     nodes = pool.origin.at("spec", "nodes")
-    promised = f"pool '{pool.name}' is promised {total} {wording.what} and holds {capacity}"
+    promised = f"pool '{pool.name}' is promised {total} {wording.what} and holds {found.capacity}"
     fields = {"pool": pool.name, "over": over, "unit": _what(offer)}
     asks = tuple((f"team '{t.name}' asks for {a}", q.origin.at("nominal")) for t, q, a in ranked)
     if not changed and p.is_changed(pool.origin, *CAPACITY_FIELDS):
@@ -198,10 +203,7 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
         yield _overcommit(
             p,
             "quota-exceeds-pool",
-            pool,
-            offer,
-            [(t, q, q.nominal) for t, q, _ in entries],
-            allowed,
+            _Overcommitted(pool, offer, [(t, q, q.nominal) for t, q, _ in entries], allowed, queue),
             _Wording(
                 what=_what(offer),
                 capacity_note=note,
@@ -215,7 +217,6 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
                 reratioed="raise spec.oversubscription in {file} to at least {needed}, or lower "
                 "the teams' nominal quotas on '{pool}' by {over} in total",
             ),
-            queue,
         )
 
 
@@ -243,10 +244,7 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
         yield _overcommit(
             p,
             "guaranteed-exceeds-capacity",
-            pool,
-            offer,
-            kept,
-            offer.guaranteed,
+            _Overcommitted(pool, offer, kept, offer.guaranteed),
             _Wording(
                 what=f"{_what(offer)} that are never lent",
                 capacity_note=_declares(pool, offer),

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from .envelope import Outcome, measure
-from .runtime import World, distributed, launched, run_local_world, torch_labels
+from .runtime import Backend, World, distributed, launched, run_local_world, torch_labels
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -48,14 +49,26 @@ def default_local_world_size() -> int:
     return max(2, torch.cuda.device_count() if torch.cuda.is_available() else 0)
 
 
+@dataclass(frozen=True, kw_only=True)
+class AllreduceSettings:
+    """Which message sizes an all-reduce run times, how often, and in which world (the CLI's
+    flags)."""
+
+    sizes: Sequence[int] | None = None
+    """message sizes in bytes (default: `size_sweep()`)"""
+    iterations: int = 20
+    """timed all-reduces per size"""
+    warmup: int = 5
+    """untimed all-reduces per size"""
+    local_world_size: int | None = None
+    """spawn this many ranks here instead of joining the job's world"""
+    backend: Backend = "auto"
+    timeout_s: float = 300.0
+
+
 def run_allreduce(
+    settings: AllreduceSettings | None = None,
     *,
-    sizes: Sequence[int] | None = None,
-    iterations: int = 20,
-    warmup: int = 5,
-    local_world_size: int | None = None,
-    backend: str = "auto",
-    timeout_s: float = 300.0,
     cluster: str | None = None,
     pool: str | None = None,
     labels: Mapping[str, str] | None = None,
@@ -66,18 +79,20 @@ def run_allreduce(
     is one rank; otherwise the probe spawns `local_world_size` ranks itself (default: one per
     local GPU, at least two) and this process only collects rank 0's numbers.
     """
+    settings = settings or AllreduceSettings()
     byte_sizes = sorted(
-        {max(1, size // ELEMENT_BYTES) * ELEMENT_BYTES for size in (sizes or size_sweep())}
+        {max(1, size // ELEMENT_BYTES) * ELEMENT_BYTES for size in (settings.sizes or size_sweep())}
     )
-    if iterations < 1 or warmup < 0:
+    if settings.iterations < 1 or settings.warmup < 0:
         raise ValueError("iterations must be at least 1 and warmup at least 0")
     options: dict[str, Any] = {
         "sizes": byte_sizes,
-        "iterations": iterations,
-        "warmup": warmup,
-        "backend": backend,
-        "timeout_s": timeout_s,
+        "iterations": settings.iterations,
+        "warmup": settings.warmup,
+        "backend": settings.backend,
+        "timeout_s": settings.timeout_s,
     }
+    local_world_size = settings.local_world_size
 
     def body() -> Outcome:
         if local_world_size is None and launched():

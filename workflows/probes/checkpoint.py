@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -49,10 +49,11 @@ from .envelope import (
     rate,
 )
 from .models import ModelConfig, TinyTransformer, parameters_per_layer, synthetic_batches
-from .runtime import pick_device, torch_labels
+from .runtime import Device, pick_device, torch_labels
 
 FILE_NAME = "gpuplane-checkpoint.pt"
 PHASES = ("both", "write", "restore")
+Phase = Literal["both", "write", "restore"]
 BYTES_PER_PARAMETER = 12  # float32 weight plus Adam's two float32 moments
 SEED = 0
 BATCH_SIZE = 2
@@ -286,19 +287,31 @@ def digests(state: Any) -> dict[str, str]:
     return found
 
 
+@dataclass(frozen=True, kw_only=True)
+class CheckpointSettings:
+    """Where a checkpoint run writes, how big, and which phase it runs (the CLI's flags)."""
+
+    path: str | os.PathLike[str] | None = None
+    """folder for the checkpoint (default: a temporary folder)"""
+    megabytes: float = 512.0
+    """approximate checkpoint size in MB"""
+    device: Device = "auto"
+    phase: Phase = "both"
+    keep: bool = False
+    """keep the checkpoint file"""
+    resume_steps: int = RESUME_STEPS
+    """training steps the writer records and the restorer repeats (0: no resume)"""
+
+
 def run_checkpoint(
+    settings: CheckpointSettings | None = None,
     *,
-    path: str | os.PathLike[str] | None = None,
-    megabytes: float = 512.0,
-    device: str = "auto",
-    phase: str = "both",
-    keep: bool = False,
-    resume_steps: int = RESUME_STEPS,
     cluster: str | None = None,
     pool: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Write and restore a checkpoint under the folder `path` (a temporary one when None).
+    """Write and restore a checkpoint under the folder `settings.path` (a temporary one when
+    None).
 
     `phase="write"` only writes (and keeps) the checkpoint and its sidecar, and returns a result
     whose metrics are empty, which is not a reportable result (the CLI writes none): the restore
@@ -306,16 +319,19 @@ def run_checkpoint(
     checkpoint afterwards. `resume_steps` is how many steps the writer records and the restorer
     repeats (the restorer's must not exceed the writer's); 0 resumes nothing, and says so.
     """
+    settings = settings or CheckpointSettings()
+    path, phase, keep = settings.path, settings.phase, settings.keep
+    resume_steps = settings.resume_steps
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {', '.join(PHASES)}")
     if phase != "both" and path is None:
         raise ValueError(f"phase {phase!r} needs a path shared by the writer and the restorer")
     if resume_steps < 0:
         raise ValueError("resume_steps must be 0 or more")
-    config = model_for_size(megabytes)
+    config = model_for_size(settings.megabytes)
 
     def body() -> Outcome:
-        target = pick_device(device)
+        target = pick_device(settings.device)
         env = torch_labels(target) | {"checkpointPhase": phase}
         folder = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="gpuplane-ckpt-"))
         folder.mkdir(parents=True, exist_ok=True)

@@ -62,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m workflows.probes",
         description="Run one acceptance probe and write its JSON result (schemas/results/).",
     )
+    common = _common_flags()
+    probes = parser.add_subparsers(dest="probe", required=True, metavar="PROBE")
+    for name, (summary, add_flags) in PROBE_FLAGS.items():
+        sub = probes.add_parser(name, parents=[common], help=summary, description=summary)
+        # errors found after parsing print this probe's usage, not the top-level one
+        sub.set_defaults(usage_error=sub.error)
+        add_flags(sub)
+    return parser
+
+
+def _common_flags() -> argparse.ArgumentParser:
+    """The flags every probe takes: where the result goes and what it is about."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--out", metavar="PATH", help="where to write the JSON result (required)")
     common.add_argument(
@@ -81,15 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="an environment label for the result (repeatable)",
     )
-    probes = parser.add_subparsers(dest="probe", required=True, metavar="PROBE")
+    return common
 
-    def add(name: str, summary: str) -> argparse.ArgumentParser:
-        sub = probes.add_parser(name, parents=[common], help=summary, description=summary)
-        # errors found after parsing print this probe's usage, not the top-level one
-        sub.set_defaults(usage_error=sub.error)
-        return sub
 
-    p = add("allreduce", "all-reduce bus bandwidth over a size sweep")
+def _allreduce_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-bytes", type=byte_size, default=byte_size("1K"))
     p.add_argument("--max-bytes", type=byte_size, default=byte_size("64M"))
     p.add_argument("--step-factor", type=positive_int, default=4)
@@ -106,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     p.add_argument("--timeout-seconds", type=float, default=300.0)
 
-    p = add("checkpoint", "checkpoint write and restore")
+
+def _checkpoint_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", help="folder for the checkpoint (default: a temporary folder)")
     p.add_argument(
         "--megabytes", type=float, default=512.0, help="approximate checkpoint size in MB"
@@ -127,20 +135,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: 3; give both phases the same number; 0: no resume)",
     )
 
-    p = add("storage", "sequential write and read throughput")
+
+def _storage_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", help="folder on the volume under test (default: a temporary folder)")
     p.add_argument("--bytes", dest="total_bytes", type=byte_size, default=byte_size("1G"))
     p.add_argument("--block-bytes", type=byte_size, default=byte_size("4M"))
     p.add_argument("--direct", action="store_true", help="use O_DIRECT (bypass the page cache)")
     p.add_argument("--keep", action="store_true", help="keep the test file")
 
-    p = add("staging", "time to pull a dataset sample and weights")
+
+def _staging_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", required=True, help="a local path, file:// or s3:// URL")
     p.add_argument(
         "--dest", help="folder to copy into, kept (default: a temporary folder, removed)"
     )
 
-    p = add("training", "training throughput over a fixed window")
+
+def _training_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=float, default=30.0, help="length of the timed window")
     p.add_argument("--warmup-steps", type=int, default=5)
     p.add_argument("--batch-size", type=positive_int, default=32, help="per rank")
@@ -157,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     p.add_argument("--timeout-seconds", type=float, default=300.0)
 
-    p = add("inference", "latency of an OpenAI-compatible endpoint")
+
+def _inference_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--endpoint", required=True, help="base URL, e.g. http://model.team-serve:8000")
     p.add_argument("--model", required=True, help="the model name the server expects")
     p.add_argument("--requests", type=positive_int, default=100)
@@ -176,24 +188,34 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="first wait this long for the server to answer GET /v1/models (0: do not wait)",
     )
-    return parser
+
+
+PROBE_FLAGS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "allreduce": ("all-reduce bus bandwidth over a size sweep", _allreduce_flags),
+    "checkpoint": ("checkpoint write and restore", _checkpoint_flags),
+    "storage": ("sequential write and read throughput", _storage_flags),
+    "staging": ("time to pull a dataset sample and weights", _staging_flags),
+    "training": ("training throughput over a fixed window", _training_flags),
+    "inference": ("latency of an OpenAI-compatible endpoint", _inference_flags),
+}
+"""Each probe's summary and flags, in the order the help lists them."""
 
 
 def _allreduce(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
     sizes = args.sizes or module.size_sweep(args.min_bytes, args.max_bytes, args.step_factor)
-    return module.run_allreduce(  # type: ignore[no-any-return]
+    settings = module.AllreduceSettings(
         sizes=sizes,
         iterations=args.iterations,
         warmup=args.warmup,
         local_world_size=args.local_world_size,
         backend=args.backend,
         timeout_s=args.timeout_seconds,
-        **common,
     )
+    return module.run_allreduce(settings, **common)  # type: ignore[no-any-return]
 
 
 def _checkpoint(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_checkpoint(  # type: ignore[no-any-return]
+    settings = module.CheckpointSettings(
         path=args.path,
         megabytes=args.megabytes,
         device=args.device,
@@ -201,19 +223,19 @@ def _checkpoint(module: Any, args: argparse.Namespace, common: dict[str, Any]) -
         keep=args.keep,
         # unset: the probe's own RESUME_STEPS (this module does not import torch)
         **({} if args.resume_steps is None else {"resume_steps": args.resume_steps}),
-        **common,
     )
+    return module.run_checkpoint(settings, **common)  # type: ignore[no-any-return]
 
 
 def _storage(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_storage(  # type: ignore[no-any-return]
+    settings = module.StorageSettings(
         path=args.path,
         total_bytes=args.total_bytes,
         block_bytes=args.block_bytes,
         direct=args.direct,
         keep=args.keep,
-        **common,
     )
+    return module.run_storage(settings, **common)  # type: ignore[no-any-return]
 
 
 def _staging(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +254,7 @@ def _training(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> 
     )
     if config.width % config.heads:
         raise ValueError(f"--width {config.width} must be a multiple of --heads {config.heads}")
-    return module.run_training(  # type: ignore[no-any-return]
+    settings = module.TrainingSettings(
         seconds=args.seconds,
         warmup_steps=args.warmup_steps,
         batch_size=args.batch_size,
@@ -244,12 +266,12 @@ def _training(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> 
         local_world_size=args.local_world_size,
         backend=args.backend,
         timeout_s=args.timeout_seconds,
-        **common,
     )
+    return module.run_training(settings, **common)  # type: ignore[no-any-return]
 
 
 def _inference(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_inference(  # type: ignore[no-any-return]
+    settings = module.InferenceSettings(
         endpoint=args.endpoint,
         model=args.model,
         requests=args.requests,
@@ -261,8 +283,8 @@ def _inference(module: Any, args: argparse.Namespace, common: dict[str, Any]) ->
         max_tokens=args.max_tokens,
         max_error_rate=args.max_error_rate,
         wait_s=args.wait_seconds,
-        **common,
     )
+    return module.run_inference(settings, **common)  # type: ignore[no-any-return]
 
 
 RUNNERS: dict[str, Callable[[Any, argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {

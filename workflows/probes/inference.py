@@ -22,10 +22,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from .envelope import Outcome, ProbeFailure, measure
 
+Api = Literal["completions", "chat"]
 APIS = {"completions": "/completions", "chat": "/chat/completions"}
 API_KEY_VARIABLE = "GPUPLANE_INFERENCE_API_KEY"
 READY_POLL_SECONDS = 2.0
@@ -95,41 +97,63 @@ def request_body(api: str, model: str, prompt: str, max_tokens: int) -> bytes:
     return json.dumps(body).encode()
 
 
+@dataclass(frozen=True, kw_only=True)
+class InferenceSettings:
+    """What an inference run sends, and how much of it (the CLI's flags)."""
+
+    endpoint: str
+    model: str
+    requests: int = 100
+    concurrency: int = 4
+    timeout_s: float = 30.0
+    """per request"""
+    warmup: int = 2
+    """untimed requests first"""
+    api: Api = "completions"
+    prompt: str = "Write one sentence about GPUs."
+    max_tokens: int = 16
+    max_error_rate: float = 0.0
+    """share of failed requests tolerated"""
+    wait_s: float = 0.0
+    """how long to wait first for the server to answer GET /v1/models (0: do not wait)"""
+
+    def check(self) -> None:
+        """Raise ValueError for settings no run can use (before anything is measured)."""
+        if (
+            self.requests < 1
+            or self.concurrency < 1
+            or self.warmup < 0
+            or self.timeout_s <= 0
+            or self.max_tokens < 1
+        ):
+            raise ValueError("requests, concurrency, timeout and max_tokens must be positive")
+        if self.wait_s < 0:
+            raise ValueError("wait_s must be 0 or more")
+        if not 0 <= self.max_error_rate <= 1:
+            raise ValueError("max_error_rate must lie between 0 and 1")
+
+
 def run_inference(
+    settings: InferenceSettings,
     *,
-    endpoint: str,
-    model: str,
-    requests: int = 100,
-    concurrency: int = 4,
-    timeout_s: float = 30.0,
-    warmup: int = 2,
-    api: str = "completions",
-    prompt: str = "Write one sentence about GPUs.",
-    max_tokens: int = 16,
-    max_error_rate: float = 0.0,
-    wait_s: float = 0.0,
     api_key: str | None = None,
     cluster: str | None = None,
     pool: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Measure latency percentiles of `requests` requests; return the result envelope.
+    """Measure latency percentiles of `settings.requests` requests; return the result envelope.
 
     The API key, when needed, comes from `api_key` or GPUPLANE_INFERENCE_API_KEY and is sent as a
-    bearer token; it is never written into the result. With `wait_s`, the probe first waits up to
-    that long for the server to answer GET /v1/models (a server started beside it is loading its
-    model) and reports the wait as `readySeconds`; the result fails when it never answers.
+    bearer token; it is never written into the result. With `settings.wait_s`, the probe first
+    waits up to that long for the server to answer GET /v1/models (a server started beside it is
+    loading its model) and reports the wait as `readySeconds`; the result fails when it never
+    answers.
     """
-    if requests < 1 or concurrency < 1 or warmup < 0 or timeout_s <= 0 or max_tokens < 1:
-        raise ValueError("requests, concurrency, timeout and max_tokens must be positive")
-    if wait_s < 0:
-        raise ValueError("wait_s must be 0 or more")
-    if not 0 <= max_error_rate <= 1:
-        raise ValueError("max_error_rate must lie between 0 and 1")
-    url = endpoint_url(endpoint, api)
+    settings.check()
+    url = endpoint_url(settings.endpoint, settings.api)
     if not url.startswith(("http://", "https://")):
-        raise ValueError(f"endpoint {endpoint!r} is not an http:// or https:// URL")
-    data = request_body(api, model, prompt, max_tokens)
+        raise ValueError(f"endpoint {settings.endpoint!r} is not an http:// or https:// URL")
+    data = request_body(settings.api, settings.model, settings.prompt, settings.max_tokens)
     headers = {"Content-Type": "application/json"}
     key = api_key or os.environ.get(API_KEY_VARIABLE)
     if key:
@@ -139,7 +163,7 @@ def run_inference(
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         start = time.perf_counter()
         try:
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            with urllib.request.urlopen(request, timeout=settings.timeout_s) as response:
                 payload = response.read()
             problem = _check(payload)
         except urllib.error.HTTPError as exc:
@@ -150,33 +174,45 @@ def run_inference(
         return (time.perf_counter() - start) * 1000, problem
 
     def body() -> Outcome:
-        ready = wait_until_ready(models_url(endpoint), headers, wait_s) if wait_s else None
+        ready = None
+        if settings.wait_s:
+            ready = wait_until_ready(models_url(settings.endpoint), headers, settings.wait_s)
         with ThreadPoolExecutor(
-            max_workers=concurrency, thread_name_prefix="probe-request"
+            max_workers=settings.concurrency, thread_name_prefix="probe-request"
         ) as executor:
-            list(executor.map(one, range(warmup)))
-            outcomes = list(executor.map(one, range(requests)))
-        latencies = [ms for ms, _ in outcomes]
-        problems = [problem for _, problem in outcomes if problem]
-        metrics = {
-            "endpoint": url,
-            "model": model,
-            "requests": requests,
-            "concurrency": concurrency,
-            "errors": len(problems),
-            "p50Ms": nearest_rank(latencies, 50),
-            "p95Ms": nearest_rank(latencies, 95),
-            "p99Ms": nearest_rank(latencies, 99),
-            "meanMs": sum(latencies) / len(latencies),
-        }
-        if ready is not None:
-            metrics["readySeconds"] = ready
-        error = None
-        if len(problems) > max_error_rate * requests:
-            error = f"{len(problems)} of {requests} requests failed (first: {problems[0]})"
-        return Outcome(metrics, error, {"inferenceApi": api})
+            list(executor.map(one, range(settings.warmup)))
+            outcomes = list(executor.map(one, range(settings.requests)))
+        return _outcome(settings, url, outcomes, ready)
 
     return measure("inference", body, cluster=cluster, pool=pool, labels=labels)
+
+
+def _outcome(
+    settings: InferenceSettings,
+    url: str,
+    outcomes: Sequence[tuple[float, str | None]],
+    ready: float | None,
+) -> Outcome:
+    """The latency percentiles of the timed requests, failed when too many of them failed."""
+    latencies = [ms for ms, _ in outcomes]
+    problems = [problem for _, problem in outcomes if problem]
+    metrics = {
+        "endpoint": url,
+        "model": settings.model,
+        "requests": settings.requests,
+        "concurrency": settings.concurrency,
+        "errors": len(problems),
+        "p50Ms": nearest_rank(latencies, 50),
+        "p95Ms": nearest_rank(latencies, 95),
+        "p99Ms": nearest_rank(latencies, 99),
+        "meanMs": sum(latencies) / len(latencies),
+    }
+    if ready is not None:
+        metrics["readySeconds"] = ready
+    error = None
+    if len(problems) > settings.max_error_rate * settings.requests:
+        error = f"{len(problems)} of {settings.requests} requests failed (first: {problems[0]})"
+    return Outcome(metrics, error, {"inferenceApi": settings.api})
 
 
 def _check(payload: bytes) -> str | None:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
@@ -26,6 +26,10 @@ from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedExc
 from .envelope import ProbeFailure, end_process
 
 BACKENDS = ("auto", "gloo", "nccl")
+Backend = Literal["auto", "gloo", "nccl"]
+"""A probe's `backend` setting: `auto` picks NCCL or gloo (`choose_backend`)."""
+Device = Literal["auto", "cpu", "cuda"]
+"""A probe's `device` setting (`pick_device`)."""
 
 
 def torch_labels(device: torch.device) -> dict[str, str]:

@@ -21,6 +21,7 @@ import struct
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +31,35 @@ MIB = 1024 * 1024
 ALIGNMENT = 4096
 
 
+@dataclass(frozen=True, kw_only=True)
+class StorageSettings:
+    """Where a storage run writes, how much, and how (the CLI's flags)."""
+
+    path: str | os.PathLike[str] | None = None
+    """folder on the volume under test (default: a temporary folder)"""
+    total_bytes: int = 1024 * MIB
+    block_bytes: int = 4 * MIB
+    direct: bool = False
+    """use O_DIRECT (bypass the page cache)"""
+    keep: bool = False
+    """keep the test file"""
+
+
 def run_storage(
+    settings: StorageSettings | None = None,
     *,
-    path: str | os.PathLike[str] | None = None,
-    total_bytes: int = 1024 * MIB,
-    block_bytes: int = 4 * MIB,
-    direct: bool = False,
-    keep: bool = False,
     cluster: str | None = None,
     pool: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Measure sequential write (with fsync) and read throughput in the folder `path`."""
-    if block_bytes < 8 or total_bytes < block_bytes:
+    """Measure sequential write (with fsync) and read throughput in the folder `settings.path`."""
+    settings = settings or StorageSettings()
+    path, block_bytes, direct = settings.path, settings.block_bytes, settings.direct
+    if block_bytes < 8 or settings.total_bytes < block_bytes:
         raise ValueError("block_bytes must be at least 8, and total_bytes at least one block")
     if direct and block_bytes % ALIGNMENT:
         raise ValueError(f"direct I/O needs block_bytes to be a multiple of {ALIGNMENT}")
-    blocks = total_bytes // block_bytes
+    blocks = settings.total_bytes // block_bytes
     nbytes = blocks * block_bytes
 
     def body() -> Outcome:
@@ -70,7 +83,7 @@ def run_storage(
             raise
         finally:
             buffer.close()
-            if not keep:
+            if not settings.keep:
                 file.unlink(missing_ok=True)
                 if path is None:
                     shutil.rmtree(folder, ignore_errors=True)

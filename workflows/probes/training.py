@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -24,85 +25,78 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .envelope import Outcome, ProbeFailure, measure
 from .models import ModelConfig, TinyTransformer, synthetic_batches
-from .runtime import World, distributed, launched, pick_device, run_local_world, torch_labels
+from .runtime import (
+    Backend,
+    Device,
+    World,
+    distributed,
+    launched,
+    pick_device,
+    run_local_world,
+    torch_labels,
+)
 
 DATA_BATCHES = 16  # distinct batches made up front and cycled, so no data loading is timed
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingSettings:
+    """What a training run trains, for how long, and where (the CLI's flags)."""
+
+    seconds: float = 30.0
+    """length of the timed window"""
+    warmup_steps: int = 5
+    batch_size: int = 32
+    """per rank"""
+    config: ModelConfig = field(default_factory=ModelConfig)
+    device: Device = "auto"
+    bf16: bool = False
+    """bfloat16 autocast"""
+    learning_rate: float = 3e-4
+    seed: int = 0
+    local_world_size: int | None = None
+    """spawn this many DDP ranks here"""
+    backend: Backend = "auto"
+    timeout_s: float = 300.0
+
+
 def run_training(
+    settings: TrainingSettings | None = None,
     *,
-    seconds: float = 30.0,
-    warmup_steps: int = 5,
-    batch_size: int = 32,
-    config: ModelConfig | None = None,
-    device: str = "auto",
-    bf16: bool = False,
-    learning_rate: float = 3e-4,
-    seed: int = 0,
-    local_world_size: int | None = None,
-    backend: str = "auto",
-    timeout_s: float = 300.0,
     cluster: str | None = None,
     pool: str | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Train for a window of `seconds` after warm-up; return the result envelope.
+    """Train for a window of `settings.seconds` after warm-up; return the result envelope.
 
     A single process by default; one rank of the job's world when RANK and WORLD_SIZE are set;
     `local_world_size` ranks spawned here (gloo on CPU, NCCL when each has a GPU) when given.
     """
-    if seconds <= 0 or warmup_steps < 0 or batch_size < 1:
+    settings = settings or TrainingSettings()
+    if settings.seconds <= 0 or settings.warmup_steps < 0 or settings.batch_size < 1:
         raise ValueError("seconds and batch_size must be positive, warmup_steps at least 0")
-    options: dict[str, Any] = {
-        "seconds": seconds,
-        "warmup_steps": warmup_steps,
-        "batch_size": batch_size,
-        "config": (config or ModelConfig()).as_dict(),
-        "device": device,
-        "bf16": bf16,
-        "learning_rate": learning_rate,
-        "seed": seed,
-        "backend": backend,
-        "timeout_s": timeout_s,
-    }
 
     def body() -> Outcome:
-        if local_world_size is not None:
-            payload = run_local_world(rank_main, local_world_size, options)
+        if settings.local_world_size is not None:
+            payload = run_local_world(rank_main, settings.local_world_size, {"settings": settings})
         elif launched():
-            payload = rank_main(**options)
+            payload = rank_main(settings=settings)
         else:
-            payload = _train(None, pick_device(device), **_training_options(options))
+            payload = _train(None, pick_device(settings.device), settings)
         return Outcome(payload["metrics"], None, payload["environment"])
 
     return measure("training", body, cluster=cluster, pool=pool, labels=labels)
 
 
-def _training_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k not in ("device", "backend", "timeout_s")}
-
-
-def rank_main(
-    *, backend: str, timeout_s: float, init_method: str = "env://", **options: Any
-) -> dict[str, Any]:
+def rank_main(*, settings: TrainingSettings, init_method: str = "env://") -> dict[str, Any]:
     """One rank of distributed training; every rank returns the world's numbers."""
-    with distributed(backend, timeout_s, init_method) as world:
-        return _train(world, world.device, **_training_options(options))
+    with distributed(settings.backend, settings.timeout_s, init_method) as world:
+        return _train(world, world.device, settings)
 
 
-def _train(
-    world: World | None,
-    device: torch.device,
-    *,
-    seconds: float,
-    warmup_steps: int,
-    batch_size: int,
-    config: Mapping[str, int],
-    bf16: bool,
-    learning_rate: float,
-    seed: int,
-) -> dict[str, Any]:
-    shape = ModelConfig(**config)
+def _train(world: World | None, device: torch.device, settings: TrainingSettings) -> dict[str, Any]:
+    shape = settings.config
+    batch_size, seed = settings.batch_size, settings.seed
     ranks = world.size if world else 1
     torch.manual_seed(seed)
     model: torch.nn.Module = TinyTransformer(shape).to(device)
@@ -110,10 +104,10 @@ def _train(
         model = DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
     rank = world.rank if world else 0
     batches = synthetic_batches(shape, batch_size, DATA_BATCHES, seed + rank, device)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if settings.bf16 else nullcontext()
 
     def step(index: int) -> torch.Tensor:
         inputs, targets = batches[index % len(batches)]
@@ -127,15 +121,15 @@ def _train(
         optimizer.step()
         return loss.detach()
 
-    for index in range(warmup_steps):
+    for index in range(settings.warmup_steps):
         step(index)
     _synchronize(device)
     steps = 0
     start = time.perf_counter()
     while True:
-        loss = step(warmup_steps + steps)
+        loss = step(settings.warmup_steps + steps)
         steps += 1
-        if _window_closed(world, device, time.perf_counter() - start >= seconds):
+        if _window_closed(world, device, time.perf_counter() - start >= settings.seconds):
             break
     _synchronize(device)
     window = time.perf_counter() - start
@@ -153,7 +147,7 @@ def _train(
     }
     environment = torch_labels(device) | {
         "worldSize": str(ranks),
-        "precision": "bf16-autocast" if bf16 else "float32",
+        "precision": "bf16-autocast" if settings.bf16 else "float32",
     }
     if world:
         environment["backend"] = world.backend

@@ -244,65 +244,19 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     pool = target.pool
     shape = step.shape
     pod_labels = run_labels(target, step.name)
+    queue_labels, pod_spec, pod_annotations = _scheduling(target)
     labels = {
         **pod_labels,
         "gpuplane.dev/cost-center": SUITE_COST_CENTER,
         "gpuplane.dev/pool": pool.name,
+        **queue_labels,
     }
-    pod_annotations: dict[str, str] = {}
-    pod_spec: dict[str, Any] = {"restartPolicy": "Never"}
-    if target.cluster.scheduler == "volcano":
-        pod_spec["schedulerName"] = "volcano"
-        pod_annotations["scheduling.volcano.sh/queue-name"] = target.cluster_queue
-        if target.priority_class is not None:
-            pod_spec["priorityClassName"] = target.priority_class
-    else:
-        labels[QUEUE_LABEL] = target.local_queue
-        if target.priority_class is not None:
-            labels[PRIORITY_LABEL] = target.priority_class
-        level = widest_level(pool)
-        if level is not None:
-            # the suite's ClusterQueue mixes TAS and other flavors: Kueue gives a TAS flavor
-            # only to a pod set that asks for TAS (checkPodSetAndFlavorMatchForTAS)
-            pod_annotations[PREFERRED_TOPOLOGY] = level
-    plan: dict[str, Any] = {
-        "run": [[p.key, _command(target, p, shape), p.writes] for p in step.probes]
-    }
-    if step.after:
-        plan["after"] = [[p.key, _command(target, p, shape), p.writes] for p in step.after]
-    mounts: list[dict[str, Any]] = []
-    volumes: list[dict[str, Any]] = []
-    if step.workspace:
-        mounts.append({"name": "workspace", "mountPath": WORKSPACE})
-        volumes.append(
-            {"name": "workspace", "persistentVolumeClaim": {"claimName": input_ref("workspace")}}
-        )
-    if any(p.distributed for p in step.probes) and shape.pods * shape.per_pod > 1:
-        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+    mounts, volumes = _volumes(step)
     resources, claims = _gpu_resources(target, shape, rdma_resources(target, step))
     pod_spec.update(claims)
-    container: dict[str, Any] = {
-        "name": "probe",
-        "image": input_ref("image"),
-        "command": ["python", "-c", RUNNER],
-        "args": [json.dumps(plan)],
-        "env": _probe_env(target, step),
-        # credentials and endpoint of the object store, where the namespace provides them
-        "envFrom": [{"secretRef": {"name": OBJECT_STORE_SECRET, "optional": True}}],
-    }
     if step.server:
         pod_spec["initContainers"] = [_server(target, copy.deepcopy(mounts), resources)]
-    elif resources:
-        container["resources"] = resources
-    container["securityContext"] = _secure_container()
-    if mounts:
-        container["volumeMounts"] = mounts
-    if step.after:
-        container["readinessProbe"] = {
-            "exec": {"command": ["test", "-e", f"{WORKSPACE}/{step.name}/interrupt-me.json"]},
-            "periodSeconds": 10,
-        }
+    container = _probe_container(target, step, mounts, {} if step.server else resources)
     pod_spec.update(
         {
             "nodeSelector": {"gpuplane.dev/pool": pool.name},
@@ -319,20 +273,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     )
     if not pod_spec["tolerations"]:
         del pod_spec["tolerations"]
-    if shape.pods > 1:
-        pod_spec["subdomain"] = headless_service(target)
-        if shape.per_pod < target.offer.per_node and not topology_aware(target):
-            # devices smaller than a node: one pod per node, or nothing crosses a node
-            pod_spec["affinity"] = {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "labelSelector": {"matchLabels": dict(pod_labels)},
-                            "topologyKey": "kubernetes.io/hostname",
-                        }
-                    ]
-                }
-            }
+    pod_spec.update(_spread(target, step, pod_labels))
     if volumes:
         pod_spec["volumes"] = volumes
     template_meta: dict[str, Any] = {"labels": pod_labels}
@@ -356,6 +297,101 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
             "template": {"metadata": template_meta, "spec": pod_spec},
         },
     }
+
+
+def _scheduling(target: Target) -> tuple[dict[str, str], dict[str, Any], dict[str, str]]:
+    """What hands the Job to the cluster's scheduler: the Job's labels (Kueue), the start of
+    the pod spec, and the pods' annotations."""
+    pool = target.pool
+    labels: dict[str, str] = {}
+    pod_annotations: dict[str, str] = {}
+    pod_spec: dict[str, Any] = {"restartPolicy": "Never"}
+    if target.cluster.scheduler == "volcano":
+        pod_spec["schedulerName"] = "volcano"
+        pod_annotations["scheduling.volcano.sh/queue-name"] = target.cluster_queue
+        if target.priority_class is not None:
+            pod_spec["priorityClassName"] = target.priority_class
+    else:
+        labels[QUEUE_LABEL] = target.local_queue
+        if target.priority_class is not None:
+            labels[PRIORITY_LABEL] = target.priority_class
+        level = widest_level(pool)
+        if level is not None:
+            # the suite's ClusterQueue mixes TAS and other flavors: Kueue gives a TAS flavor
+            # only to a pod set that asks for TAS (checkPodSetAndFlavorMatchForTAS)
+            pod_annotations[PREFERRED_TOPOLOGY] = level
+    return labels, pod_spec, pod_annotations
+
+
+def _volumes(step: Step) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The probe's volume mounts and the pod's volumes: the workspace claim, and shared memory
+    for a distributed probe with more than one rank."""
+    mounts: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    if step.workspace:
+        mounts.append({"name": "workspace", "mountPath": WORKSPACE})
+        volumes.append(
+            {"name": "workspace", "persistentVolumeClaim": {"claimName": input_ref("workspace")}}
+        )
+    if any(p.distributed for p in step.probes) and step.shape.pods * step.shape.per_pod > 1:
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+    return mounts, volumes
+
+
+def _probe_container(
+    target: Target, step: Step, mounts: list[dict[str, Any]], resources: dict[str, Any]
+) -> dict[str, Any]:
+    """The container that runs the step's probes (`resources`: none when the server holds the
+    GPUs)."""
+    shape = step.shape
+    plan: dict[str, Any] = {
+        "run": [[p.key, _command(target, p, shape), p.writes] for p in step.probes]
+    }
+    if step.after:
+        plan["after"] = [[p.key, _command(target, p, shape), p.writes] for p in step.after]
+    container: dict[str, Any] = {
+        "name": "probe",
+        "image": input_ref("image"),
+        "command": ["python", "-c", RUNNER],
+        "args": [json.dumps(plan)],
+        "env": _probe_env(target, step),
+        # credentials and endpoint of the object store, where the namespace provides them
+        "envFrom": [{"secretRef": {"name": OBJECT_STORE_SECRET, "optional": True}}],
+    }
+    if resources:
+        container["resources"] = resources
+    container["securityContext"] = _secure_container()
+    if mounts:
+        container["volumeMounts"] = mounts
+    if step.after:
+        container["readinessProbe"] = {
+            "exec": {"command": ["test", "-e", f"{WORKSPACE}/{step.name}/interrupt-me.json"]},
+            "periodSeconds": 10,
+        }
+    return container
+
+
+def _spread(target: Target, step: Step, pod_labels: Mapping[str, str]) -> dict[str, Any]:
+    """A multi-pod step's subdomain (its headless Service), and one pod per node where its
+    devices are smaller than a node and Kueue does not place the pods itself."""
+    shape = step.shape
+    if shape.pods <= 1:
+        return {}
+    spread: dict[str, Any] = {"subdomain": headless_service(target)}
+    if shape.per_pod < target.offer.per_node and not topology_aware(target):
+        # devices smaller than a node: one pod per node, or nothing crosses a node
+        spread["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": dict(pod_labels)},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
+    return spread
 
 
 def workspace_manifest(target: Target) -> dict[str, Any]:

@@ -280,6 +280,15 @@ def _selector(labels: Mapping[str, str]) -> str:
 
 def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
     """The workspace, the kubectl steps, export (label, then publish) and the clean-up."""
+    _workspace_and_logs(target)
+    if any(s.after for s in steps):
+        _interruption_templates(target)
+    _export_templates(target, kind, steps)
+    _cleanup_templates(target)
+
+
+def _workspace_and_logs(target: Target) -> None:
+    """The workspace, reading a step's log, and the step's end."""
     ns = target.namespace
     Resource(
         name="workspace",
@@ -300,41 +309,47 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         ["step"],
     )
     Suspend(name="done", duration="0")  # no pod, no wait: the step's DAG has ended
-    if any(s.after for s in steps):
-        _kubectl(
-            target,
-            "interrupt",
-            [
-                "delete",
-                "pod",
-                f"--namespace={ns}",
-                f"--selector={JOB_NAME_LABEL}={input_ref('job')}",
-                "--wait=true",
-            ],
-            ["job"],
-            # a second try would find the replacement pod and delete that one too
-            retried=False,
-        )
-        Resource(
-            name="await-job",
-            action="get",
-            manifest=dump(
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "metadata": {"name": input_ref("job"), "namespace": ns},
-                }
-            ),
-            success_condition="status.succeeded > 0,status.completionTime",
-            failure_condition="status.failed > 1",
-            active_deadline_seconds=STEP_DEADLINE_SECONDS,
-            inputs=params("job"),
-            outputs=[
-                Parameter(
-                    name="finished", value_from=ValueFrom(json_path="{.status.completionTime}")
-                )
-            ],
-        )
+
+
+def _interruption_templates(target: Target) -> None:
+    """Deleting a step's pod mid-run, and waiting for its Job to finish after the restart."""
+    ns = target.namespace
+    _kubectl(
+        target,
+        "interrupt",
+        [
+            "delete",
+            "pod",
+            f"--namespace={ns}",
+            f"--selector={JOB_NAME_LABEL}={input_ref('job')}",
+            "--wait=true",
+        ],
+        ["job"],
+        # a second try would find the replacement pod and delete that one too
+        retried=False,
+    )
+    Resource(
+        name="await-job",
+        action="get",
+        manifest=dump(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": input_ref("job"), "namespace": ns},
+            }
+        ),
+        success_condition="status.succeeded > 0,status.completionTime",
+        failure_condition="status.failed > 1",
+        active_deadline_seconds=STEP_DEADLINE_SECONDS,
+        inputs=params("job"),
+        outputs=[
+            Parameter(name="finished", value_from=ValueFrom(json_path="{.status.completionTime}"))
+        ],
+    )
+
+
+def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
+    """Export: label the steps' results and set the suite's gauges, then publish them."""
     keys = [k for s in steps for k in s.keys]
     probes = {p.probe for s in steps for p in s.results}
     gauges = [g for g in SUITE_GAUGES if g.probe in probes]
@@ -401,6 +416,11 @@ def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             arguments={k: task_output("label", k) for k in keys},
             depends="label",
         )
+
+
+def _cleanup_templates(target: Target) -> None:
+    """Deleting a step's unfinished Job, and every Job and claim of the run at its end."""
+    ns = target.namespace
     _kubectl(
         target,
         "drop",

@@ -168,12 +168,11 @@ def _increase(metric_window: str) -> Callable[[str], str]:
 
 def gpu_alerts() -> list[Alert]:
     """GPU health from the DCGM exporter: errors, throttling, temperature."""
-    throttled = f"{THROTTLE_RATIO!r}"
+    return [*_gpu_error_alerts(), *_gpu_heat_alerts()]
 
-    def throttling(series: str) -> str:
-        return f"rate({series}[{THROTTLE_WINDOW}]) / 1000000 > {throttled}"
 
-    temperature = f"> on ({m.POOL}) group_left () {m.POOL_ALERT_MAX_TEMPERATURE}"
+def _gpu_error_alerts() -> list[Alert]:
+    """XID errors, ECC errors and row remapping."""
     return [
         Alert(
             "GPUXidError",
@@ -218,6 +217,18 @@ def gpu_alerts() -> list[Alert]:
             "GPU {{ $labels.gpu }} of node {{ $labels.node }}" + OF_POOL + " could "
             "not remap a failing memory row: it must be taken out of service.",
         ),
+    ]
+
+
+def _gpu_heat_alerts() -> list[Alert]:
+    """Thermal and power throttling, and temperature over the pool's threshold."""
+    throttled = f"{THROTTLE_RATIO!r}"
+
+    def throttling(series: str) -> str:
+        return f"rate({series}[{THROTTLE_WINDOW}]) / 1000000 > {throttled}"
+
+    temperature = f"> on ({m.POOL}) group_left () {m.POOL_ALERT_MAX_TEMPERATURE}"
+    return [
         Alert(
             "GPUThermalThrottling",
             with_runbook(

@@ -30,7 +30,19 @@ def _dcgm(field: str, **kw: Any) -> str:
 
 
 def platform() -> p.Grid:
+    """The platform view: a row per section, top to bottom."""
     g = p.Grid()
+    _nodes_and_gpus(g)
+    _gpu_health(g)
+    _fabric(g)
+    _storage(g)
+    _queues(g)
+    _events(g)
+    return g
+
+
+def _nodes_and_gpus(g: p.Grid) -> None:
+    """Row: GPUs present, allocated and busy, and nodes per pool."""
     g.row("Nodes and GPUs per pool")
     g.add(
         p.timeseries(
@@ -73,49 +85,65 @@ def platform() -> p.Grid:
         12,
         8,
     )
+
+
+def _gpu_health(g: p.Grid) -> None:
+    """Row: errors, temperature, power and throttling of the pools' GPUs."""
     g.row("GPU health")
-    health = (
+    _gpu_errors(g)
+    _gpu_heat(g)
+
+
+def _gpu_errors(g: p.Grid) -> None:
+    """XID errors, ECC errors and remapped rows."""
+    errors = (
         (
             "XID errors",
             "The last XID error each GPU reported (0: none); XID 48, 63, 64, 74, 79, 94, 95 need"
             " attention.",
-            f"max by (pool, node, gpu) ({_dcgm('DCGM_FI_DEV_XID_ERRORS')}) > 0",
-            "{{node}} GPU {{gpu}}",
-            "short",
+            (
+                Query(
+                    f"max by (pool, node, gpu) ({_dcgm('DCGM_FI_DEV_XID_ERRORS')}) > 0",
+                    "{{node}} GPU {{gpu}}",
+                ),
+            ),
         ),
         (
             "ECC errors (per hour)",
             "Volatile double-bit (uncorrectable) and single-bit ECC errors.",
-            f"sum by (pool, node) (increase({_dcgm('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')}[1h]))",
-            "{{node}} double-bit",
-            "short",
+            (
+                Query(
+                    f"sum by (pool, node) (increase({_dcgm('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL')}[1h]))",
+                    "{{node}} double-bit",
+                ),
+                Query(
+                    f"sum by (pool, node) (increase({_dcgm('DCGM_FI_DEV_ECC_SBE_VOL_TOTAL')}[1h]))",
+                    "{{node}} single-bit",
+                ),
+            ),
         ),
         (
             "Remapped rows",
             "Rows remapped after uncorrectable errors; a GPU whose remapping failed needs a"
             " reset or replacement.",
-            f"max by (pool, node, gpu) ({_dcgm('DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')})",
-            "{{node}} GPU {{gpu}}",
-            "short",
-        ),
-    )
-    for title, description, expr, legend, unit in health:
-        extra: tuple[Query, ...] = ()
-        if title.startswith("ECC"):
-            extra = (
+            (
                 Query(
-                    f"sum by (pool, node) (increase({_dcgm('DCGM_FI_DEV_ECC_SBE_VOL_TOTAL')}[1h]))",
-                    "{{node}} single-bit",
+                    f"max by (pool, node, gpu) ({_dcgm('DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS')})",
+                    "{{node}} GPU {{gpu}}",
                 ),
-            )
-        if title.startswith("Remapped"):
-            extra = (
                 Query(
                     f"max by (pool, node, gpu) ({_dcgm('DCGM_FI_DEV_ROW_REMAP_FAILURE')}) > 0",
                     "{{node}} GPU {{gpu}} remap failed",
                 ),
-            )
-        g.add(p.timeseries(title, description, (Query(expr, legend), *extra), unit), 8, 8)
+            ),
+        ),
+    )
+    for title, description, queries in errors:
+        g.add(p.timeseries(title, description, queries, "short"), 8, 8)
+
+
+def _gpu_heat(g: p.Grid) -> None:
+    """Temperature, power draw and throttling."""
     g.add(
         p.timeseries(
             "Temperature",
@@ -165,6 +193,10 @@ def platform() -> p.Grid:
         8,
         8,
     )
+
+
+def _fabric(g: p.Grid) -> None:
+    """Row: NVLink and PCIe traffic, and PCIe replays."""
     g.row("Fabric")
     g.add(
         p.timeseries(
@@ -213,6 +245,10 @@ def platform() -> p.Grid:
         8,
         8,
     )
+
+
+def _storage(g: p.Grid) -> None:
+    """Row: how full the teams' volume claims are."""
     g.row("Storage")
     used = sel("kubelet_volume_stats_used_bytes", raw=True)
     capacity = sel("kubelet_volume_stats_capacity_bytes", raw=True)
@@ -233,6 +269,15 @@ def platform() -> p.Grid:
         24,
         8,
     )
+
+
+def _per_queue(aggregate: str, metric: str) -> str:
+    """`aggregate` over a recorded per-ClusterQueue series, with the queue's team."""
+    return f"{aggregate} (" + p.with_queue_team(sel(metric)) + ")"
+
+
+def _queues(g: p.Grid) -> None:
+    """Row: Kueue's pending and admitted workloads, waits, quota use, preemptions."""
     g.row("Queues")
     g.add(
         p.timeseries(
@@ -241,15 +286,11 @@ def platform() -> p.Grid:
             " ClusterQueue.",
             (
                 Query(
-                    "sum by (team, cluster_queue, status) ("
-                    + p.with_queue_team(sel(m.CLUSTER_QUEUE_PENDING))
-                    + ")",
+                    _per_queue("sum by (team, cluster_queue, status)", m.CLUSTER_QUEUE_PENDING),
                     "{{cluster_queue}} pending {{status}}",
                 ),
                 Query(
-                    "sum by (team, cluster_queue) ("
-                    + p.with_queue_team(sel(m.CLUSTER_QUEUE_ADMITTED_ACTIVE))
-                    + ")",
+                    _per_queue("sum by (team, cluster_queue)", m.CLUSTER_QUEUE_ADMITTED_ACTIVE),
                     "{{cluster_queue}} admitted",
                 ),
             ),
@@ -263,15 +304,11 @@ def platform() -> p.Grid:
             "Kueue's admission wait time over 30 minutes, and each ClusterQueue's wait budget.",
             (
                 Query(
-                    "max by (team, cluster_queue) ("
-                    + p.with_queue_team(sel(m.CLUSTER_QUEUE_ADMISSION_WAIT_P90))
-                    + ")",
+                    _per_queue("max by (team, cluster_queue)", m.CLUSTER_QUEUE_ADMISSION_WAIT_P90),
                     "{{cluster_queue}} p90",
                 ),
                 Query(
-                    "max by (team, cluster_queue) ("
-                    + p.with_queue_team(sel(m.CLUSTER_QUEUE_WAIT_BUDGET))
-                    + ")",
+                    _per_queue("max by (team, cluster_queue)", m.CLUSTER_QUEUE_WAIT_BUDGET),
                     "{{cluster_queue}} budget",
                 ),
             ),
@@ -304,9 +341,7 @@ def platform() -> p.Grid:
             "Workloads each ClusterQueue preempted over the last hour, by reason.",
             (
                 Query(
-                    "sum by (team, cluster_queue, reason) ("
-                    + p.with_queue_team(sel(m.CLUSTER_QUEUE_PREEMPTIONS))
-                    + ")",
+                    _per_queue("sum by (team, cluster_queue, reason)", m.CLUSTER_QUEUE_PREEMPTIONS),
                     "{{cluster_queue}} {{reason}}",
                 ),
             ),
@@ -314,6 +349,10 @@ def platform() -> p.Grid:
         12,
         8,
     )
+
+
+def _events(g: p.Grid) -> None:
+    """Row: the alerts firing now."""
     g.row("Events")
     firing = sel(
         "ALERTS",
@@ -331,7 +370,6 @@ def platform() -> p.Grid:
         24,
         8,
     )
-    return g
 
 
 # --- workload -------------------------------------------------------------------------------------
@@ -347,7 +385,16 @@ def _pod(metric: str) -> str:
 
 
 def workload() -> p.Grid:
+    """The workload view: a row per section, top to bottom."""
     g = p.Grid()
+    _gpus_held(g)
+    _owner_image_runtime(g)
+    _retries_and_failures(g)
+    return g
+
+
+def _gpus_held(g: p.Grid) -> None:
+    """Row: the GPUs each namespace and pod holds, and how busy they are."""
     g.row("GPUs held and busy")
     g.add(
         p.timeseries(
@@ -391,6 +438,10 @@ def workload() -> p.Grid:
         24,
         10,
     )
+
+
+def _owner_image_runtime(g: p.Grid) -> None:
+    """Row: what each pod is: its owner, images and gpuplane labels."""
     g.row("Owner, image and runtime")
     g.add(
         p.table(
@@ -445,6 +496,10 @@ def workload() -> p.Grid:
         24,
         8,
     )
+
+
+def _retries_and_failures(g: p.Grid) -> None:
+    """Row: restarts, exit reasons and failed pods."""
     g.row("Retries and failures")
     g.add(
         p.timeseries(
@@ -500,7 +555,6 @@ def workload() -> p.Grid:
         24,
         8,
     )
-    return g
 
 
 # --- financial ------------------------------------------------------------------------------------
