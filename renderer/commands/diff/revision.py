@@ -15,7 +15,14 @@ from renderer.model.platform import Changes, Platform
 from renderer.output.manifest import Manifest, Values
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
-from renderer.pipeline import InputCache, Loaded, Rendered, SharedOutcomes, render_platform
+from renderer.pipeline import (
+    InputCache,
+    Loaded,
+    Rendered,
+    SharedOutcomes,
+    load_platform,
+    render_platform,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +64,14 @@ def render(
     outcome's objects (the same objects make the same files). `loaded`: `root` already
     loaded; `taken`: the clusters whose outcomes `shared` holds from the render index, without
     objects (`Revision.taken`); `untreed`: clusters left out of `tree` (`revision_of`)."""
+    if loaded is None and inputs is not None:
+        loaded = load_platform(root, changed=changed, inputs=inputs)
     rendered = render_platform(
         root,
         validator,
         changed=changed,
         on_cluster=on_cluster,
         shared=shared,
-        inputs=inputs,
         loaded=loaded,
     )
     return revision_of(rendered, label, commit, trees=trees, taken=taken, untreed=untreed)
