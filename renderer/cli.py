@@ -181,6 +181,7 @@ def render(
     on_disk = TreeListing(target)  # in a child process, while this one imports and loads
 
     from renderer.commands.render import default_jobs, render_tree, restat
+    from renderer.commands.render_context import RenderContext
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.transitions import committed_tree
@@ -193,15 +194,17 @@ def render(
     ):
         result = render_tree(
             root,
-            validator,
             target,
-            changed=changed_lines(root),
-            previous=committed_tree(root, listing=on_disk),
-            keep_files=not check,
-            jobs=jobs or default_jobs(),
-            on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
-            index=index,
-            listing=on_disk,
+            RenderContext(
+                validator,
+                changed=changed_lines(root),
+                previous=committed_tree(root, listing=on_disk),
+                keep_files=not check,
+                jobs=jobs or default_jobs(),
+                on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
+                index=index,
+                listing=on_disk,
+            ),
         )
     diagnostics = result.diagnostics
     if allow_recreate:
