@@ -128,7 +128,9 @@ def _load(base: DiffBase, head_root: Path, context: RenderContext) -> _BothLoade
     index = context.index
     # a cluster whose slice and schemas are the same on both sides renders the same: once
     shared = SharedOutcomes(
-        lambda root, loaded: outcome_keys(root, loaded, context.validator.strict_schemas),
+        lambda root, loaded: outcome_keys(
+            root, loaded, strict_schemas=context.validator.strict_schemas
+        ),
         memo_of=index.memo_for if index is not None else None,
     )
     recorded = index.input_cache() if index is not None else None
