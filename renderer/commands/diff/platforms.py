@@ -98,9 +98,11 @@ def diff_platforms(
     change touched; `index`, the head repository's render index (`gpuplane render` made it):
     the files it loaded, and the clusters the change does not reach (`_taken`), which are then
     not rendered at all; `jobs`, more than 1 renders the base in a worker process
-    (`background`) while this one renders the head (the report is the same either way).
-    `on_cluster` is told the side's label and each cluster's name before it is rendered (the
-    CLI's progress display).
+    (`background`) while this one renders the head (the report is the same either way). The
+    committed tree the transition rules read is `rendered/` at `base.commit`, not the context's
+    `previous`; its `on_cluster`, `listing` and `keep_files` are not read: `on_cluster` here is
+    told the side's label and each cluster's name before it is rendered (the CLI's progress
+    display).
     """
     both = _load(base, head_root, context)
     if context.jobs > 1 and both.committed:
