@@ -181,6 +181,7 @@ def render(
     on_disk = TreeListing(target)  # in a child process, while this one imports and loads
 
     from renderer.commands.render import default_jobs, render_tree, restat
+    from renderer.commands.render_context import RenderContext
     from renderer.inputs.changes import changed_lines
     from renderer.layers.gitops.codeowners import CODEOWNERS_PATH, codeowners
     from renderer.output.transitions import committed_tree
@@ -193,15 +194,17 @@ def render(
     ):
         result = render_tree(
             root,
-            validator,
             target,
-            changed=changed_lines(root),
-            previous=committed_tree(root, listing=on_disk),
-            keep_files=not check,
-            jobs=jobs or default_jobs(),
-            on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
-            index=index,
-            listing=on_disk,
+            RenderContext(
+                validator,
+                changed=changed_lines(root),
+                previous=committed_tree(root, listing=on_disk),
+                keep_files=not check,
+                jobs=jobs or default_jobs(),
+                on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
+                index=index,
+                listing=on_disk,
+            ),
         )
     diagnostics = result.diagnostics
     if allow_recreate:
@@ -436,9 +439,10 @@ def diff(
     from renderer.commands.diff.checkout import BaseCheckout, BaseRefError
     from renderer.commands.diff.json_form import diff_json
     from renderer.commands.diff.markdown import diff_markdown
-    from renderer.commands.diff.platforms import diff_platforms
+    from renderer.commands.diff.platforms import DiffBase, diff_platforms
     from renderer.commands.diff.text import diff_text
     from renderer.commands.render import default_jobs
+    from renderer.commands.render_context import RenderContext
     from renderer.inputs.changes import changed_lines
 
     root = root_of(ctx)
@@ -457,16 +461,15 @@ def diff(
                 worker_stops_reported(),
             ):
                 result = diff_platforms(
-                    Path(tmp),
+                    DiffBase(Path(tmp), base_ref, base.commit, base.wait),
                     root,
-                    validator,
-                    base_ref=base_ref,
-                    base_commit=base.commit,
-                    base_ready=base.wait,
-                    head_changed=changed_lines(root, base=base_ref),
+                    RenderContext(
+                        validator,
+                        changed=changed_lines(root, base=base_ref),
+                        index=index if index.path is not None else None,
+                        jobs=default_jobs(),
+                    ),
                     on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
-                    index=index if index.path is not None else None,
-                    jobs=default_jobs(),
                 )
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err

@@ -44,7 +44,7 @@ from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
 from renderer.output.manifest import Manifest, Output, Values
 from renderer.output.reuse import CheckMemo, body_key
 from renderer.output.transitions import CommittedTree
-from renderer.output.validation import OutputValidator, Pin
+from renderer.output.validation import Checked, OutputValidator, Pin
 from renderer.policy.check import check_policy
 
 Layer = Callable[[ClusterView], Iterator[Output]]
@@ -386,7 +386,6 @@ def render_platform(
     on_cluster: Callable[[str], None] | None = None,
     previous: CommittedTree | None = None,
     shared: SharedOutcomes | None = None,
-    inputs: InputCache | None = None,
     loaded: Loaded | None = None,
 ) -> Rendered:
     """Validate, render every layer of every cluster, and validate each object produced.
@@ -396,11 +395,11 @@ def render_platform(
     transition rules (`renderer.output.transitions.committed_tree`); None checks no transition.
     `shared`: outcomes by cluster key, from a render of another folder (without `previous`): a
     cluster whose key it holds is taken from it, and each one rendered here is added.
-    `inputs`: files loaded before, by their bytes (`InputCache`). `loaded`: `root` already
-    loaded, with `changed` (then `changed` and `inputs` are not read).
+    `loaded`: `root` already loaded, with `changed` (then `changed` is not read); load it
+    with `load_platform` to start from files loaded before (`InputCache`).
     """
     if loaded is None:
-        loaded = load_platform(root, changed=changed, inputs=inputs)
+        loaded = load_platform(root, changed=changed)
     if has_errors(loaded.diagnostics):
         return Rendered(loaded.platform, {}, {}, {}, loaded.files, loaded.diagnostics)
     diagnostics = list(loaded.diagnostics)
@@ -477,9 +476,8 @@ def check_cluster(
     unchecked: list[UncheckedObject] = []
     rules = UncheckedRules()
     keys = tuple(body_key(m.body) for m in manifests) if memo is not None else ()
-    diagnostics = _check_output(
-        cluster, manifests, validator, unchecked, rules, previous, memo, keys
-    )
+    checks = _ObjectChecks(cluster, validator, previous, memo, keys)
+    diagnostics = _check_output(manifests, checks, unchecked, rules)
     diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
     return ClusterOutcome(
         name,
@@ -619,16 +617,49 @@ def _check_implied_cluster_policy(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _ObjectChecks:
+    """How each object one cluster renders is checked: against its schema by `validator`,
+    against the transition rules of the committed object it replaces (`previous`, None for no
+    transition), and with a `memo` not again for a body it holds a check of (`keys`: each
+    object's `body_key`, in order)."""
+
+    cluster: model.Cluster
+    validator: OutputValidator
+    previous: CommittedTree | None = None
+    memo: CheckMemo | None = None
+    keys: Sequence[bytes | None] = ()
+
+    def check(
+        self, position: int, manifest: Manifest, pin_of: Callable[[str, str], Pin]
+    ) -> Checked:
+        """The check of the cluster's `position`th object."""
+        cluster = self.cluster
+        if self.memo is not None:
+            return self.memo.check(
+                self.validator,
+                self.keys[position],
+                manifest,
+                cluster.name,
+                cluster.kubernetes_version,
+                pin_of,
+                self.previous,
+            )
+        return self.validator.check(
+            manifest.body,
+            cluster.kubernetes_version,
+            pin_of,
+            old_of(self.previous, cluster.name, manifest),
+        )
+
+
 def _check_output(
-    cluster: model.Cluster,
     manifests: tuple[Manifest, ...],
-    validator: OutputValidator,
+    checks: _ObjectChecks,
     unchecked: list[UncheckedObject],
     rules: UncheckedRules | None = None,
-    previous: CommittedTree | None = None,
-    memo: CheckMemo | None = None,
-    keys: Sequence[bytes | None] = (),
 ) -> list[Diagnostic]:
+    cluster, previous = checks.cluster, checks.previous
     problems: list[Diagnostic] = []
     pin_of = schema_pins(cluster)
     origin = previous.origin if previous is not None else ""
@@ -646,24 +677,7 @@ def _check_output(
                 )
             )
         try:
-            if memo is not None:
-                key = keys[position]
-                checked = memo.check(
-                    validator,
-                    key,
-                    manifest,
-                    cluster.name,
-                    cluster.kubernetes_version,
-                    pin_of,
-                    previous,
-                )
-            else:
-                checked = validator.check(
-                    manifest.body,
-                    cluster.kubernetes_version,
-                    pin_of,
-                    old_of(previous, cluster.name, manifest),
-                )
+            checked = checks.check(position, manifest, pin_of)
         except CrdLoadError as err:
             return [_crd_load(err)]
         except UnsupportedKubernetesVersion as err:

@@ -71,20 +71,25 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _tree_render(root: Path, crds: Path, *, check: bool = True, index: bool = True):  # type: ignore[no-untyped-def]
     """`render_tree` as `gpuplane render --check --crds CRDS --strict-schemas` calls it."""
     from renderer.commands.render import render_tree
+    from renderer.commands.render_context import RenderContext
     from renderer.commands.render_index import RenderIndex
     from renderer.inputs.changes import changed_lines
     from renderer.output.transitions import committed_tree
     from renderer.output.validation import OutputValidator
 
-    opened = RenderIndex.open(root, [crds], True) if index else RenderIndex.disabled()
+    opened = (
+        RenderIndex.open(root, [crds], strict_schemas=True) if index else RenderIndex.disabled()
+    )
     result = render_tree(
         root,
-        OutputValidator([crds], strict_schemas=True),
         root / "rendered",
-        changed=changed_lines(root),
-        previous=committed_tree(root),
-        keep_files=not check,
-        index=opened,
+        RenderContext(
+            OutputValidator([crds], strict_schemas=True),
+            changed=changed_lines(root),
+            previous=committed_tree(root),
+            keep_files=not check,
+            index=opened,
+        ),
     )
     opened.save()
     return result
@@ -229,4 +234,4 @@ def test_an_empty_cache_setting_turns_the_index_off(
     from renderer.commands.render_index import RenderIndex
 
     monkeypatch.setenv("GPUPLANE_CACHE_DIR", "")
-    assert RenderIndex.open(platform, [crds], True).path is None
+    assert RenderIndex.open(platform, [crds], strict_schemas=True).path is None

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from renderer.commands.render_context import RenderContext
 from renderer.commands.render_index import ClusterRecord, RenderIndex
 from renderer.commands.workers import can_fork, forked_map
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
@@ -42,6 +43,7 @@ from renderer.output.writer import (
 from renderer.pipeline import (
     ClusterOutcome,
     InputCache,
+    Loaded,
     check_cluster,
     import_layers,
     input_files,
@@ -118,92 +120,134 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def render_tree(
-    root: Path,
-    validator: OutputValidator,
-    target: Path,
-    *,
-    changed: model.Changes | None = None,
-    previous: CommittedTree | None = None,
-    keep_files: bool = True,
-    jobs: int = 1,
-    on_cluster: Callable[[str], None] | None = None,
-    index: RenderIndex | None = None,
-    listing: TreeListing | None = None,
-) -> RenderedTree:
+def render_tree(root: Path, target: Path, context: RenderContext) -> RenderedTree:
     """Load, check, render and validate the platform at `root`, and compare each cluster's files
-    with `target` (`rendered/`). `keep_files`: bring every file's bytes back, to write them.
-    `jobs`: worker processes (1 renders here, one cluster after the other). `on_cluster` is told
-    each cluster's name when it is done. `index`: what each cluster rendered last time; a
-    cluster whose key and files are as recorded is taken from it (`render_index`), and the
-    index is brought up to date here (the caller saves it). `listing`: `target` listed with its
-    stats, started by the caller before it loads anything (else listed here)."""
-    index = index if index is not None else RenderIndex.disabled()
+    with `target` (`rendered/`), with `context`'s validator, caches and options: `keep_files`
+    brings every file's bytes back, to write them; `jobs` worker processes (1 renders here, one
+    cluster after the other); `on_cluster` is told each cluster's name when it is done. A
+    cluster whose key and files are as the `index` recorded is taken from it
+    (`render_index`), and the index is brought up to date here (the caller saves it).
+    `listing`: `target` listed with its stats, started by the caller before it loads anything
+    (else listed here)."""
+    index = context.index if context.index is not None else RenderIndex.disabled()
     inputs = index.input_cache()
     inputs = inputs if inputs is not None else {}
-    _load_in_workers(root, inputs, jobs, validator)
-    loaded = load_platform(root, changed=changed, inputs=inputs, policy=False)
+    _load_in_workers(root, inputs, context.jobs, context.validator)
+    loaded = load_platform(root, changed=context.changed, inputs=inputs, policy=False)
     diagnostics = list(loaded.diagnostics)
-
-    def nothing(found: list[Diagnostic]) -> RenderedTree:
-        return RenderedTree(
-            loaded.platform, loaded.files, 0, 0, None, 0, None, sort_diagnostics(found)
-        )
-
     if has_errors(diagnostics):
-        return nothing([*diagnostics, *check_policy(loaded.platform)])
-    validator, missing = prepare(root, loaded.platform, validator)
+        return _nothing(loaded, [*diagnostics, *check_policy(loaded.platform)])
+    validator, missing = prepare(root, loaded.platform, context.validator)
     if missing:
-        return nothing([*diagnostics, *check_policy(loaded.platform), *missing])
+        return _nothing(loaded, [*diagnostics, *check_policy(loaded.platform), *missing])
     names = sorted(loaded.platform.clusters)
-    keys = index.keys(root, loaded, previous) if index.path is not None else {}
-    disk = _on_disk(target, previous, listing)
+    keys = index.keys(root, loaded, context.previous) if index.path is not None else {}
+    disk = _on_disk(target, context.previous, context.listing)
     work = _Work(
         loaded.platform,
         validator,
-        previous,
+        context.previous,
         target,
-        keep_files,
+        context.keep_files,
         disk,
         index.clusters,
         index.contexts,
     )
+    reused = _reused(index, names, keys, target, disk)
+    # the clusters render in the workers while the policy runs here; an error drops them
+    with _clusters_started(work, [n for n in names if n not in reused], context.jobs) as results:
+        diagnostics.extend(check_policy(loaded.platform))
+        if has_errors(diagnostics):
+            return _nothing(loaded, diagnostics)
+        done = _gathered(results, reused, context.on_cluster)
+    outcomes = [*(r.outcome for r in done), *(r.outcome for r in reused.values())]
+    diagnostics.extend(merge_findings(outcomes, validator))
+    _record(index, names, keys, done)
+    return RenderedTree(
+        loaded.platform,
+        loaded.files,
+        len(names),
+        sum(r.objects for r in done) + sum(r.objects for r in reused.values()),
+        _files(done, reused) if context.keep_files else None,
+        sum(r.file_count for r in done) + sum(len(r.files) for r in reused.values()),
+        _staleness(done, disk, names),
+        sort_diagnostics(diagnostics),
+        tuple(sorted(reused)),
+    )
+
+
+def _nothing(loaded: Loaded, found: list[Diagnostic]) -> RenderedTree:
+    """Nothing rendered: the findings (before the layers) and the inputs counted."""
+    return RenderedTree(loaded.platform, loaded.files, 0, 0, None, 0, None, sort_diagnostics(found))
+
+
+def _reused(
+    index: RenderIndex,
+    names: list[str],
+    keys: Mapping[str, bytes],
+    target: Path,
+    disk: Mapping[str, Mapping[str, Stat | None]],
+) -> dict[str, ClusterRecord]:
+    """The clusters of `names` the index holds as they would render now, in order: their key
+    (`keys`, each cluster the index may take) and their files on disk are as recorded."""
     reused: dict[str, ClusterRecord] = {}
     for name in names:
         below = disk.get(name, {})
         record = index.current(name, keys[name], target, below) if name in keys else None
         if record is not None:
             reused[name] = record
+    return reused
+
+
+def _gathered(
+    results: Iterator[_ClusterFiles],
+    reused: Mapping[str, ClusterRecord],
+    on_cluster: Callable[[str], None] | None,
+) -> list[_ClusterFiles]:
+    """Every cluster's result in name order, once all are done; `on_cluster` is told the
+    reused ones first, then each other as it is done."""
     done = []
-    # the clusters render in the workers while the policy runs here; an error drops them
-    with _clusters_started(work, [n for n in names if n not in reused], jobs) as results:
-        diagnostics.extend(check_policy(loaded.platform))
-        if has_errors(diagnostics):
-            return nothing(diagnostics)
-        for name in reused:
-            if on_cluster is not None:
-                on_cluster(name)
-        for result in results:
-            if on_cluster is not None:
-                on_cluster(result.outcome.name)
-            done.append(result)
+    for name in reused:
+        if on_cluster is not None:
+            on_cluster(name)
+    for result in results:
+        if on_cluster is not None:
+            on_cluster(result.outcome.name)
+        done.append(result)
     done.sort(key=lambda r: r.outcome.name)
-    outcomes = [*(r.outcome for r in done), *(r.outcome for r in reused.values())]
-    diagnostics.extend(merge_findings(outcomes, validator))
-    known = set(names)  # a file beside the clusters' folders, or in a removed cluster's
+    return done
+
+
+def _staleness(
+    done: list[_ClusterFiles], disk: Mapping[str, Mapping[str, Stat | None]], names: list[str]
+) -> Staleness:
+    """How `rendered/` differs from the rendered clusters (a reused one is as it should be), a
+    file beside the clusters' folders or in a removed cluster's being extra."""
+    known = set(names)
     outside = [p for folder, below in disk.items() if folder not in known for p in below]
-    staleness = Staleness(
+    return Staleness(
         missing=tuple(sorted(p for r in done for p in r.staleness.missing)),
         extra=tuple(sorted([*outside, *(p for r in done for p in r.staleness.extra)])),
         changed=tuple(sorted(p for r in done for p in r.staleness.changed)),
     )
-    files: dict[str, bytes | None] | None = None
-    if keep_files:
-        every: list[tuple[str, bytes | None]] = [
-            (p, b) for r in done if r.files is not None for p, b in r.files.items()
-        ]
-        every.extend((p, None) for record in reused.values() for p in record.files)
-        files = dict(sorted(every))
+
+
+def _files(
+    done: list[_ClusterFiles], reused: Mapping[str, ClusterRecord]
+) -> dict[str, bytes | None]:
+    """Every file's bytes, sorted by path; None for a reused cluster's (on disk as it is)."""
+    every: list[tuple[str, bytes | None]] = [
+        (p, b) for r in done if r.files is not None for p, b in r.files.items()
+    ]
+    every.extend((p, None) for record in reused.values() for p in record.files)
+    return dict(sorted(every))
+
+
+def _record(
+    index: RenderIndex, names: list[str], keys: Mapping[str, bytes], done: list[_ClusterFiles]
+) -> None:
+    """The index brought up to date: a removed cluster dropped, each rendered one that has a
+    key recorded as rendered now."""
     index.clusters = {n: index.clusters[n] for n in names if n in index.clusters}
     for result in done:
         name = result.outcome.name
@@ -222,17 +266,6 @@ def render_tree(
                 index.slices[name],
                 index.previous[name],
             )
-    return RenderedTree(
-        loaded.platform,
-        loaded.files,
-        len(names),
-        sum(r.objects for r in done) + sum(r.objects for r in reused.values()),
-        files,
-        sum(r.file_count for r in done) + sum(len(r.files) for r in reused.values()),
-        staleness,
-        sort_diagnostics(diagnostics),
-        tuple(sorted(reused)),
-    )
 
 
 def _on_disk(

@@ -122,10 +122,10 @@ def base_revision(
     commit: str | None,
     *,
     taken: frozenset[str],
-    untreed: frozenset[str],
 ) -> Revision:
     """The base's `Revision` from the worker's part and the outcomes the head lent, as
-    `revision.render` would have made it."""
+    `revision.render` would have made it. The clusters lent are the same on both sides: their
+    files are left out of its tree, as out of the head's (`revision_of`'s `untreed`)."""
     loaded = replace(loaded, diagnostics=sort_diagnostics([*loaded.diagnostics, *part.policy]))
     if not part.rendered:
         found = loaded.diagnostics if not part.missing else [*loaded.diagnostics, *part.missing]
@@ -136,11 +136,12 @@ def base_revision(
             for name in sorted(loaded.platform.clusters)
         ]
         rendered = rendered_from(loaded, outcomes, validator)
+    untreed = frozenset(lent)
     return revision_of(rendered, label, commit, taken=taken, untreed=untreed, files_of=part.files)
 
 
 @contextlib.contextmanager
-def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[[], BasePart]]:
+def in_background(job: Callable[[], BasePart], *, fork: bool) -> Iterator[Callable[[], BasePart]]:
     """`job` started in a forked worker (with `fork`, where the platform can fork), else run
     here when first asked for; yields how to get its result, which raises what the job raised,
     or WorkerStopped when the worker died without one (never a wait that does not end).

@@ -13,7 +13,7 @@ repository settings, clusters, pools and queues. Nothing here prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,16 +30,16 @@ from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding,
 from renderer.commands.diff.immutable import immutable_fields
 from renderer.commands.diff.objects import objects
 from renderer.commands.diff.quotas import quotas
-from renderer.commands.diff.revision import Revision, render, revision_of
+from renderer.commands.diff.revision import BothSides, Revision, render, revision_of
 from renderer.commands.diff.teams import teams
+from renderer.commands.render_context import RenderContext
 from renderer.commands.render_index import RenderIndex, outcome_keys
 from renderer.findings.diagnostics import has_errors
 from renderer.inputs.schema import REPOSITORY_FILE
 from renderer.model.capacity import how_to_request, pool_offers
 from renderer.model.identifiers import escaped
-from renderer.model.platform import Changes, Cluster, Platform, Pool, Queue
+from renderer.model.platform import Cluster, Platform, Pool, Queue
 from renderer.output.transitions import CommittedTree, committed_tree
-from renderer.output.validation import OutputValidator
 from renderer.pipeline import (
     InputCache,
     Loaded,
@@ -52,61 +52,67 @@ from renderer.pipeline import (
 HEAD_LABEL = "working tree"
 
 
+@dataclass(frozen=True, slots=True)
+class DiffBase:
+    """The base revision as `diff` reads it: the folder its input files are written into, the
+    ref the user named (its side's label), the commit it resolved to, and how to wait until
+    the folder holds the files (written in a thread while the head loads)."""
+
+    root: Path
+    ref: str = "base"
+    commit: str | None = None
+    ready: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _BothLoaded:
+    """Both sides loaded (without their policy), and what they share before they render:
+    `same`, the clusters whose slice and schemas are the same on both sides (they render the
+    same: once), with the head's keys; `taken`, those taken from the render index (`_taken`);
+    `committed`, `rendered/` at the base commit."""
+
+    head: Loaded
+    base: Loaded
+    shared: SharedOutcomes
+    head_keys: Mapping[str, bytes]
+    same: frozenset[str]
+    taken: frozenset[str]
+    committed: CommittedTree
+
+
 def diff_platforms(
-    base_root: Path,
+    base: DiffBase,
     head_root: Path,
-    validator: OutputValidator,
+    context: RenderContext,
     *,
-    base_ref: str = "base",
-    base_commit: str | None = None,
     head_label: str = HEAD_LABEL,
-    head_changed: Changes | None = None,
     on_cluster: Callable[[str, str], None] | None = None,
-    index: RenderIndex | None = None,
-    jobs: int = 1,
-    base_ready: Callable[[], None] | None = None,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
 
     When the head does not validate, the report has no findings and carries the head's
     diagnostics (`head_valid` is False). A base that does not validate is compared as far as its
-    valid files go, without `plan` figures and without rendered objects. `head_changed`: the
-    input files the change adds or edits, with their changed lines (None when unknown), so the
-    head's findings that several files share land on the entry the change touched. `on_cluster` is told the side's label and each
-    cluster's name before it is rendered (the CLI's progress display). `index`: the head
-    repository's render index (`gpuplane render` made it): the files it loaded, and the
-    clusters the change does not reach (`_taken`), which are then not rendered at all.
-    `jobs`: more than 1 renders the base in a worker process (`background`) while this one
-    renders the head; the report is the same either way. `base_ready`: waits until
-    `base_root` holds the base's files (written in a thread while the head loads).
+    valid files go, without `plan` figures and without rendered objects. From `context`: its
+    validator; `changed`, the input files the change adds or edits, with their changed lines
+    (None when unknown), so the head's findings that several files share land on the entry the
+    change touched; `index`, the head repository's render index (`gpuplane render` made it):
+    the files it loaded, and the clusters the change does not reach (`_taken`), which are then
+    not rendered at all; `jobs`, more than 1 renders the base in a worker process
+    (`background`) while this one renders the head (the report is the same either way). The
+    committed tree the transition rules read is `rendered/` at `base.commit`, not the context's
+    `previous`; its `on_cluster`, `listing` and `keep_files` are not read: `on_cluster` here is
+    told the side's label and each cluster's name before it is rendered (the CLI's progress
+    display).
     """
-    # a cluster whose slice and schemas are the same on both sides renders the same: once
-    shared = SharedOutcomes(
-        lambda root, loaded: outcome_keys(root, loaded, validator.strict_schemas),
-        memo_of=index.memo_for if index is not None else None,
-    )
-    # most files are the same bytes on both sides: loaded once, or taken from the index
-    recorded = index.input_cache() if index is not None else None
-    inputs: InputCache = recorded if recorded is not None else {}
-    committed = committed_tree(head_root, base_commit) if base_commit else CommittedTree({}, "")
-    head_loaded = load_platform(head_root, changed=head_changed, inputs=inputs, policy=False)
-    if base_ready is not None:
-        base_ready()
-    base_loaded = load_platform(base_root, inputs=inputs, policy=False)
-    head_keys: Mapping[str, bytes] = {}
-    same: frozenset[str] = frozenset()
-    taken: frozenset[str] = frozenset()
-    if not has_errors(head_loaded.diagnostics):
-        head_keys = shared.keys(head_root, head_loaded)
-        base_keys = shared.keys(base_root, base_loaded)
-        same = frozenset(n for n, k in head_keys.items() if base_keys.get(n) == k)
-        if index is not None and committed:
-            taken = _taken(index, head_root, head_loaded, committed, same, head_keys, shared)
-    head_side = _told(on_cluster, head_label)
-
-    def invalid(head: Revision) -> DiffReport:
+    both = _load(base, head_root, context)
+    if context.jobs > 1 and both.committed:
+        sides = _in_parallel(base, head_root, context, both, head_label, on_cluster)
+    else:
+        sides = _one_after_other(base, head_root, context, both, head_label, on_cluster)
+    head, base_side, refused = sides
+    if base_side is None:
         return DiffReport(
-            base=Side(base_ref, base_commit, True, 0, 0),
+            base=Side(base.ref, base.commit, True, 0, 0),
             head=head.side,
             clusters=(),
             findings=(),
@@ -115,69 +121,126 @@ def diff_platforms(
             head_diagnostics=head.diagnostics,
             head_files=head.files,
         )
+    return _report(base_side, head, refused, both.same)
 
-    if jobs > 1 and committed:
-        # the base renders in a worker meanwhile; the clusters the same on both sides are the
-        # head's to render, and their files, the same on both sides, are compared with nothing
-        job = partial(base_part, base_root, validator, base_loaded, same, shared.memo_of)
-        with in_background(job, fork=True) as base_result:
-            rendered = render_platform(
-                head_root,
-                validator,
-                on_cluster=head_side,
-                shared=shared,
-                loaded=with_policy(head_loaded),
-            )
-            # the tree once the base's files are here: a file made of the same is not dumped
-            every = frozenset(rendered.manifests)
-            head = revision_of(rendered, head_label, None, taken=taken, untreed=every)
-            if not head.side.valid:
-                return invalid(head)
-            refused = list(immutable_fields(head_root, head, validator, committed))
-            part = base_result()
-        kept = {n: shared.outcomes[k].keys for n, k in head_keys.items() if k in shared.outcomes}
-        head = replace(head, tree=head_tree(rendered, part, same | taken, kept))
-        if on_cluster is not None:
-            for name in sorted(base_loaded.platform.clusters):
-                on_cluster(base_ref, name)
-        base = base_revision(
-            part,
-            base_loaded,
-            {name: shared.outcomes[head_keys[name]] for name in same},
-            validator,
-            base_ref,
-            base_commit,
-            taken=taken,
-            untreed=same,
-        )
-    else:
-        trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] = {}
-        head = render(
+
+def _load(base: DiffBase, head_root: Path, context: RenderContext) -> _BothLoaded:
+    """Both sides loaded, most files once (the same bytes on both sides) or taken from the
+    index, and which clusters render the same on both sides."""
+    index = context.index
+    # a cluster whose slice and schemas are the same on both sides renders the same: once
+    shared = SharedOutcomes(
+        lambda root, loaded: outcome_keys(
+            root, loaded, strict_schemas=context.validator.strict_schemas
+        ),
+        memo_of=index.memo_for if index is not None else None,
+    )
+    recorded = index.input_cache() if index is not None else None
+    inputs: InputCache = recorded if recorded is not None else {}
+    committed = committed_tree(head_root, base.commit) if base.commit else CommittedTree({}, "")
+    head_loaded = load_platform(head_root, changed=context.changed, inputs=inputs, policy=False)
+    if base.ready is not None:
+        base.ready()
+    base_loaded = load_platform(base.root, inputs=inputs, policy=False)
+    head_keys: Mapping[str, bytes] = {}
+    same: frozenset[str] = frozenset()
+    taken: frozenset[str] = frozenset()
+    if not has_errors(head_loaded.diagnostics):
+        head_keys = shared.keys(head_root, head_loaded)
+        base_keys = shared.keys(base.root, base_loaded)
+        same = frozenset(n for n, k in head_keys.items() if base_keys.get(n) == k)
+        if index is not None and committed:
+            taken = _taken(index, head_root, head_loaded, committed, same, head_keys, shared)
+    return _BothLoaded(head_loaded, base_loaded, shared, head_keys, same, taken, committed)
+
+
+_Sides = tuple[Revision, Revision | None, list[Finding]]
+"""The head, the base (None when the head does not validate: nothing is compared) and the
+updates the committed tree's transition rules refuse."""
+
+
+def _in_parallel(
+    base: DiffBase,
+    head_root: Path,
+    context: RenderContext,
+    both: _BothLoaded,
+    head_label: str,
+    on_cluster: Callable[[str, str], None] | None,
+) -> _Sides:
+    """The base rendered in a worker while this process renders the head: the clusters the same
+    on both sides are the head's to render, and their files, the same on both sides, are
+    compared with nothing."""
+    validator, shared, same = context.validator, both.shared, both.same
+    job = partial(base_part, base.root, validator, both.base, same, shared.memo_of)
+    with in_background(job, fork=True) as base_result:
+        rendered = render_platform(
             head_root,
             validator,
-            head_label,
-            None,
-            on_cluster=head_side,
+            on_cluster=_told(on_cluster, head_label),
             shared=shared,
-            trees=trees,
-            loaded=with_policy(head_loaded),
-            taken=taken,
+            loaded=with_policy(both.head),
         )
+        # the tree once the base's files are here: a file made of the same is not dumped
+        every = frozenset(rendered.manifests)
+        head = revision_of(rendered, head_label, None, taken=both.taken, untreed=every)
         if not head.side.valid:
-            return invalid(head)
-        base = render(
-            base_root,
-            validator,
-            base_ref,
-            base_commit,
-            on_cluster=_told(on_cluster, base_ref),
-            shared=shared,
-            trees=trees,
-            loaded=with_policy(base_loaded),
-            taken=taken,
-        )
-        previous = committed if committed else CommittedTree(base.tree, base.side.label)
-        refused = list(immutable_fields(head_root, head, validator, previous))
+            return head, None, []
+        refused = list(immutable_fields(head_root, head, validator, both.committed))
+        part = base_result()
+    kept = {n: shared.outcomes[k].keys for n, k in both.head_keys.items() if k in shared.outcomes}
+    head = replace(head, tree=head_tree(rendered, part, same | both.taken, kept))
+    if on_cluster is not None:
+        for name in sorted(both.base.platform.clusters):
+            on_cluster(base.ref, name)
+    lent = {name: shared.outcomes[both.head_keys[name]] for name in same}
+    base_side = base_revision(
+        part, both.base, lent, validator, base.ref, base.commit, taken=both.taken
+    )
+    return head, base_side, refused
+
+
+def _one_after_other(
+    base: DiffBase,
+    head_root: Path,
+    context: RenderContext,
+    both: _BothLoaded,
+    head_label: str,
+    on_cluster: Callable[[str, str], None] | None,
+) -> _Sides:
+    """The head rendered, then the base, in this process; a cluster the same on both sides
+    once, and its files laid out once."""
+    sides = BothSides(both.shared, {}, both.taken)
+    head = render(
+        head_root,
+        context.validator,
+        head_label,
+        None,
+        on_cluster=_told(on_cluster, head_label),
+        loaded=with_policy(both.head),
+        sides=sides,
+    )
+    if not head.side.valid:
+        return head, None, []
+    base_side = render(
+        base.root,
+        context.validator,
+        base.ref,
+        base.commit,
+        on_cluster=_told(on_cluster, base.ref),
+        loaded=with_policy(both.base),
+        sides=sides,
+    )
+    committed = both.committed
+    previous = committed if committed else CommittedTree(base_side.tree, base_side.side.label)
+    refused = list(immutable_fields(head_root, head, context.validator, previous))
+    return head, base_side, refused
+
+
+def _report(
+    base: Revision, head: Revision, refused: list[Finding], same: frozenset[str]
+) -> DiffReport:
+    """What the change means, the head and the base rendered: the findings of every topic,
+    by risk, the clusters' headings and the pools' GPU totals."""
     findings: list[Finding] = []
     findings += _repository(base.platform, head.platform)
     findings += _clusters(base.platform, head.platform)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from renderer.commands.diff.findings import Side
 from renderer.findings.diagnostics import Diagnostic, Severity
-from renderer.model.platform import Changes, Platform
+from renderer.model.platform import Platform
 from renderer.output.manifest import Manifest, Values
 from renderer.output.validation import OutputValidator
 from renderer.output.writer import build_tree
-from renderer.pipeline import InputCache, Loaded, Rendered, SharedOutcomes, render_platform
+from renderer.pipeline import Loaded, Rendered, SharedOutcomes, render_platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,38 +35,40 @@ class Revision:
     transition rule finds anything in them (`diff_platforms`)."""
 
 
+Trees = dict[int, tuple[tuple[object, ...], dict[str, bytes]]]
+"""Each cluster's files, by the `id` of its outcome's objects, with the objects they were made
+of (the same objects make the same files)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BothSides:
+    """What the two sides of one diff share: `shared`, the clusters the other side rendered,
+    by key; `trees`, each cluster's files laid out; `taken`, the clusters whose outcomes `shared`
+    holds from the render index, without objects (`Revision.taken`)."""
+
+    shared: SharedOutcomes | None = None
+    trees: Trees | None = None
+    taken: frozenset[str] = frozenset()
+
+
 def render(
     root: Path,
     validator: OutputValidator,
     label: str,
     commit: str | None,
     *,
-    changed: Changes | None = None,
     on_cluster: Callable[[str], None] | None = None,
-    shared: SharedOutcomes | None = None,
-    inputs: InputCache | None = None,
-    trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] | None = None,
     loaded: Loaded | None = None,
-    taken: frozenset[str] = frozenset(),
-    untreed: frozenset[str] = frozenset(),
+    sides: BothSides | None = None,
 ) -> Revision:
-    """Render one side; `changed` is what the change touches (files and their changed lines),
-    for where its findings land; `on_cluster` is told each cluster before it is rendered (the
-    CLI's progress display). Shared with the other side: `shared`, the clusters it rendered, by
-    key; `inputs`, the files it loaded, by bytes; `trees`, each cluster's files, by the
-    outcome's objects (the same objects make the same files). `loaded`: `root` already
-    loaded; `taken`: the clusters whose outcomes `shared` holds from the render index, without
-    objects (`Revision.taken`); `untreed`: clusters left out of `tree` (`revision_of`)."""
+    """Render one side; `on_cluster` is told each cluster before it is rendered (the CLI's
+    progress display). `loaded`: `root` already loaded, with the change's lines where this is
+    the head (`load_platform`). `sides`: what it shares with the other side."""
+    sides = sides if sides is not None else BothSides()
     rendered = render_platform(
-        root,
-        validator,
-        changed=changed,
-        on_cluster=on_cluster,
-        shared=shared,
-        inputs=inputs,
-        loaded=loaded,
+        root, validator, on_cluster=on_cluster, shared=sides.shared, loaded=loaded
     )
-    return revision_of(rendered, label, commit, trees=trees, taken=taken, untreed=untreed)
+    return revision_of(rendered, label, commit, trees=sides.trees, taken=sides.taken)
 
 
 def revision_of(
@@ -74,12 +76,12 @@ def revision_of(
     label: str,
     commit: str | None,
     *,
-    trees: dict[int, tuple[tuple[object, ...], dict[str, bytes]]] | None = None,
+    trees: Trees | None = None,
     taken: frozenset[str] = frozenset(),
     untreed: frozenset[str] = frozenset(),
     files_of: Mapping[str, dict[str, bytes]] | None = None,
 ) -> Revision:
-    """One side from its render: `trees` as for `render`; `files_of`, the files of clusters
+    """One side from its render: `trees` and `taken` as `BothSides` holds them; `files_of`, the files of clusters
     laid out elsewhere (a worker); `untreed`, clusters whose files are the same on both sides,
     left out of `tree` on both (`diff_platforms`)."""
     taken = taken & rendered.manifests.keys()
