@@ -13,7 +13,7 @@ from renderer.findings.rules import all_rules, explain
 @click.argument("rule_id", required=False)
 @click.option("--list", "list_all", is_flag=True, help="List every rule id with its summary.")
 @click.pass_context
-def explain_rule(ctx: click.Context, rule_id: str | None, list_all: bool) -> None:
+def explain_rule(ctx: click.Context, rule_id: str | None, *, list_all: bool) -> None:
     """Print why a rule exists and how to satisfy it."""
     from renderer.findings.rules import explanation, listing
 
