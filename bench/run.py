@@ -62,7 +62,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_CRDS = REPO.parent / "shared" / "crds"
 STALE = 1
 """`render --check`'s exit status when the tree on disk is not what the inputs render."""
-STALE_SAYS = b"generated files differ"
+STALE_SAYS = b"error[stale-output]"
 """What `render --check` prints then; findings and a crash exit 1 too."""
 KUBERNETES_VALIDATE = metadata.version("kubernetes-validate")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from renderer.cli import NEW_KINDS
+from renderer.cli.new import NEW_KINDS
+from renderer.cli.reporters import progress, wants_color
 from renderer.commands.new import KINDS
-from renderer.report import progress, wants_color
 from tests.conftest import REPO
 
 EXE = Path(sys.executable).parent / "gpuplane"
@@ -73,7 +73,7 @@ def test_load_every_rule_knows_every_rule() -> None:
         "import json, importlib, pkgutil, renderer, workflows\n"
         "from renderer.findings.rules import all_rules\n"
         "import renderer.cli\n"
-        "renderer.cli.load_every_rule()\n"
+        "renderer.cli.loading.load_every_rule()\n"
         "reached = sorted(r.id for r in all_rules())\n"
         "for package in (renderer, workflows):\n"
         "    for m in pkgutil.walk_packages(package.__path__, package.__name__ + '.'):\n"
@@ -147,8 +147,8 @@ def test_color_colours_each_part_and_changes_no_text(platform: Path, gpuplane) -
 
 
 def test_a_warning_is_yellow_and_a_note_dim() -> None:
+    from renderer.cli.reporters import text
     from renderer.findings.diagnostics import Diagnostic, Location, Severity
-    from renderer.report import text
 
     warning = Diagnostic(
         "some-rule",

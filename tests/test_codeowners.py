@@ -114,7 +114,10 @@ def test_render_writes_codeowners_after_the_tree_and_check_reports_it(
     check = ("-C", str(root), "render", "--check", "--crds", str(crds))
     missing = gpuplane(*check)
     assert missing.exit_code == 1
-    assert f"stale: {CODEOWNERS_PATH} (missing)" in missing.output
+    assert (
+        f"{CODEOWNERS_PATH}: error[stale-output] {CODEOWNERS_PATH} is missing; run `gpuplane "
+        "render` and commit the result"
+    ) in missing.output.splitlines()
     first = gpuplane("-C", str(root), "render", "--crds", str(crds))
     assert first.exit_code == 0, first.output
     assert f"wrote {CODEOWNERS_PATH}" in first.output
@@ -130,7 +133,10 @@ def test_render_writes_codeowners_after_the_tree_and_check_reports_it(
     vision.write_text(vision.read_text().replace('"@example/vision"', '"@example/vision-leads"'))
     changed = gpuplane(*check)
     assert changed.exit_code == 1
-    assert changed.output.splitlines()[0] == f"stale: {CODEOWNERS_PATH} (changed)"
+    assert changed.output.splitlines()[0] == (
+        f"{CODEOWNERS_PATH}: error[stale-output] {CODEOWNERS_PATH} is changed; run `gpuplane "
+        "render` and commit the result"
+    )
     body = json.loads(gpuplane(*check, "--format", "json").output)
     assert body["stale"] == [{"file": CODEOWNERS_PATH, "state": "changed"}]
     sarif = json.loads(gpuplane(*check, "--format", "sarif").output)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from renderer.cli import load_every_rule
+from renderer.cli.loading import load_every_rule
 from renderer.findings.rules import FIX_MARK, RuleDoc, all_rules, parse_rule_text
 from renderer.model import catalog
 

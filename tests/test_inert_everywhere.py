@@ -29,11 +29,11 @@ from markdown_it import MarkdownIt
 from ruamel.yaml import YAML
 
 from renderer.cli import main
+from renderer.cli.reporters import junit, sarif
 from renderer.findings.diagnostics import Diagnostic, Location, inert, inert_lines
 from renderer.layers.gitops.argocd import csv_field, policy_line
 from renderer.output import markdown
 from renderer.output.canonical import CDumper, PythonDumper, dump
-from renderer.report import junit, sarif
 from tests.conftest import REPO, copy_inputs
 
 HOSTILE = (

@@ -175,18 +175,17 @@ def test_render_check_lists_stale_files_and_writes_nothing(
     before = tree(rendered)
     result = gpuplane("-C", str(platform), "render", "--check", "--crds", str(crds))
     assert result.exit_code == 1
-    assert (
-        "stale: rendered/prod-east/tenancy/vision-train/resourcequota-gpuplane.yaml (changed)"
-        in result.output
-    )
-    assert (
-        "stale: rendered/prod-east/tenancy/vision-train/configmap-leftover.yaml (extra)"
-        in result.output
-    )
-    assert (
-        "stale: rendered/prod-east/tenancy/vision-serve/limitrange-gpuplane-defaults.yaml (missing)"
-        in result.output
-    )
+    # each stale file is a stale-output finding, missing, extra, then changed ones
+    fix = "run `gpuplane render` and commit the result"
+    missing = "rendered/prod-east/tenancy/vision-serve/limitrange-gpuplane-defaults.yaml"
+    extra = "rendered/prod-east/tenancy/vision-train/configmap-leftover.yaml"
+    changed = "rendered/prod-east/tenancy/vision-train/resourcequota-gpuplane.yaml"
+    assert result.output.splitlines()[-4:] == [
+        f"{missing}: error[stale-output] {missing} is missing; {fix}",
+        f"{extra}: error[stale-output] {extra} is extra; {fix}",
+        f"{changed}: error[stale-output] {changed} is changed; {fix}",
+        "3 errors, 0 warnings in 16 input files",
+    ]
     assert tree(rendered) == before
     assert gpuplane("-C", str(platform), "render", "--crds", str(crds)).exit_code == 0
     assert gpuplane("-C", str(platform), "render", "--check", "--crds", str(crds)).exit_code == 0

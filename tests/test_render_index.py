@@ -165,10 +165,11 @@ def test_a_hand_edit_is_found_whatever_its_stat_says(
     os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime
     result = _check(gpuplane, platform, crds)
     assert result.exit_code == 1
+    shown = f"rendered/{edited.relative_to(platform / 'rendered').as_posix()}"
     assert (
-        f"stale: rendered/{edited.relative_to(platform / 'rendered').as_posix()} (changed)"
-        in result.output
-    )
+        f"{shown}: error[stale-output] {shown} is changed; run `gpuplane render` and commit the "
+        "result"
+    ) in result.output.splitlines()
 
 
 @pytest.mark.parametrize("how", ["extra", "missing"])
@@ -179,13 +180,14 @@ def test_an_extra_or_missing_file_renders_the_cluster_again(
     folder = platform / "rendered" / "prod-east" / "queueing"
     if how == "extra":
         (folder / "extra.yaml").write_text("{}\n")
-        expected = "stale: rendered/prod-east/queueing/extra.yaml (extra)"
+        shown = "rendered/prod-east/queueing/extra.yaml"
     else:
         gone = sorted(folder.glob("*.yaml"))[0]
         gone.unlink()
-        expected = f"stale: rendered/prod-east/queueing/{gone.name} (missing)"
+        shown = f"rendered/prod-east/queueing/{gone.name}"
+    expected = f"{shown}: error[stale-output] {shown} is {how}; run `gpuplane render` and commit the result"
     result = _check(gpuplane, platform, crds)
-    assert result.exit_code == 1 and expected in result.output, result.output
+    assert result.exit_code == 1 and expected in result.output.splitlines(), result.output
 
 
 def test_a_corrupt_or_foreign_index_is_a_miss(

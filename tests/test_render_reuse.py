@@ -83,8 +83,11 @@ def test_a_hand_edit_beside_a_change_is_found_in_the_cluster_rendered_again(
     without = _check(gpuplane, platform, "--crds", str(crds), "--no-index")
     assert with_index.exit_code == without.exit_code == 1
     assert with_index.output == without.output
-    shown = edited.relative_to(platform / "rendered").as_posix()
-    assert f"stale: rendered/{shown} (changed)" in with_index.output
+    shown = f"rendered/{edited.relative_to(platform / 'rendered').as_posix()}"
+    assert (
+        f"{shown}: error[stale-output] {shown} is changed; run `gpuplane render` and commit the "
+        "result"
+    ) in with_index.output.splitlines()
 
 
 def test_a_render_after_a_change_writes_what_a_full_render_writes(

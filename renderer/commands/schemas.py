@@ -73,6 +73,26 @@ def read_inputs(paths: Sequence[Path]) -> list[Input]:
     return inputs
 
 
+def pins_for_import(root: Path, release: str | None, cluster: str | None) -> dict[str, str | None]:
+    """The releases the clusters pin (`cluster`'s alone, when given), for CRDs imported without
+    --release. An unknown cluster, or input errors without --release, cannot be imported as."""
+    from renderer.findings.diagnostics import closest, has_errors
+    from renderer.pipeline import load_platform
+
+    loaded = load_platform(root)
+    if cluster is not None and cluster not in loaded.platform.clusters:
+        known = sorted(loaded.platform.clusters)
+        close = closest(cluster, known)
+        hint = f" Did you mean '{close}'?" if close else f" Clusters: {', '.join(known) or 'none'}."
+        raise SchemaImportError(f"unknown cluster '{cluster}'.{hint}")
+    if release is None and has_errors(loaded.diagnostics):
+        raise SchemaImportError(
+            "the input files have errors, so the releases the clusters pin are unknown: fix them "
+            "(`gpuplane validate`) or pass --release VERSION"
+        )
+    return pinned_releases(loaded.platform, cluster)
+
+
 def pinned_releases(platform: Platform, cluster: str | None = None) -> dict[str, str | None]:
     """operator -> the release the clusters pin (None where they disagree), from one cluster's
     file or from all of them."""

@@ -7,9 +7,10 @@ HEAD's tree as it validates each object (`pipeline.check_cluster`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from renderer.findings.diagnostics import Diagnostic, sort_diagnostics
+from renderer.findings.diagnostics import Diagnostic, Severity, sort_diagnostics
 from renderer.model import platform as model
 from renderer.model.view import ClusterView
 from renderer.output.cel_report import UncheckedRules, cel_diagnostics, unreadable_diagnostics
@@ -115,3 +116,11 @@ def transition_changes(
             if rules is not None:
                 rules.add(manifest, checked)
     return found
+
+
+def recreate_allowed(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """`--allow-recreate`: an immutable-field update is a warning, the rest stays."""
+    return [
+        replace(d, severity=Severity.WARNING) if d.rule == "output-immutable-field" else d
+        for d in diagnostics
+    ]

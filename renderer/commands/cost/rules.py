@@ -1,7 +1,7 @@
 """The findings of `gpuplane cost`: what each rule id means and how to satisfy it.
 
 One module, below the readers and the arithmetic, so each of them names its rules without
-importing the other (`renderer.cli_support.load_every_rule` imports it for `explain`).
+importing the other (`renderer.cli.loading.load_every_rule` imports it for `explain`).
 """
 
 from __future__ import annotations

@@ -3,15 +3,28 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
-from renderer import report
-from renderer.cli_support import emit, load_inputs
+from renderer.cli.loading import load_inputs
+from renderer.cli.options import format_option
+from renderer.cli.reporters import Findings, emit, json_text
 from renderer.findings.diagnostics import has_errors, inert
 
 CHART_SUFFIXES = (".svg", ".png")
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    usage: Path | None
+    terms: Path | None
+    query_window: str | None
+    window: str | None
+    fmt: str
+    chart_file: Path | None
 
 
 @click.command()
@@ -36,12 +49,11 @@ CHART_SUFFIXES = (".svg", ".png")
     metavar="TEXT",
     help="The period the usage covers, for the report's and the chart's title (e.g. 30d).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
+@format_option(
+    "text",
+    "markdown",
+    "json",
     default="text",
-    show_default=True,
     help="Tables for people, Markdown for a pull request or job summary, JSON for tools.",
 )
 @click.option(
@@ -51,20 +63,15 @@ CHART_SUFFIXES = (".svg", ".png")
     help="Also draw cost per accepted unit and its terms, as FILE.svg or FILE.png.",
 )
 @click.pass_context
-def cost(
-    ctx: click.Context,
-    usage: Path | None,
-    terms: Path | None,
-    query_window: str | None,
-    window: str | None,
-    fmt: str,
-    chart_file: Path | None,
-) -> None:
+def cost(ctx: click.Context, /, **options: Any) -> None:
     """Effective cost per team, pool and accepted unit of a USAGE export (the Prometheus API's
     JSON of the `--query` export, or the CSV of docs/cost.md), at the pools' rates. Exit 0 on
     a report, 1 on findings (nothing written then), 2 on a usage error."""
     from renderer.commands.cost.query import export_query, window_problem
 
+    asked = CostOptions(**options)
+    usage, terms, query_window = asked.usage, asked.terms, asked.query_window
+    window, fmt, chart_file = asked.window, asked.fmt, asked.chart_file
     if window is not None:  # an argument in no UTF-8 arrives with surrogates: shown as `?`
         window = window.encode("utf-8", "replace").decode("utf-8")
 
@@ -89,18 +96,19 @@ def cost(
 
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        emit(loaded.diagnostics, loaded.files, "json" if fmt == "json" else "text")
+        emit(Findings(loaded.diagnostics, loaded.files), "json" if fmt == "json" else "text")
         ctx.exit(1)
     found = read_usage(usage, terms)
     answer = build(loaded.platform, found, window)
     if isinstance(answer, list):
-        emit(sort_diagnostics(answer), len(found.sources), "json" if fmt == "json" else "text")
+        problems = Findings(sort_diagnostics(answer), len(found.sources))
+        emit(problems, "json" if fmt == "json" else "text")
         ctx.exit(1)
     if chart_file is not None:
         drawn = png(answer) if chart_file.suffix.lower() == ".png" else svg(answer)
         write_file_atomically(chart_file, drawn)
     if fmt == "json":
-        click.echo(report.json_text(report_json(answer)))
+        click.echo(json_text(report_json(answer)))
     else:
         text = report_markdown(answer) if fmt == "markdown" else report_text(answer)
         click.echo(text, nl=False)

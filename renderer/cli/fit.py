@@ -3,13 +3,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
-from renderer import report
-from renderer.cli_support import TEXT_OR_JSON, emit, load_inputs
+from renderer.cli.loading import load_inputs
+from renderer.cli.options import TEXT_OR_JSON
+from renderer.cli.reporters import Findings, emit, json_text
 from renderer.findings.diagnostics import closest, has_errors, inert
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    job: Path
+    namespace: str | None
+    cluster: str | None
+    usage_files: tuple[Path, ...]
+    fmt: str
 
 
 @click.command()
@@ -30,33 +42,30 @@ from renderer.findings.diagnostics import closest, has_errors, inert
 )
 @TEXT_OR_JSON
 @click.pass_context
-def fit(
-    ctx: click.Context,
-    job: Path,
-    namespace: str | None,
-    cluster: str | None,
-    usage_files: tuple[Path, ...],
-    fmt: str,
-) -> None:
+def fit(ctx: click.Context, /, **options: Any) -> None:
     """Would Kueue admit each workload of this file, where, and if not, why? Exit 1 unless
     every one can be."""
     from renderer.admission.answer.text import file_json, file_text
     from renderer.admission.scheduler.usage import read_snapshot
     from renderer.commands.fit import check_file
 
+    asked = FitOptions(**options)
+    cluster = asked.cluster
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        emit(loaded.diagnostics, loaded.files, fmt)
+        emit(Findings(loaded.diagnostics, loaded.files), asked.fmt)
         ctx.exit(1)
     if cluster is not None and cluster not in loaded.platform.clusters:
         known = sorted(loaded.platform.clusters)  # a mistyped option of the gate: exit 2, as plan
         close = closest(cluster, known)
         hint = f" Did you mean '{close}'?" if close else f" Clusters: {', '.join(known) or 'none'}."
         raise click.UsageError(inert(f"unknown cluster '{cluster}'.{hint}"))
-    usage = read_snapshot(usage_files) if usage_files else None
-    answer = check_file(loaded.platform, job, namespace=namespace, cluster=cluster, usage=usage)
-    if fmt == "json":
-        click.echo(report.json_text(file_json(answer)))
+    usage = read_snapshot(asked.usage_files) if asked.usage_files else None
+    answer = check_file(
+        loaded.platform, asked.job, namespace=asked.namespace, cluster=cluster, usage=usage
+    )
+    if asked.fmt == "json":
+        click.echo(json_text(file_json(answer)))
     else:
         click.echo(file_text(answer), nl=False)
     ctx.exit(0 if answer.admissible else 1)  # every workload of the file

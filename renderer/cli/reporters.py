@@ -1,9 +1,10 @@
 """Reporters: findings as text for people, JSON for tools, annotations for GitHub Actions,
 SARIF for code scanning and JUnit XML for CI systems that show test reports.
 
-Reporters return strings; the CLI prints them. Chosen from a registry by `--format`. Only the
-text reporter colours, and only when the CLI asks it to (`wants_color`): the formats for tools
-never carry escape codes. `progress` is the one thing here that writes: a spinner on a terminal.
+A command that checks hands its `Findings` to `emit`, which takes the reporter `--format` names
+from the registry (`REPORTERS`) and prints what it returns. Only the text reporter colours, and
+only when the CLI asks it to (`wants_color`): the formats for tools never carry escape codes.
+`progress` writes too: a spinner on a terminal.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 from urllib.parse import quote
 from xml.etree import ElementTree
 
 import click
 
+from renderer.cli.loading import load_every_rule
+from renderer.commands.stale import StaleFile
 from renderer.findings.diagnostics import (
     Diagnostic,
     Location,
@@ -121,7 +125,11 @@ def json_text(body: object, *, ensure_ascii: bool = True) -> str:
 
 
 def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
-    body = {
+    return json_text(_json_body(diagnostics, files))
+
+
+def _json_body(diagnostics: Sequence[Diagnostic], files: int) -> dict[str, object]:
+    return {
         "diagnostics": [
             {
                 "rule": d.rule,
@@ -144,7 +152,6 @@ def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
             "files": files,
         },
     }
-    return json_text(body)
 
 
 def _escape_data(value: str) -> str:
@@ -313,10 +320,85 @@ def junit(diagnostics: Sequence[Diagnostic], files: int) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, "unicode")
 
 
-REPORTERS: dict[str, Callable[[Sequence[Diagnostic], int], str]] = {
-    "text": text,
-    "json": as_json,
-    "github": github,
-    "sarif": sarif,
-    "junit": junit,
+@dataclass(frozen=True)
+class Findings:
+    """What a command that checks hands its reporter: the findings and the number of input files
+    they were found in, and what some commands add to them."""
+
+    diagnostics: Sequence[Diagnostic]
+    files: int
+    stale: Sequence[StaleFile] | None = None
+    """`render --check`: the generated files that are not what the inputs render (each one a
+    `stale-output` finding; JSON lists them under `stale` instead)."""
+    written: int | None = None
+    """`render`: how many files rendered/ holds (JSON's `written`)."""
+    said: str | None = None
+    """A closing line for people (what `render` did): text and GitHub print it after the
+    findings."""
+    all_clear: str | None = None
+    """What text prints when there is no finding at all (`validate`)."""
+
+    def every_finding(self) -> list[Diagnostic]:
+        """The findings, then a `stale-output` finding per stale file."""
+        return [*self.diagnostics, *(stale.finding() for stale in self.stale or ())]
+
+
+class Reporter(Protocol):
+    def __call__(self, findings: Findings, *, color: bool) -> str: ...
+
+
+def _lines(*parts: str | None) -> str:
+    return "\n".join(part for part in parts if part)
+
+
+def _text_report(findings: Findings, *, color: bool) -> str:
+    every = findings.every_finding()
+    clear = None if every else findings.all_clear
+    return _lines(text(every, findings.files, color=color), findings.said, clear)
+
+
+def _json_report(findings: Findings, *, color: bool) -> str:
+    body = _json_body(findings.diagnostics, findings.files)
+    if findings.stale is not None:
+        body["stale"] = [{"file": stale.file, "state": stale.state} for stale in findings.stale]
+    if findings.written is not None:
+        body["written"] = findings.written
+    return json_text(body)
+
+
+def _github_report(findings: Findings, *, color: bool) -> str:
+    return _lines(github(findings.every_finding(), findings.files), findings.said)
+
+
+def _sarif_report(findings: Findings, *, color: bool) -> str:
+    load_every_rule()  # the log's driver lists every rule, not only the imported ones
+    return sarif(findings.every_finding(), findings.files)
+
+
+def _junit_report(findings: Findings, *, color: bool) -> str:
+    return junit(findings.every_finding(), findings.files)
+
+
+REPORTERS: dict[str, Reporter] = {
+    "text": _text_report,
+    "json": _json_report,
+    "github": _github_report,
+    "sarif": _sarif_report,
+    "junit": _junit_report,
 }
+"""The reporter of each findings `--format`."""
+
+
+def emit(findings: Findings, fmt: str) -> None:
+    """Print the findings as `fmt` asks; text is coloured when `main` decided so."""
+    colour = fmt == "text" and wants_colour()
+    output = REPORTERS[fmt](findings, color=colour)
+    if output:
+        click.echo(output, color=colour)
+
+
+def wants_colour() -> bool:
+    """What `main` decided about colour (`wants_color`), for the command running now."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return bool(obj and obj.get("color"))

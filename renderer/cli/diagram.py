@@ -3,12 +3,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
-from renderer.cli_support import emit, load_inputs
+from renderer.cli.loading import load_inputs
+from renderer.cli.options import format_option
+from renderer.cli.reporters import Findings, emit
 from renderer.findings.diagnostics import has_errors
+
+
+@dataclass(frozen=True)
+class DiagramOptions:
+    cluster: str | None
+    fmt: str
+    output: Path | None
 
 
 @click.command()
@@ -17,12 +28,10 @@ from renderer.findings.diagnostics import has_errors
     help="Only this cluster. Without it: every cluster, one section (SVG) or subgraph "
     "(Mermaid) each.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["svg", "mermaid"]),
+@format_option(
+    "svg",
+    "mermaid",
     default="svg",
-    show_default=True,
     help="An SVG picture, or a Mermaid flowchart for a ```mermaid block in Markdown.",
 )
 @click.option(
@@ -31,20 +40,22 @@ from renderer.findings.diagnostics import has_errors
     help="Write the picture to this file (atomically) instead of stdout.",
 )
 @click.pass_context
-def diagram(ctx: click.Context, cluster: str | None, fmt: str, output: Path | None) -> None:
+def diagram(ctx: click.Context, /, **options: Any) -> None:
     """Draw the declared platform in the guide's six layers: control plane, queue layer,
     platform add-ons, GPU worker pools, workloads per team, network and data path."""
     from renderer.commands.diagram import build, unknown_cluster
     from renderer.output.writer import write_file_atomically
 
+    asked = DiagramOptions(**options)
+    output = asked.output
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        emit(loaded.diagnostics, loaded.files, "text")
+        emit(Findings(loaded.diagnostics, loaded.files), "text")
         ctx.exit(1)
-    problem = unknown_cluster(loaded.platform, cluster)
+    problem = unknown_cluster(loaded.platform, asked.cluster)
     if problem is not None:
         raise click.UsageError(problem)
-    picture = build(loaded.platform, cluster, fmt)
+    picture = build(loaded.platform, asked.cluster, asked.fmt)
     if output is None:
         click.echo(picture.text, nl=False)
         return

@@ -1,0 +1,130 @@
+"""`gpuplane diff`: what the change from a base revision to the working tree means."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from renderer.cli.loading import (
+    open_render_index,
+    output_validator,
+    root_of,
+    worker_stops_reported,
+)
+from renderer.cli.options import CRDS, STRICT_SCHEMAS, format_option
+from renderer.cli.reporters import Findings, emit, json_text, progress
+
+if TYPE_CHECKING:
+    from renderer.commands.diff.findings import DiffReport
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    base_ref: str
+    fmt: str
+    crds: tuple[Path, ...]
+    strict_schemas: bool
+    max_chars: int
+    no_index: bool
+
+
+@click.command()
+@click.option(
+    "--base",
+    "base_ref",
+    required=True,
+    metavar="REF",
+    help="The git revision to compare the working tree with (a branch, tag or commit).",
+)
+@format_option(
+    "markdown",
+    "json",
+    "text",
+    default="markdown",
+    help="Markdown for a sticky pull-request comment, JSON for tools, or text for people.",
+)
+@CRDS
+@STRICT_SCHEMAS
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=1000),
+    default=60000,
+    show_default=True,
+    help="Truncate the Markdown to this many characters (GitHub's comment limit is 65,536).",
+)
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Read no render index (what `gpuplane render` recorded of each cluster): render every "
+    "cluster, one the same on both revisions once. The report is the same; see "
+    "docs/performance.md.",
+)
+@click.pass_context
+def diff(ctx: click.Context, /, **options: Any) -> None:
+    """What the change from REF to the working tree means, by cluster and team, marked by risk.
+
+    Exit 0 when the working tree is valid, whatever the change; 1 when it has findings (printed
+    as `validate` prints them); 2 for a bad REF.
+    """
+    from renderer.commands.diff.json_form import diff_json
+    from renderer.commands.diff.markdown import diff_markdown
+    from renderer.commands.diff.text import diff_text
+
+    asked = DiffOptions(**options)
+    result = _diff(ctx, asked)
+    if not result.head_valid:
+        head = Findings(list(result.head_diagnostics), result.head_files)
+        emit(head, "json" if asked.fmt == "json" else "text")
+        ctx.exit(1)
+    if asked.fmt == "json":
+        click.echo(json_text(diff_json(result), ensure_ascii=False))
+    elif asked.fmt == "text":
+        click.echo(diff_text(result), nl=False)
+    else:
+        click.echo(diff_markdown(result, max_chars=asked.max_chars), nl=False)
+    ctx.exit(0)
+
+
+def _diff(ctx: click.Context, asked: DiffOptions) -> DiffReport:
+    """Both revisions rendered and compared; the base checked out into a folder that goes when
+    this returns. A bad REF is a usage error."""
+    from renderer.commands.diff.checkout import BaseCheckout, BaseRefError
+    from renderer.commands.diff.platforms import DiffBase, diff_platforms
+    from renderer.commands.render import default_jobs
+    from renderer.commands.render_context import RenderContext
+    from renderer.inputs.changes import changed_lines
+
+    root = root_of(ctx)
+    validator = output_validator(asked.crds, strict_schemas=asked.strict_schemas)
+    with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
+        try:
+            base = BaseCheckout(root, asked.base_ref, Path(tmp))  # its files written in a thread
+        except BaseRefError as err:
+            raise click.UsageError(str(err)) from err
+        try:
+            index = open_render_index(
+                root, asked.crds, strict_schemas=asked.strict_schemas, no_index=asked.no_index
+            )
+            with (
+                progress("loading the working tree", plain=ctx.find_root().obj["no_color"]) as step,
+                worker_stops_reported(),
+            ):
+                return diff_platforms(
+                    DiffBase(Path(tmp), asked.base_ref, base.commit, base.wait),
+                    root,
+                    RenderContext(
+                        validator,
+                        changed=changed_lines(root, base=asked.base_ref),
+                        index=index if index.path is not None else None,
+                        jobs=default_jobs(),
+                    ),
+                    on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
+                )
+        except BaseRefError as err:
+            raise click.UsageError(str(err)) from err
+        finally:
+            base.join()  # before the folder goes
