@@ -702,7 +702,8 @@ def new_file(ctx: click.Context, kind: str, name: str) -> None:
 @click.pass_context
 def explain_rule(ctx: click.Context, rule_id: str | None, list_all: bool) -> None:
     """Print why a rule exists and how to satisfy it."""
-    from renderer.findings.rules import explanation, listing
+    from renderer.commands.explain import explain_text
+    from renderer.findings.rules import listing
 
     load_every_rule()
     if list_all or rule_id is None:
@@ -714,7 +715,7 @@ def explain_rule(ctx: click.Context, rule_id: str | None, list_all: bool) -> Non
         close = closest(rule_id, known)
         hint = f" Did you mean '{close}'?" if close else " Run `gpuplane explain --list`."
         raise click.UsageError(f"unknown rule '{rule_id}'.{hint}")
-    click.echo(explanation(found))
+    click.echo(explain_text(found))
 
 
 SHELLS = ("bash", "zsh", "fish")
