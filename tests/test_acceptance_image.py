@@ -311,7 +311,7 @@ def ignored(rules: list[tuple[bool, re.Pattern[str]]], path: str) -> bool:
         ("workflows/probes/__pycache__/sample.cpython-311.pyc", True),
         ("pyproject.toml", False),
         ("README.md", False),
-        ("renderer/cli.py", False),
+        ("renderer/cli/render.py", False),
         ("renderer/templates/summary.md.j2", False),
         ("workflows/probes/sample.py", False),
         ("schemas/results/result.schema.json", False),

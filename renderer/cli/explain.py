@@ -15,7 +15,8 @@ from renderer.findings.rules import all_rules, explain
 @click.pass_context
 def explain_rule(ctx: click.Context, rule_id: str | None, *, list_all: bool) -> None:
     """Print why a rule exists and how to satisfy it."""
-    from renderer.findings.rules import explanation, listing
+    from renderer.commands.explain import explain_text
+    from renderer.findings.rules import listing
 
     load_every_rule()
     if list_all or rule_id is None:
@@ -27,4 +28,4 @@ def explain_rule(ctx: click.Context, rule_id: str | None, *, list_all: bool) -> 
         close = closest(rule_id, known)
         hint = f" Did you mean '{close}'?" if close else " Run `gpuplane explain --list`."
         raise click.UsageError(f"unknown rule '{rule_id}'.{hint}")
-    click.echo(explanation(found))
+    click.echo(explain_text(found))

@@ -1,36 +1,6 @@
 """Tenancy: a namespace per team and purpose, with its RBAC, quota, defaults and network policy.
 
-These are the guide's first multi-tenancy controls: namespace per team and purpose, RBAC bound to
-IdP groups, ResourceQuota and LimitRange for GPUs, CPU, memory and storage, and default-deny
-network policy with explicit egress. Cluster-wide PriorityClasses come from the queues.
-
-Team RBAC binds gpuplane's own ClusterRoles (`gpuplane-team-owner`, `-member`, `-viewer`, one
-set per cluster), never the built-in `admin`/`edit`: `edit` writes NetworkPolicies and Secrets and
-impersonates service accounts, and `admin` adds Roles and RoleBindings, so a member could undo the
-namespace's default-deny with kubectl and an owner could grant anyone anything in it. The rules
-are written out, not aggregated: `admin`, `edit` and `view` aggregate whatever any installed
-chart labels `aggregate-to-edit` (Argo Workflows' chart does), so an aggregated role would change
-with every add-on. The cost is a line here for a new workload kind. No rule writes a guardrail
-kind (`renderer.model.guardrails`), a `/status` subresource, anything cluster-scoped, the
-namespace itself, or uses `escalate`, `bind` or `impersonate` (tests/test_team_roles.py checks
-every rendered binding against that list). Decisions a reviewer may ask about:
-
-- members may `exec`, `attach` and `port-forward`: notebooks and debugging need them, and a
-  shell in a pod holds only that pod's own rights, which a member who can create pods has anyway;
-- Secrets: members read them (a member who can create a pod can mount any Secret of the
-  namespace, so hiding them from `get` protects nothing). Where Secrets come from the store
-  (`secrets.from_store`: a `spec.secretStore` and admission policies served), members and owners
-  write ExternalSecrets, which admission holds to the namespace's own SecretStore, and nobody
-  writes a Secret (the `gpuplane-secrets-from-store` policy lets only the operator, so RBAC says
-  the same, and holds if that policy is gone). Elsewhere owners create and change Secrets, there
-  being no other way in, and ExternalSecrets stay read-only: nothing would hold one to the
-  team's store. SecretStores, PushSecrets and generators are never the team's to write;
-- ServiceAccounts are read-only: an annotation on one binds a cloud identity (IRSA, GKE or Azure
-  workload identity) whose trust lives outside the cluster, so identities are the platform's;
-- PodDisruptionBudgets, Ingresses and Gateway routes are read-only: a budget that allows no
-  disruption stops the platform draining GPU nodes, and an Ingress or route can claim a host name
-  on a shared gateway, outside the namespace;
-- Kueue Workloads and LocalQueues are read-only: Kueue writes the first, the platform the second.
+Design: docs/security.md#the-tenancy-layer-namespaces-roles-quotas-and-network-policy
 """
 
 from __future__ import annotations

@@ -1,40 +1,6 @@
 """Image references as the container runtime resolves them, and the prefixes that allow them.
 
-One comparison serves two stages: the policy holds each team's `images` prefixes within the
-registries gpuplane.yaml allows (`allowlists.images`), and the security layer's admission policy
-holds each pod's image within the team's prefixes, with regular expressions built here from the
-same parse (`spellings`), so the two can never read a name differently. The tests evaluate the
-rendered CEL against `Prefix.allows` on every spelling they can make.
-
-How a runtime reads an image, from the upstream source (distribution/reference, the parser the
-kubelet and containerd both use):
-
-- **Grammar** (`regexp.go`): `[domain[:port]/]path[:tag][@digest]`; the domain's letters may be
-  upper case, the path's may not; a tag is at most 128 characters of `[A-Za-z0-9_.-]`.
-- **Which part is the registry** (`normalize.go`, `splitDockerDomain`): the text before the
-  first `/` is a registry host only when it contains a `.` or a `:`, is `localhost`, or has an
-  upper-case letter; otherwise (and always when there is no `/`) the registry is `docker.io`.
-  `index.docker.io` is renamed `docker.io`; on `docker.io` a single-part path gets `library/`
-  in front (`nginx`, `docker.io/nginx` -> `docker.io/library/nginx`). Only these exact
-  spellings: `Docker.io/nginx` or `registry-1.docker.io/nginx` keep the path `nginx`.
-- **Tag and digest** (`ParseDockerRef`, which containerd's CRI `PullImage` runs on every image:
-  internal/cri/server/images/image_pull.go): a reference with both is pulled by its digest and
-  the tag is dropped; one with neither is `:latest`. A prefix that pins a tag therefore allows
-  that tag only when no digest follows it.
-- **The host** (containerd core/remotes/docker/config/hosts.go): `docker.io` is fetched from
-  `registry-1.docker.io`, every other host over https at the port it names, 443 by default.
-  So gpuplane compares hosts as the network does: letters in any case, `:443` as no port (and
-  a port's leading zeros dropped), and `index.docker.io` and `registry-1.docker.io` as
-  `docker.io`.
-
-A path prefix ends at a `/`: `registry.example.com/vision/` allows the repositories under
-`vision/`, never `registry.example.com/vision-evil/`. A name longer than `MAX_REFERENCE` is
-allowed by nothing (the kubelet refuses repository names over 255 characters already;
-distribution's `NameTotalLengthMax`, which this module does not count).
-
-CRI-O resolves a name without a registry through the node's `registries.conf`
-(`unqualified-search-registries`, short-name aliases), not always to `docker.io`: on such nodes
-write full names; the managed providers the cluster schema lists run containerd.
+Design: docs/security.md#image-references-as-the-container-runtime-resolves-them
 """
 
 from __future__ import annotations

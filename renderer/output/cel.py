@@ -2,28 +2,7 @@
 the API server evaluates them (apiextensions-apiserver, `pkg/apiserver/schema/cel/validation.go`,
 `Validator.Validate` and `validateExpressions`).
 
-A rule is evaluated at its schema node on every value present there (never on an absent or null
-one), with `self` bound to that value and, for a transition rule (one that references the
-variable `oldSelf`, not the word in a string: `uses_old_self`), `oldSelf` bound to the same field
-of the object it replaces: only where the two correlate, that is through object properties, map
-keys, and the items of a `x-kubernetes-list-type: map` list with the same keys; a transition rule
-without an old value (absent or null) is not evaluated (it cannot fail on create). `set` and
-`map` lists compare regardless of order, as the API server compares them (`aligned`).
-A failing rule reads as the API server words it: `<path>: Invalid value: "<type>": <message>`
-(`fieldErrorForReason`, `ruleMessageOrDefault`), with `fieldPath` added to the path, `reason`
-choosing Forbidden, Required or Duplicate, `messageExpression` evaluated for the message, and a
-rule that errors (`no such key: x`) failing with `<error> evaluating rule: <rule>`.
-
-CEL is Google's C++ implementation (cel-expr-python), with the strings and optional extensions
-the API server also gives CRD rules and Kubernetes' `isIP(string)` (the Gateway API's routes use
-it); `self` and `oldSelf` are typed `dyn`. A rule that does not
-compile there (another Kubernetes library: `quantity`, `format.*`, `url`, `ip`, lists' `sum`...),
-a rule with `optionalOldSelf`, and a rule that fails at run time only because a value is not
-typed as the API server types it (`no matching overload` where no value is `dyn` to the API
-server, or a string it makes a timestamp) are not evaluated and say why:
-`CompiledRules.unchecked`, `Evaluation.unchecked`. A `no matching overload` on a value the API
-server types `dyn` too (int-or-string, preserved unknown fields) is its refusal, worded as
-`validateExpressions` words it. See docs/cel.md.
+Design: docs/cel.md#how-a-crds-rules-are-evaluated
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ def rule(rule_id: str) -> Callable[[RuleFunction], RuleFunction]:
     """Register a policy rule; its docstring becomes its `explain` text."""
 
     def register(function: RuleFunction) -> RuleFunction:
-        document_rule(rule_id, "policy", function.__doc__ or rule_id)
+        source = function.__code__.co_filename  # the topic module, not this one
+        document_rule(rule_id, "policy", function.__doc__ or rule_id, source=source)
         POLICY.append(Rule(rule_id, function))
         return function
 

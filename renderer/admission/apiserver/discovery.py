@@ -1,34 +1,7 @@
 """Step.DISCOVERY: kubectl maps the object's kind at its apiVersion to a REST resource before it
 sends anything; a version the cluster does not serve never reaches the API server.
 
-What kubectl does with each document (k8s.io/cli-runtime `pkg/resource/mapper.go`
-`infoForData`, v0.30 to v0.36), in order:
-0. decodes it as unstructured (apimachinery `unstructuredJSONScheme.Decode`): an apiVersion
-   of more than one `/` is no group/version (`schema.ParseGroupVersion`), so
-   `Unstructured.GroupVersionKind` is empty and kubectl says `unable to decode "<file>":
-   Object 'Kind' is missing in '<the object as JSON>'` (`runtime.NewMissingKindErr`);
-1. decodes it, checking that `metadata` decodes into `metav1.ObjectMeta`
-   (`metadata_decoder.go` `metadataValidatingDecoder`): a label given as a number is
-   `unable to decode "<file>": json: cannot unmarshal number into Go struct field
-   ObjectMeta.metadata.labels of type string`;
-2. asks discovery for the REST mapping of the group, kind and version: when none serves it,
-   `resource mapping not found for name: "<name>" namespace: "<namespace>" from "<file>":
-   no matches for kind "<Kind>" in version "<group/version>"` and a second line
-   `ensure CRDs are installed first` (apimachinery `pkg/api/meta/errors.go`
-   `NoKindMatchError.Error` for the one version searched; the name and namespace are the
-   object's own, quoted by Go's `%q`, and `<file>` is the path given to `-f`, `STDIN` for `-`).
-
-What is served: built-in kinds by the cluster's Kubernetes version (`builtin_api`: the release's
-OpenAPI document and kube-apiserver's default `--runtime-config`); custom kinds by the CRDs of
-the operators a gpuplane cluster runs. gpuplane has no CRD offline (they are given with
-`--crds` or kept in a repository's schema store, `renderer/output/schema_store.py`, neither of
-which a request carries), so `OPERATOR_CRDS` records, per operator release, the versions its
-CRDs serve, read from the CRD files published at that tag. A kind in neither is a note: it may
-well be installed.
-
-The fix names the version that is served. When the object decodes at that version exactly as
-written (no unknown field, no type error: `gojson`), the step hands it on with that apiVersion
-(CronJob batch/v1beta1 -> batch/v1), so the chain goes on.
+Design: docs/fit.md#the-discovery-step-kubectls-rest-mapping
 """
 
 from __future__ import annotations

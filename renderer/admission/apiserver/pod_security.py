@@ -2,39 +2,7 @@
 k8s.io/pod-security-admission v0.36.2 (Kubernetes v1.36.2), against the labels of the namespace
 as gpuplane renders it.
 
-What the API server does (`admission/admission.go`):
-
-- A **Pod** (`ValidatePod`) is evaluated at the namespace's `enforce` level and version; a
-  violation refuses it with `forbiddenResponse`, worded by apimachinery's `NewForbidden`:
-  `pods "<name>" is forbidden: violates PodSecurity "<level>:<version>": <reason> (<detail>),
-  ...`. The version is the one the namespace names (`restricted:latest`, `restricted:v1.33`).
-  A pod enforce allows is evaluated at `warn` and the violations come back as one warning,
-  `would violate PodSecurity "<level>:<version>": ...`. (`audit` goes to the audit log only.)
-- A **workload whose pod template PSA extracts** (`DefaultPodSpecExtractor`: replication
-  controllers, pod templates, replica sets, deployments, stateful sets, daemon sets, jobs, cron
-  jobs) is never refused (`ValidatePodController`): its template is evaluated at `warn` only,
-  and the user sees the warning. Enforce meets the **pods** its controller creates, named the
-  controller's way (a Job's `<job>-<random>`): a refusal with `at_pods`.
-- **Any other kind** (JobSet, RayJob, PyTorchJob, LeaderWorkerSet ...) passes Pod Security at
-  create; its pods are refused when an operator creates them. Their pod templates are found by
-  the workload readers (`renderer.admission.workloads.readers`, the pod sets' `path`).
-
-The checks run on the pod as the API server holds it after defaulting
-(`pkg/apis/core/v1/defaults.go`): a volume with no source becomes an emptyDir
-(`SetDefaults_Volume`), and a Pod (not a template, since 1.28) with `hostNetwork: true` gets
-`hostPort` = `containerPort` on every port that sets none (`SetDefaults_Pod`).
-
-The API server reads a namespace's labels with the defaults of its PodSecurityConfiguration;
-gpuplane configures none, so every unset mode is `privileged:latest` and nothing is exempt (no
-namespace, user or runtime class). Versions above the cluster's own minor are evaluated as that
-minor (the API server's emulation version, `podsecurity.registry`).
-
-The pod name in a refusal at pods is the controller's where Kubernetes fixes it
-(`<statefulset>-0`, `<job>-0-<random>` for an Indexed Job); `<random>` stands for the five
-random characters the API server appends to a `generateName` (`storage/names`
-`SimpleNameGenerator`), `<pod-template-hash>` and `<scheduled-minute>` for the parts a
-Deployment's and a CronJob's controllers compute at run time, and an operator's pods are named
-`<role pod of Kind name>`.
+Design: docs/fit.md#the-pod-security-step-as-the-api-server-runs-it
 """
 
 from __future__ import annotations

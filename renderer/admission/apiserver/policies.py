@@ -3,35 +3,7 @@ as the API server evaluates them, from the rendered objects (`Request.cluster`),
 and `fit` cannot drift apart. `validate_gate` is the chain's `Step.POLICIES`; `mutate_gate`
 (renderer/admission/apiserver/mutating.py) its MutatingAdmissionPolicies.
 
-From k8s.io/apiserver (Kubernetes v1.36), `pkg/admission/plugin/policy/validating`:
-- `dispatcher.go` `Dispatch`: for each policy that matches (`matching.py`), each of its
-  bindings that matches; params are collected (`generic.CollectParams`: a policy without
-  `paramKind`, or a binding without `paramRef`, is evaluated once with `params` null); every
-  validation that denies is a decision, acted on per the binding's `validationActions`: `Deny`
-  refuses, `Warn` returns the warning `Validation failed for ValidatingAdmissionPolicy '<p>'
-  with binding '<b>': <message>`, `Audit` writes an audit annotation the user never sees. A
-  binding that cannot be matched (a bad selector) is `failed to configure binding: <error>`
-  under failurePolicy Fail, and nothing under Ignore;
-- the refusal is the FIRST denied decision only: `NewForbidden` with
-  `ValidatingAdmissionPolicy '<p>' with binding '<b>' denied request: <message>` (reason: the
-  validation's `reason`, `Invalid` when it has none or when the expression failed). The API
-  server meets the policies in the order of a Go map (`generic/policy_source.go`
-  `calculatePolicyData` ranges over the bindings grouped by policy name), so which of several
-  denying bindings a user sees first is not defined; fit gives one `Refusal` per denying
-  binding, by policy name then binding name, each with the message the API server writes
-  when it is that binding's denial it reports, and a fix that covers every validation of the
-  binding that denies (the user meets them one after the other);
-- `validator.go` `Validate`: the `matchConditions` (all true, or the policy is skipped; one
-  false skips it even where another failed; a failure with Fail denies with the conditions'
-  errors, `[e1, e2]` when several: `utilerrors.NewAggregate`), then each validation: not
-  `true` denies; an error denies under Fail with `expression '<e>' resulted in error: <err>`
-  and admits under Ignore; the message is `messageExpression`'s string (trimmed; a blank one,
-  one with a line break, one over 5 KiB, or one that fails falls back), else `message`
-  (trimmed), else `failed expression: <expression>`.
-
-What fit does not evaluate, and says so in a note: a binding with `paramRef` (gpuplane renders
-none; the params would be objects fit does not have), `auditAnnotations` (they never refuse
-but by failing), and an expression gpuplane's CEL engine cannot compile (celeval.py).
+Design: docs/admission-policies.md#validatingadmissionpolicies-as-the-api-server-evaluates-them
 """
 
 from __future__ import annotations

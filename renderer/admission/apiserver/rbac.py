@@ -1,29 +1,7 @@
 """Step.RBAC: may the team's member create this object here, by the Roles, ClusterRoles and
 bindings gpuplane renders (`request.cluster`), as Kubernetes' RBAC authorizer decides.
 
-Ported from Kubernetes (v1.30 to v1.36, unchanged in that span):
-- `plugin/pkg/auth/authorizer/rbac/rbac.go` `RuleAllows`, with `pkg/apis/rbac/v1/
-  evaluation_helpers.go` `VerbMatches`, `APIGroupMatches`, `ResourceMatches` (`*`, the
-  combined `resource/subresource`, and `*/subresource`), `ResourceNameMatches` (a rule with
-  resourceNames never allows a create, whose name is empty) and `NonResourceURLMatches`;
-- `pkg/registry/rbac/validation/rule.go` `VisitRulesFor`: the ClusterRoleBindings first, then
-  the RoleBindings of the request's namespace, each applying when one subject is the user
-  (`User`), one of the user's groups (`Group`) or the user's service account; a binding whose
-  role does not exist adds its error to the answer (`role.rbac.authorization.k8s.io "x" not
-  found`, joined as `utilerrors.NewAggregate` writes them);
-- the ClusterRole aggregation controller (`pkg/controller/clusterroleaggregation`): a
-  ClusterRole with an `aggregationRule` holds the rules of every ClusterRole its selectors
-  match, those in order of name, each rule once.
-
-A refusal is the API server's (k8s.io/apiserver `pkg/endpoints/handlers/responsewriters/
-errors.go` `ForbiddenStatusError`, `forbiddenMessage`; apimachinery `errors.NewForbidden`):
-`jobs.batch is forbidden: User "alice" cannot create resource "jobs" in API group "batch" in the
-namespace "ns"` (`at the cluster scope` for a cluster-scoped kind; `&`, `<`, `>` written as HTML
-entities; `: RBAC: <errors>` after it when a binding's role was missing).
-
-The cluster's bootstrap bindings (`system:basic-user`, `system:discovery` ... to
-`system:authenticated`) let no one create anything a job file holds, so only gpuplane's
-bindings are read; a cluster an operator added bindings to may allow more.
+Design: docs/fit.md#the-rbac-step-as-the-authorizer-decides
 """
 
 from __future__ import annotations

@@ -2,29 +2,7 @@
 the Workload is queued (Kueue v0.19.2, feature gate `KueueDRAIntegration`, beta and on by
 default since v0.18, `pkg/features/kube_features.go`; gpuplane sets no feature gate).
 
-`core/workload_controller.go` `Reconcile`, for a pending Workload that `workload.HasDRA`
-(a pod set's `spec.resourceClaims` names a ResourceClaim or a ResourceClaimTemplate):
-
-1. `workload.HasResourceClaim`: a standalone claim (`resourceClaimName`) in any pod set leaves
-   the Workload inadmissible, reason Misconfigured, with the message `KueueDRAIntegration
-   feature does not support use of resource claims`.
-2. `dra.GetResourceRequestsForResourceClaimTemplates` (`pkg/dra/claims.go`): pod set by pod
-   set, claim by claim, it reads the namespace's ResourceClaimTemplate (`getClaimSpec`: a
-   template that does not exist is an internal error, and Kueue retries until it does), counts
-   its devices per DeviceClass (`countDevicesPerClass`: only `exactly` requests in ExactCount
-   mode; FirstAvailable, AdminAccess and AllocationMode All are refused), checks CEL selectors
-   against the cluster's ResourceSlices, and maps each class to a logical resource through the
-   Configuration's `resources.deviceClassMappings` (`ResourceMapper.Lookup`): an unmapped class
-   is refused. The first error stops it; its text is the Workload's message (one
-   `field.Error`, as apimachinery prints it).
-3. The devices are then counted as the mapped resource, per pod (`workload.go`
-   `totalRequestsFromPodSets` adds them to each pod's requests), against the ClusterQueue's
-   quota like any other resource.
-
-fit reads the templates of the file and those gpuplane renders in the namespace
-(`renderer.layers.gpu.dra`), and the mappings from the Kueue Configuration gpuplane renders for
-the cluster (`rendered_cluster(...).values["kueue"]`): a template created by hand out of band,
-the ResourceSlices behind a CEL selector and DRA-backed extended resources are not seen.
+Design: docs/dra.md#kueues-dra-step-as-fit-runs-it
 """
 
 from __future__ import annotations

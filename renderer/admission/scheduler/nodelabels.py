@@ -1,33 +1,6 @@
 """What fit knows of the labels on a pool's nodes, for Kueue's topology-aware scheduling.
 
-A TAS flavor makes Kueue read the real nodes and keep only those matching the pod's whole
-nodeSelector and required node affinity (`defaultChecker.FindFeasibleNodes`,
-`pkg/cache/scheduler/scheduling_simulator_default.go`), not just the flavor's label keys. fit has
-no nodes, so it judges each label from what the platform says about them:
-
-- known: the labels gpuplane puts on the pool's nodes (`renderer.model.nodes.node_labels`, the
-  GPU Operator selectors of `renderer.layers.gpu.sharing.nvidia_node_labels`),
-  `kubernetes.io/os: linux`, and the GPU Operator's `nvidia.com/gpu.present: "true"` and
-  `nvidia.com/gpu.count` (the pool's GPUs per node) on NVIDIA pools;
-- from the pool's sharing: GFD's `nvidia.com/gpu.sharing-strategy` (`time-slicing` or `mps`
-  where the device plugin shares the GPUs, else `none`) and `nvidia.com/gpu.replicas`;
-- judged from the catalog: `nvidia.com/gpu.product` (GPU Feature Discovery's NVML name, e.g.
-  `NVIDIA-H100-80GB-HBM3`) and GKE's `cloud.google.com/gke-accelerator` match when they name the
-  pool's GPU model, no other model, and (where stated) its memory, GFD's product label with
-  the `-SHARED` suffix GFD adds where the GPUs are shared under their own name
-  (`renameByDefault: false`), and only there; `nvidia.com/mig.capable` from whether the
-  catalog's GPU supports MIG;
-- present with values fit cannot know: `kubernetes.io/hostname`, the pool's topology levels, the
-  GPU Operator's other `nvidia.com/` labels, and a cloud provider's instance type and zone
-  labels on that provider's clusters;
-- absent: a label without a domain prefix, or of gpuplane's own `gpuplane.dev/`, that the
-  pool does not carry (no Kubernetes component, cloud or operator sets an unprefixed label: they
-  are the platform's own, and the pool file lists every one in `nodeLabels`); another
-  provider's labels (`cloud.google.com/` off GKE, `topology.k8s.aws/`,
-  `eks.amazonaws.com/` and `karpenter.sh/` off EKS, `kubernetes.azure.com/` off AKS), NVIDIA's
-  on a non-NVIDIA pool;
-- assumed: `kubernetes.io/arch` is amd64 (pools do not declare a CPU architecture), and any
-  other label matches as the pod asks; fit says so in a note.
+Design: docs/fit.md#node-labels-under-topology-aware-flavors
 """
 
 from __future__ import annotations

@@ -2,31 +2,7 @@
 admitted now, what the cohort lends now, and whom Kueue's preemptor would evict, all decided on
 Kueue's own objects.
 
-The snapshot Kueue's scheduler would hold (`renderer.admission.scheduler.snapshot`) is built from
-the Kueue objects gpuplane renders for the cluster (`renderer.admission.rendered`: its
-ClusterQueues, Cohorts, flavors and the Kueue Configuration's `fairSharing`) and from the usage
-snapshot (`scheduler.usage`): the Workloads holding quota, and the ClusterQueues of the cohort
-that gpuplane does not render, with their quotas. A ClusterQueue whose `status.flavorsReservation`
-the snapshot gives counts that reservation rather than the sum of its Workloads.
-
-The numbers are Kueue's on that cohort tree (`renderer.model.quota_tree`, a port of
-pkg/cache/scheduler/resource_node.go): a node's `localQuota` is its subtree quota -
-lendingLimit (nothing without a lending limit), the rest is stored in its parent; `available`
-(`ClusterQueueSnapshot.Available`, floored at 0) is the unused local quota plus what the parent
-has available, capped at each level by the borrowing limit; `PotentialAvailable` is the same
-with no usage at all.
-
-A pod set fits a flavor now when its request, with the pod sets before it, is within
-`Available`; otherwise Kueue says `insufficient unused quota for <resource> in flavor <flavor>,
-<n> more needed` (`FlavorAssigner.fitsResourceQuota`) and, with flavor fungibility's default
-`whenCanPreempt: TryNextFlavor`, tries the next flavor before it preempts.
-
-Whom it preempts is `Preemptor.GetTargets` (pkg/scheduler/preemption), ported in
-`scheduler.preemptor` (classical preemption: candidates, hierarchical reclaim, borrowWithinCohort)
-and `scheduler.fairsharing` (dominant resource shares and the fair-sharing strategies), and
-checked against 86 of Kueue's own test cases (tests/kueue_conformance/preemption). The job is
-submitted now: it is newer than every admitted Workload, so `LowerOrNewerEqualPriority` allows
-only lower priorities.
+Design: docs/fit.md#admission-against-current-usage-and-whom-kueue-preempts
 """
 
 from __future__ import annotations

@@ -4,31 +4,7 @@ objects given as dicts (what `render` writes, what `kubectl get -o json` prints)
 the defaults Kueue's CRDs and webhooks give a field left out, and the quota tree built from them
 (`renderer.model.quota_tree`, the port of pkg/cache/scheduler/resource_node.go).
 
-Defaults (apis/kueue/v1beta2, Kueue v0.19.2; the CRD's `+kubebuilder:default` markers, which the
-API server applies, are what a stored object carries):
-
-- ClusterQueue `spec.queueingStrategy`: `BestEffortFIFO`; `spec.stopPolicy`: `None`;
-  `spec.preemption`: `{}`, whose `withinClusterQueue` and `reclaimWithinCohort` are `Never` and
-  `borrowWithinCohort` `{}` with `policy: Never` (clusterqueue_types.go, ClusterQueuePreemption,
-  BorrowWithinCohort); `spec.flavorFungibility`: `{}`, whose `whenCanBorrow` is `MayStopSearch`
-  and `whenCanPreempt` `TryNextFlavor` (FlavorFungibility).
-- `fairSharing.weight`: 1 (fairsharing_types.go `+kubebuilder:default=1`; with no `fairSharing`
-  at all the cache takes 1 too: `parseFairWeight`, pkg/cache/scheduler/fair_sharing.go).
-- A resource's `nominalQuota` left out is 0 (`resource.Quantity` zero value); `borrowingLimit` and
-  `lendingLimit` left out are nil: no limit (resource_node.go).
-- A Workload's priority is `spec.priority`, 0 when unset (`priority.Priority`,
-  pkg/util/priority/priority.go); a pod set assignment's `count` is the pod set's count.
-- A Workload holds quota when it has `status.admission` and a `QuotaReserved` condition that is
-  `True`, and is not `Finished` (`workload.HasQuotaReservation`, pkg/workload/workload.go).
-
-The tree follows the cache's snapshot (pkg/cache/scheduler/snapshot.go `Snapshot`): a Cohort
-named by a ClusterQueue or as a parent but not given is an implicit Cohort with no quota of its
-own (pkg/cache/hierarchy/manager.go); a ClusterQueue under a Cohort that is part of a cycle is
-inactive (`skipInactiveCQReason`: HasCycle), left out of the tree, and so are the Cohorts of the
-cycle.
-
-Reading raises `ObjectError` (a ValueError naming the field) on a malformed field; `read_objects`
-never raises and lists such objects in `problems`.
+Design: docs/fit.md#kueues-objects-as-its-schedulers-snapshot-holds-them
 """
 
 from __future__ import annotations

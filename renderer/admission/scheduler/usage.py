@@ -1,30 +1,6 @@
 """`gpuplane fit --usage FILE`: the cluster's current usage, read from what Kueue reports.
 
-Two inputs, both as JSON (docs/fit.md, "Current usage"):
-
-- `kubectl get workloads,clusterqueues -A -o json`: a `v1` `List` (or `WorkloadList`,
-  `ClusterQueueList`, single objects) of `kueue.x-k8s.io/v1beta2` or `v1beta1` Workloads and
-  ClusterQueues. A Workload holds quota when it has `status.admission` and its `QuotaReserved`
-  condition is true (`workload.HasQuotaReservation`, pkg/workload/workload.go) and it is not
-  finished (`finish.IsFinished`, pkg/workload/finish/finish.go): the scheduler's cache counts
-  exactly those. What it holds is `status.admission.podSetAssignments[].resourceUsage`, each
-  resource on the flavor `podSetAssignments[].flavors` names (apis/kueue/v1beta2/
-  workload_types.go `PodSetAssignment`; the same field names in v1beta1). Its priority is
-  `spec.priority`, 0 when unset (`priority.Priority`, pkg/util/priority/priority.go,
-  `constants.DefaultPriority`). A ClusterQueue gives its cohort (`spec.cohortName` in v1beta2,
-  `spec.cohort` in v1beta1), its quotas (`spec.resourceGroups`) and
-  `status.flavorsReservation`, "the reserved quotas, by flavor, currently in use by the
-  workloads assigned to this ClusterQueue" (apis/kueue/v1beta2/clusterqueue_types.go).
-- Kueue's visibility API, `kubectl get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/
-  clusterqueues/<cq>/pendingworkloads`: a `PendingWorkloadsSummary` whose `items` are
-  `PendingWorkload`s (name, namespace, `priority`, `localQueueName`, `positionInClusterQueue`;
-  apis/visibility/v1beta2/types.go, filled by pkg/visibility/storage/pending_workloads_cq.go).
-  It names no ClusterQueue: fit finds it from the namespace and LocalQueue.
-
-Reading never raises: a file that is not JSON, too large, or whose fields have the wrong types
-gives a `Snapshot` whose `problems` say where; fit then answers `error`, because usage read
-half-way would understate what the cluster holds. Objects of other kinds are listed in
-`skipped`.
+Design: docs/fit.md#reading-the-usage-files
 """
 
 from __future__ import annotations

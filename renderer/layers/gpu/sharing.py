@@ -1,32 +1,6 @@
 """GPU sharing: the MIG manager and device plugin configurations, and the node labels that pick.
 
-Two ConfigMaps in the GPU Operator's namespace, each rendered only when a pool on the cluster
-needs it, and the labels each pool's nodes carry to select their entry (`nvidia_node_labels`,
-which the node bootstrap puts on the nodes):
-
-- `nvidia.MIG_CONFIG`, key `config.yaml`: mig-parted's `version: v1` document. mig-parted's
-  own `all-disabled` (the MIG manager's default, which the operator puts on every MIG-capable
-  node that has no label) and `all-enabled`, then one entry per MIG pool (device plugin or DRA:
-  the MIG manager partitions the GPUs either way): its layout on every GPU (`devices: all`),
-  limited by `device-filter` to the accelerator's PCI device ids. A layout given by name
-  (`layout: all-balanced`, `all-1g.10gb`) arrives here already resolved by the model into the
-  `mig-devices` the GPU Operator's default config has under that name for the accelerator
-  (`catalog.resolve_mig_layout`), so the entry reads the same either way. The layout was
-  checked by the policy rule `mig-layout-invalid`; nothing is checked again here.
-- `nvidia.DEVICE_PLUGIN_CONFIG`: one key per device-plugin MIG, time-slicing or MPS pool, each
-  the device plugin's own `version: v1` config with the cluster's MIG strategy (`mixed` when
-  any pool uses MIG, so each profile is its own resource, `nvidia.com/mig-1g.10gb`; else
-  `none`) and, for time-slicing and MPS, the `sharing` block. Full-GPU pools need no key: the
-  operator starts the plugin with an empty config on nodes without the label, which advertises
-  whole GPUs as `nvidia.com/gpu`.
-
-The MIG strategy is one per cluster, as the GPU Operator's chart sets it (`mig.strategy`, whose
-environment variable overrides every file's `migStrategy`): `helm_values` gives `mixed` when a
-pool uses MIG and `single` otherwise, and the policy rule `mig-strategy-conflict` refuses MPS
-beside MIG (the device plugin will not run MPS under `mixed`). DRA pools get the MIG manager
-entry when they use MIG, and `nvidia.com/gpu.deploy.device-plugin=false` so the device plugin
-does not advertise the GPUs the DRA driver hands out. Non-NVIDIA pools get nothing here.
-See docs/gpu-sharing.md.
+Design: docs/gpu-sharing.md#the-two-configmaps-and-the-node-labels-that-pick
 """
 
 from __future__ import annotations

@@ -1,33 +1,6 @@
 """The PrometheusRule `gpuplane-alerts`: alerts that name the team, the pool and a runbook.
 
-One alert per concern; every threshold is joined from the per-pool or per-ClusterQueue series of
-`gpuplane-recording` (`renderer.layers.observability.info`), never written into an expression
-per pool, so the rules are the same text on every cluster but for the static `cluster` label.
-Every alert carries (docs/observability.md, docs/runbooks.md):
-- `team`: the team of the namespace holding the GPU (`gpuplane:namespace:info`) or of the
-  ClusterQueue; `platform` for a GPU no pod holds, a node, or the acceptance suites;
-- `pool`: the series' pool (a ClusterQueue's pools joined with `,` for the queue alert);
-- `runbook`: the pool's (or ClusterQueue's) `runbook` label + `#<alert name in lower case>`,
-  written by `label_replace` in PromQL, so the URL from the input file is data, never template
-  text (an alerting rule's static labels and annotations are Go templates in Prometheus,
-  rules/alerting.go `Eval`; nothing from an input file is put there);
-- `severity` (`warning` | `critical`) and `cluster`; annotations `summary`, `description`, which
-  read only `$labels` and `$value` (numbers and DNS-label names), and `runbook_url`: the
-  `runbook` label again, under the annotation name Alertmanager integrations read for a
-  runbook link (kube-prometheus's rules and runbooks, and the PagerDuty and Opsgenie
-  notification templates built on them). It is `{{ $labels.runbook }}`, so the URL stays data
-  the template prints, never template text (docs/runbooks.md).
-
-`GPUAllocatedIdle` needs `for:` equal to the pool's `alerts.idleMinutes`, which a rule cannot
-read from a series: there is one rule per distinct value among the cluster's pools, each
-restricted to the pools with that value by `gpuplane:pool:alert_idle_seconds == <seconds>`.
-
-Upstream names: DCGM fields as `renderer.layers.gpu.dcgm.METRICS` exports them (the violation
-counters count microseconds of throttling, DCGM's dcgm_fields.h); kube-state-metrics'
-`kube_node_status_condition`, `kube_pod_info`, `kube_pod_container_resource_requests` (resource
-names with `.`, `/`, `-` turned into `_`: `nvidia_com_gpu`, `nvidia_com_mig_1g_10gb`),
-`kube_pod_owner`, `kube_pod_status_phase`; Argo Workflows' custom metrics with the controller's
-`argo_workflows_` prefix (the acceptance suites' gauges, `workflows/suites/workflow_templates.py`).
+Design: docs/observability.md#how-the-alerts-are-written
 """
 
 from __future__ import annotations

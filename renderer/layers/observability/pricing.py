@@ -1,30 +1,6 @@
 """Each pool's GPU-hour rate where OpenCost-style tools read it: a CSV custom-pricing ConfigMap.
 
-OpenCost's CSV pricing provider (`USE_CSV_PROVIDER=true`, file at `CSV_PATH`;
-opencost/opencost `pkg/cloud/provider/csvprovider.go`, `CSVProvider.DownloadPricingData`) reads
-rows of eight columns, the fields of its `price` struct in order: `EndTimestamp, InstanceID,
-Region, AssetClass, InstanceIDField, InstanceType, MarketPriceHourly, Version`. How a row prices a
-node, in that file:
-
-- an `AssetClass` `node` row's `InstanceIDField` names what of a node its `InstanceID` matches;
-  `metadata.labels.<key>` is the node's label `<key>` (`NodeValueFromMapField`), so
-  `metadata.labels.gpuplane.dev/pool` with `InstanceID` = the pool name matches every node of
-  the pool. The provider keeps one node field (the last node row's), so every node row here uses
-  the same one. A node that no node row matches gets no price at all, GPU included
-  (`NodePricing` returns an error before it looks at GPUs).
-- a `gpu` row's `InstanceIDField` is a node label key itself (no `metadata.labels.` prefix:
-  `csvKey.GPUType` looks it up in the node's labels) and its `InstanceID` that label's value;
-  `NodePricing` adds `MarketPriceHourly` x the node's `nvidia.com/gpu` capacity to the node's
-  cost and reports it as the node's GPU hourly cost, which OpenCost charges each pod per GPU it
-  requests.
-
-`GetKey` counts only `nvidia.com/gpu` ("TODO: support non-nvidia GPUs"). So a pool whose nodes
-advertise whole GPUs as `nvidia.com/gpu` gets a node row at 0 and a `gpu` row at its
-`cost.gpuHour` (per advertised unit: divided by the replicas of a time-sliced or MPS pool that
-does not rename them to `nvidia.com/gpu.shared`); a pool OpenCost cannot count GPUs on (MIG under
-the mixed strategy, renamed replicas, DRA, AMD) gets its whole node's price on the node row:
-`cost.gpuHour` x `gpusPerNode`, without a per-pod GPU split. The first line is the header row, as
-in OpenCost's own `configs/pricing_schema.csv`. See docs/observability.md, "Cost rates".
+Design: docs/observability.md#the-csv-pricing-configmap-as-opencost-reads-it
 """
 
 from __future__ import annotations

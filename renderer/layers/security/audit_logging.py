@@ -1,38 +1,7 @@
 """The audit log setting of a managed control plane: control (8) where the provider runs the API
 server.
 
-EKS, GKE and AKS run the API server with an audit policy of their own and take no custom one
-(`renderer.layers.security.audit` renders the Policy only where the platform team sets the API
-server's flags). What the platform team does control there is whether the provider keeps that
-log, and which part of it; that setting is what this module renders, per cluster, as
-`rendered/<cluster>/api-server/audit-logging.yaml`: a file for whoever provisions the cluster, in
-the provider's own API spelling, like the node bootstrap files (`nodes/<pool>.yaml`), never
-applied by Argo CD and listed by no kustomization. Nothing in it comes from an input file but the
-cluster's name and provider (schema-checked).
-
-- `eks`: the `logging` field of the EKS API's UpdateClusterConfig (and CreateCluster) request,
-  with the `audit` and `authenticator` log types (Amazon EKS API Reference, `LogSetup`: `types`
-  from api | audit | authenticator | controllerManager | scheduler; "Send control plane logs to
-  CloudWatch Logs" in the EKS User Guide). `authenticator` maps an IAM principal to the
-  Kubernetes user the audit log names.
-- `gke`: Admin Activity audit logs (writes of metadata and configuration) are always on and
-  cannot be turned off; the Data Access ones (reads, and writes of data) are off until the
-  project's IAM policy has an `auditConfigs` entry for the Kubernetes Engine API,
-  `container.googleapis.com`, here with `DATA_READ` and `DATA_WRITE` (GKE "Audit policy" and
-  "GKE audit logging information"; Cloud Logging "Configure Data Access audit logs";
-  `google.iam.v1.Policy.audit_configs`).
-- `aks`: a diagnostic setting (`Microsoft.Insights/diagnosticSettings`, API 2021-05-01-preview)
-  on the managed cluster with the `kube-audit` category (every request, get and list included,
-  so secret reads; `kube-audit-admin` leaves get and list out) and `guard` (Entra ID and Azure
-  RBAC decisions), into resource-specific tables (`logAnalyticsDestinationType: Dedicated`:
-  AKSAudit). Azure Monitor "Supported logs for Microsoft.ContainerService/managedClusters".
-- `coreweave`: no file. CKS keeps the API server's audit log itself, with no setting to turn
-  on: it shows on CoreWeave Grafana's Kubernetes Audit Logs dashboard, and Telemetry Relay's
-  Audit Logs stream forwards it (docs.coreweave.com, observability/managed-grafana/cks/
-  kubernetes-audit-logs and observability/telemetry-forwarding/relay). A file there would be a
-  setting that does not exist, so the cluster README says where the log is instead.
-
-Where each file goes and what it leaves to the admin: docs/audit-policy.md.
+Design: docs/audit-policy.md#how-the-audit-log-setting-is-built-per-provider
 """
 
 from __future__ import annotations

@@ -1,58 +1,6 @@
 """The team's `priority` on the workloads that ask for none, and no priority from another queue.
 
-Kueue reads a workload's priority from its `kueue.x-k8s.io/priority-class` label: the name of a
-WorkloadPriorityClass, `<queue>-<priority>` (the queueing layer); without one, from the
-PriorityClass of a pod template's `priorityClassName`, else 0 (Kueue v0.19.2
-`jobframework.ExtractPriority`, `pkg/util/priority`). WorkloadPriorityClasses are cluster-wide,
-so without a check a team could label its workloads with another queue's top priority; the
-cluster's ValidatingAdmissionPolicy `gpuplane-priority` (`POLICY_NAME`) therefore allows in each
-team namespace only the classes of its team's queue. For workloads without the label,
-`renderer.model.security.priority_enforcement` decides:
-
-- `mutating` (Kubernetes 1.36+): a MutatingAdmissionPolicy per team (`policy_name`) sets the
-  label to the team's priority (`spec.priority`, or the queue's default priority) when a
-  workload is created without one;
-- `validating`: the validating policy also refuses a workload without the label, and its
-  message names the value to set.
-
-One policy for the cluster, not one per team: who counts as the platform
-(`admission.platform_account`, a matchCondition) lists every team namespace, so a policy per
-team would carry every team and the output would grow with the square of the teams. The one
-policy lists them once, and reads the team's part from CEL map literals keyed once each: the
-team of each bound namespace (by `namespaceObject.metadata.name`, the namespace the API server
-admits the object into), the queue of each team, the classes of each queue, the priority of
-each team. Its one binding holds in exactly the namespaces the maps name (selected by
-`kubernetes.io/metadata.name`, which no one can relabel); a namespace missing from the maps
-makes the lookup fail, and the policy fails closed. Its messages are `messageExpression`s that
-spell out, for the request's team, exactly what `foreign_message` and `required_message` say
-(`fit` quotes them); each keeps a plain `message` for the API server to fall back on.
-
-The kinds (`priority_kinds`) are every kind the cluster's Kueue manages as a Workload
-(`admission.kueue_kinds`, from `renderer.model.integrations.enabled_frameworks`): the batch
-kinds (Jobs, JobSets, RayJobs, RayClusters, TrainJobs, the Kubeflow jobs, MPIJobs,
-AppWrappers) and the serving ones (Deployments, StatefulSets, LeaderWorkerSets, RayServices),
-each read from its own labels as Kueue reads them: Kueue's Deployment and LeaderWorkerSet
-webhooks copy the label onto the pod templates (`deployment_webhook.go`,
-`leaderworkerset_webhook.go` Default), its StatefulSet pod reconciler onto each pod
-(`statefulset_pod_reconciler.go`), and a Pod is its own. Kueue's admission webhooks run after
-MutatingAdmissionPolicies (kube-apiserver's plugin order: MutatingAdmissionPolicy, then
-MutatingAdmissionWebhook), so they copy the label the mutating policy set.
-
-Only objects Kueue makes a Workload of are covered, as Kueue's own priority defaulting
-(`jobframework.ApplyDefaultWorkloadPriorityClass`) skips an object whose controller is a kind it
-manages: a JobSet's Jobs and a RayJob's RayCluster take their parent's priority, and a Pod only
-when it has no controller at all (a Deployment's or a Job's pods are the parent's). CronJobs are
-covered too: the validating form reads the label on `spec.jobTemplate`; the mutating form
-labels each Job as the CronJob controller creates it (a CronJob is no kind Kueue manages). The
-validating policy leaves alone what a platform controller creates (`admission.platform_account`;
-Argo CD is no such controller: a workload a team's Application syncs is checked like one
-applied with kubectl).
-
-Volcano clusters get the validating form on every version, a policy per team (`policy_name`;
-each names only its own team, so they grow with the teams): a Volcano Job takes a PriorityClass
-name (`spec.priorityClassName`, the tenancy layer's `<queue>-<priority>`, which Volcano's
-`priority` plugin reads from the Job's PodGroup). The policy requires one of the team's queue's
-classes there, and its message names the team's own.
+Design: docs/security.md#how-the-priority-policy-is-built
 """
 
 from __future__ import annotations

@@ -1,40 +1,6 @@
 """Pods go where the scheduler and the queue put them, at the priority of the team's own queue.
 
-One ValidatingAdmissionPolicy per team, over every pod spec of its workloads (Pods, and the pod
-templates of `admission.pod_template_kinds`), with three checks:
-
-- **no `spec.nodeName`**. A pod created with a node name is never scheduled: the kubelet of that
-  node runs it, past the kube-scheduler's filters, Kueue's flavor node selectors (the pool the
-  quota was granted on) and every NoSchedule taint of the GPU pools (`renderer.model.nodes`).
-  The scheduler itself never creates a pod with a node name: it binds a pending pod through the
-  `pods/binding` subresource (a `Binding` object POSTed to `pods/<name>/binding`), and a policy
-  whose rules name the resource `pods` matches no subresource (`pods/*` or `pods/binding` would),
-  so normal scheduling does not pass through this policy at all. On UPDATE a pod's node name
-  cannot change (pod update validation; scheduling gates make only node selectors and affinity
-  mutable), so Pods are checked on CREATE; templates on CREATE and UPDATE.
-- **no toleration with an empty key**. An empty key with `operator: Exists` (the only operator
-  the API server accepts without a key) tolerates every taint: the GPU pools' NoSchedule taints,
-  the control plane's, `node.kubernetes.io/unschedulable` on nodes being drained, and, with
-  `NoExecute`, the not-ready and unreachable taints that evict pods from a failing node. That
-  puts a team's pod on nodes no queue granted it, and keeps it there, so it is refused; a
-  toleration of a named taint (a pool's `gpuplane.dev/pool`) is left to the queue, which counts
-  what the pod holds on that pool. A pod's tolerations can only grow on UPDATE: an update that
-  leaves their number unchanged (a finalizer removed, a label set) is not checked again.
-- **only the PriorityClasses of the team's queue** (`<queue>-<priority>`, rendered by the
-  tenancy layer, the names `priority.class_name` gives). PriorityClasses are cluster-wide and
-  the kube-scheduler preempts lower-priority pods of any namespace for a higher one, so a pod
-  naming another queue's top class (`prod-production`) evicts other teams' pods. The built-in
-  `system-cluster-critical` and `system-node-critical` are refused too: since Kubernetes 1.17
-  the Priority admission plugin no longer keeps them to `kube-system`; what limits them is the
-  API server's ResourceQuota admission configuration (pods of those classes need a quota with a
-  matching PriorityClass scope in their namespace), which is the cluster admin's setting, not a
-  guarantee this repository can see. A pod without a class gets the cluster's global default
-  (no gpuplane class is one) and is not refused.
-
-Nothing here exempts a platform service account: a controller's pods carry their template's
-node name, tolerations and class, and no controller of the platform sets any of them on a team's
-pod otherwise (Kueue adds keyed flavor tolerations; Volcano's job controller copies the Job's
-`spec.priorityClassName`, which `priority` holds to the same list).
+Design: docs/security.md#node-names-catch-all-tolerations-and-priority-classes
 """
 
 from __future__ import annotations

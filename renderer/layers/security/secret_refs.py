@@ -2,72 +2,7 @@
 and, where the cluster declares a secret store, no Secret written by anyone but the store and no
 ExternalSecret that reads from any store but its namespace's own.
 
-Four ValidatingAdmissionPolicies, bound by name to the team namespaces (`admission` module):
-
-- `gpuplane-secret-env`, on Pods (and `pods/ephemeralcontainers`), the pod templates of the
-  workload kinds in `admission.POD_TEMPLATE_KINDS` and a TrainJob's `trainer` and `initializer`
-  env: an environment variable whose name says it holds a secret (`SECRET_WORDS` as a whole
-  `_`-separated word, any case: `HF_TOKEN`, `db_password`, `WANDB_API_KEY`) must take its value
-  from a Secret, `valueFrom.secretKeyRef`; a literal `value` is refused, and so are
-  `configMapKeyRef` and `fieldRef` (a ConfigMap, a pod field: no less readable than the spec).
-  Any variable, whatever its name, whose literal value has the shape of a well-known key or token
-  (`VALUE_SHAPES`: AWS access key ids, GitHub, GitLab, Slack and Hugging Face tokens, private key
-  blocks) is refused too, so renaming the variable does not get one through. Pod specs are
-  readable by every viewer of the namespace (who may not read Secrets), end up in `kubectl
-  describe`, audit logs at RequestResponse and etcd unencrypted; a Secret is none of these.
-- `gpuplane-secret-configmaps`: a ConfigMap whose `data` or `binaryData` key is such a name
-  (an `envFrom: configMapRef` turns it into exactly that variable) is refused unless the value
-  is a flag. Only keys are read, not values: a ConfigMap value may be a file of a megabyte, and
-  a regular expression over it would run past the API server's CEL cost limit and, failing
-  closed, refuse an ordinary ConfigMap. File-style keys (`auth.conf`, `credentials.json`) do
-  not match: the words must be `_`-separated; `secret-literal` finds key material in the
-  repository's files.
-- `gpuplane-secrets-from-store`, only where the cluster declares `spec.secretStore`: a Secret
-  (any type) is created or changed only by the External Secrets Operator (its namespace's
-  service accounts, `EXTERNAL_SECRETS_NAMESPACE`) or by the controller manager
-  (`SECRET_CONTROLLERS`). Team users write an ExternalSecret against the namespace's
-  SecretStore; an image pull secret too (`target.template.type: kubernetes.io/dockerconfigjson`,
-  ESO templates it). No exception for `kubernetes.io/service-account-token`: such a Secret is a
-  token that never expires for a ServiceAccount of the namespace, the store's own among them,
-  while pods get short-lived projected tokens without it. Not `admission.platform_account`,
-  which counts every service account outside the team namespaces: Argo CD's application
-  controller (and its cluster credential, `argocd-manager` in kube-system) syncs the team's own
-  Applications, so a Secret it writes into a team namespace came from git, a literal in the
-  repository. Where no store is declared, Secrets stay allowed: there is no other way in.
-- `gpuplane-external-secrets`, beside it: an ExternalSecret (the one way to a Secret there;
-  members and owners write them, `renderer.layers.tenancy`) names only its namespace's own
-  store, `{kind: SecretStore, name: team-secrets}` (a `kind` left out is SecretStore, as ESO
-  reads it), in every place the ESO v1 CRD lets it name one: `spec.secretStoreRef` and each
-  `spec.data[].sourceRef.storeRef` and `spec.dataFrom[].sourceRef.storeRef`. A
-  ClusterSecretStore logs in with one identity for every namespace it serves, and another
-  namespace's SecretStore with another team's. No `sourceRef.generatorRef` in `data` or
-  `dataFrom`: a generator makes credentials with an identity of its own, and a
-  `ClusterGenerator` is the cluster's, not the namespace's. No `spec.target.manifest`: a
-  generic target has the operator write any namespaced kind (a ConfigMap, an Application) with
-  its own rights, past the team's RBAC. No `target.template.type:
-  kubernetes.io/service-account-token`: Kubernetes fills such a Secret with a token that never
-  expires for the ServiceAccount its template names (ESO advisory GHSA-fq7h-9x26-6j22).
-  Nobody is exempt: the platform renders no ExternalSecret into a team namespace.
-
-Which names count, and where the line is drawn (the tests hold both sides):
-
-- a word, not a substring: `TOKENIZERS_PARALLELISM`, `MAX_TOKENS`, `OAUTH_CLIENT_ID` are not
-  secrets (`TOKENIZERS`, `TOKENS`, `OAUTH` are other words);
-- a flag is not a secret (`FLAG_VALUE`: empty, true/false, yes/no, on/off, 0/1), so
-  `HF_HUB_DISABLE_TOKEN=1` and `AUTH_ENABLED=true` pass, and neither is an absolute path of
-  plain characters (`GOOGLE_APPLICATION_CREDENTIALS=/var/secrets/google/key.json`: the file is
-  a mounted Secret);
-- a name that ends in a word saying what the value points at (`DESCRIPTOR_WORDS`:
-  `TOKEN_FILE`, `VAULT_AUTH_PATH`, `TLS_SECRET_NAME`, `AUTH_URL`, `AUTH_TYPE`) is not a secret:
-  `_FILE` is how images take a secret mounted from a Secret volume (`POSTGRES_PASSWORD_FILE`).
-
-A name is a hint, not proof: a team that calls its password `DB_PW` is not stopped by it, only by
-review and the value shapes; the policy makes the honest way the easy one and the usual mistake
-(`HF_TOKEN: hf_...` pasted into a Job) a refusal at `kubectl apply`.
-
-Every expression is standard CEL; `matches` takes RE2 syntax, as cel-go and cel-python (through
-google-re2) do. Lengths are checked before a regular expression runs (`MAX_SCANNED`), so the
-cost of one request stays far below the API server's per-expression CEL limit.
+Design: docs/secrets-and-cleanup.md#the-four-secret-policies-and-where-the-line-is-drawn
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """Team workload templates: starting points a team copies, so no one writes a pod spec from scratch.
 
-The guide's step 5 asks for "a clean Job template with labels, resource requests, storage mounts
-and log export". For every team namespace, and every pool the namespace may use
-(`renderer.model.capacity.usable_quotas`) where its ClusterQueue can be admitted at all, this writes
-non-applied files `rendered/<cluster>/templates/<namespace>/<kind>-<pool>.yaml`:
-
-- training, batch and notebooks namespaces: a `batch/v1` Job (one pod, one GPU unit);
-- training and batch namespaces: a JobSet (leader and workers, admitted by Kueue as one gang) on
-  pools that hand out whole GPUs, and a RayJob (a head without GPUs, a GPU worker group);
-- inference namespaces: a vLLM-style `apps/v1` Deployment (an OpenAI-compatible server);
-- with a shared storage class: `persistentvolumeclaim-shared-data.yaml`, the shared volume the
-  templates mount, for the team to create once.
-
-Each carries the team's labels, the Kueue queue and priority labels, requests in the resource
-name the pool advertises (a MIG profile, `nvidia.com/gpu.shared`, a DRA claim; the multi-pod
-ones also the pool's RDMA devices, `fabric.rdma`), scratch and shared storage mounts,
-restricted Pod Security settings and the log-export contract; sizes are chosen so that
-`gpuplane fit` admits every template on an idle cluster. They are `Values`: no kustomization
-or Argo CD Application lists them, because applying one would start work. On a Volcano cluster
-the Job and the Deployment are rendered for Volcano (no Kueue labels); its gang job is the
-`volcano-job-defaults` ConfigMap of `renderer.layers.queueing.volcano`. See docs/workload-templates.md.
-
-This module picks the templates and writes them; `batch` and `serving` build each kind from the
-shared `pieces`.
+Design: docs/workload-templates.md#how-the-templates-are-chosen-and-written
 """
 
 from __future__ import annotations
