@@ -25,6 +25,7 @@ from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler import after_admission as beyond
 from renderer.admission.scheduler import dra, tas
+from renderer.admission.scheduler.entry import Entry, preemption_for
 from renderer.admission.scheduler.flavorassigner import (
     Assigner,
     Assignment,
@@ -36,7 +37,7 @@ from renderer.admission.scheduler.flavorassigner import (
     topology_notes,
 )
 from renderer.admission.scheduler.policy_lines import preemption_lines
-from renderer.admission.scheduler.preemption import CohortNow, Preemption, pending_ahead
+from renderer.admission.scheduler.preemption import CohortNow, pending_ahead
 from renderer.admission.scheduler.search import largest
 from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import podsets
@@ -437,12 +438,27 @@ class Admitter:
     ) -> FitResult:
         """The admission against the snapshot's usage, once the job is known to be admissible
         on an idle cluster: `fits` or `borrows` now, or `waits`, with Kueue's message and what
-        its preemptor would do (renderer.admission.scheduler.preemption)."""
+        its preemptor would do (renderer.admission.scheduler.preemption). The steps of Kueue's
+        `schedule()`: nominate (assign flavors), then admit what fits, else preempt or wait."""
         priority, fair_sharing = policy
         assert self.snapshot is not None
         now = self.cohort_now(plan, cohort, fair_sharing)
         assert self.native is not None
         assigner = Assigner(plan, cohort, per_pod, now=now, native=self.native)
+        assignment, admitted = self.nominate(assigner, counts)
+        pending = pending_ahead(self.snapshot, plan, priority)
+        entry = Entry(plan, now, assigner, assignment, admitted, pending)
+        fields = dict(fields, admitted_replicas=0 if assignment.failed else admitted)
+        fields.pop("preemption", None)
+        if pending:
+            self.notes.append(entry.queue_order_note(priority))
+        if not assignment.failed:
+            return self.admitted_now(entry, fields)
+        return self.preempt_or_wait(entry, fields, priority)
+
+    def nominate(self, assigner: Assigner, counts: Mapping[str, int]) -> tuple[Assignment, int]:
+        """Kueue's `nominate`: the flavor assignment against the usage now, with partial
+        admission where the whole job does not fit, and how many of its replicas fit at once."""
         sets = self.workload.pod_sets
         current = assigner.assign(sets, counts)
         replicas, admitted = self.workload.replicas, 1
@@ -454,61 +470,58 @@ class Admitter:
             most = largest(2, replicas, self.replicas_attempt(assigner, counts))
             if most is not None:
                 admitted, current = most
-        pending = pending_ahead(self.snapshot, plan, priority)
-        fields = dict(fields, admitted_replicas=0 if current.failed else admitted)
-        fields.pop("preemption", None)
-        if pending:
-            self.notes.append(
-                f"{len(pending)} pending workload(s) of ClusterQueue {plan.name} have priority "
-                f"{priority} or higher: Kueue's queue orders them before this job"
-                + (
-                    " and, with StrictFIFO, admits none behind them first"
-                    if plan.queue.strategy == "StrictFIFO"
-                    else ""
-                )
+        return current, admitted
+
+    def admitted_now(self, entry: Entry, fields: dict[str, Any]) -> FitResult:
+        """The entry fits now (Kueue's `Fit` mode): admitted, within the nominal quota or
+        borrowing what the team's usage now leaves over it."""
+        plan, now, current = entry.plan, entry.now, entry.assignment
+        fields["quotas"] = entry.assigner.quotas(current.usage)
+        fields["pod_sets"] = tuple(current.pod_sets)
+        fields["usage"] = now.report(current.usage, None, entry.pending)
+        borrowed = {
+            fr: now.team_usage(*fr)
+            + v
+            - max(limits_of(plan.cohort, *fr).nominal, now.team_usage(*fr))
+            for fr, v in current.usage.items()
+        }
+        borrowed = {fr: v for fr, v in borrowed.items() if v > 0}
+        if borrowed:
+            listed = "; ".join(
+                f"{amount(r, v)} {r} on {f}" for (f, r), v in sorted(borrowed.items())
             )
-        if not current.failed:
-            fields["quotas"] = assigner.quotas(current.usage)
-            fields["pod_sets"] = tuple(current.pod_sets)
-            fields["usage"] = now.report(current.usage, None, pending)
-            borrowed = {
-                fr: now.team_usage(*fr)
-                + v
-                - max(limits_of(plan.cohort, *fr).nominal, now.team_usage(*fr))
-                for fr, v in current.usage.items()
-            }
-            borrowed = {fr: v for fr, v in borrowed.items() if v > 0}
-            if borrowed:
-                listed = "; ".join(
-                    f"{amount(r, v)} {r} on {f}" for (f, r), v in sorted(borrowed.items())
-                )
-                summary = f"admitted now by borrowing {listed} from cohort {plan.queue.name}"
-            else:
-                flavors = ", ".join(sorted({ps.flavor or "" for ps in current.pod_sets}))
-                summary = (
-                    f"admitted now within team {plan.team.name}'s nominal quota (Cohort "
-                    f"{plan.cohort.name}) on {flavors}"
-                )
-            note = self.partial_note(current, admitted)
-            if note:
-                summary += f" ({note})"
-            return self.result(BORROWS if borrowed else FITS, summary, **fields)
+            summary = f"admitted now by borrowing {listed} from cohort {plan.queue.name}"
+        else:
+            flavors = ", ".join(sorted({ps.flavor or "" for ps in current.pod_sets}))
+            summary = (
+                f"admitted now within team {plan.team.name}'s nominal quota (Cohort "
+                f"{plan.cohort.name}) on {flavors}"
+            )
+        note = self.partial_note(current, entry.admitted_replicas)
+        if note:
+            summary += f" ({note})"
+        return self.result(BORROWS if borrowed else FITS, summary, **fields)
+
+    def preempt_or_wait(self, entry: Entry, fields: dict[str, Any], priority: int) -> FitResult:
+        """The entry does not fit now: Kueue's `Preempt` mode when its preemptor frees enough,
+        else `NoFit`; either way the workload waits, with Kueue's message."""
+        current = entry.assignment
         failing = [ps for ps in current.pod_sets if ps.flavor is None and ps.tried]
         message = "; ".join(
             f"couldn't assign flavors to pod set {ps.name}: {', '.join(ps.reasons)}"
             for ps in failing
         )
-        preemption = self.preemption_now(now, assigner, current, failing, priority)
+        preemption = preemption_for(entry, failing, priority)
         requested = dict(current.usage)
         if preemption is not None:
             requested.update(preemption[1])
+        chosen = preemption[0] if preemption else None
         fields.update(
             pod_sets=tuple(current.pod_sets),
             message=message,
-            usage=now.report(requested, preemption[0] if preemption else None, pending),
+            usage=entry.now.report(requested, chosen, entry.pending),
         )
         names = ", ".join(ps.name for ps in failing)
-        chosen = preemption[0] if preemption else None
         if chosen is not None and chosen.frees_enough:
             summary = (
                 f"not admissible now: Kueue would preempt {len(chosen.targets)} workload(s) to "
@@ -516,7 +529,8 @@ class Admitter:
             )
         else:
             summary = (
-                f"not admissible now: pod set {names} waits for quota in ClusterQueue {plan.name}"
+                f"not admissible now: pod set {names} waits for quota in ClusterQueue "
+                f"{entry.plan.name}"
             )
         return self.result(
             WAITS,
@@ -527,42 +541,6 @@ class Admitter:
             ),
             **fields,
         )
-
-    def preemption_now(
-        self,
-        now: CohortNow,
-        assigner: Assigner,
-        current: Assignment,
-        failing: Sequence[PodSetFit],
-        priority: int,
-    ) -> tuple[Preemption, dict[tuple[str, str], Decimal]] | None:
-        """Kueue's preemptor for the pod sets that wait: each tries its flavors in order and
-        takes the first whose candidates free enough (flavor fungibility ranks a flavor without
-        candidates last, `isPreferred`), else the first one."""
-        totals: dict[tuple[str, str], Decimal] = dict(current.usage)
-        needs: set[tuple[str, str]] = set()
-        found: Preemption | None = None
-        for ps in failing:
-            flavors = assigner.waiting.get(ps.name, [])
-            per_pod = assigner.per_pod[ps.name]
-            best: tuple[Preemption, dict[tuple[str, str], Decimal], set[tuple[str, str]]] | None
-            best = None
-            for flavor in flavors:
-                trial = dict(totals)
-                for resource, value in podsets.scaled(per_pod, ps.count).items():
-                    key = (flavor, resource)
-                    trial[key] = trial.get(key, Decimal(0)) + value
-                short = {
-                    fr for fr, v in trial.items() if fr[0] == flavor and v > now.available(*fr)
-                }
-                plan = now.preempt(trial, needs | short, priority)
-                if best is None or (plan.frees_enough and not best[0].frees_enough):
-                    best = (plan, trial, needs | short)
-                if plan.frees_enough:
-                    break
-            if best is not None:
-                found, totals, needs = best
-        return None if found is None else (found, totals)
 
     def partial(self, assigner: Assigner, counts: Mapping[str, int]) -> Assignment | None:
         """Kueue's partial admission: a pod set with a minimum count may run with fewer pods
