@@ -29,10 +29,11 @@ class Chosen(NamedTuple):
     source: str
 
 
-class Checker(Admitter):
-    """One job against one platform: resolve its queue and priority, then assign flavors."""
+class Enqueuer(Admitter):
+    """One job against one platform: find where Kueue queues it (its namespace's team and
+    cluster, its LocalQueue and ClusterQueue) and at what priority, then admit it."""
 
-    def run(self, namespace: str | None, cluster: str | None) -> FitResult:
+    def enqueue(self, namespace: str | None, cluster: str | None) -> FitResult:
         wl = self.workload
         ns_name = namespace or wl.namespace
         if namespace and wl.namespace and namespace != wl.namespace:
