@@ -39,8 +39,8 @@ from renderer.admission.answer.result import (
 from renderer.admission.apiserver import metadata as apiserver
 from renderer.admission.apiserver import mutating, policies, rbac
 from renderer.admission.apiserver.gate import RenderedCluster
+from renderer.admission.enqueue import Enqueuer
 from renderer.admission.rendered import rendered_cluster
-from renderer.admission.resolve import Checker
 from renderer.admission.scheduled_runs import scheduled_chain
 from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import readers
@@ -362,9 +362,9 @@ class FileChecker:
         itself (a --namespace other than the object's), then the API server (metadata it
         refuses: a name that is no RFC 1123 subdomain, none at all, labels or annotations,
         `apiserver.name_refusal`). Kueue never sees such an object."""
-        checker = self.checker(parsed)
+        enqueuer = self.enqueuer(parsed)
         if self.namespace and obj.namespace and self.namespace != obj.namespace:
-            return checker.namespace_refused(self.namespace, obj.namespace)
+            return enqueuer.namespace_refused(self.namespace, obj.namespace)
         # a run fit builds (a RayCronJob's RayJob) is named by its controller, not the file
         minor = cluster.kubernetes_version if cluster is not None else None
         message = apiserver.name_refusal(obj.data, minor) if obj.moved is None else None
@@ -377,7 +377,7 @@ class FileChecker:
             fields.insert(0, "required")
         shown = {"generateName": "name", "required": "name"}
         what = ", ".join(dict.fromkeys(shown.get(f, f) for f in fields))
-        return checker.result(
+        return enqueuer.result(
             NEVER,
             f"refused by the API server: invalid {what}",
             namespace=self.namespace or obj.namespace,
@@ -389,8 +389,8 @@ class FileChecker:
             ),
         )
 
-    def checker(self, workload: Workload) -> Checker:
-        return Checker(self.platform, self.display, workload, self.usage)
+    def enqueuer(self, workload: Workload) -> Enqueuer:
+        return Enqueuer(self.platform, self.display, workload, self.usage)
 
     def problem(self, summary: str, reason: str) -> FileFit:
         return FileFit(
@@ -427,7 +427,7 @@ class FileChecker:
     ) -> admission_chain.ChainRun | None:
         """The chain's steps for the object in its namespace of `cluster`, with the RBAC step's
         refusals of the file's objects it needs (`needed`); None where fit does not know the
-        cluster (the checker then says why) or the object is no mapping. `submitted`: the
+        cluster (the enqueuer then says why) or the object is no mapping. `submitted`: the
         object the file creates, where `obj` is what its controller creates from it."""
         namespace = self.namespace or obj.namespace
         if cluster is None or namespace is None or not isinstance(obj.data, dict):
@@ -464,13 +464,13 @@ class FileChecker:
         if refused is not None:
             return refused
         if cluster is None or cluster.scheduler != "kueue":
-            # the checker says why (no team namespace, several clusters, not Kueue)
-            result = self.checker(parsed).run(self.namespace, self.cluster)
+            # the enqueuer says why (no team namespace, several clusters, not Kueue)
+            result = self.enqueuer(parsed).enqueue(self.namespace, self.cluster)
             return dataclasses.replace(result, integration=None, gang=False)
         framework = self.framework(cluster, parsed)
         if framework is None:
             return self.pod_by_pod(obj, parsed, cluster)
-        result = self.checker(parsed).run(self.namespace, self.cluster)
+        result = self.enqueuer(parsed).enqueue(self.namespace, self.cluster)
         gang = (
             bool(parsed.pod_sets)
             and parsed.replica_unit != "pod"
@@ -480,7 +480,7 @@ class FileChecker:
 
     def cluster_of(self, object_namespace: str | None) -> Cluster | None:
         """The cluster the workload's namespace is a team namespace on, when there is exactly
-        one (the checker explains every other case)."""
+        one (the enqueuer explains every other case)."""
         name = self.namespace or object_namespace
         found = {
             ns.cluster
@@ -545,7 +545,7 @@ class FileChecker:
         not_managed = f"this cluster's Kueue does not manage {shown}"
         why = _why_not_managed(cluster, workload)
         if not integrations.manages(cluster, "v1", "Pod"):
-            return self.checker(workload).result(
+            return self.enqueuer(workload).result(
                 ERROR,
                 not_managed,
                 cluster=cluster.name,
@@ -571,7 +571,7 @@ class FileChecker:
                 notes=workload.notes,
                 claim_templates=workload.claim_templates,
             )
-            subs.append(self.checker(one).run(self.namespace, self.cluster))
+            subs.append(self.enqueuer(one).enqueue(self.namespace, self.cluster))
         merged = _merge(workload.pod_sets, subs)
         notes = (
             f"{not_managed}{why}: Kueue's pod integration admits each of its pods on its own, as "

@@ -316,117 +316,167 @@ def _check_envelope(doc: Document, data: dict[str, Any], expected_kind: str) -> 
 
 def _explain(doc: Document, error: ValidationError) -> Iterator[Diagnostic]:
     """Turn one jsonschema error into findings in gpuplane's vocabulary."""
-    path: PathKey = tuple(error.absolute_path)
-    where = _describe(path)
-    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
     if error.validator in ("oneOf", "anyOf") and error.context:
         yield from _explain(doc, best_match(error.context))
         return
+    failure = _Failure.of(doc, error)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = sorted(schema.get("properties", {}))
-        for key in sorted(set(error.instance) - set(allowed)):
-            close = closest(key, allowed)
-            hint = f"did you mean '{close}'?" if close else f"known fields: {', '.join(allowed)}"
-            yield Diagnostic(
-                "schema-unknown-field",
-                f"unknown field '{key}' in {where}",
-                doc.locate_key((*path, key)),
-                hint=hint,
-            )
+        yield from _unknown_fields(failure, error.instance)
         return
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        description = _property_description(schema, missing)
+    explainer = _EXPLAINERS.get(str(error.validator))
+    explained = explainer(failure) if explainer is not None else None
+    yield explained if explained is not None else _invalid(failure)
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """One jsonschema error with what each explanation reads of it: where it is, in the
+    document and in words, and the schema that failed."""
+
+    doc: Document
+    error: ValidationError
+    path: PathKey
+    where: str
+    schema: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, doc: Document, error: ValidationError) -> _Failure:
+        path: PathKey = tuple(error.absolute_path)
+        schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+        return cls(doc, error, path, _describe(path), schema)
+
+    def invalid_value(self, message: str, hint: str) -> Diagnostic:
+        return Diagnostic("schema-invalid-value", message, self.doc.locate(self.path), hint=hint)
+
+
+def _unknown_fields(failure: _Failure, instance: Mapping[str, Any]) -> Iterator[Diagnostic]:
+    """Each key of `instance` the schema does not define, with the closest one it does."""
+    allowed = sorted(failure.schema.get("properties", {}))
+    for key in sorted(set(instance) - set(allowed)):
+        close = closest(key, allowed)
+        hint = f"did you mean '{close}'?" if close else f"known fields: {', '.join(allowed)}"
         yield Diagnostic(
-            "schema-missing-field",
-            f"missing required field '{missing}' in {where}",
-            doc.locate(path),
-            hint=f"add {missing}: {description}" if description else f"add {missing}",
-        )
-        return
-    if error.validator == limits.QUANTITY:
-        yield limits.explain_quantity(doc, error, where)
-        return
-    if error.validator == "type":
-        expected = error.validator_value
-        expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
-        hint = f"write {where} as {_article(expected_text)}"
-        written = doc.plain_text.get(path, str(error.instance))
-        if expected_text == "string" and isinstance(error.instance, int | float):
-            hint = f'quote the value: "{written}" (YAML reads {written} as the number {error.instance})'
-        elif "integer" in expected_text and isinstance(error.instance, float):
-            hint = limits.integer_hint(written, error.instance)
-        yield Diagnostic(
-            "schema-wrong-type",
-            f"{where} must be {_article(expected_text)}, got {_type_name(error.instance)}",
-            doc.locate(path),
+            "schema-unknown-field",
+            f"unknown field '{key}' in {failure.where}",
+            failure.doc.locate_key((*failure.path, key)),
             hint=hint,
         )
-        return
-    if error.validator == "enum":
-        choices = [str(c) for c in _listed(error.validator_value)]
-        close = closest(str(error.instance), choices)
-        yield Diagnostic(
-            "schema-invalid-value",
-            f"{where} is '{error.instance}'; expected one of: {', '.join(choices)}",
-            doc.locate(path),
-            hint=f"did you mean '{close}'?" if close else "use one of the values listed",
-        )
-        return
-    if error.validator == "const":
-        yield Diagnostic(
-            "schema-invalid-value",
-            f"{where} must be '{error.validator_value}', got '{error.instance}'",
-            doc.locate(path),
-            hint=f"set it to {error.validator_value}",
-        )
-        return
-    if error.validator == "pattern":
-        described = str(schema.get("title") or schema.get("description", ""))
-        first = described.split(".")[0] if described else f"pattern {error.validator_value}"
-        # a key that breaks `propertyNames` is reported on the key, not on its mapping
-        key = error.instance
-        on_key = "propertyNames" in error.absolute_schema_path and isinstance(key, str)
-        yield Diagnostic(
-            "schema-invalid-value",
-            f"{where} '{error.instance}' is not in the required format: {first}",
-            doc.locate_key((*path, str(key))) if on_key else doc.locate(path),
-            hint=_format_hint(str(error.instance), first),
-        )
-        return
-    if error.validator == "maxLength" and isinstance(error.instance, str):
-        yield Diagnostic(
-            "schema-invalid-value",
-            f"{where} is {len(error.instance)} characters long, more than the "
-            f"{error.validator_value} it may have",
-            doc.locate(path),
-            hint=f"shorten it to at most {error.validator_value} characters",
-        )
-        return
-    if error.validator == "maxItems" and isinstance(error.instance, list):
-        yield Diagnostic(
-            "schema-invalid-value",
-            f"{where} has {len(error.instance)} entries, more than the "
-            f"{error.validator_value} it may have",
-            doc.locate(path),
-            hint=f"keep at most {error.validator_value} entries",
-        )
-        return
-    if error.validator == "not":
-        yield Diagnostic(
-            "schema-invalid-value",
-            f"{where} holds a combination its schema forbids: {_not_text(error)}",
-            doc.locate(path),
-            hint=str(schema.get("description") or "remove the field that is not allowed here"),
-        )
-        return
-    yield Diagnostic(
+
+
+def _missing_field(failure: _Failure) -> Diagnostic:
+    message = failure.error.message
+    missing = message.split("'")[1] if "'" in message else message
+    description = _property_description(failure.schema, missing)
+    return Diagnostic(
+        "schema-missing-field",
+        f"missing required field '{missing}' in {failure.where}",
+        failure.doc.locate(failure.path),
+        hint=f"add {missing}: {description}" if description else f"add {missing}",
+    )
+
+
+def _wrong_type(failure: _Failure) -> Diagnostic:
+    error, where = failure.error, failure.where
+    expected = error.validator_value
+    expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
+    hint = f"write {where} as {_article(expected_text)}"
+    written = failure.doc.plain_text.get(failure.path, str(error.instance))
+    if expected_text == "string" and isinstance(error.instance, int | float):
+        hint = f'quote the value: "{written}" (YAML reads {written} as the number {error.instance})'
+    elif "integer" in expected_text and isinstance(error.instance, float):
+        hint = limits.integer_hint(written, error.instance)
+    return Diagnostic(
+        "schema-wrong-type",
+        f"{where} must be {_article(expected_text)}, got {_type_name(error.instance)}",
+        failure.doc.locate(failure.path),
+        hint=hint,
+    )
+
+
+def _not_a_choice(failure: _Failure) -> Diagnostic:
+    error = failure.error
+    choices = [str(c) for c in _listed(error.validator_value)]
+    close = closest(str(error.instance), choices)
+    return failure.invalid_value(
+        f"{failure.where} is '{error.instance}'; expected one of: {', '.join(choices)}",
+        f"did you mean '{close}'?" if close else "use one of the values listed",
+    )
+
+
+def _not_the_constant(failure: _Failure) -> Diagnostic:
+    error = failure.error
+    return failure.invalid_value(
+        f"{failure.where} must be '{error.validator_value}', got '{error.instance}'",
+        f"set it to {error.validator_value}",
+    )
+
+
+def _not_the_format(failure: _Failure) -> Diagnostic:
+    error, schema = failure.error, failure.schema
+    described = str(schema.get("title") or schema.get("description", ""))
+    first = described.split(".")[0] if described else f"pattern {error.validator_value}"
+    # a key that breaks `propertyNames` is reported on the key, not on its mapping
+    key = error.instance
+    on_key = "propertyNames" in error.absolute_schema_path and isinstance(key, str)
+    doc, path = failure.doc, failure.path
+    return Diagnostic(
         "schema-invalid-value",
-        f"{where}: {error.message}",
-        doc.locate(path),
-        hint=_property_description({"properties": {"x": schema}}, "x")
+        f"{failure.where} '{error.instance}' is not in the required format: {first}",
+        doc.locate_key((*path, str(key))) if on_key else doc.locate(path),
+        hint=_format_hint(str(error.instance), first),
+    )
+
+
+def _too_long(failure: _Failure) -> Diagnostic | None:
+    error = failure.error
+    if not isinstance(error.instance, str):
+        return None
+    return failure.invalid_value(
+        f"{failure.where} is {len(error.instance)} characters long, more than the "
+        f"{error.validator_value} it may have",
+        f"shorten it to at most {error.validator_value} characters",
+    )
+
+
+def _too_many(failure: _Failure) -> Diagnostic | None:
+    error = failure.error
+    if not isinstance(error.instance, list):
+        return None
+    return failure.invalid_value(
+        f"{failure.where} has {len(error.instance)} entries, more than the "
+        f"{error.validator_value} it may have",
+        f"keep at most {error.validator_value} entries",
+    )
+
+
+def _forbidden(failure: _Failure) -> Diagnostic:
+    return failure.invalid_value(
+        f"{failure.where} holds a combination its schema forbids: {_not_text(failure.error)}",
+        str(failure.schema.get("description") or "remove the field that is not allowed here"),
+    )
+
+
+def _invalid(failure: _Failure) -> Diagnostic:
+    """Any other error: jsonschema's message, and the field's description as the hint."""
+    return failure.invalid_value(
+        f"{failure.where}: {failure.error.message}",
+        _property_description({"properties": {"x": failure.schema}}, "x")
         or "see the field's description in the schema (editors show it on hover)",
     )
+
+
+_EXPLAINERS: Mapping[str, Callable[[_Failure], Diagnostic | None]] = {
+    "required": _missing_field,
+    limits.QUANTITY: lambda f: limits.explain_quantity(f.doc, f.error, f.where),
+    "type": _wrong_type,
+    "enum": _not_a_choice,
+    "const": _not_the_constant,
+    "pattern": _not_the_format,
+    "maxLength": _too_long,
+    "maxItems": _too_many,
+    "not": _forbidden,
+}
+"""The explanation of each JSON Schema keyword's error; None: the generic one."""
 
 
 def _listed(value: Any) -> list[Any]:

@@ -31,15 +31,34 @@ def _resources_text(values: Mapping[str, Decimal]) -> str:
 def fit_text(result: FitResult) -> str:
     """The answer for people; ends with a newline."""
     lines = [f"{result.file}: {result.verdict}: {result.summary}"]
-    if result.kind:
-        where = f"{result.namespace}/" if result.namespace else ""
-        head = f"  {result.kind} {where}{result.name}"
-        if result.cluster:
-            head += f" on cluster {result.cluster}"
-        if result.team:
-            head += f" (team {result.team}, {result.purpose} namespace)"
-        lines.append(head)
+    lines.extend(_workload_lines(result))
     lines.extend(_chain_lines(result))
+    lines.extend(_queueing_lines(result))
+    lines.extend(_reason_lines(result))
+    lines.extend(_pod_set_lines(result))
+    lines.extend(_quota_lines(result))
+    lines.extend(_lender_lines(result))
+    lines.extend(_tail_lines(result))
+    return _inert_block(lines)
+
+
+def _workload_lines(result: FitResult) -> list[str]:
+    """The workload's kind and name, with where it goes: its cluster and team."""
+    if not result.kind:
+        return []
+    where = f"{result.namespace}/" if result.namespace else ""
+    head = f"  {result.kind} {where}{result.name}"
+    if result.cluster:
+        head += f" on cluster {result.cluster}"
+    if result.team:
+        head += f" (team {result.team}, {result.purpose} namespace)"
+    return [head]
+
+
+def _queueing_lines(result: FitResult) -> list[str]:
+    """How Kueue takes the workload: its integration, queues and priority, and the message
+    of the step that decided."""
+    lines = []
     if result.integration:
         if not result.pod_sets:  # a RayJob on an existing cluster: Kueue skips it
             how = "it makes no Workload for this object"
@@ -60,68 +79,97 @@ def fit_text(result: FitResult) -> str:
         lines.append(f"  priority {name} = {result.priority_value}, {origin}")
     if result.message:
         lines.append(f"  {result.message_from}: {result.message}")
-    if result.reasons:
-        lines.append("why:" if result.verdict in (NEVER, ERROR, WAITS) else "reasons:")
-        lines.extend(f"  - {r}" for r in result.reasons)
-    if result.pod_sets:
-        lines.append("pod sets:")
-        width = max(len(ps.name) for ps in result.pod_sets)
-        for ps in result.pod_sets:
-            count = (
-                f"{ps.count}"
-                if ps.count == ps.requested_count
-                else f"{ps.count} of {ps.requested_count}"
-            )
-            if ps.flavor:
-                target = f"-> {ps.flavor}" + (" (borrows)" if ps.borrows else "")
-            else:
-                target = "-> no flavor" if ps.tried else "-> not assigned"
-            lines.append(f"  {ps.name:<{width}}  {count} x {_resources_text(ps.per_pod)} {target}")
-        if result.replicas > 1:
-            unit = result.replica_unit
-            if result.admitted_replicas == result.replicas:
-                fate = f"all {result.replicas} can be admitted at once"
-            elif result.admitted_replicas == 0:
-                fate = "none can be admitted"
-            else:
-                fate = f"only {result.admitted_replicas} can be admitted at once"
-            lines.append(
-                f"  each of the {result.replicas} {unit}s is a Workload of its own: {fate}"
-            )
-    if result.quotas:
-        lines.append(
-            f"quota of ClusterQueue {result.cluster_queue} (the team's, shared by all its "
-            "ClusterQueues), in an empty cluster:"
+    return lines
+
+
+def _reason_lines(result: FitResult) -> list[str]:
+    if not result.reasons:
+        return []
+    head = "why:" if result.verdict in (NEVER, ERROR, WAITS) else "reasons:"
+    return [head, *(f"  - {r}" for r in result.reasons)]
+
+
+def _pod_set_lines(result: FitResult) -> list[str]:
+    """Each pod set with its count, its pod's resources and its flavor; then, for a job of
+    replicas, how many of them can be admitted at once."""
+    if not result.pod_sets:
+        return []
+    lines = ["pod sets:"]
+    width = max(len(ps.name) for ps in result.pod_sets)
+    for ps in result.pod_sets:
+        count = (
+            f"{ps.count}"
+            if ps.count == ps.requested_count
+            else f"{ps.count} of {ps.requested_count}"
         )
-        rows = []
-        for q in result.quotas:
-            limit = (
-                "no borrowing limit"
-                if q.borrowing_limit is None
-                else f"borrowing limit {amount(q.resource, q.borrowing_limit)}"
-            )
-            row = [
-                q.flavor,
-                q.resource,
-                f"{amount(q.resource, q.requested)} of nominal {amount(q.resource, q.nominal)}",
-                f"{limit}, at most {amount(q.resource, q.maximum)}",
-            ]
-            if q.borrowed > 0:
-                row.append(f"borrows {amount(q.resource, q.borrowed)}")
-            rows.append(row)
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for row in rows:
-            cells = [f"{row[i]:<{widths[i]}}" for i in range(3)] + list(row[3:])
-            lines.append("  " + "  ".join(cells).rstrip())
+        if ps.flavor:
+            target = f"-> {ps.flavor}" + (" (borrows)" if ps.borrows else "")
+        else:
+            target = "-> no flavor" if ps.tried else "-> not assigned"
+        lines.append(f"  {ps.name:<{width}}  {count} x {_resources_text(ps.per_pod)} {target}")
+    if result.replicas > 1:
+        lines.append(_replicas_line(result))
+    return lines
+
+
+def _replicas_line(result: FitResult) -> str:
+    if result.admitted_replicas == result.replicas:
+        fate = f"all {result.replicas} can be admitted at once"
+    elif result.admitted_replicas == 0:
+        fate = "none can be admitted"
+    else:
+        fate = f"only {result.admitted_replicas} can be admitted at once"
+    unit = result.replica_unit
+    return f"  each of the {result.replicas} {unit}s is a Workload of its own: {fate}"
+
+
+def _quota_lines(result: FitResult) -> list[str]:
+    """The ClusterQueue's quota per flavor and resource, as a table of aligned columns."""
+    if not result.quotas:
+        return []
+    lines = [
+        f"quota of ClusterQueue {result.cluster_queue} (the team's, shared by all its "
+        "ClusterQueues), in an empty cluster:"
+    ]
+    rows = []
+    for q in result.quotas:
+        limit = (
+            "no borrowing limit"
+            if q.borrowing_limit is None
+            else f"borrowing limit {amount(q.resource, q.borrowing_limit)}"
+        )
+        row = [
+            q.flavor,
+            q.resource,
+            f"{amount(q.resource, q.requested)} of nominal {amount(q.resource, q.nominal)}",
+            f"{limit}, at most {amount(q.resource, q.maximum)}",
+        ]
+        if q.borrowed > 0:
+            row.append(f"borrows {amount(q.resource, q.borrowed)}")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        cells = [f"{row[i]:<{widths[i]}}" for i in range(3)] + list(row[3:])
+        lines.append("  " + "  ".join(cells).rstrip())
+    return lines
+
+
+def _lender_lines(result: FitResult) -> list[str]:
+    """The other teams' Cohorts that lend: the accelerators when any lends, else all."""
     accelerators = [x for x in result.lenders if x.resource not in HOST_RESOURCES]
     shown = accelerators or list(result.lenders)
-    if shown:
-        lines.append("lent by (the other teams' Cohorts):")
-        for lender in shown:
-            lines.append(
-                f"  Cohort {lender.cohort} (team {lender.team}) lends up to "
-                f"{amount(lender.resource, lender.lendable)} {lender.resource} on {lender.flavor}"
-            )
+    if not shown:
+        return []
+    return ["lent by (the other teams' Cohorts):"] + [
+        f"  Cohort {lender.cohort} (team {lender.team}) lends up to "
+        f"{amount(lender.resource, lender.lendable)} {lender.resource} on {lender.flavor}"
+        for lender in shown
+    ]
+
+
+def _tail_lines(result: FitResult) -> list[str]:
+    """Preemption, the usage snapshot, notes, and what the answer assumes."""
+    lines = []
     if result.preemption:
         lines.append("preemption, once the cluster is busy:")
         lines.extend(f"  - {p}" for p in result.preemption)
@@ -132,7 +180,7 @@ def fit_text(result: FitResult) -> str:
         lines.extend(f"  - {n}" for n in result.notes)
     if result.quotas or any(ps.tried for ps in result.pod_sets):  # Kueue assigned flavors
         lines.append(ASSUMPTION if result.usage is None else SNAPSHOT)
-    return _inert_block(lines)
+    return lines
 
 
 def _chain_lines(result: FitResult) -> list[str]:

@@ -18,6 +18,7 @@ from renderer.admission.answer.result import (
     WAITS,
     FitResult,
     PodSetFit,
+    Quota,
     amount,
 )
 from renderer.admission.apiserver import metadata as apiserver
@@ -25,6 +26,7 @@ from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduler import after_admission as beyond
 from renderer.admission.scheduler import dra, tas
+from renderer.admission.scheduler.entry import Entry, preemption_for
 from renderer.admission.scheduler.flavorassigner import (
     Assigner,
     Assignment,
@@ -35,25 +37,19 @@ from renderer.admission.scheduler.flavorassigner import (
     sharing_notes,
     topology_notes,
 )
+from renderer.admission.scheduler.never import never_reasons
 from renderer.admission.scheduler.policy_lines import preemption_lines
-from renderer.admission.scheduler.preemption import CohortNow, Preemption, pending_ahead
+from renderer.admission.scheduler.preemption import CohortNow, pending_ahead
 from renderer.admission.scheduler.search import largest
 from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import podsets
-from renderer.admission.workloads.podsets import Workload
+from renderer.admission.workloads.podsets import PodSet, Workload
 from renderer.layers.queueing import kueue
 from renderer.layers.tenancy import DEFAULT_CONTAINER
-from renderer.model import nodes, quantity
-from renderer.model.capacity import PURPOSE_ORDER, pool_offers
+from renderer.model import quantity
 from renderer.model.platform import Namespace, Platform, Team
 from renderer.model.queue_plans import ClusterQueuePlan, cluster_queues, limits_of
-from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView
-
-RDMA_RESOURCE_PREFIXES = ("rdma/", "vpc.amazonaws.com/efa")
-"""The names RDMA device plugins advertise (the Network Operator's and CoreWeave's `rdma/…`,
-AWS's EFA plugin), for a hint when a cluster's Kueue does not exclude one."""
-
 
 NO_DEFAULT_LIMITS: Mapping[str, Decimal] = MappingProxyType({})
 """The limits a LimitRange's `default` adds to containers without one: none, as the tenancy
@@ -189,6 +185,15 @@ class Admitter:
         context = queued.context
         self.limit_range = limit_range_defaults(queued.team)
         self.excluded = queued.excluded
+        if (refused := self.webhook_refusal(context)) is not None:
+            return refused
+        for ps in self.workload.pod_sets:
+            if (refused := self.pod_set_refusal(ps, context)) is not None:
+                return refused
+        return self.too_many_pod_sets(context)
+
+    def webhook_refusal(self, context: Mapping[str, Any]) -> FitResult | None:
+        """A validating webhook denies the create: AppWrapper's, or Kueue's for the kind."""
         if self.workload.refused is not None and self.workload.refused_by is not None:
             # another admission webhook (AppWrapper's) denies the create: the API server's words
             at_admission = self.workload.refused.startswith("admission webhook ")
@@ -214,59 +219,68 @@ class Admitter:
                     "no Workload is ever made; change the fields it names",
                 ),
             )
+        return None
+
+    def pod_set_refusal(self, ps: PodSet, context: Mapping[str, Any]) -> FitResult | None:
+        """One pod set: a note for a limit without a request, then the API server's refusal of
+        a pod whose request exceeds its limit, or Kueue's of bad topology annotations."""
         default_requests, default_limits = self.limit_range, NO_DEFAULT_LIMITS
-        for ps in self.workload.pod_sets:
-            for container, resource in ps.limit_without_request():
-                if resource in default_requests:
-                    shown = amount(resource, default_requests[resource])
-                    self.notes.append(
-                        f"pod set {ps.name}, container {container}: a {resource} limit without a "
-                        f"request; Kueue counts the namespace's LimitRange default request "
-                        f"({shown}), not the limit"
-                    )
-            over = ps.over_limit(default_requests, default_limits)
-            if over and ps.from_pod:  # the API server refuses the Pod itself
-                listed = ", ".join(f"spec.{f} {'/'.join(r)}" for f, r in over)
-                return self.result(
-                    NEVER,
-                    "refused at admission: requests exceed limits",
-                    **context,
-                    message_from="API server",
-                    message=f"the API server refuses the pod: a request exceeds its limit ({listed})",
-                    reasons=(
-                        f"pod set {ps.name}: after the API server's defaulting and the namespace "
-                        "LimitRange, a request exceeds its limit; raise the limit or lower the "
-                        "request",
-                    ),
+        for container, resource in ps.limit_without_request():
+            if resource in default_requests:
+                shown = amount(resource, default_requests[resource])
+                self.notes.append(
+                    f"pod set {ps.name}, container {container}: a {resource} limit without a "
+                    f"request; Kueue counts the namespace's LimitRange default request "
+                    f"({shown}), not the limit"
                 )
-            refused = tas.refusals(ps)
-            if refused:  # Kueue's job webhooks (ValidateTASPodSetRequest)
-                return self.result(
-                    NEVER,
-                    "refused at admission: topology annotations",
-                    **context,
-                    message_from="Kueue's webhook",
-                    message="; ".join(refused),
-                    reasons=("Kueue's webhook refuses the object: fix the pod template's "
-                             "kueue.x-k8s.io/podset-* annotations",),
-                )  # fmt: skip
+        over = ps.over_limit(default_requests, default_limits)
+        if over and ps.from_pod:  # the API server refuses the Pod itself
+            listed = ", ".join(f"spec.{f} {'/'.join(r)}" for f, r in over)
+            return self.result(
+                NEVER,
+                "refused at admission: requests exceed limits",
+                **context,
+                message_from="API server",
+                message=f"the API server refuses the pod: a request exceeds its limit ({listed})",
+                reasons=(
+                    f"pod set {ps.name}: after the API server's defaulting and the namespace "
+                    "LimitRange, a request exceeds its limit; raise the limit or lower the "
+                    "request",
+                ),
+            )
+        refused = tas.refusals(ps)
+        if refused:  # Kueue's job webhooks (ValidateTASPodSetRequest)
+            return self.result(
+                NEVER,
+                "refused at admission: topology annotations",
+                **context,
+                message_from="Kueue's webhook",
+                message="; ".join(refused),
+                reasons=("Kueue's webhook refuses the object: fix the pod template's "
+                         "kueue.x-k8s.io/podset-* annotations",),
+            )  # fmt: skip
+        return None
+
+    def too_many_pod_sets(self, context: Mapping[str, Any]) -> FitResult | None:
+        """Kueue's reconciler creates the Workload; the API server refuses one of too many pod
+        sets."""
         too_many = apiserver.too_many_pod_sets(
             self.workload.kind, self.workload.name, len(self.workload.pod_sets)
         )
-        if too_many is not None:  # Kueue's reconciler creates the Workload; the API server refuses
-            return self.result(
-                NEVER,
-                "never admitted: too many pod sets for a Workload",
-                **context,
-                message_from="API server",
-                message=too_many,
-                reasons=(
-                    f"Kueue makes one Workload of {len(self.workload.pod_sets)} pod sets for the "
-                    f"{self.workload.kind}; a Workload holds at most {apiserver.MAX_POD_SETS}, "
-                    "so the Workload is never created and the job stays suspended; split it",
-                ),
-            )
-        return None
+        if too_many is None:
+            return None
+        return self.result(
+            NEVER,
+            "never admitted: too many pod sets for a Workload",
+            **context,
+            message_from="API server",
+            message=too_many,
+            reasons=(
+                f"Kueue makes one Workload of {len(self.workload.pod_sets)} pod sets for the "
+                f"{self.workload.kind}; a Workload holds at most {apiserver.MAX_POD_SETS}, "
+                "so the Workload is never created and the job stays suspended; split it",
+            ),
+        )
 
     def invalid_resources(self, queued: Queued) -> FitResult | None:
         """`workload.ValidateAdmissibility`: a request over its limit once the namespace
@@ -368,29 +382,47 @@ class Admitter:
         )
         self.notes.extend(n for n in found.notes if n not in self.notes)
         if physical:
-            chosen = ", ".join(sorted({ps.flavor or "" for ps in final.pod_sets}))
-            self.notes.append(
-                f"Kueue alone admits it to flavor {chosen} (the quota allows it), but the pods "
-                "would stay Pending"
-                + (
-                    f"; waitForPodsReady evicts and requeues it every {plan.queue.gang_timeout}"
-                    if plan.queue.wait_for_pods_ready and plan.queue.gang_timeout
-                    else ""
-                )
-            )
-            return self.result(
-                NEVER,
-                "its pods could never be scheduled",
-                **fields,
-                message_from="gpuplane",
-                message="; ".join(physical),
-                reasons=tuple(physical),
-            )
+            return self.never_scheduled(plan, final, physical, fields)
         if self.snapshot is not None:
             return self.admit_now(plan, cohort, per_pod, counts, fields, (priority, fair_sharing))
+        return self.admitted_idle(queued, assigned, quotas, fields)
+
+    def never_scheduled(
+        self,
+        plan: ClusterQueuePlan,
+        final: Assignment,
+        physical: Sequence[str],
+        fields: dict[str, Any],
+    ) -> FitResult:
+        """Kueue admits it, but no node of the flavor's pool could ever run its pods."""
+        chosen = ", ".join(sorted({ps.flavor or "" for ps in final.pod_sets}))
+        self.notes.append(
+            f"Kueue alone admits it to flavor {chosen} (the quota allows it), but the pods "
+            "would stay Pending"
+            + (
+                f"; waitForPodsReady evicts and requeues it every {plan.queue.gang_timeout}"
+                if plan.queue.wait_for_pods_ready and plan.queue.gang_timeout
+                else ""
+            )
+        )
+        return self.result(
+            NEVER,
+            "its pods could never be scheduled",
+            **fields,
+            message_from="gpuplane",
+            message="; ".join(physical),
+            reasons=tuple(physical),
+        )
+
+    def admitted_idle(
+        self, queued: Queued, assigned: Assigned, quotas: Sequence[Quota], fields: dict[str, Any]
+    ) -> FitResult:
+        """Admitted on an idle cluster: within the nominal quota or borrowing, and what
+        preemption does once the cluster is busy."""
+        plan, final = queued.plan, assigned.final
         borrowed = [q for q in quotas if q.borrowed > 0]
         verdict = BORROWS if borrowed else FITS
-        partial_note = self.partial_note(final, admitted_replicas)
+        partial_note = self.partial_note(final, assigned.admitted_replicas)
         if borrowed:
             by_flavor: dict[str, list[str]] = {}
             for q in borrowed:
@@ -407,7 +439,9 @@ class Admitter:
             )
         if partial_note:
             summary += f" ({partial_note})"
-        fields["preemption"] = preemption_lines(plan, priority, verdict == BORROWS, fair_sharing)
+        fields["preemption"] = preemption_lines(
+            plan, queued.priority, verdict == BORROWS, queued.fair_sharing
+        )
         return self.result(verdict, summary, **fields)
 
     def cohort_now(
@@ -437,12 +471,27 @@ class Admitter:
     ) -> FitResult:
         """The admission against the snapshot's usage, once the job is known to be admissible
         on an idle cluster: `fits` or `borrows` now, or `waits`, with Kueue's message and what
-        its preemptor would do (renderer.admission.scheduler.preemption)."""
+        its preemptor would do (renderer.admission.scheduler.preemption). The steps of Kueue's
+        `schedule()`: nominate (assign flavors), then admit what fits, else preempt or wait."""
         priority, fair_sharing = policy
         assert self.snapshot is not None
         now = self.cohort_now(plan, cohort, fair_sharing)
         assert self.native is not None
         assigner = Assigner(plan, cohort, per_pod, now=now, native=self.native)
+        assignment, admitted = self.nominate(assigner, counts)
+        pending = pending_ahead(self.snapshot, plan, priority)
+        entry = Entry(plan, now, assigner, assignment, admitted, pending)
+        fields = dict(fields, admitted_replicas=0 if assignment.failed else admitted)
+        fields.pop("preemption", None)
+        if pending:
+            self.notes.append(entry.queue_order_note(priority))
+        if not assignment.failed:
+            return self.admitted_now(entry, fields)
+        return self.preempt_or_wait(entry, fields, priority)
+
+    def nominate(self, assigner: Assigner, counts: Mapping[str, int]) -> tuple[Assignment, int]:
+        """Kueue's `nominate`: the flavor assignment against the usage now, with partial
+        admission where the whole job does not fit, and how many of its replicas fit at once."""
         sets = self.workload.pod_sets
         current = assigner.assign(sets, counts)
         replicas, admitted = self.workload.replicas, 1
@@ -454,61 +503,58 @@ class Admitter:
             most = largest(2, replicas, self.replicas_attempt(assigner, counts))
             if most is not None:
                 admitted, current = most
-        pending = pending_ahead(self.snapshot, plan, priority)
-        fields = dict(fields, admitted_replicas=0 if current.failed else admitted)
-        fields.pop("preemption", None)
-        if pending:
-            self.notes.append(
-                f"{len(pending)} pending workload(s) of ClusterQueue {plan.name} have priority "
-                f"{priority} or higher: Kueue's queue orders them before this job"
-                + (
-                    " and, with StrictFIFO, admits none behind them first"
-                    if plan.queue.strategy == "StrictFIFO"
-                    else ""
-                )
+        return current, admitted
+
+    def admitted_now(self, entry: Entry, fields: dict[str, Any]) -> FitResult:
+        """The entry fits now (Kueue's `Fit` mode): admitted, within the nominal quota or
+        borrowing what the team's usage now leaves over it."""
+        plan, now, current = entry.plan, entry.now, entry.assignment
+        fields["quotas"] = entry.assigner.quotas(current.usage)
+        fields["pod_sets"] = tuple(current.pod_sets)
+        fields["usage"] = now.report(current.usage, None, entry.pending)
+        borrowed = {
+            fr: now.team_usage(*fr)
+            + v
+            - max(limits_of(plan.cohort, *fr).nominal, now.team_usage(*fr))
+            for fr, v in current.usage.items()
+        }
+        borrowed = {fr: v for fr, v in borrowed.items() if v > 0}
+        if borrowed:
+            listed = "; ".join(
+                f"{amount(r, v)} {r} on {f}" for (f, r), v in sorted(borrowed.items())
             )
-        if not current.failed:
-            fields["quotas"] = assigner.quotas(current.usage)
-            fields["pod_sets"] = tuple(current.pod_sets)
-            fields["usage"] = now.report(current.usage, None, pending)
-            borrowed = {
-                fr: now.team_usage(*fr)
-                + v
-                - max(limits_of(plan.cohort, *fr).nominal, now.team_usage(*fr))
-                for fr, v in current.usage.items()
-            }
-            borrowed = {fr: v for fr, v in borrowed.items() if v > 0}
-            if borrowed:
-                listed = "; ".join(
-                    f"{amount(r, v)} {r} on {f}" for (f, r), v in sorted(borrowed.items())
-                )
-                summary = f"admitted now by borrowing {listed} from cohort {plan.queue.name}"
-            else:
-                flavors = ", ".join(sorted({ps.flavor or "" for ps in current.pod_sets}))
-                summary = (
-                    f"admitted now within team {plan.team.name}'s nominal quota (Cohort "
-                    f"{plan.cohort.name}) on {flavors}"
-                )
-            note = self.partial_note(current, admitted)
-            if note:
-                summary += f" ({note})"
-            return self.result(BORROWS if borrowed else FITS, summary, **fields)
+            summary = f"admitted now by borrowing {listed} from cohort {plan.queue.name}"
+        else:
+            flavors = ", ".join(sorted({ps.flavor or "" for ps in current.pod_sets}))
+            summary = (
+                f"admitted now within team {plan.team.name}'s nominal quota (Cohort "
+                f"{plan.cohort.name}) on {flavors}"
+            )
+        note = self.partial_note(current, entry.admitted_replicas)
+        if note:
+            summary += f" ({note})"
+        return self.result(BORROWS if borrowed else FITS, summary, **fields)
+
+    def preempt_or_wait(self, entry: Entry, fields: dict[str, Any], priority: int) -> FitResult:
+        """The entry does not fit now: Kueue's `Preempt` mode when its preemptor frees enough,
+        else `NoFit`; either way the workload waits, with Kueue's message."""
+        current = entry.assignment
         failing = [ps for ps in current.pod_sets if ps.flavor is None and ps.tried]
         message = "; ".join(
             f"couldn't assign flavors to pod set {ps.name}: {', '.join(ps.reasons)}"
             for ps in failing
         )
-        preemption = self.preemption_now(now, assigner, current, failing, priority)
+        preemption = preemption_for(entry, failing, priority)
         requested = dict(current.usage)
         if preemption is not None:
             requested.update(preemption[1])
+        chosen = preemption[0] if preemption else None
         fields.update(
             pod_sets=tuple(current.pod_sets),
             message=message,
-            usage=now.report(requested, preemption[0] if preemption else None, pending),
+            usage=entry.now.report(requested, chosen, entry.pending),
         )
         names = ", ".join(ps.name for ps in failing)
-        chosen = preemption[0] if preemption else None
         if chosen is not None and chosen.frees_enough:
             summary = (
                 f"not admissible now: Kueue would preempt {len(chosen.targets)} workload(s) to "
@@ -516,7 +562,8 @@ class Admitter:
             )
         else:
             summary = (
-                f"not admissible now: pod set {names} waits for quota in ClusterQueue {plan.name}"
+                f"not admissible now: pod set {names} waits for quota in ClusterQueue "
+                f"{entry.plan.name}"
             )
         return self.result(
             WAITS,
@@ -527,42 +574,6 @@ class Admitter:
             ),
             **fields,
         )
-
-    def preemption_now(
-        self,
-        now: CohortNow,
-        assigner: Assigner,
-        current: Assignment,
-        failing: Sequence[PodSetFit],
-        priority: int,
-    ) -> tuple[Preemption, dict[tuple[str, str], Decimal]] | None:
-        """Kueue's preemptor for the pod sets that wait: each tries its flavors in order and
-        takes the first whose candidates free enough (flavor fungibility ranks a flavor without
-        candidates last, `isPreferred`), else the first one."""
-        totals: dict[tuple[str, str], Decimal] = dict(current.usage)
-        needs: set[tuple[str, str]] = set()
-        found: Preemption | None = None
-        for ps in failing:
-            flavors = assigner.waiting.get(ps.name, [])
-            per_pod = assigner.per_pod[ps.name]
-            best: tuple[Preemption, dict[tuple[str, str], Decimal], set[tuple[str, str]]] | None
-            best = None
-            for flavor in flavors:
-                trial = dict(totals)
-                for resource, value in podsets.scaled(per_pod, ps.count).items():
-                    key = (flavor, resource)
-                    trial[key] = trial.get(key, Decimal(0)) + value
-                short = {
-                    fr for fr, v in trial.items() if fr[0] == flavor and v > now.available(*fr)
-                }
-                plan = now.preempt(trial, needs | short, priority)
-                if best is None or (plan.frees_enough and not best[0].frees_enough):
-                    best = (plan, trial, needs | short)
-                if plan.frees_enough:
-                    break
-            if best is not None:
-                found, totals, needs = best
-        return None if found is None else (found, totals)
 
     def partial(self, assigner: Assigner, counts: Mapping[str, int]) -> Assignment | None:
         """Kueue's partial admission: a pod set with a minimum count may run with fewer pods
@@ -628,95 +639,14 @@ class Admitter:
             )
         reasons: list[str] = []
         for ps in failing:
-            reasons.extend(self.explain(assigner, plan, ps))
+            pod_set = next(p for p in self.workload.pod_sets if p.name == ps.name)
+            reasons.extend(never_reasons(self.platform, assigner, plan, ps, pod_set))
         fields.update(pod_sets=tuple(final.pod_sets), message=message)
         names = ", ".join(ps.name for ps in failing)
         return self.result(
             NEVER, f"no flavor of ClusterQueue {plan.name} can hold pod set {names}",
             reasons=tuple(dict.fromkeys(reasons)), **fields,
         )  # fmt: skip
-
-    def explain(self, assigner: Assigner, plan: ClusterQueuePlan, ps: PodSetFit) -> list[str]:
-        """Plain-words reasons behind Kueue's, from the platform's inputs."""
-        out: list[str] = []
-        covered = set(plan.covered_resources)
-        pod_set = next(p for p in self.workload.pod_sets if p.name == ps.name)
-        for resource in ps.per_pod:
-            if resource in covered:
-                continue
-            offered = sorted(
-                {
-                    (pool.name, o.resource)
-                    for pool in self.platform.pools.values()
-                    for o in pool_offers(pool)
-                    if pool.cluster == plan.namespaces[0].cluster
-                }
-            )
-            pools = [name for name, r in offered if r == resource]
-            if pools:
-                out.append(
-                    f"{resource} is offered by pool {', '.join(pools)}, but team {plan.team.name} "
-                    f"has no quota there that namespace purpose {plan.purpose} may use "
-                    f"(ClusterQueue {plan.name} covers {', '.join(plan.covered_resources)})"
-                )
-            else:
-                mig = [
-                    f"{pool.name} ({', '.join(sorted(pool.mig_layout))})"
-                    for pool in self.platform.pools.values()
-                    if pool.cluster == plan.namespaces[0].cluster and pool.mig_layout
-                ]
-                extra = f"; MIG profiles on this cluster: {'; '.join(mig)}" if mig else ""
-                out.append(
-                    f"no pool on cluster {plan.namespaces[0].cluster} offers {resource} "
-                    f"(ClusterQueue {plan.name} covers {', '.join(plan.covered_resources)}){extra}"
-                )
-                if resource.startswith(RDMA_RESOURCE_PREFIXES):
-                    out.append(
-                        f"{resource} is an RDMA device resource: Kueue leaves it out of quota "
-                        "only when a pool of the cluster declares it in spec.fabric.rdma "
-                        "(the pools' RDMA resources are excludeResourcePrefixes, docs/rdma.md)"
-                    )
-        wanted = pod_set.node_selector.get(f"{nodes.PREFIX}pool")
-        if wanted and wanted not in {f.pool.name for f in plan.flavors}:
-            pool = self.platform.pools.get(wanted)
-            if pool is None:
-                out.append(f"the nodeSelector names pool {wanted}, which does not exist")
-            else:
-                served = ", ".join(PURPOSE_ORDER.get(pool.workload, ()))
-                out.append(
-                    f"the nodeSelector asks for pool {wanted}, which serves {served} namespaces "
-                    f"({pool.workload}); {plan.purpose} namespaces queue in ClusterQueue "
-                    f"{plan.name}, whose flavors are {', '.join(f.pool.name for f in plan.flavors)}"
-                )
-        for reason in ps.reasons:
-            for tried in assigner.flavors:  # Kueue's TAS notFitMessage names the Topology
-                topology = tas.topology_name(tried.pool, assigner.topology_names)
-                if reason.startswith(f'topology "{topology}"') and topology_aware(tried.pool):
-                    requested = assigner.requested.get(ps.name, ps.per_pod)
-                    out.extend(beyond.node_problems(tried.pool, ps.name, requested))
-            if "> maximum capacity (" not in reason:
-                continue
-            flavor = reason.split(" in flavor ", 1)[1].split(",", 1)[0]
-            resource = reason.removeprefix("insufficient quota for ").split(" in flavor ", 1)[0]
-            own = limits_of(plan.cohort, flavor, resource)
-            if own.nominal == 0 and own.borrowing == 0:
-                continue  # the flavor has none of it: Kueue's reason says all there is
-            lenders = assigner.lenders_of(flavor, resource)
-            lent = sum((lendable for _, lendable in lenders), Decimal(0))
-            text = amount
-            limit = (
-                "no borrowing limit"
-                if own.borrowing is None
-                else f"borrowing limit {text(resource, own.borrowing)}"
-            )
-            listed = ", ".join(f"{name} {text(resource, amount)}" for name, amount in lenders)
-            out.append(
-                f"team {plan.team.name} holds {text(resource, own.nominal)} {resource} on "
-                f"{flavor} for all its ClusterQueues (Cohort {plan.cohort.name}, {limit}); "
-                f"the other teams of cohort {plan.queue.name} lend at most "
-                f"{text(resource, lent)}" + (f" ({listed})" if listed else "")
-            )
-        return out
 
 
 def limit_range_defaults(team: Team) -> dict[str, Decimal]:

@@ -332,82 +332,11 @@ def appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
     """The AppWrapper's pod sets as Kueue reads them (`GetComponentPodSpecs`), and the refusal
     of AppWrapper's webhook (`validateAppWrapperCreate`), if any."""
     components = read_field(data, ("spec", "components"), list, required=True)
-    aw_name = _name(data)
-    aw_namespace = read_field(data, ("metadata", "namespace"), str)
-    errors: list[str] = []
-    notes: list[str] = []
-    pod_sets: list[PodSet] = []
-    count = 0
+    reading = _Reading(data, _name(data), read_field(data, ("metadata", "namespace"), str))
     for index, _ in enumerate(components):
-        here: FieldPath = ("spec", "components", index)
-        shown = f"spec.components[{index}]"
-        template_path = (*here, "template")
-        obj = read_field(data, template_path, dict, required=True)
-        kind = f"{obj.get('apiVersion', '')} {obj.get('kind', '')}".strip()
-        if obj.get("apiVersion") == "workload.codeflare.dev/v1beta2" and obj.get("kind") == (
-            "AppWrapper"
-        ):
-            errors.append(f"{shown}.template: Forbidden: Nested AppWrappers are forbidden")
-        namespace = read_field(data, (*template_path, "metadata", "namespace"), str)
-        if namespace and aw_namespace and namespace != aw_namespace:
-            errors.append(
-                f"{shown}.template.metadata.namespace: Forbidden: AppWrappers cannot create "
-                "objects in other namespaces"
-            )
-        declared = _declared(data, here)
-        for ps_index, (_, path) in enumerate(declared):
-            at = f"{shown}.podSets[{ps_index}].path"
-            if not path:
-                errors.append(f"{at}: Required value: podspec must specify path")
-            try:
-                pod_template_at(obj, path)
-            except _PathError as err:
-                errors.append(
-                    f'{at}: Invalid value: "{path}": path does not refer to a '
-                    f"v1.PodSpecTemplate: {err}"
-                )
-        try:
-            inferred = infer_pod_sets(obj)
-        except _PathError as err:
-            errors.append(
-                f"{shown}.template: Invalid value: {TEMPLATE_VALUE}: error inferring PodSets: {err}"
-            )
-            inferred = []
-        else:
-            count += max(len(declared), len(inferred))
-            if (why := _validate_declared(declared, inferred)) is not None:
-                errors.append(f"{shown}.podSets: Invalid value: {POD_SETS_VALUE}: {why}")
-        # EnsureComponentStatusInitialized, then GetComponentPodSpecs (a bad path is skipped)
-        chosen = declared or [(replicas, path) for replicas, path in inferred]
-        if not chosen:
-            notes.append(
-                f"component {index} ({kind}): no pod sets: AppWrapper infers none for this kind "
-                f"and {shown}.podSets declares none, so Kueue's Workload counts none of its pods"
-            )
-        for replicas, path in chosen:
-            try:
-                parts = pod_template_at(obj, path)
-            except _PathError:
-                continue
-            ps = read_pod_set(
-                data,
-                (*template_path, *parts),
-                f"{aw_name}-{len(pod_sets)}".lower(),
-                1 if replicas is None else replicas,
-            )
-            pod_sets.append(_as_appwrapper_sees_it(ps))
-        if not declared and obj.get("apiVersion") == "ray.io/v1":
-            notes.extend(_hosts_notes(obj, index))
-    if count == 0:
-        errors.append(
-            f"spec.components: Invalid value: {COMPONENTS_VALUE}: components contains no podspecs"
-        )
-    if count > MAX_POD_SETS:
-        errors.append(
-            f"spec.components: Invalid value: {COMPONENTS_VALUE}: components contains {count} "
-            f"podspecs; at most {MAX_POD_SETS} are allowed"
-        )
-    extra: dict[str, Any] = {"notes": tuple(notes)}
+        reading.component(index)
+    errors = reading.errors + _count_errors(reading.count)
+    extra: dict[str, Any] = {"notes": tuple(reading.notes)}
     refused = denied(WEBHOOK, errors)
     if refused is not None:
         extra.update(
@@ -422,7 +351,119 @@ def appwrapper(data: Any) -> tuple[list[PodSet], dict[str, Any]]:
                 "for Pod, Deployment, StatefulSet, Job, JobSet, PyTorchJob, RayCluster and RayJob",
             ),
         )
-    return pod_sets, extra
+    return reading.pod_sets, extra
+
+
+@dataclasses.dataclass
+class _Reading:
+    """One AppWrapper read component by component: the webhook's errors, the notes, the pod
+    sets Kueue takes, and how many pod sets the webhook counts."""
+
+    data: Any
+    name: str
+    namespace: str | None
+    errors: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    pod_sets: list[PodSet] = dataclasses.field(default_factory=list)
+    count: int = 0
+
+    def component(self, index: int) -> None:
+        """Component `index`: the webhook's checks of it, then its pod sets as Kueue reads
+        them (`EnsureComponentStatusInitialized`, then `GetComponentPodSpecs`)."""
+        here: FieldPath = ("spec", "components", index)
+        shown = f"spec.components[{index}]"
+        obj = read_field(self.data, (*here, "template"), dict, required=True)
+        self._check_placement(obj, here, shown)
+        declared = _declared(self.data, here)
+        self._check_declared_paths(obj, declared, shown)
+        inferred = self._inferred(obj, declared, shown)
+        chosen = declared or [(replicas, path) for replicas, path in inferred]
+        if not chosen:
+            kind = f"{obj.get('apiVersion', '')} {obj.get('kind', '')}".strip()
+            self.notes.append(
+                f"component {index} ({kind}): no pod sets: AppWrapper infers none for this kind "
+                f"and {shown}.podSets declares none, so Kueue's Workload counts none of its pods"
+            )
+        self._read_pod_sets(obj, here, chosen)
+        if not declared and obj.get("apiVersion") == "ray.io/v1":
+            self.notes.extend(_hosts_notes(obj, index))
+
+    def _check_placement(self, obj: dict[str, Any], here: FieldPath, shown: str) -> None:
+        """No AppWrapper inside an AppWrapper, no component in another namespace."""
+        if obj.get("apiVersion") == "workload.codeflare.dev/v1beta2" and obj.get("kind") == (
+            "AppWrapper"
+        ):
+            self.errors.append(f"{shown}.template: Forbidden: Nested AppWrappers are forbidden")
+        namespace = read_field(self.data, (*here, "template", "metadata", "namespace"), str)
+        if namespace and self.namespace and namespace != self.namespace:
+            self.errors.append(
+                f"{shown}.template.metadata.namespace: Forbidden: AppWrappers cannot create "
+                "objects in other namespaces"
+            )
+
+    def _check_declared_paths(
+        self, obj: dict[str, Any], declared: list[tuple[int | None, str]], shown: str
+    ) -> None:
+        """Each declared pod set's path must lead to a pod template."""
+        for ps_index, (_, path) in enumerate(declared):
+            at = f"{shown}.podSets[{ps_index}].path"
+            if not path:
+                self.errors.append(f"{at}: Required value: podspec must specify path")
+            try:
+                pod_template_at(obj, path)
+            except _PathError as err:
+                self.errors.append(
+                    f'{at}: Invalid value: "{path}": path does not refer to a '
+                    f"v1.PodSpecTemplate: {err}"
+                )
+
+    def _inferred(
+        self, obj: dict[str, Any], declared: list[tuple[int | None, str]], shown: str
+    ) -> list[tuple[int, str]]:
+        """The pod sets AppWrapper infers for the component, counted, with declared pod sets
+        checked against them; none when inferring fails."""
+        try:
+            inferred = infer_pod_sets(obj)
+        except _PathError as err:
+            self.errors.append(
+                f"{shown}.template: Invalid value: {TEMPLATE_VALUE}: error inferring PodSets: {err}"
+            )
+            return []
+        self.count += max(len(declared), len(inferred))
+        if (why := _validate_declared(declared, inferred)) is not None:
+            self.errors.append(f"{shown}.podSets: Invalid value: {POD_SETS_VALUE}: {why}")
+        return inferred
+
+    def _read_pod_sets(
+        self, obj: dict[str, Any], here: FieldPath, chosen: list[tuple[int | None, str]]
+    ) -> None:
+        """The chosen pod sets, named over all components; a bad path is skipped."""
+        for replicas, path in chosen:
+            try:
+                parts = pod_template_at(obj, path)
+            except _PathError:
+                continue
+            ps = read_pod_set(
+                self.data,
+                (*here, "template", *parts),
+                f"{self.name}-{len(self.pod_sets)}".lower(),
+                1 if replicas is None else replicas,
+            )
+            self.pod_sets.append(_as_appwrapper_sees_it(ps))
+
+
+def _count_errors(count: int) -> list[str]:
+    """`validateAppWrapperCreate`'s limit on the pod sets of all components together."""
+    if count == 0:
+        return [
+            f"spec.components: Invalid value: {COMPONENTS_VALUE}: components contains no podspecs"
+        ]
+    if count > MAX_POD_SETS:
+        return [
+            f"spec.components: Invalid value: {COMPONENTS_VALUE}: components contains {count} "
+            f"podspecs; at most {MAX_POD_SETS} are allowed"
+        ]
+    return []
 
 
 def _hosts_notes(obj: Any, index: int) -> list[str]:

@@ -5,7 +5,7 @@ comment or job summary, JSON for tools. They only render the judged data; nothin
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Any, Final
 
 from renderer.commands.acceptance.judge import FORMULAS
 from renderer.commands.acceptance.readable import num, oneline
@@ -13,12 +13,13 @@ from renderer.commands.acceptance.results import (
     AcceptanceReport,
     Check,
     Cost,
+    Device,
     NvlinkShare,
     PoolAcceptance,
     Status,
     Verdict,
 )
-from renderer.findings.diagnostics import Severity, finding_lines, inert_lines
+from renderer.findings.diagnostics import Diagnostic, Severity, finding_lines, inert_lines
 from renderer.output import markdown
 
 VERSION: Final = 1
@@ -284,81 +285,6 @@ def _json_number(value: float | bool | None) -> float | bool | None:
 
 def report_json(report: AcceptanceReport) -> str:
     """For tools: stable camelCase keys in sorted order, numbers as numbers."""
-    pools = [
-        {
-            "cluster": p.cluster,
-            "pool": p.pool,
-            "accelerator": p.accelerator,
-            "gpuHour": p.gpu_hour,
-            "currency": p.currency,
-            "passed": p.passed,
-            "status": p.status.value,
-            "results": list(p.results),
-            "devices": [
-                {
-                    "result": d.result,
-                    "probe": d.probe,
-                    "device": d.device,
-                    "name": d.name,
-                    "accelerator": d.accelerator,
-                    "comparable": d.comparable,
-                    "message": d.message,
-                }
-                for d in p.devices
-            ],
-            "checks": [
-                {
-                    "step": c.step,
-                    "metric": c.metric,
-                    "label": c.label,
-                    "unit": c.unit,
-                    "measured": _json_number(c.measured),
-                    "comparison": c.comparison,
-                    "threshold": _json_number(c.threshold),
-                    "thresholdKey": c.threshold_key,
-                    "verdict": c.verdict.value,
-                    "result": c.result,
-                    "note": c.note,
-                }
-                for c in p.checks
-            ],
-            "nvlinkShare": [
-                {
-                    "result": n.result,
-                    "busbwGBps": _json_number(n.busbw_gbps),
-                    "catalogNvlinkGBps": n.nvlink_gbps,
-                    "share": None if n.share is None else round(n.share, 4),
-                }
-                for n in p.nvlink
-            ],
-            "costs": [
-                {
-                    "step": c.step,
-                    "unit": c.unit,
-                    "value": _json_number(c.value),
-                    "currency": c.currency,
-                    "gpus": _json_number(c.gpus),
-                    "gpusSource": c.gpus_source,
-                    "formula": c.formula,
-                    "result": c.result,
-                }
-                for c in p.costs
-            ],
-        }
-        for p in report.pools
-    ]
-    findings = [
-        {
-            "rule": d.rule,
-            "severity": d.severity.value,
-            "message": d.message,
-            "file": d.at.file,
-            "line": d.at.line,
-            "column": d.at.col,
-            "hint": d.hint,
-        }
-        for d in report.findings
-    ]
     body = {
         "version": VERSION,
         "passed": report.passed,
@@ -370,11 +296,90 @@ def report_json(report: AcceptanceReport) -> str:
             "findings": len(report.findings),
             "resultsNotComparable": report.elsewhere,
         },
-        "pools": pools,
-        "findings": findings,
+        "pools": [_pool_json(p) for p in report.pools],
+        "findings": [_finding_json(d) for d in report.findings],
         "formulas": dict(FORMULAS),
     }
     return json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _pool_json(p: PoolAcceptance) -> dict[str, Any]:
+    return {
+        "cluster": p.cluster,
+        "pool": p.pool,
+        "accelerator": p.accelerator,
+        "gpuHour": p.gpu_hour,
+        "currency": p.currency,
+        "passed": p.passed,
+        "status": p.status.value,
+        "results": list(p.results),
+        "devices": [_device_json(d) for d in p.devices],
+        "checks": [_check_json(c) for c in p.checks],
+        "nvlinkShare": [_nvlink_json(n) for n in p.nvlink],
+        "costs": [_cost_json(c) for c in p.costs],
+    }
+
+
+def _device_json(d: Device) -> dict[str, Any]:
+    return {
+        "result": d.result,
+        "probe": d.probe,
+        "device": d.device,
+        "name": d.name,
+        "accelerator": d.accelerator,
+        "comparable": d.comparable,
+        "message": d.message,
+    }
+
+
+def _check_json(c: Check) -> dict[str, Any]:
+    return {
+        "step": c.step,
+        "metric": c.metric,
+        "label": c.label,
+        "unit": c.unit,
+        "measured": _json_number(c.measured),
+        "comparison": c.comparison,
+        "threshold": _json_number(c.threshold),
+        "thresholdKey": c.threshold_key,
+        "verdict": c.verdict.value,
+        "result": c.result,
+        "note": c.note,
+    }
+
+
+def _nvlink_json(n: NvlinkShare) -> dict[str, Any]:
+    return {
+        "result": n.result,
+        "busbwGBps": _json_number(n.busbw_gbps),
+        "catalogNvlinkGBps": n.nvlink_gbps,
+        "share": None if n.share is None else round(n.share, 4),
+    }
+
+
+def _cost_json(c: Cost) -> dict[str, Any]:
+    return {
+        "step": c.step,
+        "unit": c.unit,
+        "value": _json_number(c.value),
+        "currency": c.currency,
+        "gpus": _json_number(c.gpus),
+        "gpusSource": c.gpus_source,
+        "formula": c.formula,
+        "result": c.result,
+    }
+
+
+def _finding_json(d: Diagnostic) -> dict[str, Any]:
+    return {
+        "rule": d.rule,
+        "severity": d.severity.value,
+        "message": d.message,
+        "file": d.at.file,
+        "line": d.at.line,
+        "column": d.at.col,
+        "hint": d.hint,
+    }
 
 
 def _camel(verdict: Verdict) -> str:

@@ -256,74 +256,114 @@ def _row(
                 Location(display, line, col),
             )
         ]
-    row = {name: (value, col) for (name, _), (value, col) in zip(header, cells, strict=True)}
-    team, team_col = row["team"]
+    row = _Cells(
+        {name: (value, col) for (name, _), (value, col) in zip(header, cells, strict=True)},
+        display,
+        line,
+    )
+    team, team_col = row.by_name["team"]
     if not team:
-        return [finding("cost-csv-row", "no team", Location(display, line, team_col))]
-    pool = row.get("pool", ("", 1))[0]
+        return [finding("cost-csv-row", "no team", row.at(team_col))]
+    figures, problems = _figures(row)
+    if row.by_name.get("pool", ("", 1))[0]:
+        return _gpu_hours(row, figures, problems)
+    return _team_terms(row, figures, problems)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cells:
+    """One CSV row's cells by column name, (value, column), with where the row is."""
+
+    by_name: dict[str, tuple[str, int]]
+    display: str
+    line: int
+
+    def at(self, col: int = 1) -> Location:
+        return Location(self.display, self.line, col)
+
+    def has(self, name: str) -> bool:
+        """Whether the row has column `name` and a value in it."""
+        return bool(self.by_name.get(name, ("",))[0])
+
+
+def _figures(row: _Cells) -> tuple[dict[str, float], list[Diagnostic]]:
+    """The row's numbers by column, and a finding for each cell that is not one."""
     problems: list[Diagnostic] = []
     figures: dict[str, float] = {}
-    for name, (value, col) in row.items():
+    for name, (value, col) in row.by_name.items():
         if name in ("team", "pool") or not value:
             continue
-        got = number(value, name, Location(display, line, col))
+        got = number(value, name, row.at(col))
         if isinstance(got, Diagnostic):
             problems.append(got)
         else:
             figures[name] = got
-    at = Location(display, line, 1)
-    if pool:
-        misplaced = [n for n in TEAM_TERMS if row.get(n, ("",))[0]]
-        missing = [n for n in GPU_TERMS[:2] if not row.get(n, ("",))[0]]
-        if team == PLATFORM_WIDE:
-            problems.append(
-                finding(
-                    "cost-csv-row",
-                    "team '*' is the platform-wide row: it holds money terms, not GPU-hours",
-                    Location(display, line, team_col),
-                    "give GPU-hours on each team's own rows",
-                )
+    return figures, problems
+
+
+def _gpu_hours(
+    row: _Cells, figures: dict[str, float], problems: list[Diagnostic]
+) -> GpuHours | list[Diagnostic]:
+    """A row with a pool: one team's GPU-hours on it, and nothing else."""
+    team, team_col = row.by_name["team"]
+    misplaced = [n for n in TEAM_TERMS if row.has(n)]
+    missing = [n for n in GPU_TERMS[:2] if not row.has(n)]
+    if team == PLATFORM_WIDE:
+        problems.append(
+            finding(
+                "cost-csv-row",
+                "team '*' is the platform-wide row: it holds money terms, not GPU-hours",
+                row.at(team_col),
+                "give GPU-hours on each team's own rows",
             )
-        if misplaced:
-            problems.append(
-                finding(
-                    "cost-csv-row",
-                    f"a row with a pool gives GPU-hours only, not {', '.join(misplaced)}",
-                    Location(display, line, row[misplaced[0]][1]),
-                    "put the team's other terms on a row without a pool",
-                )
-            )
-        if missing:
-            problems.append(
-                finding("cost-csv-row", f"a row with a pool needs {' and '.join(missing)}", at)
-            )
-        if problems:
-            return problems
-        return GpuHours(
-            team,
-            pool,
-            figures["allocated_gpu_hours"],
-            figures["used_gpu_hours"],
-            figures.get("failed_gpu_hours", 0.0),
-            at,
-            "row",
         )
-    misplaced = [n for n in GPU_TERMS if row.get(n, ("",))[0]]
+    if misplaced:
+        problems.append(
+            finding(
+                "cost-csv-row",
+                f"a row with a pool gives GPU-hours only, not {', '.join(misplaced)}",
+                row.at(row.by_name[misplaced[0]][1]),
+                "put the team's other terms on a row without a pool",
+            )
+        )
+    if missing:
+        problems.append(
+            finding("cost-csv-row", f"a row with a pool needs {' and '.join(missing)}", row.at())
+        )
+    if problems:
+        return problems
+    return GpuHours(
+        team,
+        row.by_name["pool"][0],
+        figures["allocated_gpu_hours"],
+        figures["used_gpu_hours"],
+        figures.get("failed_gpu_hours", 0.0),
+        row.at(),
+        "row",
+    )
+
+
+def _team_terms(
+    row: _Cells, figures: dict[str, float], problems: list[Diagnostic]
+) -> TeamTerms | list[Diagnostic]:
+    """A row without a pool: one team's terms other than GPU-hours, or the platform's."""
+    team = row.by_name["team"][0]
+    misplaced = [n for n in GPU_TERMS if row.has(n)]
     if misplaced:
         problems.append(
             finding(
                 "cost-csv-row",
                 f"{', '.join(misplaced)} without a pool",
-                Location(display, line, row[misplaced[0]][1]),
+                row.at(row.by_name[misplaced[0]][1]),
                 "name the pool the GPU-hours were spent on",
             )
         )
-    if team == PLATFORM_WIDE and row.get("accepted_units", ("",))[0]:
+    if team == PLATFORM_WIDE and row.has("accepted_units"):
         problems.append(
             finding(
                 "cost-csv-row",
                 "the platform-wide row (team '*') has no accepted units",
-                Location(display, line, row["accepted_units"][1]),
+                row.at(row.by_name["accepted_units"][1]),
                 "give accepted units on each team's own row",
             )
         )
@@ -331,7 +371,7 @@ def _row(
         return problems
     return TeamTerms(
         team,
-        at,
+        row.at(),
         figures.get("accepted_units"),
         *(figures.get(n, 0.0) for n in MONEY_TERMS),
     )

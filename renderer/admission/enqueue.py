@@ -12,7 +12,7 @@ from renderer.admission.scheduler.admitter import Admitter, Queued, limit_range_
 from renderer.layers.queueing import kueue
 from renderer.layers.security import priority as security_priority
 from renderer.model import names
-from renderer.model.platform import Namespace, Priority, Queue, Team
+from renderer.model.platform import Cluster, Namespace, Priority, Queue, Team
 from renderer.model.queue_plans import ClusterQueuePlan, cluster_queues, cohort_of
 from renderer.model.security import priority_enforcement
 from renderer.model.view import ClusterView
@@ -29,10 +29,11 @@ class Chosen(NamedTuple):
     source: str
 
 
-class Checker(Admitter):
-    """One job against one platform: resolve its queue and priority, then assign flavors."""
+class Enqueuer(Admitter):
+    """One job against one platform: find where Kueue queues it (its namespace's team and
+    cluster, its LocalQueue and ClusterQueue) and at what priority, then admit it."""
 
-    def run(self, namespace: str | None, cluster: str | None) -> FitResult:
+    def enqueue(self, namespace: str | None, cluster: str | None) -> FitResult:
         wl = self.workload
         ns_name = namespace or wl.namespace
         if namespace and wl.namespace and namespace != wl.namespace:
@@ -124,13 +125,50 @@ class Checker(Admitter):
         )
 
     def in_namespace(self, team: Team, ns: Namespace) -> FitResult:
-        cluster = self.platform.clusters.get(ns.cluster)
         context: dict[str, Any] = {
             "cluster": ns.cluster,
             "namespace": ns.name,
             "team": team.name,
             "purpose": ns.purpose,
         }
+        cluster = self.kueue_cluster(team, ns, context)
+        if isinstance(cluster, FitResult):
+            return cluster
+        view = ClusterView.of(self.platform, cluster)
+        self.limit_range = limit_range_defaults(team)  # the pod sets' requests from here on
+        self.excluded = kueue.excluded_resource_prefixes(view.pools)
+        lq = self.workload.queue_name or DEFAULT_LOCAL_QUEUE
+        context["local_queue"] = lq
+        if self.workload.queue_name is None:
+            self.notes.append(
+                f"no {names.QUEUE_LABEL} label: Kueue's LocalQueue defaulting sends the job "
+                f"to LocalQueue {DEFAULT_LOCAL_QUEUE}"
+            )
+        plans = cluster_queues(view)
+        plan = next((p for p in plans if any(n.name == ns.name for n in p.namespaces)), None)
+        if plan is None:
+            return self.no_cluster_queue(team, ns, cluster, context)
+        if lq != DEFAULT_LOCAL_QUEUE:
+            return self.no_local_queue(team, ns, plans, plan, context)
+        context.update(cluster_queue=plan.name, cohort=plan.queue.name)
+        priority = self.priority(team, plan, plans, context)
+        if isinstance(priority, FitResult):
+            return priority
+        context.update(
+            priority=priority.name, priority_value=priority.value, priority_source=priority.source
+        )
+        cohort = cohort_of(plans, plan)
+        fair_sharing = kueue.fair_sharing_enabled(view.queues)
+        excluded = kueue.excluded_resource_prefixes(view.pools)
+        return self.admit(
+            Queued(team, ns, plan, cohort, context, priority.value, fair_sharing, excluded)
+        )
+
+    def kueue_cluster(
+        self, team: Team, ns: Namespace, context: dict[str, Any]
+    ) -> Cluster | FitResult:
+        """The namespace's cluster, where it is declared and schedules with Kueue."""
+        cluster = self.platform.clusters.get(ns.cluster)
         if cluster is None:
             return self.result(
                 ERROR, f"cluster {ns.cluster} is not declared", **context,
@@ -146,68 +184,60 @@ class Checker(Admitter):
                     "Kueue's admission",
                 ),
             )
-        view = ClusterView.of(self.platform, cluster)
-        self.limit_range = limit_range_defaults(team)  # the pod sets' requests from here on
-        self.excluded = kueue.excluded_resource_prefixes(view.pools)
-        lq = self.workload.queue_name or DEFAULT_LOCAL_QUEUE
-        context["local_queue"] = lq
-        if self.workload.queue_name is None:
-            self.notes.append(
-                f"no {names.QUEUE_LABEL} label: Kueue's LocalQueue defaulting sends the job "
-                f"to LocalQueue {DEFAULT_LOCAL_QUEUE}"
+        return cluster
+
+    def no_cluster_queue(
+        self, team: Team, ns: Namespace, cluster: Cluster, context: dict[str, Any]
+    ) -> FitResult:
+        """The namespace's cluster has no ClusterQueue for it: its team's queue is elsewhere
+        or not declared, so the namespace has no LocalQueue."""
+        queue = self.platform.queues.get(team.queue)
+        if queue is None:
+            why = f"team {team.name}'s queue {team.queue} is not declared"
+        else:
+            why = (
+                f"team {team.name}'s queue {queue.name} is on cluster {queue.cluster}, so "
+                f"cluster {cluster.name} has no ClusterQueue for it"
             )
-        plans = cluster_queues(view)
-        plan = next((p for p in plans if any(n.name == ns.name for n in p.namespaces)), None)
-        if plan is None:
-            queue = self.platform.queues.get(team.queue)
-            if queue is None:
-                why = f"team {team.name}'s queue {team.queue} is not declared"
-            else:
-                why = (
-                    f"team {team.name}'s queue {queue.name} is on cluster {queue.cluster}, so "
-                    f"cluster {cluster.name} has no ClusterQueue for it"
-                )
-            return self.result(
-                NEVER,
-                f"namespace {ns.name} has no ClusterQueue",
-                **context,
-                message=f"LocalQueue {lq} doesn't exist",
-                reasons=(
-                    f"namespace {ns.name} has no LocalQueue: {why}",
-                    "move the namespace to the queue's cluster, or give the team a queue on "
-                    f"{cluster.name}",
-                ),
-            )
-        if lq != DEFAULT_LOCAL_QUEUE:
-            # the API server's admission policies run on create, before Kueue; Kueue's
-            # reconciler resolves the priority (ExtractPriority) before it makes the Workload
-            # whose LocalQueue it then looks for (getQueueBlocker)
-            first = self.priority(team, plan, plans, dict(context))
-            if isinstance(first, FitResult):
-                return first
-            return self.result(
-                NEVER,
-                f"LocalQueue {lq} doesn't exist",
-                **context,
-                message=f"LocalQueue {lq} doesn't exist",
-                reasons=(
-                    f"namespace {ns.name} has one LocalQueue, {DEFAULT_LOCAL_QUEUE} (pointing at "
-                    f"ClusterQueue {plan.name}); the job's {names.QUEUE_LABEL} label names {lq}",
-                    f"set the label to {DEFAULT_LOCAL_QUEUE}, or remove it",
-                ),
-            )
-        context.update(cluster_queue=plan.name, cohort=plan.queue.name)
-        priority = self.priority(team, plan, plans, context)
-        if isinstance(priority, FitResult):
-            return priority
-        context.update(
-            priority=priority.name, priority_value=priority.value, priority_source=priority.source
+        lq = context["local_queue"]
+        return self.result(
+            NEVER,
+            f"namespace {ns.name} has no ClusterQueue",
+            **context,
+            message=f"LocalQueue {lq} doesn't exist",
+            reasons=(
+                f"namespace {ns.name} has no LocalQueue: {why}",
+                "move the namespace to the queue's cluster, or give the team a queue on "
+                f"{cluster.name}",
+            ),
         )
-        cohort = cohort_of(plans, plan)
-        fair_sharing = kueue.fair_sharing_enabled(view.queues)
-        excluded = kueue.excluded_resource_prefixes(view.pools)
-        return self.admit(
-            Queued(team, ns, plan, cohort, context, priority.value, fair_sharing, excluded)
+
+    def no_local_queue(
+        self,
+        team: Team,
+        ns: Namespace,
+        plans: Sequence[ClusterQueuePlan],
+        plan: ClusterQueuePlan,
+        context: dict[str, Any],
+    ) -> FitResult:
+        """The job's queue label names a LocalQueue the namespace does not have."""
+        # the API server's admission policies run on create, before Kueue; Kueue's
+        # reconciler resolves the priority (ExtractPriority) before it makes the Workload
+        # whose LocalQueue it then looks for (getQueueBlocker)
+        first = self.priority(team, plan, plans, dict(context))
+        if isinstance(first, FitResult):
+            return first
+        lq = context["local_queue"]
+        return self.result(
+            NEVER,
+            f"LocalQueue {lq} doesn't exist",
+            **context,
+            message=f"LocalQueue {lq} doesn't exist",
+            reasons=(
+                f"namespace {ns.name} has one LocalQueue, {DEFAULT_LOCAL_QUEUE} (pointing at "
+                f"ClusterQueue {plan.name}); the job's {names.QUEUE_LABEL} label names {lq}",
+                f"set the label to {DEFAULT_LOCAL_QUEUE}, or remove it",
+            ),
         )
 
     def priority(
