@@ -10,7 +10,7 @@ could never fail would show here.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -64,8 +64,28 @@ STAGE_PACKAGES = {
 MAX_LOOSE_MODULES = 10
 """Modules directly in `renderer/` (the face, the pipeline and the package files)."""
 
-MAX_MODULE_LINES = 750
-"""A module longer than this has more than one reason to change: split it along its seams."""
+MAX_PARAMETERS = 7
+"""A function that needs more takes a context object (options, caches) instead."""
+
+MAX_LOGIC_LINES = 80
+"""Non-blank, non-comment lines of a function's body, its docstring and the rows of its literal
+tables left out: a function longer than this does more than one thing."""
+
+DATA_LEAVES = (
+    ast.Constant,
+    ast.Name,
+    ast.Attribute,
+    ast.keyword,
+    ast.Starred,
+    ast.Subscript,
+    ast.Slice,
+    ast.JoinedStr,
+    ast.FormattedValue,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+)
+DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Call, ast.BinOp, ast.UnaryOp)
 
 PRINTING = frozenset({"print", "echo", "secho", "exit", "Console"})
 """Calls (by name or attribute) that print or exit; outside the face only the probes (their own
@@ -248,6 +268,64 @@ def io_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
     return sorted(found)
 
 
+def is_table(node: ast.AST) -> bool:
+    """A literal table: displays and constructor calls of constants and names, with nothing in
+    it that decides (no comprehension, lambda, condition or comparison)."""
+    if isinstance(node, ast.Call) and not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return False
+    if not isinstance(node, (*DATA_LEAVES, *DISPLAYS)):
+        return False
+    return all(is_table(child) for child in ast.iter_child_nodes(node))
+
+
+def logic_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, source: Sequence[str]) -> int:
+    """The function's lines of logic (MAX_LOGIC_LINES); a nested function's count in it too."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if not body:
+        return 0
+    rows: set[int] = set()  # a table's lines after its first
+    for statement in body:
+        for node in ast.walk(statement):
+            end = getattr(node, "end_lineno", None)
+            if isinstance(node, DISPLAYS) and end and end > node.lineno and is_table(node):
+                rows.update(range(node.lineno + 1, end + 1))
+    last = body[-1].end_lineno or body[-1].lineno
+    return sum(
+        1
+        for number in range(body[0].lineno, last + 1)
+        if number not in rows
+        and source[number - 1].strip()
+        and not source[number - 1].lstrip().startswith("#")
+    )
+
+
+def parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Its parameters, `*args` and `**kwargs` one each, `self` and `cls` not counted."""
+    args = function.args
+    names = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    count = len(names) + (args.vararg is not None) + (args.kwarg is not None)
+    return count - (1 if names and names[0].arg in ("self", "cls") else 0)
+
+
+def over_budget(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """`module:line function: what` for every function over MAX_PARAMETERS or MAX_LOGIC_LINES."""
+    found = []
+    files = modules(root, packages)
+    for module, tree in syntax_trees(root, packages).items():
+        source = files[module].read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            where = f"{module}:{node.lineno} {node.name}"
+            if (lines := logic_lines(node, source)) > MAX_LOGIC_LINES:
+                found.append(f"{where}: {lines} lines of logic")
+            if (count := parameters(node)) > MAX_PARAMETERS:
+                found.append(f"{where}: {count} parameters")
+    return sorted(found)
+
+
 def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
     seen, todo = {start}, [start]
     while todo:
@@ -279,13 +357,9 @@ def test_few_modules_loose_at_the_top() -> None:
     assert len(loose) <= MAX_LOOSE_MODULES, loose
 
 
-def test_no_module_too_long() -> None:
-    long = {
-        str(path.relative_to(REPO)): lines
-        for path in modules(REPO).values()
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-    }
-    assert long == {}
+def test_every_function_within_its_budget() -> None:
+    """At most MAX_PARAMETERS parameters and MAX_LOGIC_LINES lines of logic (CONTRIBUTING.md)."""
+    assert over_budget(REPO) == []
 
 
 def test_only_the_face_prints() -> None:
@@ -428,3 +502,25 @@ def test_checker_catches_io_in_the_model(tmp_path: Path) -> None:
 def test_a_module_outside_every_stage_is_named() -> None:
     with pytest.raises(AssertionError, match=r"renderer\.stray belongs to no stage"):
         stage_of("renderer.stray")
+
+
+def test_checker_catches_a_function_over_budget(tmp_path: Path) -> None:
+    logic = "".join(f"    x{i} = {i} + y\n" for i in range(MAX_LOGIC_LINES))
+    rows = "".join(f"        ({i}, 'row', Row(a={i})),\n" for i in range(200))
+    decided = "".join(f"        ({i}, Row(a=1 if y else {i})),\n" for i in range(200))
+    wide = ", ".join(f"p{i}" for i in range(MAX_PARAMETERS))
+    text = (
+        f'def fits(y):\n    """Doc."""\n    # a note\n\n{logic}\n'
+        f"def over(y):\n{logic}    return y\n\n"
+        f"def table():\n    return [\n{rows}    ]\n\n"
+        f"def decides(y):\n    return [\n{decided}    ]\n\n"
+        f"def seven(self, {wide}):\n    pass\n\n"
+        f"def eight({wide}, *more):\n    pass\n"
+    )
+    root = _tree(tmp_path, {**BASE, "renderer/model/long.py": text})
+    found = {line.split(" ", 1)[1] for line in over_budget(root)}
+    assert found == {
+        f"over: {MAX_LOGIC_LINES + 1} lines of logic",
+        "decides: 202 lines of logic",
+        f"eight: {MAX_PARAMETERS + 1} parameters",
+    }
