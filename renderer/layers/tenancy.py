@@ -50,6 +50,7 @@ from renderer.model.capacity import (
     usable_quotas,
 )
 from renderer.model.caps import namespace_shares, quota_text
+from renderer.model.choices import TIME_SHARED
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import EgressRule, Namespace, Team
 from renderer.model.queue_plans import cluster_queue_name
@@ -307,9 +308,7 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
     notes: dict[str, str] = {}
     for pool, _, offer in usable_quotas(view.platform, team, ns):
         resources.setdefault(pool.name, []).append(how_to_request(offer))
-        shared = (
-            f", {pool.replicas} replicas per GPU" if pool.sharing in ("time-slicing", "mps") else ""
-        )
+        shared = f", {pool.replicas} replicas per GPU" if pool.sharing in TIME_SHARED else ""
         notes[pool.name] = f"{SHARING_MODES[pool.sharing]} of {pool.accelerator}{shared}"
     parts = [
         f"{name}: {notes[name]} (request {' or '.join(sorted(set(resources[name])))})"

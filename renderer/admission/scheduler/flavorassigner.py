@@ -40,6 +40,7 @@ from renderer.admission.scheduler.snapshot import KueueSnapshot, Toleration, rea
 from renderer.admission.workloads.podsets import PodSet
 from renderer.layers import queueing
 from renderer.layers.queueing import kueue
+from renderer.model.choices import TIME_SHARED
 from renderer.model.platform import Cluster, Platform, Pool
 from renderer.model.queue_plans import (
     ClusterQueuePlan,
@@ -347,7 +348,7 @@ def sharing_notes(assigner: Assigner, final: Assignment) -> list[str]:
         pool = assigner.pool(name)
         if pool is None:
             continue
-        if pool.sharing in ("time-slicing", "mps"):
+        if pool.sharing in TIME_SHARED:
             notes.append(
                 f"pool {pool.name} shares each GPU among {pool.replicas} pods ({pool.sharing}): "
                 "one GPU unit there is a share of a GPU, without memory isolation"

@@ -27,6 +27,7 @@ from typing import Any
 
 from renderer.model import nodes, quantity
 from renderer.model.capacity import is_dra_resource, pool_offers
+from renderer.model.choices import QueueStrategy
 from renderer.model.names import VOLCANO_ADDON
 from renderer.model.platform import Namespace, Pool, Queue
 from renderer.model.queue_plans import (
@@ -55,7 +56,7 @@ DEFAULTS_CONFIGMAP = "volcano-job-defaults"
 GANG_SIZE = 2
 """Workers in the template gang; `minAvailable` equals it, so the job starts all or nothing."""
 
-DEQUEUE_STRATEGY = {"BestEffortFIFO": "traverse", "StrictFIFO": "fifo"}
+DEQUEUE_STRATEGY: Mapping[QueueStrategy, str] = {"BestEffortFIFO": "traverse", "StrictFIFO": "fifo"}
 """Kueue's queueing strategy and Volcano's nearest `dequeueStrategy`: `fifo` lets a job that
 cannot be placed block the jobs of equal or lower priority behind it; `traverse` does not."""
 
