@@ -140,7 +140,9 @@ def open_render_index(
 
     if no_index:
         return RenderIndex.disabled()
-    return RenderIndex.open(root, crds, strict_schemas, crds_from_environment())
+    return RenderIndex.open(
+        root, crds, strict_schemas=strict_schemas, fallback=crds_from_environment()
+    )
 
 
 @contextlib.contextmanager

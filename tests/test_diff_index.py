@@ -352,13 +352,19 @@ def test_the_index_is_keyed_by_the_set_each_crd_source_is_in(committed: Path) ->
     from renderer.commands.render_index import code_and_schema_fingerprint
 
     kueue, argo = SHARED_CRDS / "kueue", SHARED_CRDS / "argo-cd"
-    one_set = code_and_schema_fingerprint(committed, [kueue, argo], True)
-    two_sets = code_and_schema_fingerprint(committed, [kueue], True, [argo])
+    one_set = code_and_schema_fingerprint(committed, [kueue, argo], strict_schemas=True)
+    two_sets = code_and_schema_fingerprint(committed, [kueue], strict_schemas=True, fallback=[argo])
     assert one_set != two_sets
-    assert two_sets != code_and_schema_fingerprint(committed, [argo], True, [kueue])
-    assert one_set == code_and_schema_fingerprint(committed, [kueue, argo, kueue], True)
+    assert two_sets != code_and_schema_fingerprint(
+        committed, [argo], strict_schemas=True, fallback=[kueue]
+    )
+    assert one_set == code_and_schema_fingerprint(
+        committed, [kueue, argo, kueue], strict_schemas=True
+    )
     # a fallback folder that --crds names too reads nothing --crds has not found first
-    assert one_set == code_and_schema_fingerprint(committed, [kueue, argo], True, [argo])
+    assert one_set == code_and_schema_fingerprint(
+        committed, [kueue, argo], strict_schemas=True, fallback=[argo]
+    )
 
 
 def test_a_base_with_policy_errors(
@@ -397,7 +403,7 @@ def test_a_record_stands_for_a_check_without_a_committed_tree_only_when_nothing_
     from renderer.pipeline import load_platform
 
     assert _render(gpuplane, repo).exit_code == 0
-    index = RenderIndex.open(repo, [SHARED_CRDS], False)
+    index = RenderIndex.open(repo, [SHARED_CRDS], strict_schemas=False)
     loaded = load_platform(repo)
     assert sorted(index.outcomes_for(repo, loaded)) == ["prod-east", "staging-west"]
     record = index.clusters["staging-west"]
@@ -429,7 +435,7 @@ def test_checks_are_kept_only_for_the_same_context(
     from renderer.pipeline import load_platform
 
     assert _render(gpuplane, repo).exit_code == 0
-    index = RenderIndex.open(repo, [SHARED_CRDS], False)
+    index = RenderIndex.open(repo, [SHARED_CRDS], strict_schemas=False)
     assert index.memo_for(repo, load_platform(repo), "prod-east") is not None
     other = copy_inputs(repo, tmp_path / "other")
     assert index.memo_for(other, load_platform(other), "prod-east") is not None  # same bytes

@@ -76,7 +76,9 @@ def _tree_render(root: Path, crds: Path, *, check: bool = True, index: bool = Tr
     from renderer.output.transitions import committed_tree
     from renderer.output.validation import OutputValidator
 
-    opened = RenderIndex.open(root, [crds], True) if index else RenderIndex.disabled()
+    opened = (
+        RenderIndex.open(root, [crds], strict_schemas=True) if index else RenderIndex.disabled()
+    )
     result = render_tree(
         root,
         OutputValidator([crds], strict_schemas=True),
@@ -229,4 +231,4 @@ def test_an_empty_cache_setting_turns_the_index_off(
     from renderer.commands.render_index import RenderIndex
 
     monkeypatch.setenv("GPUPLANE_CACHE_DIR", "")
-    assert RenderIndex.open(platform, [crds], True).path is None
+    assert RenderIndex.open(platform, [crds], strict_schemas=True).path is None

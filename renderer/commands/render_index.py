@@ -128,6 +128,7 @@ class RenderIndex:
         cls,
         root: Path,
         schema_paths: Sequence[Path],
+        *,
         strict_schemas: bool,
         fallback: Sequence[Path] = (),
     ) -> RenderIndex:
@@ -138,7 +139,9 @@ class RenderIndex:
         folder = cache_dir()
         if folder is None:
             return cls.disabled()
-        fingerprint = code_and_schema_fingerprint(root, schema_paths, strict_schemas, fallback)
+        fingerprint = code_and_schema_fingerprint(
+            root, schema_paths, strict_schemas=strict_schemas, fallback=fallback
+        )
         name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()
         index = cls(folder / "render-index" / f"{name}.pickle", fingerprint=fingerprint)
         try:
@@ -352,7 +355,7 @@ def slice_key(
     return key
 
 
-def outcome_keys(root: Path, loaded: Loaded, strict_schemas: bool) -> dict[str, bytes]:
+def outcome_keys(root: Path, loaded: Loaded, *, strict_schemas: bool) -> dict[str, bytes]:
     """Per cluster, what its `ClusterOutcome` (rendered without a committed tree) is a function
     of in this process, besides the CRDs the caller's validator was given: `--strict-schemas`,
     the repository's schema store and listed CRDs, and the slice's files, none by where the
@@ -418,7 +421,7 @@ def _digest_file(path: Path) -> bytes:
 
 
 def code_and_schema_fingerprint(
-    root: Path, schema_paths: Sequence[Path], strict_schemas: bool, fallback: Sequence[Path] = ()
+    root: Path, schema_paths: Sequence[Path], *, strict_schemas: bool, fallback: Sequence[Path] = ()
 ) -> bytes:
     """gpuplane's own files, the pinned libraries' versions, Python's, the options, and the
     bytes of every CRD source, by the set it is in (--crds, $GPUPLANE_CRDS: two definitions of

@@ -133,7 +133,7 @@ _FROM_STORE: tuple[Grant, ...] = (("external-secrets.io", ("externalsecrets",), 
 """What members and owners write where Secrets come from the store: the requests for them."""
 
 
-def team_role_grants(role: str, from_store: bool = False) -> tuple[Grant, ...]:
+def team_role_grants(role: str, *, from_store: bool = False) -> tuple[Grant, ...]:
     """The grants of one team ClusterRole (a name of ROLE_FOR), on a cluster whose Secrets come
     from the store or not. Otherwise the same on every cluster, whichever scheduler and
     operators it runs: a rule for a kind the cluster does not serve grants nothing."""
@@ -172,7 +172,9 @@ def team_roles(view: ClusterView) -> Iterator[Manifest]:
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
                 "metadata": metadata(role),
-                "rules": _rules(team_role_grants(role, secrets.from_store(view.cluster))),
+                "rules": _rules(
+                    team_role_grants(role, from_store=secrets.from_store(view.cluster))
+                ),
             },
             view.cluster.origin.location,
         )

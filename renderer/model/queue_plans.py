@@ -225,7 +225,7 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
         for purpose in sorted(by_purpose):
             namespaces = by_purpose[purpose]
             flavors = tuple(
-                _drawing(held, primaries[held.pool.name] == purpose)
+                _drawing(held, primary=primaries[held.pool.name] == purpose)
                 for held in team_flavors
                 if serves(held.pool, namespaces[0], queue)
             )
@@ -243,7 +243,7 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
     return tuple(plans)
 
 
-def _drawing(held: FlavorPlan, primary: bool) -> FlavorPlan:
+def _drawing(held: FlavorPlan, *, primary: bool) -> FlavorPlan:
     """A ClusterQueue's flavor: every resource the team Cohort holds on the pool, with no
     quota of its own and no limit, so that it may use all of the team's and no more."""
     none = Amount(Decimal(0))

@@ -145,7 +145,9 @@ class Assigner:
     def quota_node(self) -> QuotaNode:
         """The ClusterQueue's node of Kueue's quota tree: with the usage now, or (idle) read
         from the rendered objects."""
-        tree = self.now.tree if self.now is not None else self.native.snapshot.tree(False)
+        tree = (
+            self.now.tree if self.now is not None else self.native.snapshot.tree(with_usage=False)
+        )
         node = tree.cluster_queue(self.plan.name)
         assert node is not None, self.plan.name
         return node

@@ -140,7 +140,7 @@ def base_revision(
 
 
 @contextlib.contextmanager
-def in_background(job: Callable[[], BasePart], fork: bool) -> Iterator[Callable[[], BasePart]]:
+def in_background(job: Callable[[], BasePart], *, fork: bool) -> Iterator[Callable[[], BasePart]]:
     """`job` started in a forked worker (with `fork`, where the platform can fork), else run
     here when first asked for; yields how to get its result, which raises what the job raised,
     or WorkerStopped when the worker died without one (never a wait that does not end).

@@ -160,7 +160,7 @@ def _pool_total_lines(totals: Sequence[PoolTotals]) -> list[str]:
     return ["Pool totals:", "", *_table(header, align, rows), ""]
 
 
-def _finding_lines(findings: Sequence[Finding], located: bool = False) -> list[str]:
+def _finding_lines(findings: Sequence[Finding], *, located: bool = False) -> list[str]:
     """A table of findings; `located`: with the line of the head's file each is about."""
     rows = [[_BADGE[f.risk], _text(f.title), _text(f.summary)] for f in findings]
     header: tuple[str, ...] = ("risk", "change", "what")

@@ -82,7 +82,7 @@ def diff_platforms(
     """
     # a cluster whose slice and schemas are the same on both sides renders the same: once
     shared = SharedOutcomes(
-        lambda root, loaded: outcome_keys(root, loaded, validator.strict_schemas),
+        lambda root, loaded: outcome_keys(root, loaded, strict_schemas=validator.strict_schemas),
         memo_of=index.memo_for if index is not None else None,
     )
     # most files are the same bytes on both sides: loaded once, or taken from the index

@@ -60,7 +60,7 @@ _PRUNE_NOTE = (
 
 
 def _prune_lines(
-    tree: Mapping[str, bytes], compared: bool, cluster: str, namespace: str
+    tree: Mapping[str, bytes], *, compared: bool, cluster: str, namespace: str
 ) -> tuple[str, ...]:
     if not compared:
         return (f"{namespace}: rendered objects not compared (the base does not render)",)
@@ -71,7 +71,7 @@ def _namespaces_text(names: Sequence[str]) -> str:
     return ("namespace " if len(names) == 1 else "namespaces ") + ", ".join(names)
 
 
-def _objects_text(lines: Sequence[str], compared: bool) -> str:
+def _objects_text(lines: Sequence[str], *, compared: bool) -> str:
     if not compared:
         return ""
     return f" with {plural(len(lines), 'rendered object')}"
@@ -86,13 +86,13 @@ def teams(base: Revision, head: Revision) -> Iterator[Finding]:
         after = head.platform.teams.get(name)
         if after is None:
             assert before is not None
-            yield from _team_removed(before, base, owners_after, compared)
+            yield from _team_removed(before, base, owners_after, compared=compared)
             continue
         renamed = renames(before, after)
         sides = (*(before.namespaces if before is not None else ()), *after.namespaces)
         for cluster in sorted({ns.cluster for ns in sides}):
             ctx = _on_cluster(cluster, before, after, base.platform, head.platform, renamed)
-            yield from _removed_namespaces(ctx, base, owners_after, compared)
+            yield from _removed_namespaces(ctx, base, owners_after, compared=compared)
             if ctx.new_ns:
                 yield from _team_on_cluster(ctx, base.platform, owners_before)
 
@@ -123,7 +123,7 @@ def _group_list(prefix: str, groups: Sequence[str]) -> str:
 
 
 def _team_removed(
-    team: Team, base: Revision, owners_after: _Owners, compared: bool
+    team: Team, base: Revision, owners_after: _Owners, *, compared: bool
 ) -> Iterator[Finding]:
     for cluster in sorted({ns.cluster for ns in team.namespaces}):
         gone = [
@@ -131,7 +131,11 @@ def _team_removed(
             for ns in team.namespaces
             if ns.cluster == cluster and (cluster, ns.name) not in owners_after
         ]
-        lines = [line for ns in gone for line in _prune_lines(base.tree, compared, cluster, ns)]
+        lines = [
+            line
+            for ns in gone
+            for line in _prune_lines(base.tree, compared=compared, cluster=cluster, namespace=ns)
+        ]
         yield Finding(
             Risk.HIGH,
             "team-removed",
@@ -139,7 +143,7 @@ def _team_removed(
             team.name,
             team.name,
             (
-                f"Argo CD prunes {_namespaces_text(gone)}{_objects_text(lines, compared)}, "
+                f"Argo CD prunes {_namespaces_text(gone)}{_objects_text(lines, compared=compared)}, "
                 f"{_PRUNE_NOTE.format(it='it' if len(gone) == 1 else 'them')}; its queues and GPU "
                 "quota go with it"
                 if gone
@@ -150,19 +154,19 @@ def _team_removed(
 
 
 def _removed_namespaces(
-    ctx: OnCluster, base: Revision, owners_after: _Owners, compared: bool
+    ctx: OnCluster, base: Revision, owners_after: _Owners, *, compared: bool
 ) -> Iterator[Finding]:
     for ns_name in sorted(set(ctx.old_ns) - set(ctx.new_ns)):
         if (ctx.cluster, ns_name) in owners_after:
             continue  # moved to another team: reported there
-        pruned = _prune_lines(base.tree, compared, ctx.cluster, ns_name)
+        pruned = _prune_lines(base.tree, compared=compared, cluster=ctx.cluster, namespace=ns_name)
         yield Finding(
             Risk.HIGH,
             "namespace-removed",
             ctx.cluster,
             ctx.name,
             ns_name,
-            f"Argo CD prunes namespace {ns_name}{_objects_text(pruned, compared)}, "
+            f"Argo CD prunes namespace {ns_name}{_objects_text(pruned, compared=compared)}, "
             + _PRUNE_NOTE.format(it="it"),
             pruned,
             at=ctx.at(("spec", "namespaces")),
@@ -333,7 +337,7 @@ _WRITTEN_AT = {
 """Where the team file writes a setting whose path is not `spec.<camelCase name>`."""
 
 
-def _team_fields(ctx: OnCluster, before: Team, cost_center_shown: bool) -> Iterator[Finding]:
+def _team_fields(ctx: OnCluster, before: Team, *, cost_center_shown: bool) -> Iterator[Finding]:
     """Team-wide settings: who approves its file, its queue and priority, everything else."""
     after, name = ctx.after, ctx.name
     if before.codeowners != after.codeowners:

@@ -216,7 +216,7 @@ def _closed(covered: Collection[str], parent: Amounts) -> Amounts:
     return {r: Decimal(0) for r in parent if r not in (CPU, MEMORY) and r not in covered}
 
 
-def _quantities(amounts: Mapping[str, Decimal], keep_zero: bool = False) -> dict[str, Any]:
+def _quantities(amounts: Mapping[str, Decimal], *, keep_zero: bool = False) -> dict[str, Any]:
     """Kubernetes quantities, cpu and memory first, then GPU resource names in name order."""
     order = [r for r in (CPU, MEMORY) if r in amounts]
     order += sorted(r for r in amounts if r not in (CPU, MEMORY))
