@@ -504,7 +504,9 @@ def merge_findings(
         clashes_across({o.name: o.shared for o in ordered}, argocd.LAYER, "Argo CD's cluster")
     )
     found.extend(
-        coverage_findings([u for o in ordered for u in o.unchecked], validator.strict_schemas)
+        coverage_findings(
+            [u for o in ordered for u in o.unchecked], strict=validator.strict_schemas
+        )
     )
     rules = UncheckedRules()
     for outcome in ordered:

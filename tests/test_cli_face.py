@@ -123,7 +123,7 @@ def test_new_offers_the_kinds_the_scaffolder_writes() -> None:
 def test_colour_precedence(
     flag: bool | None, environ: dict[str, str], terminal: bool, wanted: bool
 ) -> None:
-    assert wants_color(flag, environ, terminal) is wanted
+    assert wants_color(environ, flag=flag, is_terminal=terminal) is wanted
 
 
 def test_piped_findings_have_no_escape_codes(platform: Path, gpuplane) -> None:

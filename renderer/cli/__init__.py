@@ -70,11 +70,11 @@ def run() -> None:
 )
 @click.version_option(package_name="gpuplane")
 @click.pass_context
-def main(ctx: click.Context, directory: Path, color: bool | None) -> None:
+def main(ctx: click.Context, directory: Path, *, color: bool | None) -> None:
     """gpuplane: validate and render a shared Kubernetes GPU platform from its YAML files."""
     ctx.obj = {
         "root": directory.resolve(),
-        "color": wants_color(color, os.environ, sys.stdout.isatty()),
+        "color": wants_color(os.environ, flag=color, is_terminal=sys.stdout.isatty()),
         "no_color": color is False,  # --no-color also keeps the progress spinner plain
     }
 

@@ -46,7 +46,7 @@ def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     )
 
 
-def wants_color(flag: bool | None, environ: Mapping[str, str], is_terminal: bool) -> bool:
+def wants_color(environ: Mapping[str, str], *, flag: bool | None, is_terminal: bool) -> bool:
     """Whether text findings are coloured: `--color`/`--no-color` first, then `NO_COLOR` (any
     non-empty value turns colour off, as no-color.org asks), then whether stdout is a terminal,
     so a pipe, a file or a CI log never gets escape codes unless `--color` asks for them."""

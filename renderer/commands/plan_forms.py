@@ -170,21 +170,21 @@ def _lines(cell: str | Text) -> list[str]:
     return (cell.plain if isinstance(cell, Text) else cell).split("\n")
 
 
-def _least(cell: str | Text, wraps: bool) -> int:
+def _least(cell: str | Text, *, wraps: bool) -> int:
     """The narrowest a cell can be shown without cutting: its longest word if it wraps."""
     parts = [w for line in _lines(cell) for w in (line.split() if wraps else [line])]
     return max((cell_len(p) for p in parts), default=0)
 
 
-def _widths(grid: _Grid, narrow: bool) -> list[int]:
+def _widths(grid: _Grid, *, narrow: bool) -> list[int]:
     widths = []
     for index, column in enumerate(grid.columns):
         header = column.narrow if narrow and column.narrow else column.header
         cells = [row[index] for row in grid.rows]
         widths.append(
             max(
-                _least(header, narrow and column.wraps),
-                *(_least(c, narrow and column.wraps) for c in cells),
+                _least(header, wraps=narrow and column.wraps),
+                *(_least(c, wraps=narrow and column.wraps) for c in cells),
             )
         )
     return widths
@@ -246,7 +246,7 @@ def _blocks(grid: _Grid, width: int) -> list[list[int]]:
     return [sorted([*keys, *block]) for block in blocks]
 
 
-def _table(grid: _Grid, indexes: Sequence[int], title: str, narrow: bool, fold: bool) -> Table:
+def _table(grid: _Grid, indexes: Sequence[int], title: str, *, narrow: bool, fold: bool) -> Table:
     table = Table(
         title=Text(title, style="bold"),
         title_justify="left",
@@ -305,7 +305,7 @@ def _notes(warnings: tuple[PlanWarning, ...]) -> Text:
     return Text(", ".join(w.code for w in warnings), style="yellow")
 
 
-def _pool_grid(cluster: ClusterPlan, one_pool: bool) -> _Grid:
+def _pool_grid(cluster: ClusterPlan, *, one_pool: bool) -> _Grid:
     columns = (
         _Column("pool", key=True),
         _Column("resource", key=True, resource=True),
@@ -342,7 +342,7 @@ def _pool_grid(cluster: ClusterPlan, one_pool: bool) -> _Grid:
     return _without(grid, "pool" if one_pool else None)
 
 
-def _team_grid(cluster: ClusterPlan, one_team: bool, one_pool: bool) -> _Grid:
+def _team_grid(cluster: ClusterPlan, *, one_team: bool, one_pool: bool) -> _Grid:
     columns = (
         _Column("team", key=True),
         _Column("pool", key=True),
@@ -365,7 +365,7 @@ def _team_grid(cluster: ClusterPlan, one_team: bool, one_pool: bool) -> _Grid:
     return _without(grid, "pool" if one_pool else None)
 
 
-def _queue_grid(cluster: ClusterPlan, one_team: bool) -> _Grid:
+def _queue_grid(cluster: ClusterPlan, *, one_team: bool) -> _Grid:
     kind = _queue_kind(cluster)
     columns = (
         _Column("team", key=True),
@@ -418,15 +418,15 @@ def plan_tables(report: PlanReport, width: int | None = None) -> list[Renderable
     for cluster in report.clusters:
         out.append(Text(f"cluster {_title(cluster)}", style="bold underline"))
         if cluster.pools:
-            out += _laid_out(_pool_grid(cluster, one_pool), width)
+            out += _laid_out(_pool_grid(cluster, one_pool=one_pool), width)
             out += [*_explained(cluster.pools), Text(POOL_LEGEND, style="dim"), Text("")]
         if cluster.teams:
-            out += _laid_out(_team_grid(cluster, one_team, one_pool), width)
+            out += _laid_out(_team_grid(cluster, one_team=one_team, one_pool=one_pool), width)
             out += [*_explained(cluster.teams), Text(TEAM_LEGEND, style="dim"), Text("")]
         elif focus is not None:
             out += [Text(f"no quota entry of {focus} here", style="yellow"), Text("")]
         if cluster.queues:
-            out += [*_laid_out(_queue_grid(cluster, one_team), width), Text("")]
+            out += [*_laid_out(_queue_grid(cluster, one_team=one_team), width), Text("")]
     return out
 
 

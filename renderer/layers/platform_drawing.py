@@ -16,6 +16,7 @@ from typing import Any
 from renderer.layers.gitops.argocd import ADDON_WAVE, LAYER_WAVES, PROJECT_WAVE
 from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, pool_offers, quota_offer
+from renderer.model.choices import TIME_SHARED, Fabric, Interconnect, TopologyForm
 from renderer.model.identifiers import escaped
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
@@ -49,7 +50,7 @@ ADDON_TITLES: Mapping[str, str] = {
     ARGO_WORKFLOWS_ADDON: "Argo Workflows",
 }
 
-FABRIC_TITLES: Mapping[str, str] = {
+FABRIC_TITLES: Mapping[Fabric, str] = {
     "infiniband": "InfiniBand",
     "roce": "RoCE",
     "ethernet": "Ethernet",
@@ -57,9 +58,9 @@ FABRIC_TITLES: Mapping[str, str] = {
     "none": "No fabric",
 }
 
-FORM_TITLES: Mapping[str, str] = {"sxm": "SXM", "pcie": "PCIe", "nvl": "NVL", "oam": "OAM"}
+FORM_TITLES: Mapping[TopologyForm, str] = {"sxm": "SXM", "pcie": "PCIe", "nvl": "NVL", "oam": "OAM"}
 
-INTERCONNECT_TITLES: Mapping[str, str] = {
+INTERCONNECT_TITLES: Mapping[Interconnect, str] = {
     "nvswitch": "NVSwitch",
     "nvlink": "NVLink",
     "pcie": "PCIe",
@@ -240,7 +241,7 @@ def _sharing(pool: Pool) -> str:
         layout = ", ".join(f"{p} x{n}" for p, n in pool.mig_layout.items())
         named = f" ({pool.mig_layout_name})" if pool.mig_layout_name else ""
         return f"MIG per GPU{named}: {layout}"
-    if pool.sharing in ("time-slicing", "mps"):
+    if pool.sharing in TIME_SHARED:
         return f"{pool.sharing}: {pool.replicas} replicas per GPU"
     return SHARING_MODES.get(pool.sharing, pool.sharing)
 
@@ -275,8 +276,8 @@ def _pool_box(pool: Pool) -> Box:
         )
     exposure = "DRA" if pool.exposure == "dra" else "device plugin"
     lines.append(f"{pool.workload} · {exposure}")
-    form = FORM_TITLES.get(pool.topology_form or "", pool.topology_form)
-    interconnect = INTERCONNECT_TITLES.get(pool.interconnect or "", pool.interconnect)
+    form = FORM_TITLES[pool.topology_form] if pool.topology_form else None
+    interconnect = INTERCONNECT_TITLES[pool.interconnect] if pool.interconnect else None
     inside = " · ".join(dict.fromkeys(part for part in (form, interconnect) if part))
     lines.append(f"{inside + ' in a node, ' if inside else ''}{fabric_text(pool)} between")
     lines.append(f"{pool.gpu_hour:g} {pool.currency} per GPU-hour")
@@ -314,7 +315,7 @@ def _teams(view: ClusterView) -> Iterator[Box]:
 
 def _network(view: ClusterView) -> Iterator[Box]:
     cluster = view.cluster
-    fabrics: dict[str, list[str]] = {}
+    fabrics: dict[Fabric, list[str]] = {}
     for pool in view.pools:
         detail = fabric_text(pool).removeprefix(FABRIC_TITLES.get(pool.fabric, pool.fabric))
         detail = detail.strip(" ,") or "declared"

@@ -14,6 +14,7 @@ import jinja2
 from renderer.layers.platform_drawing import drawing
 from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
+from renderer.model.choices import TIME_SHARED, Sharing
 from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import Namespace, Pool
@@ -42,9 +43,9 @@ def _template() -> jinja2.Template:
     return env.get_template("cluster-readme.md.j2")
 
 
-def _gets(sharing: str, replicas: int) -> str:
+def _gets(sharing: Sharing, replicas: int) -> str:
     mode = SHARING_MODES[sharing]
-    return f"{mode} ({replicas} per GPU)" if sharing in ("time-slicing", "mps") else mode
+    return f"{mode} ({replicas} per GPU)" if sharing in TIME_SHARED else mode
 
 
 def cluster_readme(view: ClusterView) -> str:

@@ -20,6 +20,7 @@ from renderer.model.capacity import (
     usable_quotas,
 )
 from renderer.model.caps import namespace_shares, quota_text
+from renderer.model.choices import TIME_SHARED
 from renderer.model.names import DEFAULT_POD_SECURITY
 from renderer.model.platform import EgressRule, Namespace, Team
 from renderer.model.queue_plans import cluster_queue_name
@@ -102,7 +103,7 @@ _FROM_STORE: tuple[Grant, ...] = (("external-secrets.io", ("externalsecrets",), 
 """What members and owners write where Secrets come from the store: the requests for them."""
 
 
-def team_role_grants(role: str, from_store: bool = False) -> tuple[Grant, ...]:
+def team_role_grants(role: str, *, from_store: bool = False) -> tuple[Grant, ...]:
     """The grants of one team ClusterRole (a name of ROLE_FOR), on a cluster whose Secrets come
     from the store or not. Otherwise the same on every cluster, whichever scheduler and
     operators it runs: a rule for a kind the cluster does not serve grants nothing."""
@@ -141,7 +142,9 @@ def team_roles(view: ClusterView) -> Iterator[Manifest]:
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
                 "metadata": metadata(role),
-                "rules": _rules(team_role_grants(role, secrets.from_store(view.cluster))),
+                "rules": _rules(
+                    team_role_grants(role, from_store=secrets.from_store(view.cluster))
+                ),
             },
             view.cluster.origin.location,
         )
@@ -277,9 +280,7 @@ def _sharing_note(view: ClusterView, team: Team, ns: Namespace) -> str:
     notes: dict[str, str] = {}
     for pool, _, offer in usable_quotas(view.platform, team, ns):
         resources.setdefault(pool.name, []).append(how_to_request(offer))
-        shared = (
-            f", {pool.replicas} replicas per GPU" if pool.sharing in ("time-slicing", "mps") else ""
-        )
+        shared = f", {pool.replicas} replicas per GPU" if pool.sharing in TIME_SHARED else ""
         notes[pool.name] = f"{SHARING_MODES[pool.sharing]} of {pool.accelerator}{shared}"
     parts = [
         f"{name}: {notes[name]} (request {' or '.join(sorted(set(resources[name])))})"

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 
 from renderer.model import catalog
+from renderer.model.choices import TIME_SHARED, Fabric, Purpose, Sharing, Workload
 from renderer.model.platform import GpuQuota, Namespace, Platform, Pool, Queue, Team
 
-PURPOSE_ORDER: dict[str, tuple[str, ...]] = {
+PURPOSE_ORDER: dict[Workload, tuple[Purpose, ...]] = {
     "distributed-training": ("training", "batch"),
     "fine-tuning": ("training", "batch"),
     "online-inference": ("inference",),
@@ -23,12 +24,14 @@ PURPOSE_ORDER: dict[str, tuple[str, ...]] = {
 """Which namespace purposes each pool workload serves, the primary one first: the guide's
 training/inference split. The primary purpose's ClusterQueue holds a team's quota on the pool."""
 
-WORKLOAD_PURPOSES: dict[str, frozenset[str]] = {w: frozenset(p) for w, p in PURPOSE_ORDER.items()}
+WORKLOAD_PURPOSES: dict[Workload, frozenset[Purpose]] = {
+    w: frozenset(p) for w, p in PURPOSE_ORDER.items()
+}
 
-MIXABLE = frozenset({"training", "inference", "batch"})
+MIXABLE: frozenset[Purpose] = frozenset({"training", "inference", "batch"})
 """Purposes a queue with `mixing` lets share each other's pools."""
 
-SHARING_MODES = {
+SHARING_MODES: dict[Sharing, str] = {
     "full-gpu": "whole GPUs",
     "mig": "MIG slices",
     "time-slicing": "time-shared GPUs",
@@ -143,14 +146,14 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
             for name, count in sorted(pool.mig_layout.items())
             if name in profiles
         )
-    if pool.sharing in ("time-slicing", "mps"):
+    if pool.sharing in TIME_SHARED:
         shared = pool.rename_by_default
         resource = f"{accelerator.resource_name}.shared" if shared else accelerator.resource_name
         return (offer(resource, pool.replicas, f"{pool.sharing} replica"),)
     return (offer(accelerator.resource_name, 1, "GPU"),)
 
 
-RDMA_FABRICS = frozenset({"infiniband", "roce", "efa"})
+RDMA_FABRICS: frozenset[Fabric] = frozenset({"infiniband", "roce", "efa"})
 """The fabric types whose NICs NCCL reaches through RDMA verbs (libibverbs, or libfabric on EFA)
 when the pod is given the devices; on `ethernet` and `none` it uses TCP sockets."""
 

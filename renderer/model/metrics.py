@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from renderer.model.choices import AcceptedUnit
+
 # --- the labels every gpuplane series carries ---------------------------------------------------
 
 CLUSTER = "cluster"
@@ -138,7 +140,7 @@ ALERT_DEFAULTS: Mapping[str, int | float] = MappingProxyType(
 DEFAULT_QUEUE_WAIT_MINUTES = 60
 """The queue-wait budget of a ClusterQueue when neither its queue nor its pools give one."""
 
-ACCEPTED_UNITS: Mapping[str, str] = MappingProxyType(
+ACCEPTED_UNITS: Mapping[AcceptedUnit, str] = MappingProxyType(
     {
         "completed-training-runs": "completed training run",
         "accepted-model-outputs": "accepted model output",
@@ -146,4 +148,4 @@ ACCEPTED_UNITS: Mapping[str, str] = MappingProxyType(
     }
 )
 """A team's `acceptedUnit.kind`, and how one unit reads in a sentence."""
-DEFAULT_ACCEPTED_UNIT = "completed-training-runs"
+DEFAULT_ACCEPTED_UNIT: AcceptedUnit = "completed-training-runs"

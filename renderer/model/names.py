@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from renderer.model.choices import TIME_SHARED, PodSecurityLevel, Purpose, Scheduler
 from renderer.model.platform import Pool
 
 # --- add-ons: the keys of a cluster file's `addons` mapping ------------------------------------
@@ -22,7 +23,7 @@ EXTERNAL_SECRETS_ADDON = "externalSecrets"
 EXTERNAL_SECRETS_NAMESPACE = "external-secrets"
 """Where the External Secrets Operator's chart runs (its controller, webhook and cert controller)."""
 
-SCHEDULER_ADDON = {"kueue": KUEUE_ADDON, "volcano": VOLCANO_ADDON}
+SCHEDULER_ADDON: dict[Scheduler, str] = {"kueue": KUEUE_ADDON, "volcano": VOLCANO_ADDON}
 """The add-on that installs each `scheduler:` a cluster can declare."""
 
 # --- which operator's CRDs check a custom kind (the schema store's folders) ---------------------
@@ -82,7 +83,7 @@ SUITE_NAMESPACE = "gpuplane-acceptance"
 
 # --- tenancy ------------------------------------------------------------------------------------
 
-DEFAULT_POD_SECURITY = {
+DEFAULT_POD_SECURITY: dict[Purpose, PodSecurityLevel] = {
     "training": "baseline",
     "notebooks": "baseline",
     "inference": "restricted",
@@ -131,7 +132,7 @@ def gpu_memory_utilization(pool: Pool) -> str:
     """vLLM takes this fraction of the GPU's memory up front: on time-shared GPUs, where
     `replicas` pods share one GPU's memory with no isolation, each may take its share only."""
     share = GPU_MEMORY_UTILIZATION
-    if pool.sharing in ("time-slicing", "mps") and pool.replicas > 1:
+    if pool.sharing in TIME_SHARED and pool.replicas > 1:
         share = GPU_MEMORY_UTILIZATION / pool.replicas
     return str(share.quantize(Decimal("0.01")))
 

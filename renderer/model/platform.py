@@ -14,6 +14,45 @@ from typing import Any
 
 from renderer.findings.diagnostics import Location, PathKey, SourceMap
 from renderer.model import catalog
+from renderer.model.choices import (
+    ACCEPTED_UNIT_KINDS,
+    EGRESS_PROTOCOLS,
+    ENVIRONMENTS,
+    EXPOSURES,
+    FABRICS,
+    INTERCONNECTS,
+    POD_SECURITY_LEVELS,
+    PROVIDERS,
+    PURPOSES,
+    QUEUE_STRATEGIES,
+    SCHEDULERS,
+    SECRET_STORE_PROVIDERS,
+    SHARINGS,
+    TAINT_EFFECTS,
+    TIME_SHARED,
+    TOPOLOGY_FORMS,
+    VAULT_VERSIONS,
+    WORKLOADS,
+    AcceptedUnit,
+    EgressProtocol,
+    Environment,
+    Exposure,
+    Fabric,
+    Interconnect,
+    PodSecurityLevel,
+    Provider,
+    Purpose,
+    QueueStrategy,
+    Scheduler,
+    SecretStoreProvider,
+    Sharing,
+    TaintEffect,
+    TopologyForm,
+    VaultVersion,
+    Workload,
+    one_of,
+    optional_one_of,
+)
 from renderer.model.metrics import ALERT_DEFAULTS, DEFAULT_ACCEPTED_UNIT
 
 
@@ -46,7 +85,7 @@ class Origin:
 class EgressRule:
     cidr: str
     ports: tuple[int, ...]
-    protocol: str
+    protocol: EgressProtocol
     description: str
     origin: Origin
 
@@ -66,10 +105,10 @@ class SecretStore:
     """Where team secrets live (`spec.secretStore`): a Vault KV mount, and the Kubernetes auth
     role and path of each team, `{team}` standing for the team's name."""
 
-    provider: str
+    provider: SecretStoreProvider
     server: str
     mount_path: str
-    version: str
+    version: VaultVersion
     auth_mount_path: str
     role: str
     path_template: str
@@ -86,9 +125,9 @@ class SecretStore:
 class Cluster:
     name: str
     kubernetes_version: str
-    environment: str
-    provider: str
-    scheduler: str
+    environment: Environment
+    provider: Provider
+    scheduler: Scheduler
     argocd_destination: str
     argocd_project: str
     group_prefix: str
@@ -136,7 +175,7 @@ class NodeCount:
 class Taint:
     key: str
     value: str
-    effect: str
+    effect: TaintEffect
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,18 +196,18 @@ class Pool:
     accelerator: str
     gpus_per_node: int
     nodes: NodeCount
-    topology_form: str | None
-    interconnect: str | None
+    topology_form: TopologyForm | None
+    interconnect: Interconnect | None
     topology_levels: tuple[str, ...]
-    fabric: str
+    fabric: Fabric
     rdma: Rdma | None
-    workload: str
-    sharing: str
+    workload: Workload
+    sharing: Sharing
     mig_layout: Mapping[str, int]
     mig_layout_name: str | None  # `mig.layout: all-balanced`: resolved into mig_layout above
     replicas: int
     rename_by_default: bool
-    exposure: str
+    exposure: Exposure
     taints: tuple[Taint, ...]
     node_labels: Mapping[str, str]
     host_cpus: int | None
@@ -208,7 +247,7 @@ class Queue:
     name: str
     cluster: str
     pools: tuple[str, ...]
-    strategy: str
+    strategy: QueueStrategy
     fair_sharing: bool
     preemption: Mapping[str, str]
     wait_for_pods_ready: bool
@@ -233,8 +272,8 @@ class Queue:
 class Namespace:
     name: str
     cluster: str
-    purpose: str
-    pod_security: str | None
+    purpose: Purpose
+    pod_security: PodSecurityLevel | None
     origin: Origin
     resources: Mapping[str, str | int] = field(default_factory=dict, hash=False)
     """This namespace's share of the team's caps (`resources`), where the file sets one."""
@@ -272,7 +311,7 @@ class Team:
     egress: tuple[EgressRule, ...]
     retention: Mapping[str, str]
     origin: Origin
-    accepted_unit: str = DEFAULT_ACCEPTED_UNIT
+    accepted_unit: AcceptedUnit = DEFAULT_ACCEPTED_UNIT
     """What one unit of the team's useful output is (`spec.acceptedUnit.kind`)."""
     accepted_per: int = 1
     """`gpuplane cost` reports the cost of this many units (`spec.acceptedUnit.per`)."""
@@ -285,7 +324,7 @@ class AllowedEgress:
 
     cidr: str
     ports: tuple[int, ...]
-    protocol: str | None
+    protocol: EgressProtocol | None
     description: str
     origin: Origin
 
@@ -379,7 +418,7 @@ def _egress(items: list[dict[str, Any]], origin: Origin) -> tuple[EgressRule, ..
         EgressRule(
             cidr=item["cidr"],
             ports=tuple(item["ports"]),
-            protocol=item.get("protocol", "TCP"),
+            protocol=one_of(item.get("protocol", "TCP"), EGRESS_PROTOCOLS),
             description=item.get("description", ""),
             origin=origin.child(index),
         )
@@ -405,9 +444,9 @@ def cluster_from(data: Mapping[str, Any], source: SourceMap) -> Cluster:
     return Cluster(
         name=data["metadata"]["name"],
         kubernetes_version=spec["kubernetesVersion"],
-        environment=spec["environment"],
-        provider=spec["provider"],
-        scheduler=spec.get("scheduler", "kueue"),
+        environment=one_of(spec["environment"], ENVIRONMENTS),
+        provider=one_of(spec["provider"], PROVIDERS),
+        scheduler=one_of(spec.get("scheduler", "kueue"), SCHEDULERS),
         argocd_destination=argocd.get("destination", "https://kubernetes.default.svc"),
         argocd_project=argocd.get("project", "platform"),
         group_prefix=spec.get("identity", {}).get("groupPrefix", ""),
@@ -435,10 +474,10 @@ def _secret_store(store: Mapping[str, Any] | None, origin: Origin) -> SecretStor
         return None
     vault = store["vault"]
     return SecretStore(
-        provider=store["provider"],
+        provider=one_of(store["provider"], SECRET_STORE_PROVIDERS),
         server=vault["server"],
         mount_path=vault.get("mountPath", "secret"),
-        version=vault.get("version", "v2"),
+        version=one_of(vault.get("version", "v2"), VAULT_VERSIONS),
         auth_mount_path=vault.get("authMountPath", "kubernetes"),
         role=vault.get("role", "gpuplane-{team}"),
         path_template=vault.get("pathTemplate", "teams/{team}"),
@@ -453,7 +492,7 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         NodeCount(nodes, nodes) if isinstance(nodes, int) else NodeCount(nodes["min"], nodes["max"])
     )
     topology = spec.get("topology", {})
-    sharing = spec["sharing"]
+    sharing = one_of(spec["sharing"], SHARINGS)
     sharing_block = spec.get("timeSlicing" if sharing == "time-slicing" else "mps", {})
     cost = spec["cost"]
     fabric = spec.get("fabric", {})
@@ -466,22 +505,23 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         accelerator=spec["accelerator"],
         gpus_per_node=spec["gpusPerNode"],
         nodes=count,
-        topology_form=topology.get("form"),
-        interconnect=topology.get("interconnect"),
+        topology_form=optional_one_of(topology.get("form"), TOPOLOGY_FORMS),
+        interconnect=optional_one_of(topology.get("interconnect"), INTERCONNECTS),
         topology_levels=tuple(topology.get("levels", ())),
-        fabric=fabric.get("type", "none"),
+        fabric=one_of(fabric.get("type", "none"), FABRICS),
         rdma=None
         if rdma is None
         else Rdma(rdma["resource"], rdma["perNode"], origin.child("spec", "fabric", "rdma")),
-        workload=spec["workload"],
+        workload=one_of(spec["workload"], WORKLOADS),
         sharing=sharing,
         mig_layout=_frozen(catalog.resolve_mig_layout(spec["accelerator"], mig_layout)),
         mig_layout_name=mig_layout if isinstance(mig_layout, str) else None,
-        replicas=sharing_block.get("replicas", 1) if sharing in ("time-slicing", "mps") else 1,
+        replicas=sharing_block.get("replicas", 1) if sharing in TIME_SHARED else 1,
         rename_by_default=bool(sharing_block.get("renameByDefault", False)),
-        exposure=spec.get("exposure", "device-plugin"),
+        exposure=one_of(spec.get("exposure", "device-plugin"), EXPOSURES),
         taints=tuple(
-            Taint(t["key"], t.get("value", ""), t["effect"]) for t in spec.get("taints", [])
+            Taint(t["key"], t.get("value", ""), one_of(t["effect"], TAINT_EFFECTS))
+            for t in spec.get("taints", [])
         ),
         node_labels=_frozen(spec.get("labels", {})),
         host_cpus=spec.get("host", {}).get("cpus"),
@@ -507,7 +547,7 @@ def queue_from(data: Mapping[str, Any], source: SourceMap) -> Queue:
         name=data["metadata"]["name"],
         cluster=spec["cluster"],
         pools=tuple(spec["pools"]),
-        strategy=spec.get("strategy", "BestEffortFIFO"),
+        strategy=one_of(spec.get("strategy", "BestEffortFIFO"), QUEUE_STRATEGIES),
         fair_sharing=bool(spec.get("fairSharing", False)),
         preemption=_frozen(spec.get("preemption", {})),
         wait_for_pods_ready=bool(gang.get("waitForPodsReady", False)),
@@ -548,8 +588,8 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
             Namespace(
                 name=ns["name"],
                 cluster=ns["cluster"],
-                purpose=ns["purpose"],
-                pod_security=ns.get("podSecurity"),
+                purpose=one_of(ns["purpose"], PURPOSES),
+                pod_security=optional_one_of(ns.get("podSecurity"), POD_SECURITY_LEVELS),
                 origin=origin.child("spec", "namespaces", index),
                 resources=_frozen(ns.get("resources", {})),
             )
@@ -572,7 +612,9 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
         egress=_egress(spec.get("egress", []), origin.child("spec", "egress")),
         retention=_frozen(spec.get("retention", {})),
         origin=origin,
-        accepted_unit=spec.get("acceptedUnit", {}).get("kind", DEFAULT_ACCEPTED_UNIT),
+        accepted_unit=one_of(
+            spec.get("acceptedUnit", {}).get("kind", DEFAULT_ACCEPTED_UNIT), ACCEPTED_UNIT_KINDS
+        ),
         accepted_per=spec.get("acceptedUnit", {}).get("per", 1),
     )
 
@@ -594,7 +636,7 @@ def repository_from(data: Mapping[str, Any], source: SourceMap) -> Repository:
             AllowedEgress(
                 cidr=item["cidr"],
                 ports=tuple(item.get("ports", ())),
-                protocol=item.get("protocol"),
+                protocol=optional_one_of(item.get("protocol"), EGRESS_PROTOCOLS),
                 description=item.get("description", ""),
                 origin=egress_origin.child(index),
             )

@@ -259,7 +259,7 @@ _DECIMAL_SUFFIX = {-3: "n", -2: "u", -1: "m", 0: "", 1: "k", 2: "M", 3: "G", 4: 
 _BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 
-def go_string(value: Decimal, binary: bool) -> str:
+def go_string(value: Decimal, *, binary: bool) -> str:
     """The quantity as Go's `resource.Quantity.String()` prints it (apimachinery
     `CanonicalizeBytes`): in a binary format, an integer of 1024 or more in the largest power of
     1024 that divides it (8G of bytes is `7812500Ki`), anything else in the decimal format, the
@@ -285,4 +285,4 @@ def kueue_string(resource: str, value: Decimal) -> str:
     (`pkg/resources/resource_formatter.go` `ResourceQuantity`): cpu from millicores in the
     decimal format, memory, ephemeral storage and hugepages in the binary one, the rest decimal."""
     binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
-    return go_string(value, binary)
+    return go_string(value, binary=binary)

@@ -25,6 +25,7 @@ from renderer.model.capacity import (
     quota_offer,
     serves,
 )
+from renderer.model.choices import Purpose
 from renderer.model.platform import GpuQuota, Namespace, Pool, Queue, Team
 from renderer.model.quota_tree import Limits, QuotaNode, settle
 from renderer.model.view import ClusterView
@@ -76,7 +77,7 @@ class TeamCohortPlan:
 class ClusterQueuePlan:
     name: str
     team: Team
-    purpose: str
+    purpose: Purpose
     queue: Queue
     namespaces: tuple[Namespace, ...]
     flavors: tuple[FlavorPlan, ...]
@@ -103,7 +104,7 @@ def team_cohort_name(team: str) -> str:
     return team
 
 
-def primary_purpose(pool: Pool, served: list[str]) -> str | None:
+def primary_purpose(pool: Pool, served: list[Purpose]) -> Purpose | None:
     """The purpose whose queue holds a team's quota on this pool, among the purposes of the
     team's namespaces that the pool serves (with mixing, possibly none of the pool's own)."""
     preferred = [p for p in PURPOSE_ORDER[pool.workload] if p in served]
@@ -204,11 +205,11 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
         queue = view.queue_of(team)
         if queue is None or queue.cluster != view.cluster.name:
             continue
-        by_purpose: dict[str, tuple[Namespace, ...]] = {}
+        by_purpose: dict[Purpose, tuple[Namespace, ...]] = {}
         for ns in tenant.namespaces:
             by_purpose[ns.purpose] = (*by_purpose.get(ns.purpose, ()), ns)
         team_flavors: list[FlavorPlan] = []
-        primaries: dict[str, str | None] = {}
+        primaries: dict[str, Purpose | None] = {}
         for pool in view.pools:
             served = [p for p, ns in by_purpose.items() if serves(pool, ns[0], queue)]
             entries = [
@@ -224,7 +225,7 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
         for purpose in sorted(by_purpose):
             namespaces = by_purpose[purpose]
             flavors = tuple(
-                _drawing(held, primaries[held.pool.name] == purpose)
+                _drawing(held, primary=primaries[held.pool.name] == purpose)
                 for held in team_flavors
                 if serves(held.pool, namespaces[0], queue)
             )
@@ -242,7 +243,7 @@ def _cluster_queues(view: ClusterView) -> tuple[ClusterQueuePlan, ...]:
     return tuple(plans)
 
 
-def _drawing(held: FlavorPlan, primary: bool) -> FlavorPlan:
+def _drawing(held: FlavorPlan, *, primary: bool) -> FlavorPlan:
     """A ClusterQueue's flavor: every resource the team Cohort holds on the pool, with no
     quota of its own and no limit, so that it may use all of the team's and no more."""
     none = Amount(Decimal(0))

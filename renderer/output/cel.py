@@ -97,7 +97,7 @@ class CompiledRules:
         """The rules `obj` breaks (defaults already applied), transition rules against `old`."""
         result = Evaluation()
         if self.root is not None:
-            _walk(self.root, obj, old, old is not None, (), result)
+            _walk(self.root, obj, old, has_old=old is not None, path=(), found=result)
         return result
 
     def violations(
@@ -281,6 +281,7 @@ def _walk(
     node: _Node,
     value: Any,
     old: Any,
+    *,
     has_old: bool,
     path: tuple[str | int, ...],
     found: Evaluation,
@@ -288,12 +289,19 @@ def _walk(
     if value is None:
         return
     if node.rules:
-        _evaluate(node, value, old if has_old else None, has_old, path, found)
+        _evaluate(node, value, old if has_old else None, has_old=has_old, path=path, found=found)
     if isinstance(value, Mapping):
         for key, child in node.properties.items():
             if key in value:
                 here = has_old and isinstance(old, Mapping) and old.get(key) is not None
-                _walk(child, value[key], old[key] if here else None, here, (*path, key), found)
+                _walk(
+                    child,
+                    value[key],
+                    old[key] if here else None,
+                    has_old=here,
+                    path=(*path, key),
+                    found=found,
+                )
         if node.additional is not None:
             for key, item in value.items():
                 here = has_old and isinstance(old, Mapping) and old.get(key) is not None
@@ -301,9 +309,9 @@ def _walk(
                     node.additional,
                     item,
                     old[key] if here else None,
-                    here,
-                    (*path, f"[{key}]"),
-                    found,
+                    has_old=here,
+                    path=(*path, f"[{key}]"),
+                    found=found,
                 )
     elif isinstance(value, list) and node.items is not None:
         olds = _correlated(node.schema, value, old if has_old else None)
@@ -313,9 +321,9 @@ def _walk(
                 node.items,
                 item,
                 None if previous is _ABSENT else previous,
-                previous is not _ABSENT,
-                (*path, index),
-                found,
+                has_old=previous is not _ABSENT,
+                path=(*path, index),
+                found=found,
             )
 
 
@@ -374,7 +382,7 @@ def _run(program: Any, data: Mapping[str, Any]) -> tuple[str, Any]:
     return "other", value.value()
 
 
-def _outcomes(node: _Node, value: Any, old: Any, has_old: bool) -> tuple[_Outcome, ...]:
+def _outcomes(node: _Node, value: Any, old: Any, *, has_old: bool) -> tuple[_Outcome, ...]:
     uses_old = has_old and any(rule.transition for rule in node.rules)
     key = (id(node), _key(value), _key(old) if uses_old else None)
     cached = _OUTCOMES.get(key)
@@ -501,12 +509,13 @@ def _evaluate(
     node: _Node,
     value: Any,
     old: Any,
+    *,
     has_old: bool,
     path: tuple[str | int, ...],
     found: Evaluation,
 ) -> None:
     type_name = str(node.schema.get("type", ""))
-    for rule, state, detail in _outcomes(node, value, old, has_old):
+    for rule, state, detail in _outcomes(node, value, old, has_old=has_old):
         if state == "unchecked":
             found.unchecked.append(UncheckedRule(rule.path, rule.text, detail, rule.transition))
             continue

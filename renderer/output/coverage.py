@@ -65,7 +65,7 @@ def _counted(items: dict[str, int]) -> str:
     return ", ".join(f"{kind} ({n})" for kind, n in sorted(items.items()))
 
 
-def coverage_findings(objects: Sequence[UncheckedObject], strict: bool) -> list[Diagnostic]:
+def coverage_findings(objects: Sequence[UncheckedObject], *, strict: bool) -> list[Diagnostic]:
     """One finding per unchecked kind and release, or per cluster pinning a missing release."""
     severity = Severity.ERROR if strict else Severity.WARNING
     missing_release: dict[tuple[str, str], list[UncheckedObject]] = {}

@@ -180,7 +180,7 @@ def text_width(text: str, size: float, *, bold: bool = False) -> float:
     return sum(widths.get(c, _UNKNOWN) for c in text) * size / 1000 * _MARGIN
 
 
-def _truncate(text: str, width: float, size: float, bold: bool) -> str:
+def _truncate(text: str, width: float, size: float, *, bold: bool) -> str:
     if text_width(text, size, bold=bold) <= width:
         return text
     while text and text_width(text + "…", size, bold=bold) > width:
@@ -188,7 +188,7 @@ def _truncate(text: str, width: float, size: float, bold: bool) -> str:
     return text.rstrip() + "…"
 
 
-def _words(text: str, width: float, size: float, bold: bool) -> Iterator[str]:
+def _words(text: str, width: float, size: float, *, bold: bool) -> Iterator[str]:
     """The words of `text`, one too wide for a line of `width` cut into pieces that fit."""
     for word in text.split(" "):
         while text_width(word, size, bold=bold) > width and len(word) > 1:
@@ -214,7 +214,7 @@ def wrap(
     or what is left over the limit, ends in an ellipsis."""
     lines: list[str] = []
     current = ""
-    for word in _words(_one_line(text), width - hang, size, bold):
+    for word in _words(_one_line(text), width - hang, size, bold=bold):
         room = width if not lines else width - hang
         candidate = f"{current} {word}" if current else word
         if text_width(candidate, size, bold=bold) <= room or not current:
@@ -226,7 +226,7 @@ def wrap(
     if len(lines) > limit:
         lines = [*lines[: limit - 1], " ".join(lines[limit - 1 :])]
     return [
-        _truncate(line, width if index == 0 else width - hang, size, bold)
+        _truncate(line, width if index == 0 else width - hang, size, bold=bold)
         for index, line in enumerate(lines)
     ]
 
@@ -333,7 +333,7 @@ def _place_layer(layer: Layer, top: float) -> tuple[list[_Placed], float]:
 
 def _svg_drawing(drawing: Drawing, top: float) -> tuple[list[str], float]:
     out: list[str] = []
-    title = _truncate(_one_line(drawing.title), WIDTH - 2 * _MARGIN_X, 22, True)
+    title = _truncate(_one_line(drawing.title), WIDTH - 2 * _MARGIN_X, 22, bold=True)
     subtitle = wrap(drawing.subtitle, WIDTH - 2 * _MARGIN_X, 13, limit=2)
     out.append(f'<text x="{_MARGIN_X}" y="{_num(top + 26)}" class="h1">{_xml(title)}</text>')
     y = top + 46

@@ -157,7 +157,7 @@ class _Compiled:
     (docs/output-validation.md, "The compiled check"). None for a CRD schema it is not proven
     to judge alike (`crds.compile_fast`)."""
 
-    def errors(self, instance: Any, plain: bool = True) -> Iterable[ValidationError]:
+    def errors(self, instance: Any, *, plain: bool = True) -> Iterable[ValidationError]:
         """jsonschema's errors for `instance`, none without asking it when jsonschema-rs finds
         it valid; `plain`: whether `instance` is known to be plain JSON (`defaulted`)."""
         if plain and self.fast is not None:
@@ -479,7 +479,7 @@ class OutputValidator:
         schema = crd.schemas[version]
         body, plain = defaulted(obj, schema)
         found: set[Found] = set(_metadata_problems(body))
-        for error in compiled.errors(body, plain):
+        for error in compiled.errors(body, plain=plain):
             found.update(messages(error))
         ordered = sorted(found, key=lambda f: (path_sort_key(f[0]), f[1]))
         problems = [SchemaProblem(format_path(path), message) for path, message in ordered]

@@ -11,6 +11,7 @@ from renderer.findings.diagnostics import Diagnostic, closest
 from renderer.model import catalog
 from renderer.model.capacity import mig_layout_usable
 from renderer.model.catalog import Accelerator
+from renderer.model.choices import TIME_SHARED
 from renderer.model.platform import Platform, Pool
 from renderer.policy.rule import error, pools_by_cluster, rule
 
@@ -280,11 +281,7 @@ def no_sharing_on_training(p: Platform) -> Iterator[Diagnostic]:
     `spec.workload` to what it runs, e.g. `fine-tuning` or `notebooks`.
     """
     for pool in p.pools.values():
-        if pool.workload == "distributed-training" and pool.sharing in (
-            "time-slicing",
-            "mps",
-            "mig",
-        ):
+        if pool.workload == "distributed-training" and pool.sharing in (*TIME_SHARED, "mig"):
             why = (
                 "MIG instances have no peer-to-peer path for NCCL"
                 if pool.sharing == "mig"
@@ -396,7 +393,7 @@ def dra_is_nvidia_whole_or_mig(p: Platform) -> Iterator[Diagnostic]:
                 pool.origin.at("spec", "exposure"),
                 "use exposure: device-plugin",
             )
-        if pool.sharing in ("time-slicing", "mps"):
+        if pool.sharing in TIME_SHARED:
             yield error(
                 "dra-unsupported",
                 f"pool '{pool.name}' combines DRA with {pool.sharing}, whose replicas a DRA claim cannot get",

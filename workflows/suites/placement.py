@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from renderer.model.capacity import Offer, quota_offer
+from renderer.model.choices import INFERENCE_WORKLOADS
 from renderer.model.names import SUITE_JOBS_NAMESPACE, suite_cluster_queue_name
 from renderer.model.platform import Cluster, Pool, Queue, Repository
 from renderer.model.queue_plans import (
@@ -93,7 +94,7 @@ class Target:
 
     @property
     def inference(self) -> bool:
-        return self.pool.workload in ("online-inference", "batch-inference")
+        return self.pool.workload in INFERENCE_WORKLOADS
 
     @property
     def parameters(self) -> tuple[tuple[str, str], ...]:

@@ -122,6 +122,7 @@ def _kubectl(
     name: str,
     args: list[str],
     inputs: Sequence[str] = (),
+    *,
     retried: bool = True,
 ) -> Container:
     """A step that is one kubectl command, retried (the API server may blink) unless running it
@@ -191,7 +192,7 @@ def _ended(task: str) -> str:
     return f"{task}.Succeeded || {task}.Failed || {task}.Errored"
 
 
-def _step_templates(target: Target, step: Step, gated: bool = False) -> None:
+def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
     """The Job template of a step, and the DAG that runs it (step 5: deletes its pod and waits
     for the replacement) and reads its log; the DAG outputs STEP_PARTS.
 
@@ -516,7 +517,7 @@ def _report(target: Target, keys: Sequence[str]) -> None:
     )
 
 
-def _main_dag(target: Target, name: str, steps: Sequence[Step], report: bool) -> None:
+def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool) -> None:
     """The entrypoint: the workspace, each step's DAG after the one before, export, report."""
     inputs = suite_inputs(target)
     with DAG(name=name, inputs=params(*inputs)):

@@ -213,7 +213,7 @@ def definition_go(name: str) -> str:
 class Walker:
     """One decode of one object over the definitions of one release."""
 
-    def __init__(self, definitions: Mapping[str, Mapping[str, Any]], strict: bool = True):
+    def __init__(self, definitions: Mapping[str, Mapping[str, Any]], *, strict: bool = True):
         self.definitions = definitions
         self.strict = strict
         self.result = Decoded()
@@ -348,7 +348,9 @@ class Walker:
 
     # -- errors ------------------------------------------------------------------------------
 
-    def mismatch(self, value: Any, shape: Shape, ctx: _Context, with_number: bool = False) -> None:
+    def mismatch(
+        self, value: Any, shape: Shape, ctx: _Context, *, with_number: bool = False
+    ) -> None:
         """Keep the first type error (decoding goes on past it)."""
         if self.result.error is not None:
             return

@@ -78,7 +78,7 @@ def go_quote(value: str) -> str:
     return "".join(out) + '"'
 
 
-def is_dns_subdomain(value: str, prefix: bool = False) -> list[str]:
+def is_dns_subdomain(value: str, *, prefix: bool = False) -> list[str]:
     """apimachinery `pkg/api/validation/generic.go` `NameIsDNSSubdomain`: the problems of
     `value` as an RFC 1123 subdomain (`validation.IsDNS1123Subdomain`), none when it is one. A
     `prefix` (a generateName) goes through `maskTrailingDash` first, which (as written

@@ -78,7 +78,7 @@ def evaluate_pod(
     return evaluate(lv, metadata, spec, emulation)
 
 
-def defaulted(spec: Mapping[str, Any], is_pod: bool) -> dict[str, Any]:
+def defaulted(spec: Mapping[str, Any], *, is_pod: bool) -> dict[str, Any]:
     """A copy of `spec` with the API server's defaults that Pod Security can see: a source-less
     volume is an emptyDir (`SetDefaults_Volume`), and on a Pod with `hostNetwork: true` every
     container port without a hostPort gets its containerPort (`SetDefaults_Pod`; pod templates
@@ -248,7 +248,9 @@ def gate(request: Request) -> Outcome:
     obj = request.obj
     found, notes = templates(obj)
     refusals, pod_allowed = _enforce(request, policy, emulation, found)
-    warnings = _warnings(obj, policy, bool(errors), emulation, pod_allowed)
+    warnings = _warnings(
+        obj, policy, label_errors=bool(errors), emulation=emulation, pod_allowed=pod_allowed
+    )
     if not refusals:
         return Outcome(STEP, "passed", notes=(*warnings, *notes))
     mended, changes = _mended(obj, policy, emulation, found)
@@ -292,6 +294,7 @@ def _enforce(
 def _warnings(
     obj: Mapping[str, Any],
     policy: Policy,
+    *,
     label_errors: bool,
     emulation: Version | None,
     pod_allowed: bool,

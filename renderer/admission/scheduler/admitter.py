@@ -361,7 +361,8 @@ class Admitter:
             flavors_tried=tuple(f.pool.name for f in assigner.flavors),
         )
         if self.snapshot is not None:  # never does not depend on usage; say what was read
-            fields["usage"] = self.cohort_now(plan, cohort, fair_sharing).report({}, None, ())
+            now = self.cohort_now(plan, cohort, fair_sharing=fair_sharing)
+            fields["usage"] = now.report({}, None, ())
         self.notes.extend(topology_notes(final))
         if final.failed:
             fields["admitted_replicas"] = 0
@@ -440,12 +441,12 @@ class Admitter:
         if partial_note:
             summary += f" ({partial_note})"
         fields["preemption"] = preemption_lines(
-            plan, queued.priority, verdict == BORROWS, queued.fair_sharing
+            plan, queued.priority, borrows=verdict == BORROWS, fair_sharing=queued.fair_sharing
         )
         return self.result(verdict, summary, **fields)
 
     def cohort_now(
-        self, plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], fair_sharing: bool
+        self, plan: ClusterQueuePlan, cohort: Sequence[ClusterQueuePlan], *, fair_sharing: bool
     ) -> CohortNow:
         assert self.snapshot is not None
         here = plan.namespaces[0].cluster
@@ -458,7 +459,9 @@ class Admitter:
         rendered = self.rendered
         if rendered is None or rendered.name != here:
             rendered = rendered_cluster(self.platform, self.platform.clusters[here])
-        return CohortNow(self.snapshot, plan, rendered, fair_sharing, elsewhere)
+        return CohortNow(
+            self.snapshot, plan, rendered, fair_sharing=fair_sharing, elsewhere=elsewhere
+        )
 
     def admit_now(
         self,
@@ -475,7 +478,7 @@ class Admitter:
         `schedule()`: nominate (assign flavors), then admit what fits, else preempt or wait."""
         priority, fair_sharing = policy
         assert self.snapshot is not None
-        now = self.cohort_now(plan, cohort, fair_sharing)
+        now = self.cohort_now(plan, cohort, fair_sharing=fair_sharing)
         assert self.native is not None
         assigner = Assigner(plan, cohort, per_pod, now=now, native=self.native)
         assignment, admitted = self.nominate(assigner, counts)

@@ -25,6 +25,7 @@ from renderer.layers.gpu import sharing as gpu_sharing
 from renderer.model import quantity, topology
 from renderer.model.capacity import maximum_holding, pool_offers, usable_quotas
 from renderer.model.caps import namespace_shares
+from renderer.model.choices import TIME_SHARED
 from renderer.model.platform import Cluster, Namespace, Platform, Pool, Team
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -73,7 +74,7 @@ def physical(assigner: Assigner, final: Assignment, found: Findings) -> None:
             continue
         problems: list[str] = []
         node = node_capacity(pool)
-        if pool.sharing in ("time-slicing", "mps") and gpu_sharing.has_plugin_config(pool):
+        if pool.sharing in TIME_SHARED and gpu_sharing.has_plugin_config(pool):
             shared = {o.resource for o in pool_offers(pool)}
             for resource in sorted(shared & set(ps.per_pod)):
                 if ps.per_pod[resource] > 1:

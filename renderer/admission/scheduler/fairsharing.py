@@ -327,7 +327,7 @@ class _Run:
         for fr, value in self.incoming.usage.items():
             self.node.remove_usage(fr, value)
         try:
-            return workload_fits(self.node, self.incoming.usage, True)
+            return workload_fits(self.node, self.incoming.usage, borrow=True)
         finally:
             for fr, value in self.incoming.usage.items():
                 self.node.add_usage(fr, value)
@@ -402,7 +402,7 @@ def fair_preemptions(
     if not fits:
         restore(working, targets)
         return []
-    targets = fill_back(working, node, incoming, targets, True)
+    targets = fill_back(working, node, incoming, targets, borrow=True)
     restore(working, targets)
     return targets
 

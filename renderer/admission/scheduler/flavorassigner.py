@@ -40,6 +40,7 @@ from renderer.admission.scheduler.snapshot import KueueSnapshot, Toleration, rea
 from renderer.admission.workloads.podsets import PodSet
 from renderer.layers import queueing
 from renderer.layers.queueing import kueue
+from renderer.model.choices import TIME_SHARED
 from renderer.model.platform import Cluster, Platform, Pool
 from renderer.model.queue_plans import (
     ClusterQueuePlan,
@@ -144,7 +145,9 @@ class Assigner:
     def quota_node(self) -> QuotaNode:
         """The ClusterQueue's node of Kueue's quota tree: with the usage now, or (idle) read
         from the rendered objects."""
-        tree = self.now.tree if self.now is not None else self.native.snapshot.tree(False)
+        tree = (
+            self.now.tree if self.now is not None else self.native.snapshot.tree(with_usage=False)
+        )
         node = tree.cluster_queue(self.plan.name)
         assert node is not None, self.plan.name
         return node
@@ -347,7 +350,7 @@ def sharing_notes(assigner: Assigner, final: Assignment) -> list[str]:
         pool = assigner.pool(name)
         if pool is None:
             continue
-        if pool.sharing in ("time-slicing", "mps"):
+        if pool.sharing in TIME_SHARED:
             notes.append(
                 f"pool {pool.name} shares each GPU among {pool.replicas} pods ({pool.sharing}): "
                 "one GPU unit there is a share of a GPU, without memory isolation"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from renderer.admission.workloads.podsets import Requirement
 from renderer.layers.gpu.sharing import has_plugin_config, nvidia_node_labels
 from renderer.model import catalog, nodes
+from renderer.model.choices import TIME_SHARED, Provider
 from renderer.model.nodes import node_labels
 from renderer.model.platform import Cluster, Pool
 from renderer.model.topology import HOSTNAME
@@ -45,7 +46,7 @@ CLOUD_LABELS = (
 )
 """Labels a cloud provider's node controller sets, with values fit cannot know."""
 
-CLOUD_PROVIDERS = ("eks", "gke", "aks", "coreweave")
+CLOUD_PROVIDERS: tuple[Provider, ...] = ("eks", "gke", "aks", "coreweave")
 ASSUMED_ARCH = "amd64"
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -81,7 +82,7 @@ class NodeLabels:
         self.provider = cluster.provider if cluster is not None else ""
         entry = catalog.accelerator(pool.accelerator)
         self.nvidia = entry is None or entry.vendor == "nvidia"
-        shares = pool.sharing in ("time-slicing", "mps") and has_plugin_config(pool)
+        shares = pool.sharing in TIME_SHARED and has_plugin_config(pool)
         self.sharing = pool.sharing if shares else "none"
         """GPU Feature Discovery's `nvidia.com/gpu.sharing-strategy`: the device plugin's
         sharing strategy (`none`, `time-slicing`, `mps`; MIG is not a sharing strategy)."""

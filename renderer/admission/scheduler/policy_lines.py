@@ -10,12 +10,12 @@ from renderer.model.queue_plans import ClusterQueuePlan
 
 
 def preemption_lines(
-    plan: ClusterQueuePlan, priority: int, borrows: bool, fair_sharing: bool
+    plan: ClusterQueuePlan, priority: int, *, borrows: bool, fair_sharing: bool
 ) -> tuple[str, ...]:
     """What the job could do to others once the cluster is busy, in the terms of the policy the
     queue layer renders (`kueue.preemption`)."""
     queue: Queue = plan.queue
-    policy = kueue.preemption(queue, fair_sharing)
+    policy = kueue.preemption(queue, fair_sharing=fair_sharing)
     lower = [p for p in queue.priorities if p.value < priority]
     lower_text = ", ".join(f"{queue.name}-{p.name} ({p.value})" for p in lower)
     out = []

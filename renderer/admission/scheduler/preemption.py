@@ -58,6 +58,7 @@ ZERO = Decimal(0)
 def get_targets(
     snapshot: KueueSnapshot,
     incoming: Incoming,
+    *,
     fair_sharing: bool = False,
     strategies: Sequence[Strategy] = DEFAULT_STRATEGIES,
     now: datetime | None = None,
@@ -77,7 +78,7 @@ def get_targets(
 
 
 def candidates(
-    snapshot: KueueSnapshot, incoming: Incoming, fair_sharing: bool, now: datetime
+    snapshot: KueueSnapshot, incoming: Incoming, *, fair_sharing: bool, now: datetime
 ) -> list[tuple[AdmittedWorkload, str]]:
     """The Workloads Kueue's preemptor considers, in the order it tries them, with the reason it
     would give: `candidateIterator`'s (classical), or `findCandidates` ordered by
@@ -219,6 +220,7 @@ class CohortNow:
         snapshot: Snapshot,
         plan: ClusterQueuePlan,
         rendered: RenderedCluster,
+        *,
         fair_sharing: bool,
         elsewhere: Mapping[str, str],
     ) -> None:
@@ -360,9 +362,17 @@ class CohortNow:
         )
         considered = tuple(
             Considered(w, reason)
-            for w, reason in candidates(self.kueue, incoming, self.fair_sharing, self.now)
+            for w, reason in candidates(
+                self.kueue, incoming, fair_sharing=self.fair_sharing, now=self.now
+            )
         )
-        targets = get_targets(self.kueue, incoming, self.fair_sharing, self.strategies, self.now)
+        targets = get_targets(
+            self.kueue,
+            incoming,
+            fair_sharing=self.fair_sharing,
+            strategies=self.strategies,
+            now=self.now,
+        )
         keys = tuple(t.workload.key for t in targets)
         reasons = {t.workload.key: t.reason for t in targets}
         says: list[str] = []

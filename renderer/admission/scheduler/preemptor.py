@@ -183,7 +183,9 @@ def nominal(node: QuotaNode, fr: FlavorResource) -> Decimal:
     return quota.nominal if quota is not None else ZERO
 
 
-def workload_fits(node: QuotaNode, usage: Mapping[FlavorResource, Decimal], borrow: bool) -> bool:
+def workload_fits(
+    node: QuotaNode, usage: Mapping[FlavorResource, Decimal], *, borrow: bool
+) -> bool:
     """`workloadFits` (no TAS)."""
     for fr, value in usage.items():
         if not borrow and nominal(node, fr) < node.usage.get(fr, ZERO) + value:
@@ -210,7 +212,7 @@ def borrowing_forbidden(cq: ClusterQueue) -> tuple[bool, int | None]:
 
 
 def classify(
-    cq: ClusterQueue, incoming: Incoming, w: AdmittedWorkload, advantage: bool
+    cq: ClusterQueue, incoming: Incoming, w: AdmittedWorkload, *, advantage: bool
 ) -> Variant | None:
     """`classifyPreemptionVariant`; None for `Never`."""
     if not uses(w, incoming.needs):
@@ -231,13 +233,13 @@ def classify(
 
 
 def _from_queue(
-    working: Working, queue: str, lca: QuotaNode | None, incoming: Incoming, advantage: bool
+    working: Working, queue: str, lca: QuotaNode | None, incoming: Incoming, *, advantage: bool
 ) -> list[Candidate]:
     """`getCandidatesFromCQ`."""
     cq = working.queue(incoming.cluster_queue)
     found = []
     for w in working.workloads(queue):
-        variant = classify(cq, incoming, w, advantage)
+        variant = classify(cq, incoming, w, advantage=advantage)
         if variant is not None:
             found.append(Candidate(w, variant, lca))
     return found
@@ -260,7 +262,7 @@ def _in_subtree(
     for child in current.cluster_queues():
         if child.name == incoming.cluster_queue or within_nominal(child, incoming.needs):
             continue
-        found.extend(_from_queue(working, child.name, lca, incoming, advantage))
+        found.extend(_from_queue(working, child.name, lca, incoming, advantage=advantage))
 
 
 def reclaim_candidates(
@@ -292,7 +294,7 @@ class CandidateIterator:
         self.incoming = incoming
         cq = working.queue(incoming.cluster_queue)
         same = (
-            _from_queue(working, cq.name, None, incoming, False)
+            _from_queue(working, cq.name, None, incoming, advantage=False)
             if cq.preemption.within_cluster_queue != "Never"
             else []
         )
@@ -305,7 +307,7 @@ class CandidateIterator:
         self.none_from_others = not hierarchy and not by_priority
         self.none_hierarchical = not hierarchy
 
-    def valid(self, c: Candidate, borrow: bool) -> bool:
+    def valid(self, c: Candidate, *, borrow: bool) -> bool:
         """`candidateIsValid`: a candidate of another ClusterQueue stays one while its
         ClusterQueue, and every Cohort up to where it was found, is over its quota."""
         if c.workload.cluster_queue == self.incoming.cluster_queue:
@@ -324,13 +326,13 @@ class CandidateIterator:
 
 
 def fill_back(
-    working: Working, node: QuotaNode, incoming: Incoming, targets: list[Target], borrow: bool
+    working: Working, node: QuotaNode, incoming: Incoming, targets: list[Target], *, borrow: bool
 ) -> list[Target]:
     """`fillBackWorkloads`: in reverse order, put back each target the job does not need (Go's
     O(1) deletion moves the last target into the freed place, which this keeps)."""
     for i in range(len(targets) - 2, -1, -1):
         working.add(targets[i].workload)
-        if workload_fits(node, incoming.usage, borrow):
+        if workload_fits(node, incoming.usage, borrow=borrow):
             targets[i] = targets[-1]
             targets.pop()
         else:
@@ -365,12 +367,12 @@ def classical(working: Working, incoming: Incoming, now: datetime) -> list[Targe
     for borrow in attempts:
         targets: list[Target] = []
         for c in iterator.candidates:
-            if not iterator.valid(c, borrow):
+            if not iterator.valid(c, borrow=borrow):
                 continue
             working.remove(c.workload)
             targets.append(Target(c.workload, REASONS[c.variant]))
-            if workload_fits(node, incoming.usage, borrow):
-                targets = fill_back(working, node, incoming, targets, borrow)
+            if workload_fits(node, incoming.usage, borrow=borrow):
+                targets = fill_back(working, node, incoming, targets, borrow=borrow)
                 restore(working, targets)
                 return targets
         restore(working, targets)

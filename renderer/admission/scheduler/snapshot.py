@@ -226,7 +226,7 @@ class KueueSnapshot:
     def workloads_of(self, cluster_queue: str) -> list[AdmittedWorkload]:
         return [w for w in self.workloads if w.cluster_queue == cluster_queue]
 
-    def tree(self, with_usage: bool = True) -> QuotaTree:
+    def tree(self, *, with_usage: bool = True) -> QuotaTree:
         """A fresh quota tree (every call: the caller may change its usage)."""
         tree = build_tree(
             self.cluster_queues.values(),

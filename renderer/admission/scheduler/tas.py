@@ -186,6 +186,7 @@ def _constraints(text: str | None) -> tuple[tuple[str, int], ...]:
 def flavor_mismatch(
     pool: Pool,
     request: TopologyRequest | None,
+    *,
     tas_only: bool,
     requests_covered: bool,
 ) -> str | None:

@@ -36,7 +36,8 @@ def _money(value: float | None, currency: str) -> str:
     return f"{text} {currency}"
 
 
-def _value(value: float | bool | None, unit: str) -> str:
+# a result file's value (a number or a yes/no), not a switch: positional like any value
+def _value(value: float | bool | None, unit: str) -> str:  # noqa: FBT001
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -220,13 +221,13 @@ def report_text(report: AcceptanceReport) -> str:
 # --- Markdown ---------------------------------------------------------------------------------
 
 
-def _cell(value: object, table: bool = False) -> str:
+def _cell(value: object, *, table: bool = False) -> str:
     """Text of a result file in the Markdown, cut to one line of 400 characters and escaped by
     the one Markdown escaper (`renderer.output.markdown`)."""
     return markdown.text(oneline(str(value), 400), table=table)
 
 
-def _code(value: str, table: bool = False) -> str:
+def _code(value: str, *, table: bool = False) -> str:
     """A file name as inline code, inert."""
     return markdown.code(oneline(value, 120), table=table)
 
@@ -257,8 +258,8 @@ def report_markdown(report: AcceptanceReport) -> str:
         for c in pool.checks:
             result = _code(c.result, table=True) if c.result else "-"
             lines.append(
-                f"| {_cell(c.step, True)} | {_cell(c.label, True)} | {_cell(_measured(c), True)} "
-                f"| {_cell(_threshold(c), True)} | {_MD_VERDICT[c.verdict]} | {result} |"
+                f"| {_cell(c.step, table=True)} | {_cell(c.label, table=True)} | {_cell(_measured(c), table=True)} "
+                f"| {_cell(_threshold(c), table=True)} | {_MD_VERDICT[c.verdict]} | {result} |"
             )
         lines.append("")
         lines += [
@@ -277,7 +278,8 @@ def report_markdown(report: AcceptanceReport) -> str:
 # --- JSON -------------------------------------------------------------------------------------
 
 
-def _json_number(value: float | bool | None) -> float | bool | None:
+# a result file's value (a number or a yes/no), not a switch: positional like any value
+def _json_number(value: float | bool | None) -> float | bool | None:  # noqa: FBT001
     if value is None or isinstance(value, bool):
         return value
     return float(f"{float(value):.6g}")  # six significant digits: enough, and stable

@@ -123,7 +123,8 @@ FIGURES: Final[tuple[_Figure, ...]] = (
 """Every figure the report shows, in report order (the guide's steps, then the benchmarks)."""
 
 
-def _passes(measured: float | bool, comparison: str, threshold: float | bool) -> bool:
+# a result file's value (a number or a yes/no), not a switch: positional like any value
+def _passes(measured: float | bool, comparison: str, threshold: float | bool) -> bool:  # noqa: FBT001
     if comparison == ">=":
         return float(measured) >= float(threshold)
     if comparison == "<=":

@@ -325,7 +325,7 @@ def _fields(data: Mapping[str, Any], fields: Mapping[str, str], at: str) -> Iter
             yield f"{at}{name} is negative"
 
 
-def _label_number(environment: Mapping[str, Any], key: str, positive: bool) -> Iterator[str]:
+def _label_number(environment: Mapping[str, Any], key: str, *, positive: bool) -> Iterator[str]:
     value = environment.get(key)
     if not isinstance(value, str):
         return

@@ -186,7 +186,7 @@ def png(report: CostReport) -> bytes:
     draw = ImageDraw.Draw(image)
     fonts: dict[tuple[int, bool], ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
 
-    def font(size: int, bold: bool) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    def font(size: int, *, bold: bool) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         if (size, bold) not in fonts:
             name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
             try:
@@ -199,7 +199,11 @@ def png(report: CostReport) -> bytes:
         draw.rectangle((r.x, r.y, r.x + max(r.w, 1) - 1, r.y + r.h - 1), fill=r.fill)
     for t in chart.texts:
         draw.text(
-            (t.x, t.y), t.text, fill=INK, font=font(t.size, t.bold), anchor=_PIL_ANCHOR[t.anchor]
+            (t.x, t.y),
+            t.text,
+            fill=INK,
+            font=font(t.size, bold=t.bold),
+            anchor=_PIL_ANCHOR[t.anchor],
         )
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)

@@ -17,6 +17,7 @@ from typing import Final
 
 from renderer.commands.cost.usage import MONEY_TERMS, PLATFORM_WIDE, GpuHours, TeamTerms, Usage
 from renderer.findings.diagnostics import Diagnostic, Location, closest
+from renderer.model.choices import AcceptedUnit
 from renderer.model.metrics import ACCEPTED_UNITS
 from renderer.model.platform import Platform
 
@@ -24,7 +25,7 @@ TERMS: Final = ("compute", "network", "storage", "support", "idle", "failed_runs
 """The guide's seven terms, in its order (which also breaks ties for what dominates)."""
 TERM_WORDS: Final = MappingProxyType({t: t.replace("_", " ") for t in TERMS})
 
-UNITS_PLURAL: Final = MappingProxyType(
+UNITS_PLURAL: Final[Mapping[AcceptedUnit, str]] = MappingProxyType(
     {
         "completed-training-runs": "completed training runs",
         "accepted-model-outputs": "accepted model outputs",
@@ -66,7 +67,7 @@ class PoolLine:
 class TeamCost:
     team: str
     cost_center: str
-    unit: str
+    unit: AcceptedUnit
     per: int
     units: float | None
     """Accepted units in the window; None when the export gives none."""

@@ -141,7 +141,7 @@ def _response(data: Any, text: str, display: str) -> Usage:
             findings=(finding("cost-unreadable", f"more than {MAX_ROWS:,} series", top),),
             sources=(display,),
         )
-    return _series(result, kind == "matrix", text, display)
+    return _series(result, matrix=kind == "matrix", text=text, display=display)
 
 
 def _labels(metric: dict[str, Any]) -> str:
@@ -153,7 +153,7 @@ def _labels(metric: dict[str, Any]) -> str:
     return "{" + ", ".join(shown) + "}"
 
 
-def _series(result: list[Any], matrix: bool, text: str, display: str) -> Usage:
+def _series(result: list[Any], *, matrix: bool, text: str, display: str) -> Usage:
     findings: list[Diagnostic] = []
     figures: dict[tuple[str, str, str], dict[str, float]] = {}
     first: dict[tuple[str, str, str], tuple[Location, str]] = {}
@@ -182,7 +182,7 @@ def _series(result: list[Any], matrix: bool, text: str, display: str) -> Usage:
         if not team or not pool:
             findings.append(finding("cost-json", f"{name}: no team or no pool label", at))
             continue
-        sample = _sample(series, matrix)
+        sample = _sample(series, matrix=matrix)
         if isinstance(sample, str):
             findings.append(finding("cost-json", f"{name}: {sample}", at))
             continue
@@ -235,7 +235,7 @@ def _series(result: list[Any], matrix: bool, text: str, display: str) -> Usage:
     return Usage(hours, (), tuple(findings), ending, (display,))
 
 
-def _sample(series: dict[str, Any], matrix: bool) -> tuple[float, str] | str:
+def _sample(series: dict[str, Any], *, matrix: bool) -> tuple[float, str] | str:
     """The series' (timestamp, value string), or what is wrong with it."""
     if matrix:
         values = series.get("values")

@@ -26,6 +26,7 @@ from typing import Any
 from renderer.layers.gitops import argo_workflows
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.model import nvidia
+from renderer.model.choices import Scheduler
 from renderer.model.guardrails import argocd_blacklist
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
@@ -202,7 +203,7 @@ EXTERNAL_SECRETS = Chart(
     ignore_differences=(*WEBHOOK_CA, CONVERSION_CA),
     values=False,  # no pinned values tree of the chart to check values against: its defaults
 )
-SCHEDULER_CHARTS: Mapping[str, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
+SCHEDULER_CHARTS: Mapping[Scheduler, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
 
 KUBE_STATE_LABELS: Mapping[str, tuple[str, ...]] = {
     "namespaces": ("gpuplane.dev/team", "gpuplane.dev/cost-center", "gpuplane.dev/purpose"),

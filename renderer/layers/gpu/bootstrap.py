@@ -26,6 +26,7 @@ from typing import Any
 
 from renderer.layers.gpu.sharing import nvidia_node_labels
 from renderer.model import catalog
+from renderer.model.choices import Provider, TaintEffect
 from renderer.model.nodes import PREFIX, node_labels
 from renderer.model.platform import Cluster, Pool, Taint
 from renderer.model.view import ClusterView
@@ -62,7 +63,7 @@ the pool's) on its nodes itself."""
 COREWEAVE_API_VERSION = "compute.coreweave.com/v1alpha1"
 KUBEADM_API_VERSION = "kubeadm.k8s.io/v1beta4"
 
-GKE_EFFECTS = {
+GKE_EFFECTS: dict[TaintEffect, str] = {
     "NoSchedule": "NO_SCHEDULE",
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
     "NoExecute": "NO_EXECUTE",
@@ -303,7 +304,7 @@ def _kubeadm(pool: Pool) -> dict[str, Any]:
     }
 
 
-PROVIDERS: Mapping[str, Callable[[Pool], dict[str, Any]]] = {
+PROVIDERS: Mapping[Provider, Callable[[Pool], dict[str, Any]]] = {
     "eks": _eks,
     "gke": _gke,
     "aks": _aks,

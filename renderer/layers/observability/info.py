@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from renderer.model import catalog
 from renderer.model import metrics as m
+from renderer.model.choices import TIME_SHARED
 from renderer.model.names import SUITE_COST_CENTER
 from renderer.model.platform import Pool
 from renderer.model.queue_plans import cluster_queues
@@ -63,7 +64,7 @@ def gpu_weights(pool: Pool) -> list[tuple[str | None, float]]:
     GPU's series for each pod on it); a MIG instance its compute slices over the GPU's, from
     the catalog, for every profile the accelerator has (a node relabelled to another layout
     still counts), and 1 for a GPU of the pool with MIG off."""
-    if pool.sharing in ("time-slicing", "mps") and pool.replicas > 1:
+    if pool.sharing in TIME_SHARED and pool.replicas > 1:
         return [(None, 1 / pool.replicas)]
     weights: list[tuple[str | None, float]] = [(None, 1.0)]
     accelerator = catalog.accelerator(pool.accelerator)

@@ -143,7 +143,9 @@ def render(view: ClusterView) -> Iterator[Output]:
     for team in team_cohorts(plans):
         yield _manifest(_team_cohort(team), team.team.origin.location)
     for plan in plans:
-        yield _manifest(_cluster_queue(plan, fair_sharing), plan.namespaces[0].origin.location)
+        yield _manifest(
+            _cluster_queue(plan, fair_sharing=fair_sharing), plan.namespaces[0].origin.location
+        )
     yield from suite_cluster_queues(view)
     for plan in plans:
         for ns in plan.namespaces:
@@ -244,7 +246,7 @@ def fair_sharing_enabled(queues: Iterable[Queue]) -> bool:
     return any(q.fair_sharing for q in queues)
 
 
-def preemption(queue: Queue, fair_sharing: bool) -> dict[str, Any]:
+def preemption(queue: Queue, *, fair_sharing: bool) -> dict[str, Any]:
     """The queue's preemption policy in Kueue's terms.
 
     `borrowWithinCohort` is left out where Kueue would ignore or refuse it: with fair sharing
@@ -321,7 +323,7 @@ def _team_cohort(team: TeamCohortPlan) -> dict[str, Any]:
     }
 
 
-def _cluster_queue(plan: ClusterQueuePlan, fair_sharing: bool) -> dict[str, Any]:
+def _cluster_queue(plan: ClusterQueuePlan, *, fair_sharing: bool) -> dict[str, Any]:
     queue = plan.queue
     spec: dict[str, Any] = {
         "cohortName": plan.cohort.name,
@@ -335,7 +337,7 @@ def _cluster_queue(plan: ClusterQueuePlan, fair_sharing: bool) -> dict[str, Any]
             ]
         },
         "queueingStrategy": queue.strategy,
-        "preemption": preemption(queue, fair_sharing),
+        "preemption": preemption(queue, fair_sharing=fair_sharing),
     }
     if queue.fair_sharing:
         spec["fairSharing"] = {"weight": FAIR_SHARING_WEIGHT}

@@ -27,6 +27,7 @@ from typing import Any
 
 from renderer.model import nodes, quantity
 from renderer.model.capacity import is_dra_resource, pool_offers
+from renderer.model.choices import QueueStrategy
 from renderer.model.names import VOLCANO_ADDON
 from renderer.model.platform import Namespace, Pool, Queue
 from renderer.model.queue_plans import (
@@ -55,7 +56,7 @@ DEFAULTS_CONFIGMAP = "volcano-job-defaults"
 GANG_SIZE = 2
 """Workers in the template gang; `minAvailable` equals it, so the job starts all or nothing."""
 
-DEQUEUE_STRATEGY = {"BestEffortFIFO": "traverse", "StrictFIFO": "fifo"}
+DEQUEUE_STRATEGY: Mapping[QueueStrategy, str] = {"BestEffortFIFO": "traverse", "StrictFIFO": "fifo"}
 """Kueue's queueing strategy and Volcano's nearest `dequeueStrategy`: `fifo` lets a job that
 cannot be placed block the jobs of equal or lower priority behind it; `traverse` does not."""
 
@@ -215,7 +216,7 @@ def _closed(covered: Collection[str], parent: Amounts) -> Amounts:
     return {r: Decimal(0) for r in parent if r not in (CPU, MEMORY) and r not in covered}
 
 
-def _quantities(amounts: Mapping[str, Decimal], keep_zero: bool = False) -> dict[str, Any]:
+def _quantities(amounts: Mapping[str, Decimal], *, keep_zero: bool = False) -> dict[str, Any]:
     """Kubernetes quantities, cpu and memory first, then GPU resource names in name order."""
     order = [r for r in (CPU, MEMORY) if r in amounts]
     order += sorted(r for r in amounts if r not in (CPU, MEMORY))

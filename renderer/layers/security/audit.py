@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from renderer.model.choices import Provider
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Output, Values
 
@@ -30,7 +31,7 @@ FOLDER = "api-server"
 FILE = "audit-policy"
 API_VERSION = "audit.k8s.io/v1"
 
-SELF_MANAGED = frozenset({"on-prem", "other"})
+SELF_MANAGED: frozenset[Provider] = frozenset({"on-prem", "other"})
 """The providers whose API server flags the platform team sets (`Cluster.provider`)."""
 
 WRITE = ("create", "update", "patch", "delete", "deletecollection")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from renderer.layers.security import audit
+from renderer.model.choices import Provider
 from renderer.model.platform import Cluster
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Output, Values
@@ -143,7 +144,7 @@ def _aks() -> dict[str, Any]:
     }
 
 
-PROVIDERS: Mapping[str, Callable[[], dict[str, Any]]] = {
+PROVIDERS: Mapping[Provider, Callable[[], dict[str, Any]]] = {
     "eks": _eks,
     "gke": _gke,
     "aks": _aks,

@@ -35,6 +35,7 @@ from renderer.layers.security.policy_parts import (
     spec_changed_condition,
     validating_policy,
 )
+from renderer.model.choices import PodSecurityLevel
 from renderer.model.names import BASELINE_CAPABILITIES, DEFAULT_POD_SECURITY
 from renderer.model.view import ClusterView
 from renderer.output.manifest import Manifest
@@ -42,7 +43,10 @@ from renderer.output.manifest import Manifest
 RESTRICTED_CAPABILITIES = ("NET_BIND_SERVICE",)
 """The restricted level drops ALL and may add back only this one."""
 
-LEVEL_CAPABILITIES = {"baseline": BASELINE_CAPABILITIES, "restricted": RESTRICTED_CAPABILITIES}
+LEVEL_CAPABILITIES: dict[PodSecurityLevel, tuple[str, ...]] = {
+    "baseline": BASELINE_CAPABILITIES,
+    "restricted": RESTRICTED_CAPABILITIES,
+}
 
 
 def policy_name(level: str) -> str:
@@ -66,7 +70,7 @@ def _host_process(owner: str) -> str:
     )
 
 
-def validations(level: str) -> list[dict[str, str]]:
+def validations(level: PodSecurityLevel) -> list[dict[str, str]]:
     """The level's checks, each with a message saying what to remove."""
     allowed = cel_list(LEVEL_CAPABILITIES[level])
     caps = "c.securityContext.capabilities"
@@ -118,7 +122,7 @@ def validations(level: str) -> list[dict[str, str]]:
 
 def render(view: ClusterView) -> Iterator[Manifest]:
     kinds = pod_template_kinds(view)
-    by_level: dict[str, list[str]] = {level: [] for level in LEVEL_CAPABILITIES}
+    by_level: dict[PodSecurityLevel, list[str]] = {level: [] for level in LEVEL_CAPABILITIES}
     for tenant in view.tenants:
         for ns in tenant.namespaces:
             level = ns.pod_security or DEFAULT_POD_SECURITY[ns.purpose]

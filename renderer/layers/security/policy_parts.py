@@ -127,7 +127,7 @@ def _ray_specs(cluster_spec: str) -> str:
 
 
 def _managed(
-    framework: str, resource: str, pod_specs: str, suspend: str | None, owns_pods: bool = False
+    framework: str, resource: str, pod_specs: str, suspend: str | None, *, owns_pods: bool = False
 ) -> WorkloadKind:
     """The kind of a Kueue integration: its group, kind and versions are the integration's
     (`renderer.model.integrations.KUEUE_INTEGRATIONS`), so the two lists cannot drift."""
@@ -169,7 +169,7 @@ _SUSPEND = "spec.suspend"
 _RUN_POLICY_SUSPEND = "spec.runPolicy.suspend"
 
 POD = _managed("pod", "pods", "[object.spec]", None)
-BATCH_JOB = _managed("batch/job", "jobs", "[object.spec.template.spec]", _SUSPEND, True)
+BATCH_JOB = _managed("batch/job", "jobs", "[object.spec.template.spec]", _SUSPEND, owns_pods=True)
 CRONJOB = WorkloadKind(
     "batch", "cronjobs", "CronJob", "[object.spec.jobTemplate.spec.template.spec]"
 )
@@ -189,7 +189,9 @@ RAYJOB = _managed(
     f"has(object.spec.rayClusterSpec) ? {_ray_specs('object.spec.rayClusterSpec')} : []",
     _SUSPEND,
 )
-RAYCLUSTER = _managed("ray.io/raycluster", "rayclusters", _ray_specs("object.spec"), _SUSPEND, True)
+RAYCLUSTER = _managed(
+    "ray.io/raycluster", "rayclusters", _ray_specs("object.spec"), _SUSPEND, owns_pods=True
+)
 RAYSERVICE = _managed(
     "ray.io/rayservice",
     "rayservices",
@@ -214,7 +216,7 @@ APPWRAPPER = _managed(
 """Its components are objects of any kind (their pod templates at paths it names): the pods it
 wraps are checked as pods, owned by it."""
 SPARKAPPLICATION = _managed(
-    "sparkoperator.k8s.io/sparkapplication", "sparkapplications", "[]", _SUSPEND, True
+    "sparkoperator.k8s.io/sparkapplication", "sparkapplications", "[]", _SUSPEND, owns_pods=True
 )
 """The operator creates the driver pod, owned by it; the driver creates the executors."""
 VOLCANO_JOB = WorkloadKind(

@@ -186,7 +186,9 @@ def _map(entries: Mapping[str, str | Sequence[str]]) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def _team_variables(held: Sequence[tuple[Tenant, Queue]], required: bool) -> list[dict[str, str]]:
+def _team_variables(
+    held: Sequence[tuple[Tenant, Queue]], *, required: bool
+) -> list[dict[str, str]]:
     """The request's team and what the policy holds it to, each a lookup in a map that names
     each namespace, team or queue once: `team` (of the namespace), `queue` (the team's),
     `classes` and `classText` (the queue's classes, as a list and as the messages list them),

@@ -235,7 +235,7 @@ def host(cpu: Decimal, memory: Decimal) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def gpu_resources(
-    target: Target, units: int, distributed: bool = False
+    target: Target, units: int, *, distributed: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A container's `resources` for `units` of the pool's offer and the pod's resourceClaims:
     the extended resource in requests and limits, or on a DRA pool a claim from the pool's
@@ -269,7 +269,7 @@ def memory_of(resources: Mapping[str, Any]) -> Decimal:
 
 
 def volumes_and_mounts(
-    target: Target, shm: Decimal, read_only_data: bool = False
+    target: Target, shm: Decimal, *, read_only_data: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Scratch (a per-pod volume on the scratch class, or an emptyDir), the shared volume when
     the cluster has a shared class, and a memory-backed /dev/shm for NCCL and data loaders."""

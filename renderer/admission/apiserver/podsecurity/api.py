@@ -150,7 +150,7 @@ def policy_to_evaluate(
     errors: list[str] = []
     text = {key: str(value) for key, value in labels.items() if isinstance(value, str)}
 
-    def level(label: str, current: LevelVersion, fail_open: bool) -> LevelVersion:
+    def level(label: str, current: LevelVersion, *, fail_open: bool) -> LevelVersion:
         if label not in text:
             return current
         parsed, error = parse_level(text[label])

@@ -64,7 +64,7 @@ def app_armor_profile_1_0(meta: Meta, spec: Pod) -> CheckResult:
         if profile is not None and not _profile_type_allowed(profile):
             bad_containers.append(container_name(container))
             bad_values.add(text(profile.get("type")))
-    found = setters(pod_bad, bad_containers)
+    found = setters(pod_bad=pod_bad, containers=bad_containers)
     annotations = [
         f"{key}={go_quote(value)}"
         for key, value in string_map(meta.get("annotations")).items()
@@ -284,7 +284,7 @@ def _se_linux_options(spec: Pod, allowed: frozenset[str]) -> CheckResult:
         options = mapping(field_of(container, "securityContext", "seLinuxOptions"))
         if options is not None and not valid(options):
             bad_containers.append(container_name(container))
-    found = setters(pod_bad, bad_containers)
+    found = setters(pod_bad=pod_bad, containers=bad_containers)
     if not found:
         return ALLOWED
     data = []
@@ -344,7 +344,7 @@ def seccomp_profile_baseline_1_19(meta: Meta, spec: Pod) -> CheckResult:
         if profile is not None and profile.get("type") not in SECCOMP_VALID_TYPES:
             bad_containers.append(container_name(container))
             bad_values.add(text(profile.get("type")))
-    found = setters(pod_bad, bad_containers)
+    found = setters(pod_bad=pod_bad, containers=bad_containers)
     if not found:
         return ALLOWED
     return forbidden(
@@ -403,7 +403,7 @@ def windows_host_process_1_0(meta: Meta, spec: Pod) -> CheckResult:
         if field_of(c, "securityContext", "windowsOptions", "hostProcess") is True
     ]
     pod_bad = field_of(spec, "securityContext", "windowsOptions", "hostProcess") is True
-    found = setters(pod_bad, bad)
+    found = setters(pod_bad=pod_bad, containers=bad)
     if not found:
         return ALLOWED
     return forbidden(

@@ -64,7 +64,7 @@ def go_sorted(values: set[str]) -> list[str]:
     return sorted(values)
 
 
-def setters(pod_bad: bool, containers: Sequence[str]) -> list[str]:
+def setters(*, pod_bad: bool, containers: Sequence[str]) -> list[str]:
     """The `badSetters` list most checks build: `pod`, then `container(s) "a", "b"`."""
     found = ["pod"] if pod_bad else []
     if containers:

@@ -172,7 +172,7 @@ def run_as_non_root_1_0(meta: Meta, spec: Pod) -> CheckResult:
                 explicit_false.append(container_name(container))
         elif not pod_true:
             implicit.append(container_name(container))
-    found = setters(pod_value is False, explicit_false)
+    found = setters(pod_bad=pod_value is False, containers=explicit_false)
     if found:
         return forbidden(
             "runAsNonRoot != true",
@@ -200,7 +200,7 @@ def run_as_user_1_23(meta: Meta, spec: Pod) -> CheckResult:
         if integer(field_of(c, "securityContext", "runAsUser")) == 0
     ]
     pod_bad = integer(field_of(spec, "securityContext", "runAsUser")) == 0
-    found = setters(pod_bad, bad)
+    found = setters(pod_bad=pod_bad, containers=bad)
     if not found:
         return ALLOWED
     return forbidden("runAsUser=0", f"{' and '.join(found)} must not set runAsUser=0")
@@ -233,7 +233,7 @@ def seccomp_profile_restricted_1_19(meta: Meta, spec: Pod) -> CheckResult:
                 bad_values.add(text(profile.get("type")))
         elif not pod_set:
             implicit.append(container_name(container))
-    found = setters(pod_bad, explicit)
+    found = setters(pod_bad=pod_bad, containers=explicit)
     if found:
         return forbidden(
             "seccompProfile",
