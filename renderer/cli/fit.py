@@ -46,7 +46,7 @@ def fit(ctx: click.Context, /, **options: Any) -> None:
     """Would Kueue admit each workload of this file, where, and if not, why? Exit 1 unless
     every one can be."""
     from renderer.admission.answer.text import file_json, file_text
-    from renderer.admission.scheduler.usage import read_snapshot
+    from renderer.admission.scheduler.kueue_usage import read_snapshot
     from renderer.commands.fit import check_file
 
     asked = FitOptions(**options)
