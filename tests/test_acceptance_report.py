@@ -1158,7 +1158,7 @@ def test_markdown_keeps_every_string_from_a_result_inert(gpuplane: Run, tmp_path
     assert any("ck`" in row for row in rows)  # the name as written, in a longer code fence
     free = _outside_code(md)
     # GitHub mentions `@word`, references `#1` and links `scheme://`: each is broken by a
-    # zero-width space (renderer/output/markdown.py), which GitHub's filters do not skip
+    # zero-width space (renderer/output/markdown_escape.py), which GitHub's filters do not skip
     assert "<b>" not in free and not re.search(r"@\w|(?<!&)#\d|://", free)
     # no entity of the input (`&commat;` is an @) is read as one: only the escaper's own
     assert not re.search(r"(?<!\\)&(?!amp;|lt;|gt;|#8203;)", free)

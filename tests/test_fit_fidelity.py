@@ -20,7 +20,7 @@ import pytest
 
 from renderer.admission.answer.result import NEVER, FitResult
 from renderer.admission.answer.text import file_json, fit_json, fit_text
-from renderer.admission.scheduler.usage import read_snapshot
+from renderer.admission.scheduler.kueue_usage import read_snapshot
 from renderer.commands.fit import check_file, check_fit
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import quantity

@@ -39,8 +39,8 @@ import pytest
 
 from renderer.admission.answer.result import BORROWS, ERROR, FITS, WAITS, FitResult
 from renderer.admission.answer.text import fit_json, fit_text
-from renderer.admission.scheduler import usage as usage_module
-from renderer.admission.scheduler.usage import read_snapshot
+from renderer.admission.scheduler import kueue_usage as usage_module
+from renderer.admission.scheduler.kueue_usage import read_snapshot
 from renderer.commands.fit import check_fit
 from renderer.model.platform import Platform
 from renderer.model.queue_plans import cluster_queues

@@ -32,7 +32,7 @@ from renderer.cli import main
 from renderer.cli.reporters import junit, sarif
 from renderer.findings.diagnostics import Diagnostic, Location, inert, inert_lines
 from renderer.layers.gitops.argocd import csv_field, policy_line
-from renderer.output import markdown
+from renderer.output import markdown_escape
 from renderer.output.canonical import CDumper, PythonDumper, dump
 from tests.conftest import REPO, copy_inputs
 
@@ -129,7 +129,7 @@ def assert_inert_markdown(source: str, *, own: Iterable[str] = ()) -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_markdown_text_reads_as_written_and_as_nothing_else(value: str) -> None:
-    line = markdown.text(value)
+    line = markdown_escape.text(value)
     assert_inert_markdown(line)
     # one paragraph whose text, escapes and entities read back, is the value's words
     (para,) = [t for t in _md().parse(line) if t.type == "inline"]
@@ -139,9 +139,7 @@ def test_markdown_text_reads_as_written_and_as_nothing_else(value: str) -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_table_cell_stays_one_cell(value: str) -> None:
-    table = (
-        f"| a | b |\n|---|---|\n| {markdown.cell(value)} | {markdown.code(value, table=True)} |\n"
-    )
+    table = f"| a | b |\n|---|---|\n| {markdown_escape.cell(value)} | {markdown_escape.code(value, table=True)} |\n"
     tokens = list(_walk(_md().parse(table)))
     assert [t.type for t in tokens].count("td_open") == 2, table
     assert_inert_markdown(table, own=())
@@ -149,12 +147,12 @@ def test_a_table_cell_stays_one_cell(value: str) -> None:
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_code_spans_cannot_be_closed_and_summaries_stay_text(value: str) -> None:
-    span = markdown.code(value)
+    span = markdown_escape.code(value)
     inline = [t for t in _walk(_md().parse(span)) if t.type not in ("paragraph_open", "inline")]
     assert [t.type for t in inline if t.type != "paragraph_close"] == ["code_inline"], span
-    summary = f"<details><summary>{markdown.html(value)}</summary>\n\n- x\n\n</details>\n"
-    assert "<" not in markdown.html(value) and not _MENTION.search(
-        markdown.html(value).replace("&#8203;", "\u200b")
+    summary = f"<details><summary>{markdown_escape.html(value)}</summary>\n\n- x\n\n</details>\n"
+    assert "<" not in markdown_escape.html(value) and not _MENTION.search(
+        markdown_escape.html(value).replace("&#8203;", "\u200b")
     )
     assert not runner_commands(summary)
 

@@ -66,7 +66,7 @@ def test_inert_escapes_only_what_cannot_be_seen() -> None:
 
 
 def test_a_description_reaches_the_generated_readme_escaped(tmp_path: Path) -> None:
-    from renderer.output.markdown import cell
+    from renderer.output.markdown_escape import cell
 
     # the escape's backslash is escaped for Markdown, so a reader sees `\x1b`
     assert cell("team \x1b]0;T\x07 | <b>") == "team \\\\x1b\\]0;T\\\\x07 \\| &lt;b&gt;"

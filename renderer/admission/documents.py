@@ -42,7 +42,7 @@ from renderer.admission.apiserver.gate import RenderedCluster
 from renderer.admission.enqueue import Enqueuer
 from renderer.admission.rendered import rendered_cluster
 from renderer.admission.scheduled_runs import scheduled_chain
-from renderer.admission.scheduler.usage import Snapshot
+from renderer.admission.scheduler.kueue_usage import Snapshot
 from renderer.admission.workloads import readers
 from renderer.admission.workloads.podsets import (
     FieldPath,
@@ -234,7 +234,7 @@ class FileChecker:
         self.namespace = namespace
         self.cluster = cluster
         self.usage = usage
-        """`fit --usage`: the cluster's usage now (renderer.admission.scheduler.usage)."""
+        """`fit --usage`: the cluster's usage now (renderer.admission.scheduler.kueue_usage)."""
         self.rendered: dict[str, RenderedCluster] = {}
         """The clusters' admission objects, rendered once per file (`rendered_cluster`)."""
 

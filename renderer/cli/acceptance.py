@@ -10,7 +10,7 @@ import click
 
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
-from renderer.cli.reporters import Findings, emit
+from renderer.cli.reporters import Findings, emit, findings_format, show_answer
 from renderer.findings.diagnostics import closest, has_errors
 
 
@@ -56,7 +56,7 @@ def acceptance_report(ctx: click.Context, /, **options: Any) -> None:
     asked = AcceptanceOptions(**options)
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        emit(Findings(loaded.diagnostics, loaded.files), "json" if asked.fmt == "json" else "text")
+        emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
         ctx.exit(1)
     unknown = sorted(set(asked.pools) - set(loaded.platform.pools))
     if unknown:
@@ -67,6 +67,7 @@ def acceptance_report(ctx: click.Context, /, **options: Any) -> None:
     if not found and not findings:
         raise click.UsageError("no result files: the folders given hold no *.json")
     accepted = build_report(loaded.platform, found, findings, asked.pools)
-    form = {"json": report_json, "markdown": report_markdown, "text": report_text}[asked.fmt]
-    click.echo(form(accepted), nl=False)
+    show_answer(
+        accepted, asked.fmt, {"json": report_json, "markdown": report_markdown, "text": report_text}
+    )
     ctx.exit({Status.PASSED: 0, Status.FAILED: 1, Status.NOT_COMPARABLE: 3}[accepted.status])

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
-from renderer.cli.reporters import Findings, emit, json_text
+from renderer.cli.reporters import Findings, emit, findings_format, json_text, show_answer
 from renderer.findings.diagnostics import has_errors, inert
+
+if TYPE_CHECKING:
+    from renderer.commands.cost.model import CostReport
 
 CHART_SUFFIXES = (".svg", ".png")
 
@@ -96,20 +100,21 @@ def cost(ctx: click.Context, /, **options: Any) -> None:
 
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        emit(Findings(loaded.diagnostics, loaded.files), "json" if fmt == "json" else "text")
+        emit(Findings(loaded.diagnostics, loaded.files), findings_format(fmt))
         ctx.exit(1)
     found = read_usage(usage, terms)
     answer = build(loaded.platform, found, window)
     if isinstance(answer, list):
         problems = Findings(sort_diagnostics(answer), len(found.sources))
-        emit(problems, "json" if fmt == "json" else "text")
+        emit(problems, findings_format(fmt))
         ctx.exit(1)
     if chart_file is not None:
         drawn = png(answer) if chart_file.suffix.lower() == ".png" else svg(answer)
         write_file_atomically(chart_file, drawn)
-    if fmt == "json":
-        click.echo(json_text(report_json(answer)))
-    else:
-        text = report_markdown(answer) if fmt == "markdown" else report_text(answer)
-        click.echo(text, nl=False)
+    forms: dict[str, Callable[[CostReport], str]] = {
+        "json": lambda report: json_text(report_json(report)) + "\n",
+        "markdown": report_markdown,
+        "text": report_text,
+    }
+    show_answer(answer, fmt, forms)
     ctx.exit(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,14 @@ from renderer.cli.loading import (
     worker_stops_reported,
 )
 from renderer.cli.options import CRDS, STRICT_SCHEMAS, format_option
-from renderer.cli.reporters import Findings, emit, json_text, progress
+from renderer.cli.reporters import (
+    Findings,
+    emit,
+    findings_format,
+    json_text,
+    progress,
+    show_answer,
+)
 
 if TYPE_CHECKING:
     from renderer.commands.diff.findings import DiffReport
@@ -75,17 +83,17 @@ def diff(ctx: click.Context, /, **options: Any) -> None:
     from renderer.commands.diff.text import diff_text
 
     asked = DiffOptions(**options)
+    forms: dict[str, Callable[[DiffReport], str]] = {
+        "json": lambda report: json_text(diff_json(report), ensure_ascii=False) + "\n",
+        "text": diff_text,
+        "markdown": lambda report: diff_markdown(report, max_chars=asked.max_chars),
+    }
     result = _diff(ctx, asked)
     if not result.head_valid:
         head = Findings(list(result.head_diagnostics), result.head_files)
-        emit(head, "json" if asked.fmt == "json" else "text")
+        emit(head, findings_format(asked.fmt))
         ctx.exit(1)
-    if asked.fmt == "json":
-        click.echo(json_text(diff_json(result), ensure_ascii=False))
-    elif asked.fmt == "text":
-        click.echo(diff_text(result), nl=False)
-    else:
-        click.echo(diff_markdown(result, max_chars=asked.max_chars), nl=False)
+    show_answer(result, asked.fmt, forms)
     ctx.exit(0)
 
 

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import TEXT_OR_JSON
-from renderer.cli.reporters import Findings, emit, json_text
+from renderer.cli.reporters import Findings, emit, json_text, show_answer
 from renderer.findings.diagnostics import closest, has_errors, inert
+
+if TYPE_CHECKING:
+    from renderer.admission.answer.result import FileFit
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ def fit(ctx: click.Context, /, **options: Any) -> None:
     """Would Kueue admit each workload of this file, where, and if not, why? Exit 1 unless
     every one can be."""
     from renderer.admission.answer.text import file_json, file_text
-    from renderer.admission.scheduler.usage import read_snapshot
+    from renderer.admission.scheduler.kueue_usage import read_snapshot
     from renderer.commands.fit import check_file
 
     asked = FitOptions(**options)
@@ -64,8 +68,9 @@ def fit(ctx: click.Context, /, **options: Any) -> None:
     answer = check_file(
         loaded.platform, asked.job, namespace=asked.namespace, cluster=cluster, usage=usage
     )
-    if asked.fmt == "json":
-        click.echo(json_text(file_json(answer)))
-    else:
-        click.echo(file_text(answer), nl=False)
+    forms: dict[str, Callable[[FileFit], str]] = {
+        "json": lambda found: json_text(file_json(found)) + "\n",
+        "text": file_text,
+    }
+    show_answer(answer, asked.fmt, forms)
     ctx.exit(0 if answer.admissible else 1)  # every workload of the file

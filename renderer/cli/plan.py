@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,14 @@ import click
 
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
-from renderer.cli.reporters import Findings, emit, json_text, wants_colour
+from renderer.cli.reporters import (
+    Findings,
+    emit,
+    findings_format,
+    json_text,
+    show_answer,
+    wants_colour,
+)
 from renderer.findings.diagnostics import has_errors
 
 if TYPE_CHECKING:
@@ -61,27 +69,37 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     """Capacity and quota per pool and per team: guaranteed, nominal, lendable, what can be
     borrowed, the maximum, and the ClusterQueues teams submit to. Text tables fit the terminal
     (100 columns when stdout is not one) unless --wide."""
-    from renderer.commands.plan import build_plan, plan_json, unknown_names
-    from renderer.commands.plan_forms import plan_markdown
+    from renderer.commands.plan import build_plan, unknown_names
 
     asked = PlanOptions(**options)
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
-        emit(
-            Findings(loaded.diagnostics, loaded.files),
-            "text" if asked.fmt == "markdown" else asked.fmt,
-        )
+        emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
         ctx.exit(1)
     problem = unknown_names(loaded.platform, asked.clusters, asked.teams, asked.pools)
     if problem is not None:
         raise click.UsageError(problem)
     report = build_plan(loaded.platform, asked.clusters or None, asked.teams, asked.pools)
-    if asked.fmt == "json":
-        click.echo(json_text(plan_json(report)))
-    elif asked.fmt == "markdown":
-        click.echo(plan_markdown(report), nl=False)
-    else:
+    if asked.fmt == "text":  # rich's tables, as wide as the terminal: printed, not returned
         _print_tables(report, wide=asked.wide)
+        return
+    show_answer(report, asked.fmt, FORMS)
+
+
+def _json(report: PlanReport) -> str:
+    from renderer.commands.plan import plan_json
+
+    return json_text(plan_json(report)) + "\n"
+
+
+def _markdown(report: PlanReport) -> str:
+    from renderer.commands.plan_forms import plan_markdown
+
+    return plan_markdown(report)
+
+
+FORMS: dict[str, Callable[[PlanReport], str]] = {"json": _json, "markdown": _markdown}
+"""The plan's answer forms but text (`_print_tables`)."""
 
 
 def _print_tables(report: PlanReport, *, wide: bool) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, TypeVar
 from urllib.parse import quote
 from xml.etree import ElementTree
 
@@ -32,6 +32,9 @@ from renderer.findings.diagnostics import (
     inert,
 )
 from renderer.findings.rules import all_rules
+
+A = TypeVar("A")
+"""A command's answer, as its forms take it."""
 
 
 def summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
@@ -395,6 +398,18 @@ def emit(findings: Findings, fmt: str) -> None:
     output = REPORTERS[fmt](findings, color=colour)
     if output:
         click.echo(output, color=colour)
+
+
+def findings_format(fmt: str) -> str:
+    """The findings' format for a command's answer format: JSON stays JSON, every other answer
+    form (text, Markdown) gets findings as text."""
+    return "json" if fmt == "json" else "text"
+
+
+def show_answer(answer: A, fmt: str, forms: Mapping[str, Callable[[A], str]]) -> None:
+    """Print a command's answer in the form `--format` asks, from the command's registry of forms:
+    each returns the whole text, its last newline included."""
+    click.echo(forms[fmt](answer), nl=False)
 
 
 def wants_colour() -> bool:

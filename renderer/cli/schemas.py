@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import click
 
 from renderer.cli.loading import root_of
 from renderer.cli.options import TEXT_OR_JSON
+from renderer.cli.reporters import show_answer
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,8 @@ def schemas_list(ctx: click.Context, fmt: str) -> None:
     except SchemaImportError as err:
         raise click.UsageError(str(err)) from err
     missing = missing_pins(root, loaded.platform)
-    if fmt == "json":
-        click.echo(json.dumps(list_json(rows, missing), indent=2))
-    else:
-        click.echo(list_text(rows, missing), nl=False)
+    forms: dict[str, Callable[[None], str]] = {
+        "json": lambda _: json.dumps(list_json(rows, missing), indent=2) + "\n",
+        "text": lambda _: list_text(rows, missing),
+    }
+    show_answer(None, fmt, forms)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from renderer.admission.answer.result import ERROR, FileFit, FitResult
 from renderer.admission.documents import FileChecker
-from renderer.admission.scheduler.usage import Snapshot
+from renderer.admission.scheduler.kueue_usage import Snapshot
 from renderer.findings.diagnostics import Diagnostic
 from renderer.inputs.source import load_stream
 from renderer.model.platform import Platform

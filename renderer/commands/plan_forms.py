@@ -29,8 +29,8 @@ from renderer.commands.plan import (
     QueueRow,
     TeamRow,
 )
-from renderer.output.markdown import cell as markdown_cell
-from renderer.output.markdown import code as markdown_code
+from renderer.output.markdown_escape import cell as markdown_cell
+from renderer.output.markdown_escape import code as markdown_code
 
 # --- shared cell text -------------------------------------------------------------------------
 

@@ -31,15 +31,15 @@ from renderer.model.queue_plans import (
 from renderer.model.security import admission_policies_served, priority_enforcement
 from renderer.model.topology import spans_nodes, topology_aware
 from renderer.model.view import ClusterView
-from renderer.output import markdown
+from renderer.output import markdown_escape
 from renderer.output.drawing import mermaid
 from renderer.output.jinja_env import environment
 
 
 def _template() -> jinja2.Template:
     env = environment()
-    env.filters["cell"] = markdown.cell
-    env.filters["code"] = markdown.code
+    env.filters["cell"] = markdown_escape.cell
+    env.filters["code"] = markdown_escape.code
     return env.get_template("cluster-readme.md.j2")
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from renderer.admission.apiserver.gate import Outcome, Refusal
-from renderer.admission.scheduler.usage import UsageReport
+from renderer.admission.scheduler.kueue_usage import UsageReport
 from renderer.model import quantity
 
 FITS = "fits"

@@ -37,11 +37,11 @@ from renderer.admission.scheduler.flavorassigner import (
     sharing_notes,
     topology_notes,
 )
+from renderer.admission.scheduler.kueue_usage import Snapshot
 from renderer.admission.scheduler.never import never_reasons
 from renderer.admission.scheduler.policy_lines import preemption_lines
 from renderer.admission.scheduler.preemption import CohortNow, pending_ahead
 from renderer.admission.scheduler.search import largest
-from renderer.admission.scheduler.usage import Snapshot
 from renderer.admission.workloads import podsets
 from renderer.admission.workloads.podsets import PodSet, Workload
 from renderer.layers.queueing import kueue

@@ -10,8 +10,8 @@ from decimal import Decimal
 
 from renderer.admission.answer.result import PodSetFit
 from renderer.admission.scheduler.flavorassigner import Assigner, Assignment
+from renderer.admission.scheduler.kueue_usage import Pending
 from renderer.admission.scheduler.preemption import CohortNow, Preemption
-from renderer.admission.scheduler.usage import Pending
 from renderer.admission.workloads import podsets
 from renderer.model.queue_plans import ClusterQueuePlan
 

@@ -17,6 +17,16 @@ from typing import Any
 from renderer.admission.answer.result import amount
 from renderer.admission.apiserver.gate import RenderedCluster, kueue_configuration
 from renderer.admission.scheduler import fairsharing, preemptor
+from renderer.admission.scheduler.kueue_usage import (
+    CandidateNow,
+    FlavorResource,
+    Holder,
+    Pending,
+    QueueState,
+    ResourceNow,
+    Snapshot,
+    UsageReport,
+)
 from renderer.admission.scheduler.preemptor import (
     DEFAULT_STRATEGIES,
     IN_CLUSTER_QUEUE,
@@ -35,16 +45,6 @@ from renderer.admission.scheduler.snapshot import (
     ResourceGroup,
     ResourceQuota,
     read_objects,
-)
-from renderer.admission.scheduler.usage import (
-    CandidateNow,
-    FlavorResource,
-    Holder,
-    Pending,
-    QueueState,
-    ResourceNow,
-    Snapshot,
-    UsageReport,
 )
 from renderer.model.queue_plans import ClusterQueuePlan
 from renderer.model.quota_tree import Limits, QuotaNode

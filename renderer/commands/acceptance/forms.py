@@ -20,7 +20,7 @@ from renderer.commands.acceptance.results import (
     Verdict,
 )
 from renderer.findings.diagnostics import Diagnostic, Severity, finding_lines, inert_lines
-from renderer.output import markdown
+from renderer.output import markdown_escape
 
 VERSION: Final = 1
 """The `version` of the JSON report; bumped when a key is renamed or its meaning changes."""
@@ -223,13 +223,13 @@ def report_text(report: AcceptanceReport) -> str:
 
 def _cell(value: object, *, table: bool = False) -> str:
     """Text of a result file in the Markdown, cut to one line of 400 characters and escaped by
-    the one Markdown escaper (`renderer.output.markdown`)."""
-    return markdown.text(oneline(str(value), 400), table=table)
+    the one Markdown escaper (`renderer.output.markdown_escape`)."""
+    return markdown_escape.text(oneline(str(value), 400), table=table)
 
 
 def _code(value: str, *, table: bool = False) -> str:
     """A file name as inline code, inert."""
-    return markdown.code(oneline(value, 120), table=table)
+    return markdown_escape.code(oneline(value, 120), table=table)
 
 
 def report_markdown(report: AcceptanceReport) -> str:

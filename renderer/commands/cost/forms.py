@@ -2,7 +2,7 @@
 tools (`report_json`'s shape is documented in docs/cost.md and versioned by `schemaVersion`).
 
 Names come from the platform's files (the readers refuse any other), the window from the
-command line; both go through `inert` in text, `renderer.output.markdown` in Markdown, and the
+command line; both go through `inert` in text, `renderer.output.markdown_escape` in Markdown, and the
 JSON writer's escapes in JSON.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Final
 from renderer.commands.cost.model import TERM_WORDS, TERMS, CostReport, TeamCost
 from renderer.commands.cost.usage import MONEY_TERMS
 from renderer.findings.diagnostics import inert
-from renderer.output import markdown
+from renderer.output import markdown_escape
 
 SCHEMA_VERSION: Final = 1
 
@@ -168,18 +168,18 @@ def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def report_markdown(report: CostReport) -> str:
-    out = [f"## {markdown.text(title(report))}", "", markdown.text(FORMULA), ""]
+    out = [f"## {markdown_escape.text(title(report))}", "", markdown_escape.text(FORMULA), ""]
     for heading, header, rows in _tables(report):
-        out.append(f"### {markdown.text(heading)}")
+        out.append(f"### {markdown_escape.text(heading)}")
         out.append("")
-        out.append("| " + " | ".join(markdown.cell(h) for h in header) + " |")
+        out.append("| " + " | ".join(markdown_escape.cell(h) for h in header) + " |")
         out.append("|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|")
         out.extend("| " + " | ".join(_md(c) for c in row) + " |" for row in rows)
         out.append("")
         if heading == "Per team":
-            out.extend([markdown.text(_NOTE), ""])
+            out.extend([markdown_escape.text(_NOTE), ""])
             if sentence := shared_sentence(report):
-                out.extend([markdown.text(sentence), ""])
+                out.extend([markdown_escape.text(sentence), ""])
     return "\n".join(out)
 
 
@@ -189,7 +189,7 @@ _FIGURE: Final = re.compile(r"[0-9][0-9.,]*%?|-")
 def _md(cell: str) -> str:
     """A figure as written (a number starting a cell is no list item inside a table), any other
     text escaped."""
-    return cell if _FIGURE.fullmatch(cell) else markdown.cell(cell)
+    return cell if _FIGURE.fullmatch(cell) else markdown_escape.cell(cell)
 
 
 def _n(value: float) -> float:

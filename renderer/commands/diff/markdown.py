@@ -1,7 +1,7 @@
 """The report as Markdown for one sticky pull-request comment, cut to GitHub's size limit.
 
 Input text is quoted in the comment: every value goes through the one Markdown escaper
-(`renderer.output.markdown`); the layout and the truncation that must never break a table or
+(`renderer.output.markdown_escape`); the layout and the truncation that must never break a table or
 leave a `<details>` open live here.
 """
 
@@ -22,7 +22,7 @@ from renderer.commands.diff.findings import (
     Side,
     plural,
 )
-from renderer.output import markdown
+from renderer.output import markdown_escape
 
 MARKER = "<!-- gpuplane-diff -->"
 """First line of the Markdown: lets a CI job find and update its one sticky comment."""
@@ -44,14 +44,14 @@ _BADGE = {Risk.HIGH: "🔴 high", Risk.MEDIUM: "🟠 medium", Risk.LOW: "⚪ low
 
 
 def _text(value: object) -> str:
-    return markdown.cell(value)
+    return markdown_escape.cell(value)
 
 
 def _code(value: object) -> str:
-    return markdown.code(value, table=True)
+    return markdown_escape.code(value, table=True)
 
 
-_html = markdown.html
+_html = markdown_escape.html
 
 
 def _verdict(report: DiffReport) -> str:
