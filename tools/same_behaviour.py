@@ -20,6 +20,7 @@ command's --help.
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import json
 import os
@@ -183,7 +184,8 @@ def run(case: Case, tree: Path, scratch: Path) -> tuple[int, str, str, dict[str,
     scratch.mkdir(parents=True)
     prepare(case, scratch)
     env = {**os.environ, "PYTHONPATH": str(tree), "NO_COLOR": "1", "COLUMNS": "100"}
-    env.pop("GPUPLANE_CRDS", None) if not (SHARED / "crds").is_dir() else None
+    if not (SHARED / "crds").is_dir():
+        env.pop("GPUPLANE_CRDS", None)
     done = subprocess.run(
         [sys.executable, "-m", "renderer", *case.argv],
         capture_output=True, cwd=scratch, env=env, check=False, timeout=600,
@@ -223,8 +225,6 @@ def compare(case: Case, old: Path, new: Path | None, scratch: Path) -> str | Non
                 changed = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
                 parts.append(f"files differ: {changed[:5]}")
             elif isinstance(x, str):
-                import difflib
-
                 diff = difflib.unified_diff(x.splitlines(), y.splitlines(), "old", "new", lineterm="", n=1)
                 parts.append(f"{what}:\n" + "\n".join(list(diff)[:20]))
             else:

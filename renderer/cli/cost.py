@@ -12,7 +12,7 @@ import click
 
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
-from renderer.cli.reporters import Findings, emit, findings_format, json_text, show_answer
+from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
 from renderer.findings.diagnostics import has_errors, inert
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def cost(ctx: click.Context, /, **options: Any) -> None:
         drawn = png(answer) if chart_file.suffix.lower() == ".png" else svg(answer)
         write_file_atomically(chart_file, drawn)
     forms: dict[str, Callable[[CostReport], str]] = {
-        "json": lambda report: json_text(report_json(report)) + "\n",
+        "json": json_form(report_json),
         "markdown": report_markdown,
         "text": report_text,
     }

@@ -21,7 +21,7 @@ from renderer.cli.reporters import (
     Findings,
     emit,
     findings_format,
-    json_text,
+    json_form,
     progress,
     show_answer,
 )
@@ -84,7 +84,7 @@ def diff(ctx: click.Context, /, **options: Any) -> None:
 
     asked = DiffOptions(**options)
     forms: dict[str, Callable[[DiffReport], str]] = {
-        "json": lambda report: json_text(diff_json(report), ensure_ascii=False) + "\n",
+        "json": json_form(diff_json, ensure_ascii=False),
         "text": diff_text,
         "markdown": lambda report: diff_markdown(report, max_chars=asked.max_chars),
     }

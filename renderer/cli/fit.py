@@ -12,7 +12,7 @@ import click
 
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import TEXT_OR_JSON
-from renderer.cli.reporters import Findings, emit, json_text, show_answer
+from renderer.cli.reporters import Findings, emit, json_form, show_answer
 from renderer.findings.diagnostics import closest, has_errors, inert
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def fit(ctx: click.Context, /, **options: Any) -> None:
         loaded.platform, asked.job, namespace=asked.namespace, cluster=cluster, usage=usage
     )
     forms: dict[str, Callable[[FileFit], str]] = {
-        "json": lambda found: json_text(file_json(found)) + "\n",
+        "json": json_form(file_json),
         "text": file_text,
     }
     show_answer(answer, asked.fmt, forms)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,7 @@ from renderer.cli.reporters import (
     Findings,
     emit,
     findings_format,
-    json_text,
+    json_form,
     show_answer,
     wants_colour,
 )
@@ -69,7 +68,8 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     """Capacity and quota per pool and per team: guaranteed, nominal, lendable, what can be
     borrowed, the maximum, and the ClusterQueues teams submit to. Text tables fit the terminal
     (100 columns when stdout is not one) unless --wide."""
-    from renderer.commands.plan import build_plan, unknown_names
+    from renderer.commands.plan import build_plan, plan_json, unknown_names
+    from renderer.commands.plan_forms import plan_markdown
 
     asked = PlanOptions(**options)
     loaded = load_inputs(ctx)
@@ -83,23 +83,7 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if asked.fmt == "text":  # rich's tables, as wide as the terminal: printed, not returned
         _print_tables(report, wide=asked.wide)
         return
-    show_answer(report, asked.fmt, FORMS)
-
-
-def _json(report: PlanReport) -> str:
-    from renderer.commands.plan import plan_json
-
-    return json_text(plan_json(report)) + "\n"
-
-
-def _markdown(report: PlanReport) -> str:
-    from renderer.commands.plan_forms import plan_markdown
-
-    return plan_markdown(report)
-
-
-FORMS: dict[str, Callable[[PlanReport], str]] = {"json": _json, "markdown": _markdown}
-"""The plan's answer forms but text (`_print_tables`)."""
+    show_answer(report, asked.fmt, {"json": json_form(plan_json), "markdown": plan_markdown})
 
 
 def _print_tables(report: PlanReport, *, wide: bool) -> None:

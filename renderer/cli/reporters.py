@@ -406,6 +406,12 @@ def findings_format(fmt: str) -> str:
     return "json" if fmt == "json" else "text"
 
 
+def json_form(body_of: Callable[[A], object], *, ensure_ascii: bool = True) -> Callable[[A], str]:
+    """The JSON form of a command's answer: `body_of` makes its JSON body, written as every
+    gpuplane JSON is (`json_text`), with the last newline."""
+    return lambda answer: json_text(body_of(answer), ensure_ascii=ensure_ascii) + "\n"
+
+
 def show_answer(answer: A, fmt: str, forms: Mapping[str, Callable[[A], str]]) -> None:
     """Print a command's answer in the form `--format` asks, from the command's registry of forms:
     each returns the whole text, its last newline included."""

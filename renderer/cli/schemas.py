@@ -7,13 +7,21 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from renderer.cli.loading import root_of
 from renderer.cli.options import TEXT_OR_JSON
 from renderer.cli.reporters import show_answer
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from renderer.commands.schemas import ReleaseRow
+
+    Listing = tuple[Sequence[ReleaseRow], Sequence[tuple[str, str, str]]]
+    """`schemas list`'s answer: the store's releases, and the pinned releases it lacks."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +138,8 @@ def schemas_list(ctx: click.Context, fmt: str) -> None:
     except SchemaImportError as err:
         raise click.UsageError(str(err)) from err
     missing = missing_pins(root, loaded.platform)
-    forms: dict[str, Callable[[None], str]] = {
-        "json": lambda _: json.dumps(list_json(rows, missing), indent=2) + "\n",
-        "text": lambda _: list_text(rows, missing),
+    forms: dict[str, Callable[[Listing], str]] = {
+        "json": lambda listing: json.dumps(list_json(*listing), indent=2) + "\n",
+        "text": lambda listing: list_text(*listing),
     }
-    show_answer(None, fmt, forms)
+    show_answer((rows, missing), fmt, forms)
