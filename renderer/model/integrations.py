@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from renderer.model.operators import installed
+
 if TYPE_CHECKING:
     from renderer.model.platform import Cluster
 
@@ -62,15 +64,18 @@ KUEUE_INTEGRATIONS: tuple[Integration, ...] = (
 """Every integration Kueue v0.19.2 offers, in the order of its chart's `integrations.frameworks`
 (the commented-out ones where the chart leaves them)."""
 
+BUILT_IN_FRAMEWORKS: tuple[str, ...] = ("batch/job", "pod", "deployment", "statefulset")
+"""The integrations for Kubernetes' own kinds, enabled on every cluster: Jobs, and Deployments and
+StatefulSets (which need the pod integration) for serving."""
+
 DEFAULT_FRAMEWORKS: tuple[str, ...] = tuple(
     i.framework
     for i in KUEUE_INTEGRATIONS
     if i.framework != "sparkoperator.k8s.io/sparkapplication"
 )
-"""What a gpuplane cluster's Kueue manages unless the cluster file says otherwise: every job
-API an ML team submits (Jobs, JobSets, Ray, Kubeflow Trainer v2 and the training operator's v1
-jobs, the MPI Operator, AppWrappers) and every serving one (Deployments, StatefulSets,
-LeaderWorkerSets, RayServices). Spark is left out: the platform runs no Spark operator."""
+"""Every integration of a job API an ML team submits, Spark left out (the platform runs no Spark
+operator): the chart's list. A cluster enables those of them whose operators it runs
+(`enabled_frameworks`)."""
 
 
 def integration_for(api_version: str, kind: str) -> Integration | None:
@@ -87,9 +92,16 @@ def integration_for(api_version: str, kind: str) -> Integration | None:
 
 
 def enabled_frameworks(cluster: Cluster) -> tuple[str, ...]:
-    """The `integrations.frameworks` of this cluster's Kueue, in KUEUE_INTEGRATIONS' order."""
-    del cluster  # every cluster gets the defaults (for now)
-    return DEFAULT_FRAMEWORKS
+    """The `integrations.frameworks` of this cluster's Kueue, in KUEUE_INTEGRATIONS' order:
+    Kubernetes' own kinds and those of the operators the cluster runs, nothing else. An
+    integration whose operator is missing would only be deferred by Kueue, but it would tell
+    `fit` and the README that the cluster runs a kind it does not."""
+    served = {framework for operator in installed(cluster) for framework in operator.frameworks}
+    return tuple(
+        i.framework
+        for i in KUEUE_INTEGRATIONS
+        if i.framework in BUILT_IN_FRAMEWORKS or i.framework in served
+    )
 
 
 def manages(cluster: Cluster, api_version: str, kind: str) -> bool:

@@ -277,6 +277,8 @@ class Namespace:
     origin: Origin
     resources: Mapping[str, str | int] = field(default_factory=dict, hash=False)
     """This namespace's share of the team's caps (`resources`), where the file sets one."""
+    kinds: tuple[str, ...] = ()
+    """`kinds`: operator kinds the team submits here beyond its templates."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -592,6 +594,7 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
                 pod_security=optional_one_of(ns.get("podSecurity"), POD_SECURITY_LEVELS),
                 origin=origin.child("spec", "namespaces", index),
                 resources=_frozen(ns.get("resources", {})),
+                kinds=tuple(ns.get("kinds", ())),
             )
             for index, ns in enumerate(spec["namespaces"])
         ),

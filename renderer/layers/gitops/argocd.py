@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from renderer.layers.gitops import argo_workflows
+from renderer.layers.gitops import argo_workflows, operator_values
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.model import nvidia
 from renderer.model.choices import Scheduler
@@ -40,6 +40,16 @@ from renderer.model.names import (
     PROMETHEUS_NAMESPACE,
     VOLCANO_ADDON,
     VOLCANO_NAMESPACE,
+)
+from renderer.model.operators import (
+    APPWRAPPER_ADDON,
+    DRA_DRIVER_ADDON,
+    JOBSET_ADDON,
+    KUBERAY_ADDON,
+    LWS_ADDON,
+    NETWORK_OPERATOR_ADDON,
+    OPENCOST_ADDON,
+    TRAINER_ADDON,
 )
 from renderer.model.platform import Cluster, Repository
 from renderer.model.view import ClusterView, Tenant
@@ -140,6 +150,9 @@ class Chart:
     privileged: bool  # runs privileged pods: the namespace's Pod Security level must allow it
     ignore_differences: tuple[Mapping[str, Any], ...] = ()  # fields the add-on writes at runtime
     values: bool = True  # gpuplane writes a values file for it (False: the chart's defaults)
+    tagged_v: bool = False  # the chart's versions keep the release tag's `v` (v26.7.0)
+    path: str = ""  # no chart: the kustomize base at this path of `repository`, at the tag
+    images: tuple[str, ...] = ()  # kustomize image overrides, `{version}` standing for the tag
 
 
 GPU_OPERATOR = Chart(
@@ -150,6 +163,7 @@ GPU_OPERATOR = Chart(
     release=gpu_operator.RELEASE,
     server_side_apply=False,
     privileged=True,  # driver and toolkit containers, device plugin: host access
+    tagged_v=True,
 )
 KUEUE = Chart(
     addon=KUEUE_ADDON,
@@ -203,7 +217,105 @@ EXTERNAL_SECRETS = Chart(
     ignore_differences=(*WEBHOOK_CA, CONVERSION_CA),
     values=False,  # no pinned values tree of the chart to check values against: its defaults
 )
+JOBSET = Chart(
+    addon=JOBSET_ADDON,
+    chart="jobset",
+    repository="registry.k8s.io/jobset/charts",
+    namespace="jobset-system",
+    release="jobset",
+    server_side_apply=True,  # the JobSet CRD (800 kB) is over the last-applied annotation limit
+    privileged=False,
+    # its cert controller writes the CA into its webhooks
+    ignore_differences=WEBHOOK_CA,
+    values=False,
+)
+KUBERAY = Chart(
+    addon=KUBERAY_ADDON,
+    chart="kuberay-operator",
+    repository="https://ray-project.github.io/kuberay-helm/",
+    namespace="ray-system",
+    release="kuberay-operator",
+    server_side_apply=True,  # the Ray CRDs are about 1 MB each
+    privileged=False,
+    values=False,
+)
+TRAINER = Chart(
+    addon=TRAINER_ADDON,
+    chart="kubeflow-trainer",
+    repository="ghcr.io/kubeflow/charts",
+    namespace="kubeflow-system",
+    release="kubeflow-trainer",
+    server_side_apply=True,  # the runtime CRDs are about 900 kB each
+    privileged=False,
+    ignore_differences=WEBHOOK_CA,
+)
+LWS = Chart(
+    addon=LWS_ADDON,
+    chart="lws",
+    repository="registry.k8s.io/lws/charts",
+    namespace="lws-system",
+    release="lws",
+    server_side_apply=True,  # the LeaderWorkerSet CRD is 1.3 MB
+    privileged=False,
+    ignore_differences=(*WEBHOOK_CA, CONVERSION_CA),
+    values=False,
+)
+APPWRAPPER = Chart(
+    addon=APPWRAPPER_ADDON,
+    chart="appwrapper",
+    repository="https://github.com/project-codeflare/appwrapper.git",
+    namespace="appwrapper-system",
+    release="appwrapper",
+    server_side_apply=True,  # as the project's install.yaml asks (`kubectl apply --server-side`)
+    privileged=False,
+    ignore_differences=WEBHOOK_CA,
+    values=False,
+    tagged_v=True,
+    # No Helm chart: the release's install.yaml is `kustomize build config/default` after
+    # `kustomize edit set image controller=quay.io/ibm/appwrapper:<tag>` (its Makefile), which
+    # the tag itself leaves untagged.
+    path="config/default",
+    images=("controller=quay.io/ibm/appwrapper:{version}",),
+)
+NETWORK_OPERATOR = Chart(
+    addon=NETWORK_OPERATOR_ADDON,
+    chart="network-operator",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+    namespace="nvidia-network-operator",
+    release="network-operator",
+    server_side_apply=True,
+    privileged=True,  # the RDMA shared device plugin and OFED driver pods: host access
+)
+DRA_DRIVER = Chart(
+    addon=DRA_DRIVER_ADDON,
+    chart="nvidia-dra-driver-gpu",
+    repository="https://helm.ngc.nvidia.com/nvidia",
+    namespace="nvidia-dra-driver-gpu",
+    release="nvidia-dra-driver-gpu",
+    server_side_apply=True,
+    privileged=True,  # the kubelet plugin: host devices and the driver root
+)
+OPENCOST = Chart(
+    addon=OPENCOST_ADDON,
+    chart="opencost",
+    repository="https://opencost.github.io/opencost-helm-chart",
+    namespace=PROMETHEUS_NAMESPACE,  # beside the pricing ConfigMap it mounts, and Prometheus
+    release="opencost",
+    server_side_apply=False,
+    privileged=False,
+)
 SCHEDULER_CHARTS: Mapping[Scheduler, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
+OPERATOR_CHARTS: tuple[Chart, ...] = (
+    JOBSET,
+    KUBERAY,
+    TRAINER,
+    LWS,
+    APPWRAPPER,
+    NETWORK_OPERATOR,
+    DRA_DRIVER,
+    OPENCOST,
+)
+"""The operators of workload kinds, fabrics, devices and cost (`renderer.model.operators`)."""
 
 KUBE_STATE_LABELS: Mapping[str, tuple[str, ...]] = {
     "namespaces": ("gpuplane.dev/team", "gpuplane.dev/cost-center", "gpuplane.dev/purpose"),
@@ -256,7 +368,12 @@ def render(view: ClusterView, layer_folders: Sequence[str]) -> Iterator[Output]:
     yield from _projects(view, repository, charts)
     yield _root(cluster, repository)
     for chart in charts:
-        yield _addon(view, repository, chart)
+        values = operator_values.VALUES.get(chart.addon)
+        body = values(view) if values is not None else None
+        if body is not None:
+            yield Values(LAYER, chart.chart, body, cluster.addons[chart.addon].origin.location)
+        has_values = chart.values if values is None else body is not None
+        yield _addon(view, repository, chart, has_values=has_values)
     for layer in layer_folders:
         yield _layer(cluster, repository, layer)
     if PROMETHEUS_STACK in charts:
@@ -276,6 +393,7 @@ def installed_charts(cluster: Cluster) -> tuple[Chart, ...]:
         ARGO_WORKFLOWS,
         PROMETHEUS_STACK,
         EXTERNAL_SECRETS,
+        *OPERATOR_CHARTS,
     ]
     return tuple(
         chart
@@ -286,13 +404,13 @@ def installed_charts(cluster: Cluster) -> tuple[Chart, ...]:
 
 
 def chart_version(chart: Chart, version: str | None) -> str:
-    """The chart's own version for an add-on version: NVIDIA versions its chart like its
-    releases (`v26.7.0`); Kueue, Volcano, argo-workflows and kube-prometheus-stack drop the `v`
-    (`0.19.2`). An
-    unpinned add-on follows the newest chart (`*`), which the policy allows outside production."""
+    """The chart's own version for an add-on version: the GPU Operator versions its chart like
+    its releases (`v26.7.0`), and a kustomize base is checked out at its tag; the other charts
+    drop the `v` (`0.19.2`). An unpinned add-on follows the newest chart (`*`; a kustomize base
+    the default branch, `HEAD`), which the policy allows outside production."""
     if version is None:
-        return "*"
-    return version if chart is GPU_OPERATOR else version.removeprefix("v")
+        return "HEAD" if chart.path else "*"
+    return version if chart.tagged_v else version.removeprefix("v")
 
 
 def values_path(cluster: Cluster, chart: Chart) -> str:
@@ -383,21 +501,29 @@ def _layer(cluster: Cluster, repository: Repository, layer: str) -> Manifest:
     )
 
 
-def _addon(view: ClusterView, repository: Repository, chart: Chart) -> Manifest:
+def _addon(
+    view: ClusterView, repository: Repository, chart: Chart, *, has_values: bool
+) -> Manifest:
     """An add-on's Helm chart at its pinned version, with the values file of this repository."""
     cluster = view.cluster
     values = values_path(cluster, chart)
+    version = chart_version(chart, cluster.addons[chart.addon].version)
     if chart is GPU_OPERATOR:
         source = gpu_operator.application_source(view, VALUES_REF)
         assert source is not None  # installed_charts lists it only with the add-on
+    elif chart.path:
+        source = {"repoURL": chart.repository, "path": chart.path, "targetRevision": version}
+        if chart.images and cluster.addons[chart.addon].version:
+            images = [image.format(version=version) for image in chart.images]
+            source["kustomize"] = {"images": images}
     else:
         source = {
             "repoURL": chart.repository,
             "chart": chart.chart,
-            "targetRevision": chart_version(chart, cluster.addons[chart.addon].version),
+            "targetRevision": version,
             "helm": {"releaseName": chart.release},
         }
-        if chart.values:
+        if has_values:
             source["helm"]["valueFiles"] = [f"${VALUES_REF}/{values}"]
     options = ["CreateNamespace=true"]
     if chart.server_side_apply:
@@ -416,14 +542,14 @@ def _addon(view: ClusterView, repository: Repository, chart: Chart) -> Manifest:
     }
     spec: dict[str, Any] = {
         "project": cluster.argocd_project,
-        "sources": [source, values_source] if chart.values else [source],
+        "sources": [source, values_source] if has_values else [source],
         "destination": {"server": cluster.argocd_destination, "namespace": chart.namespace},
         "syncPolicy": _sync_policy(*options, **extra),
     }
     if chart.ignore_differences:
         spec["ignoreDifferences"] = copy.deepcopy(list(chart.ignore_differences))
     # absolute: relative paths resolve against each source's path, and the values source has none
-    generate_paths = f"/{values}" if chart.values else "."
+    generate_paths = f"/{values}" if has_values else "."
     return _application(
         cluster, repository, f"{cluster.name}-{chart.release}", ADDON_WAVE, generate_paths, spec
     )

@@ -22,8 +22,8 @@ from renderer.layers.workload_templates.serving import deployment
 from renderer.model import quantity
 from renderer.model.capacity import Offer, how_to_request, maximum_holding, usable_quotas
 from renderer.model.caps import namespace_shares
-from renderer.model.choices import Purpose
 from renderer.model.nodes import PREFIX
+from renderer.model.operator_needs import GANG_PURPOSES
 from renderer.model.platform import Namespace, Pool, Team
 from renderer.model.queue_plans import (
     ClusterQueuePlan,
@@ -39,9 +39,6 @@ LAYER = "templates"
 FOLDER = "templates"
 
 SHARED_SIZE = Decimal(2**40)  # 1Ti, or half the team's storage quota when that is smaller
-
-GANG_PURPOSES: frozenset[Purpose] = frozenset({"training", "batch"})
-"""Purposes whose namespaces get the distributed templates (JobSet, RayJob)."""
 
 
 def render(view: ClusterView) -> Iterator[Values]:

@@ -1,0 +1,128 @@
+"""What on a cluster needs which operator, and the input line that needs it.
+
+The policy refuses a need whose operator the cluster does not declare (rule `operator-missing`)
+and warns of a declared operator nothing needs (`operator-unused`); the cluster README says, per
+operator, why it is there. A need comes from:
+
+- a team namespace's templates: training and batch namespaces on a Kueue cluster, with GPU quota
+  there, get the JobSet and RayJob templates (`renderer.layers.workload_templates`);
+- a team namespace's `kinds`, the operator kinds the team submits there beyond its templates;
+- a pool: its RDMA resource comes from a device plugin (the Network Operator's, on-prem), its
+  devices through DRA from the NVIDIA DRA driver;
+- another add-on: Kubeflow Trainer runs TrainJobs as JobSets; OpenCost reads Prometheus; the
+  Prometheus stack's cluster gets the pools' pricing file, which only OpenCost reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from renderer.findings.diagnostics import Location
+from renderer.model.capacity import usable_quotas
+from renderer.model.choices import Purpose
+from renderer.model.names import PROMETHEUS_ADDON
+from renderer.model.operators import (
+    BY_ADDON,
+    DRA_DRIVER_ADDON,
+    JOBSET_ADDON,
+    KUBERAY_ADDON,
+    OPENCOST_ADDON,
+    OPERATORS,
+    rdma_plugin,
+)
+from renderer.model.platform import Cluster, Namespace, Platform, Team
+
+GANG_PURPOSES: frozenset[Purpose] = frozenset({"training", "batch"})
+"""Purposes whose namespaces get the distributed templates (JobSet, RayJob) on Kueue clusters."""
+
+TEMPLATE_OPERATORS: tuple[tuple[str, str], ...] = (
+    (JOBSET_ADDON, "JobSet"),
+    (KUBERAY_ADDON, "RayJob"),
+)
+"""The operators of the distributed templates, and the kind each template is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """One reason the cluster must serve an operator's kinds."""
+
+    addon: str
+    why: str
+    """What needs it, as a README cell or a finding's clause: "the JobSet template of llm-train"."""
+    at: Location
+
+
+def kind_operator(kind: str) -> str | None:
+    """The add-on serving a workload kind a namespace's `kinds` may name."""
+    for operator in OPERATORS:
+        if any(api.kind == kind for api in operator.apis):
+            return operator.addon
+    return None
+
+
+def cluster_needs(platform: Platform, cluster: Cluster) -> Iterator[Need]:
+    """Every need on the cluster, in input order: namespaces, pools, then add-ons."""
+    for team in platform.teams.values():
+        for index, ns in enumerate(team.namespaces):
+            if ns.cluster == cluster.name:
+                yield from _namespace_needs(platform, cluster, team, ns, index)
+    for pool in sorted(platform.pools.values(), key=lambda p: p.name):
+        if pool.cluster != cluster.name:
+            continue
+        if pool.rdma is not None:
+            addon = rdma_plugin(cluster, pool.rdma.resource)
+            if addon is not None:
+                yield Need(
+                    addon,
+                    f"pool {pool.name}'s RDMA resource {pool.rdma.resource}",
+                    pool.origin.at("spec", "fabric", "rdma", "resource"),
+                )
+        if pool.exposure == "dra":
+            yield Need(
+                DRA_DRIVER_ADDON,
+                f"pool {pool.name}'s devices through DRA",
+                pool.origin.at("spec", "exposure"),
+            )
+    yield from _addon_needs(cluster)
+
+
+def _namespace_needs(
+    platform: Platform, cluster: Cluster, team: Team, ns: Namespace, index: int
+) -> Iterator[Need]:
+    at = team.origin.at("spec", "namespaces", index)
+    if (
+        ns.purpose in GANG_PURPOSES
+        and cluster.scheduler == "kueue"
+        and any(pool.cluster == cluster.name for pool, _, _ in usable_quotas(platform, team, ns))
+    ):
+        for addon, kind in TEMPLATE_OPERATORS:
+            yield Need(addon, f"the {kind} template of namespace {ns.name}", at)
+    for position, kind in enumerate(ns.kinds):
+        addon = kind_operator(kind)
+        if addon is not None:
+            yield Need(
+                addon,
+                f"{kind} in namespace {ns.name}",
+                team.origin.at("spec", "namespaces", index, "kinds", position),
+            )
+
+
+def _addon_needs(cluster: Cluster) -> Iterator[Need]:
+    for name, addon in cluster.addons.items():
+        operator = BY_ADDON.get(name)
+        if operator is None or addon.settings.get("enabled", True) is False:
+            continue
+        for required in operator.requires:
+            yield Need(required, f"{operator.title}, which runs on it", addon.origin.location)
+    if cluster.runs(PROMETHEUS_ADDON):
+        yield Need(
+            OPENCOST_ADDON,
+            "the pools' pricing file, read by OpenCost beside the Prometheus stack",
+            cluster.addons[PROMETHEUS_ADDON].origin.location,
+        )
+    opencost = cluster.addons.get(OPENCOST_ADDON)
+    if opencost is not None and opencost.settings.get("enabled", True) is not False:
+        yield Need(
+            PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.location
+        )

@@ -1,0 +1,309 @@
+"""Which operator serves each kind the platform renders or hands to teams, and which a cluster runs.
+
+One table, `OPERATORS`: every add-on a cluster file can declare under `spec.addons`, the API
+kinds its release serves (its CRDs), the Kueue integrations those kinds are, and the add-ons it
+cannot run without. The policy reads it to refuse a kind no installed operator serves (rule
+`operator-missing`), the queueing layer to enable exactly the Kueue integrations whose operators
+run, the tenancy layer to grant teams only kinds the cluster serves, the gitops layer to install
+each one, and the cluster README to say why each is there.
+
+The served kinds are each project's CRDs at the release gpuplane's examples pin (a test compares
+them with the CRD files in `../shared/crds`); Kubernetes' own kinds are served by the API server
+at the cluster's version and checked against kubernetes-validate's schemas of that version.
+Design: docs/operators.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from renderer.model.names import (
+    ARGO_WORKFLOWS_ADDON,
+    EXTERNAL_SECRETS_ADDON,
+    GPU_OPERATOR_ADDON,
+    KUEUE_ADDON,
+    PROMETHEUS_ADDON,
+    VOLCANO_ADDON,
+)
+
+if TYPE_CHECKING:
+    from renderer.model.platform import Cluster
+
+JOBSET_ADDON = "jobset"
+KUBERAY_ADDON = "kuberay"
+TRAINER_ADDON = "trainer"
+LWS_ADDON = "lws"
+APPWRAPPER_ADDON = "appwrapper"
+NETWORK_OPERATOR_ADDON = "networkOperator"
+DRA_DRIVER_ADDON = "draDriver"
+OPENCOST_ADDON = "opencost"
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """One kind an operator serves: its group, kind and the versions its release serves."""
+
+    group: str
+    kind: str
+    versions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """An add-on a cluster file declares under `spec.addons`, and what it brings."""
+
+    addon: str
+    """The key under `spec.addons`."""
+    title: str
+    release: str
+    """The release gpuplane is tested against: the version `new cluster` writes and the
+    findings suggest (the chart version where the add-on installs from a chart)."""
+    apis: tuple[Api, ...] = ()
+    frameworks: tuple[str, ...] = ()
+    """The Kueue integrations (`integrations.frameworks`) that manage its kinds."""
+    requires: tuple[str, ...] = ()
+    """Add-ons it cannot run without (Kubeflow Trainer runs its TrainJobs as JobSets)."""
+    purpose: str = ""
+    """Why a platform runs it, in a few words: the cluster README's column."""
+
+
+def _apis(group: str, versions: tuple[str, ...], *kinds: str) -> tuple[Api, ...]:
+    return tuple(Api(group, kind, versions) for kind in kinds)
+
+
+OPERATORS: tuple[Operator, ...] = (
+    Operator(
+        GPU_OPERATOR_ADDON,
+        "NVIDIA GPU Operator",
+        "v26.7.0",
+        _apis("nvidia.com", ("v1",), "ClusterPolicy")
+        + _apis("nvidia.com", ("v1alpha1",), "NVIDIADriver", "GPUCluster"),
+        purpose="driver, container toolkit, device plugin, MIG manager, GPU feature discovery",
+    ),
+    Operator(
+        KUEUE_ADDON,
+        "Kueue",
+        "v0.19.2",
+        _apis(
+            "kueue.x-k8s.io",
+            ("v1beta1", "v1beta2"),
+            "AdmissionCheck",
+            "ClusterQueue",
+            "Cohort",
+            "LocalQueue",
+            "ResourceFlavor",
+            "Topology",
+            "WorkloadPriorityClass",
+            "Workload",
+            "ProvisioningRequestConfig",
+            "MultiKueueCluster",
+            "MultiKueueConfig",
+        ),
+        purpose="quota, queues, fair sharing and gang admission of every GPU job",
+    ),
+    Operator(
+        VOLCANO_ADDON,
+        "Volcano",
+        "v1.15.1",
+        _apis("batch.volcano.sh", ("v1alpha1",), "Job")
+        + _apis("scheduling.volcano.sh", ("v1beta1",), "PodGroup", "Queue")
+        + _apis("bus.volcano.sh", ("v1alpha1",), "Command")
+        + _apis("flow.volcano.sh", ("v1alpha1",), "JobFlow", "JobTemplate"),
+        purpose="queues and gang scheduling (scheduler: volcano)",
+    ),
+    Operator(
+        ARGO_WORKFLOWS_ADDON,
+        "Argo Workflows",
+        "2.0.4",
+        _apis(
+            "argoproj.io",
+            ("v1alpha1",),
+            "Workflow",
+            "WorkflowTemplate",
+            "ClusterWorkflowTemplate",
+            "CronWorkflow",
+        ),
+        purpose="runs the acceptance and benchmark suites",
+    ),
+    Operator(
+        PROMETHEUS_ADDON,
+        "kube-prometheus-stack",
+        "79.6.1",
+        _apis(
+            "monitoring.coreos.com",
+            ("v1",),
+            "Prometheus",
+            "Alertmanager",
+            "PodMonitor",
+            "Probe",
+            "PrometheusRule",
+            "ServiceMonitor",
+            "ThanosRuler",
+        )
+        + _apis("monitoring.coreos.com", ("v1alpha1",), "AlertmanagerConfig", "ScrapeConfig"),
+        purpose="Prometheus, Alertmanager and Grafana for the rules and dashboards",
+    ),
+    Operator(
+        EXTERNAL_SECRETS_ADDON,
+        "External Secrets Operator",
+        "2.9.0",
+        _apis(
+            "external-secrets.io",
+            ("v1",),
+            "SecretStore",
+            "ClusterSecretStore",
+            "ExternalSecret",
+            "ClusterExternalSecret",
+        ),
+        purpose="syncs team secrets from the secret store",
+    ),
+    Operator(
+        JOBSET_ADDON,
+        "JobSet",
+        "0.12.0",
+        _apis("jobset.x-k8s.io", ("v1alpha2",), "JobSet"),
+        frameworks=("jobset.x-k8s.io/jobset",),
+        purpose="multi-node training jobs (the JobSet templates, Kubeflow Trainer)",
+    ),
+    Operator(
+        KUBERAY_ADDON,
+        "KubeRay",
+        "1.7.0",
+        _apis("ray.io", ("v1", "v1alpha1"), "RayCluster", "RayJob", "RayService")
+        + _apis("ray.io", ("v1",), "RayCronJob"),
+        frameworks=("ray.io/rayjob", "ray.io/rayservice", "ray.io/raycluster"),
+        purpose="Ray clusters, jobs and services (the RayJob templates)",
+    ),
+    Operator(
+        TRAINER_ADDON,
+        "Kubeflow Trainer",
+        "2.3.0",
+        _apis(
+            "trainer.kubeflow.org",
+            ("v1alpha1",),
+            "TrainJob",
+            "TrainingRuntime",
+            "ClusterTrainingRuntime",
+        ),
+        frameworks=("trainer.kubeflow.org/trainjob",),
+        requires=(JOBSET_ADDON,),
+        purpose="TrainJobs on the platform's training runtimes",
+    ),
+    Operator(
+        LWS_ADDON,
+        "LeaderWorkerSet",
+        "0.10.0",
+        _apis("leaderworkerset.x-k8s.io", ("v1",), "LeaderWorkerSet"),
+        frameworks=("leaderworkerset.x-k8s.io/leaderworkerset",),
+        purpose="multi-node inference servers",
+    ),
+    Operator(
+        APPWRAPPER_ADDON,
+        "AppWrapper",
+        "v1.2.1",
+        _apis("workload.codeflare.dev", ("v1beta2",), "AppWrapper"),
+        frameworks=("workload.codeflare.dev/appwrapper",),
+        purpose="wraps a job's objects into one Kueue workload, with fault tolerance",
+    ),
+    Operator(
+        NETWORK_OPERATOR_ADDON,
+        "NVIDIA Network Operator",
+        "26.4.1",
+        _apis(
+            "mellanox.com",
+            ("v1alpha1",),
+            "NicClusterPolicy",
+            "NicNodePolicy",
+            "HostDeviceNetwork",
+            "IPoIBNetwork",
+            "MacvlanNetwork",
+        ),
+        purpose="the RDMA shared device plugin behind the pools' rdma/ resources",
+    ),
+    Operator(
+        DRA_DRIVER_ADDON,
+        "NVIDIA DRA Driver for GPUs",
+        "25.12.0",
+        _apis("resource.nvidia.com", ("v1beta1",), "ComputeDomain", "ComputeDomainClique"),
+        purpose="publishes GPUs and MIG devices to pools exposed through DRA",
+    ),
+    Operator(
+        OPENCOST_ADDON,
+        "OpenCost",
+        "2.5.17",
+        purpose="reads the pools' pricing file: cost per namespace and pod",
+    ),
+)
+"""Every add-on a cluster can declare, in the order its Applications and README rows are
+listed. The DCGM exporter runs inside the GPU Operator and is not listed: it has no chart of
+its own here and serves no kind."""
+
+BY_ADDON = {operator.addon: operator for operator in OPERATORS}
+
+OPTIONAL_ADDONS = frozenset(
+    {
+        JOBSET_ADDON,
+        KUBERAY_ADDON,
+        TRAINER_ADDON,
+        LWS_ADDON,
+        APPWRAPPER_ADDON,
+        NETWORK_OPERATOR_ADDON,
+        DRA_DRIVER_ADDON,
+        OPENCOST_ADDON,
+    }
+)
+"""The operators a cluster installs because something on it needs them (rules
+`operator-missing` and `operator-unused`); the platform's own add-ons (GPU Operator, scheduler,
+DCGM exporter, Argo Workflows, Prometheus stack, External Secrets) have rules of their own."""
+
+NETWORK_OPERATOR_PREFIX = "rdma/"
+"""The resources of the Network Operator's RDMA shared device plugin: `rdma/<resourceName>`
+(its `resourcePrefix` is `rdma` unless changed, as gpuplane never does)."""
+PROVIDER_RDMA = frozenset({"eks", "gke", "aks", "coreweave"})
+"""Providers whose GPU nodes come with their own RDMA device plugin: the AWS EFA device plugin
+(`vpc.amazonaws.com/efa`), GKE's and AKS's managed RDMA, CoreWeave's `rdma/ib`. Their pools
+need no gpuplane add-on for RDMA."""
+
+
+def serving(group: str, kind: str) -> Operator | None:
+    """The operator whose CRDs define the kind; None for a kind no add-on serves."""
+    for operator in OPERATORS:
+        if any(api.group == group and api.kind == kind for api in operator.apis):
+            return operator
+    return None
+
+
+def served_versions(operator: Operator, group: str, kind: str) -> tuple[str, ...]:
+    for api in operator.apis:
+        if api.group == group and api.kind == kind:
+            return api.versions
+    return ()
+
+
+def serves_here(cluster: Cluster, addon: str) -> bool:
+    """Whether the add-on's kinds are served on the cluster: declared in its file, installed by
+    gpuplane or (`enabled: false`) already running there."""
+    return addon in cluster.addons
+
+
+def installed(cluster: Cluster) -> tuple[Operator, ...]:
+    """The operators whose kinds the cluster serves, in OPERATORS' order."""
+    return tuple(o for o in OPERATORS if serves_here(cluster, o.addon))
+
+
+def missing_requirements(cluster: Cluster) -> Iterator[tuple[Operator, Operator]]:
+    """(operator, the add-on it requires) for each requirement the cluster does not declare."""
+    for operator in installed(cluster):
+        for needed in operator.requires:
+            if not serves_here(cluster, needed):
+                yield operator, BY_ADDON[needed]
+
+
+def rdma_plugin(cluster: Cluster, resource: str) -> str | None:
+    """The add-on that advertises a pool's RDMA resource on the cluster, None where the
+    provider brings the device plugin (or a name no add-on of gpuplane's advertises)."""
+    if cluster.provider in PROVIDER_RDMA:
+        return None
+    return NETWORK_OPERATOR_ADDON if resource.startswith(NETWORK_OPERATOR_PREFIX) else None
