@@ -31,6 +31,7 @@ from renderer.layers import gpu, observability, queueing, security, tenancy, wor
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
+from renderer.layers.workload_templates.workloads import LAYER as TEMPLATES_LAYER
 from renderer.model import platform as model
 from renderer.model.limits import rendered_quantity_problems
 from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
@@ -43,6 +44,7 @@ from renderer.output.identity import clashes_across, identity_clashes
 from renderer.output.kubernetes_schemas import UnsupportedKubernetesVersion
 from renderer.output.manifest import Manifest, Output, Values
 from renderer.output.reuse import CheckMemo, body_key
+from renderer.output.served import unserved
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import Checked, OutputValidator, Pin
 from renderer.policy.check import check_policy
@@ -479,6 +481,7 @@ def check_cluster(
     checks = _ObjectChecks(cluster, validator, previous, memo, keys)
     diagnostics = _check_output(manifests, checks, unchecked, rules)
     diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
+    diagnostics.extend(unserved(cluster, _served_objects(outputs)))
     return ClusterOutcome(
         name,
         manifests,
@@ -490,6 +493,16 @@ def check_cluster(
         tuple(m for m in manifests if m.layer == argocd.LAYER),
         keys,
     )
+
+
+def _served_objects(outputs: Sequence[Output]) -> Iterator[tuple[str, Any, Location]]:
+    """Every object a cluster gets or hands to its teams: the manifests, and the workload
+    templates (values files with an apiVersion: chart values have none)."""
+    for output in outputs:
+        if isinstance(output, Manifest):
+            yield f"rendered {output.kind} '{output.name}'", output.body, output.source
+        elif output.layer == TEMPLATES_LAYER and "apiVersion" in output.body:
+            yield f"template {output.path}", output.body, output.source
 
 
 def merge_findings(

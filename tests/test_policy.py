@@ -15,6 +15,18 @@ from renderer.policy.rule import POLICY
 
 # (rule, file, text to replace, replacement): one realistic mistake each.
 CASES = [
+    (
+        "operator-missing",
+        "clusters/staging-west.yaml",
+        "    kuberay:\n      version: 1.7.0                 # the RayJob templates\n",
+        "",
+    ),
+    (
+        "operator-unused",
+        "clusters/staging-west.yaml",
+        "    opencost:\n",
+        "    lws: {version: 0.10.0}\n    opencost:\n",
+    ),
     ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
     ("unknown-reference", "pools/l4-serve.yaml", "cluster: staging-west", "cluster: staging-wst"),
     (
@@ -357,6 +369,7 @@ WARNINGS = {
     "acceptance-image-differs",
     "pool-unused",
     "multi-node-without-rdma",
+    "operator-unused",
 }
 
 

@@ -114,15 +114,15 @@ def _addon_needs(cluster: Cluster) -> Iterator[Need]:
         if operator is None or addon.settings.get("enabled", True) is False:
             continue
         for required in operator.requires:
-            yield Need(required, f"{operator.title}, which runs on it", addon.origin.location)
+            yield Need(required, f"{operator.title}, which runs on it", addon.origin.key())
     if cluster.runs(PROMETHEUS_ADDON):
         yield Need(
             OPENCOST_ADDON,
             "the pools' pricing file, read by OpenCost beside the Prometheus stack",
-            cluster.addons[PROMETHEUS_ADDON].origin.location,
+            cluster.addons[PROMETHEUS_ADDON].origin.key(),
         )
     opencost = cluster.addons.get(OPENCOST_ADDON)
     if opencost is not None and opencost.settings.get("enabled", True) is not False:
         yield Need(
-            PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.location
+            PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.key()
         )

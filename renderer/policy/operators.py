@@ -94,7 +94,7 @@ def declared_operators_used(p: Platform) -> Iterator[Diagnostic]:
             yield Diagnostic(
                 "operator-unused",
                 f"cluster '{cluster.name}' installs {operator.title}, but nothing on it needs it",
-                addon.origin.location,
+                addon.origin.key(),
                 severity=Severity.WARNING,
                 hint=f"remove spec.addons.{name}, or list its kinds under `kinds` of a team "
                 "namespace on the cluster",
