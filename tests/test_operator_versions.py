@@ -191,15 +191,22 @@ def test_jobset_0_12_on_kubernetes_1_34_passes(platform: Path, findings: Validat
     assert about(on(findings(platform), PROD), line) == []
 
 
-def test_a_stated_maximum_is_enforced(platform: Path, findings: Validate) -> None:
+def test_a_stated_maximum_is_a_warning_and_a_minimum_an_error(
+    platform: Path, findings: Validate
+) -> None:
     # the Network Operator's 26.4 platform support: Kubernetes >=1.31 and <=1.35
-    set_kubernetes(platform, "prod-east", "1.36")
+    set_kubernetes(platform, "prod-east", "1.30")
     set_addon(platform, "prod-east", "networkOperator", "26.4.1")
     line, _ = position(platform, "prod-east", "networkOperator")
+    (below,) = about(on(findings(platform), PROD), line)
+    assert below["severity"] == "error"
+    set_kubernetes(platform, "prod-east", "1.36")
     (finding,) = about(on(findings(platform), PROD), line)
+    assert finding["severity"] == "warning"  # newer than tested, not refused
     assert finding["message"].startswith(
         "NVIDIA Network Operator 26.4.1 supports Kubernetes 1.31 to 1.35"
     )
+    assert finding["message"].endswith("runs Kubernetes 1.36: newer than the project has tested")
     # no release with a statement reaches 1.36: the hint moves the cluster instead
     assert "change spec.kubernetesVersion to one it supports (1.31 to 1.35)" in finding["hint"]
     set_kubernetes(platform, "prod-east", "1.35")

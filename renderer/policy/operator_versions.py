@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from renderer.findings.diagnostics import Diagnostic
+from renderer.findings.diagnostics import Diagnostic, Severity
 from renderer.model.integrations import enabled_frameworks
 from renderer.model.names import KUEUE_ADDON
 from renderer.model.operator_support import (
@@ -84,12 +84,15 @@ def _against_kubernetes(cluster: Cluster) -> Iterator[Diagnostic]:
         row = kubernetes_support(name, addon.version)
         if row is None or row.supports(minor):
             continue
-        yield error(
+        newer = minor > Version(row.minimum)  # above the newest minor the project tested
+        yield Diagnostic(
             RULE,
             f"{_title(name)} {addon.version} supports Kubernetes {row.span} ({_stated(row)}), "
-            f"but cluster '{cluster.name}' runs Kubernetes {cluster.kubernetes_version}",
+            f"but cluster '{cluster.name}' runs Kubernetes {cluster.kubernetes_version}"
+            + (": newer than the project has tested" if newer else ""),
             addon.origin.at("version"),
-            _kubernetes_hint(cluster, addon, row),
+            severity=Severity.WARNING if newer else Severity.ERROR,
+            hint=_kubernetes_hint(cluster, addon, row),
             notes=(
                 (
                     "the cluster's Kubernetes version",
@@ -145,7 +148,9 @@ def operator_versions_agree(p: Platform) -> Iterator[Diagnostic]:
     release no statement covers, and an add-on whose project states no range (AppWrapper,
     Argo Workflows, the DCGM exporter), is not checked; an add-on without a version neither.
     The finding sits on the add-on's `version` line, with a note on the Kubernetes version or
-    the Kueue release it was compared with.
+    the Kueue release it was compared with. Below a stated minimum it is an error (what the
+    operator needs may not be served); above a stated maximum a warning (the newest minor the
+    project had tested when it released, which newer minors often still run).
 
     To satisfy it: in the cluster file, change `spec.addons.<add-on>.version` to a release that
     supports the cluster (the hint names one: for example `jobset: {version: 0.11.1}` on
