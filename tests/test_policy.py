@@ -302,6 +302,13 @@ CASES = [
         "    externalSecrets:\n      version: 2.9.0",
         "    # externalSecrets:\n    #   version: 2.9.0",
     ),
+    # Kueue v0.19.2 manages RayServices from KubeRay v1.3.0 (its "Run RayServices" page)
+    (
+        "operator-version-incompatible",
+        "clusters/staging-west.yaml",
+        "      version: 1.7.0                 # the RayJob templates",
+        "      version: 1.2.0                 # the RayJob templates",
+    ),
     ("egress-too-wide", "teams/llm.yaml", "- cidr: 10.20.0.0/16", "- cidr: 0.0.0.0/0"),
     (
         "egress-special-address",
