@@ -16,6 +16,9 @@ A chart version that has no folder is checked against the highest stored version
 chart (`FALLBACKS` names each such case; its defaults are not the pinned version's, so the
 default check is skipped there). The render cases have no repository settings except `gitops`,
 so each is rendered with that case's `gpuplane.yaml`, for its Applications.
+
+Below, the values of the operators gpuplane configures are checked against what their charts and
+programs do with them, written from the upstream sources at the pinned tags (each named).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import yaml
 from click.testing import CliRunner
 
 from renderer.cli import main
-from tests.conftest import REPO, copy_inputs
+from tests.conftest import REPO, copy_inputs, edit_once
 
 CHARTS = REPO.parent / "shared" / "charts"
 CASES = REPO / "tests" / "cases" / "render"
@@ -283,3 +286,194 @@ def test_the_read_check_can_fail() -> None:
     assert not is_read(("opencost", "exporter", "extraEnvs"), read, "opencost")
     assert not is_read(("opencost", "csvPath"), read, "opencost")
     assert chart_folder("argo-workflows", "2.0.4") == (CHARTS / "argo-workflows-1.0.18", True)
+
+
+# --- OpenCost ----------------------------------------------------------------------------------
+
+
+def of_chart(every_values: list[ChartValues], chart: str) -> list[ChartValues]:
+    found = [v for v in every_values if v.chart == chart]
+    assert found, f"no {chart} values rendered"
+    return found
+
+
+def test_opencost_prices_nodes_with_the_csv_provider_from_the_mounted_pricing_file(
+    every_values: list[ChartValues],
+) -> None:
+    """opencost/opencost pkg/env/costmodelenv.go: the CSV provider is on only with
+    `USE_CSV_PROVIDER` true (env.GetBool), and reads the file `CSV_PATH` names. The chart
+    (opencost-2.5.17 templates/deployment.yaml) passes `opencost.exporter.extraEnv` as env, and
+    `csv_path` as `EXPORT_CSV_FILE`, the file OpenCost writes its allocation export to: never
+    the pricing file."""
+    for values in of_chart(every_values, "opencost"):
+        exporter = values.body["opencost"]["exporter"]
+        env = exporter["extraEnv"]
+        assert env["USE_CSV_PROVIDER"] in ("true", "1", "True")
+        assert "csv_path" not in exporter
+        csv = Path(env["CSV_PATH"])
+        (mount,) = [m for m in exporter["extraVolumeMounts"] if csv.parent == Path(m["mountPath"])]
+        assert mount["readOnly"] is True
+        (volume,) = [v for v in values.body["extraVolumes"] if v["name"] == mount["name"]]
+        config_map = values.file.parents[1] / "observability" / PROMETHEUS_NAMESPACE
+        body = yaml.safe_load(
+            (config_map / f"configmap-{volume['configMap']['name']}.yaml").read_text()
+        )
+        assert values.namespace == body["metadata"]["namespace"]  # a pod mounts its own namespace's
+        assert csv.name in body["data"]
+
+
+PROMETHEUS_NAMESPACE = "monitoring"
+
+
+def prometheus_service(release: str) -> str:
+    """kube-prometheus-stack 79.6.1 templates/prometheus/service.yaml: `<fullname>-prometheus`;
+    _helpers.tpl `kube-prometheus-stack.fullname`: the release name when it contains the chart
+    name, else `<release>-<chart>`, cut to 26 characters and a trailing `-`."""
+    chart = "kube-prometheus-stack"
+    fullname = release if chart in release else f"{release}-{chart}"
+    return f"{fullname[:26].rstrip('-')}-prometheus"
+
+
+@needs_charts
+def test_opencost_reads_the_stacks_prometheus_and_the_stack_scrapes_it(
+    every_values: list[ChartValues],
+) -> None:
+    """OpenCost queries Prometheus for the series it exports itself (pkg/costmodel/cluster.go
+    `node_total_hourly_cost`), so the stack must scrape it: the chart's ServiceMonitor, which
+    the stack selects without a `release` label (`serviceMonitorSelectorNilUsesHelmValues`)."""
+    stack_chart, _ = chart_folder("kube-prometheus-stack", "79.6.1")
+    port = yaml.safe_load((stack_chart / "values.yaml").read_text())["prometheus"]["service"]
+    for values in of_chart(every_values, "opencost"):
+        (stack,) = [
+            v
+            for v in every_values
+            if v.chart == "kube-prometheus-stack"
+            and (v.platform, v.cluster) == (values.platform, values.cluster)
+        ]
+        internal = values.body["opencost"]["prometheus"]["internal"]
+        assert internal["serviceName"] == prometheus_service(stack.release)
+        assert internal["namespaceName"] == stack.namespace
+        assert internal["port"] == port["port"] == 9090
+        assert values.body["opencost"]["metrics"]["serviceMonitor"]["enabled"] is True
+        spec = stack.body["prometheus"]["prometheusSpec"]
+        assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+
+
+def test_the_prometheus_service_name_follows_the_charts_fullname_rule() -> None:
+    assert prometheus_service("kube-prometheus-stack") == "kube-prometheus-stack-prometheus"
+    assert prometheus_service("monitoring") == "monitoring-kube-prometheus-prometheus"
+
+
+# --- the NVIDIA DRA driver ---------------------------------------------------------------------
+
+
+def chart_fails(values: dict[str, Any]) -> bool:
+    """NVIDIA/k8s-dra-driver-gpu v25.12.0 templates/validation.yaml: `fail` when
+    `resources.gpus.enabled` and not `gpuResourcesEnabledOverride`."""
+    return (
+        bool(values["resources"]["gpus"]["enabled"]) and not values["gpuResourcesEnabledOverride"]
+    )
+
+
+def tolerates(tolerations: list[dict[str, str]], taint: dict[str, str]) -> bool:
+    """k8s.io/api core/v1 Toleration.ToleratesTaint: the effect (empty: any), the key (empty
+    with Exists: any), then Exists or an equal value."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("key") and t["key"] != taint["key"]:
+            continue
+        if t.get("operator", "Equal") == "Exists" or t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def pool_files(root: Path) -> dict[str, dict[str, Any]]:
+    return {
+        body["metadata"]["name"]: body["spec"]
+        for body in (yaml.safe_load(p.read_text()) for p in sorted((root / "pools").glob("*.yaml")))
+    }
+
+
+def selected_pools(affinity: dict[str, Any], pools: dict[str, dict[str, Any]]) -> set[str]:
+    """The pools whose nodes (labelled `gpuplane.dev/pool: <name>`) a required node affinity of
+    `In` terms on that label admits."""
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    chosen = set()
+    for name in pools:
+        for term in terms["nodeSelectorTerms"]:
+            exprs = term["matchExpressions"]
+            if all(
+                e["key"] == "gpuplane.dev/pool" and e["operator"] == "In" for e in exprs
+            ) and all(name in e["values"] for e in exprs):
+                chosen.add(name)
+    return chosen
+
+
+@needs_charts
+def test_the_dra_driver_chart_renders_and_its_plugin_runs_on_the_dra_pools_only(
+    platforms: dict[str, Path], every_values: list[ChartValues]
+) -> None:
+    folder, _ = chart_folder("nvidia-dra-driver-gpu", "25.12.0")
+    defaults = yaml.safe_load((folder / "values.yaml").read_text())
+    assert chart_fails(defaults)  # the chart's own defaults do not render
+    (values,) = [v for v in of_chart(every_values, "nvidia-dra-driver-gpu")]
+    assert values.platform == "dra"
+    assert not chart_fails(merged(defaults, values.body))
+    pools = pool_files(platforms["dra"])
+    dra_pools = {name for name, spec in pools.items() if spec.get("exposure") == "dra"}
+    assert dra_pools == {"train", "infer-mig"}
+    plugin = merged(defaults, values.body)["kubeletPlugin"]
+    assert selected_pools(plugin["affinity"], pools) == dra_pools
+    for name in dra_pools:
+        for taint in pools[name].get("taints", []):
+            assert tolerates(plugin["tolerations"], taint), f"{name}: {taint}"
+    # lab's file: driverManaged: true, so the driver lives under the operator's driver root
+    # (the chart's values.yaml: "typically /run/nvidia/driver")
+    assert values.body["nvidiaDriverRoot"] == "/run/nvidia/driver"
+
+
+@needs_charts
+def test_without_dra_pools_the_dra_driver_serves_compute_domains_only(tmp_path: Path) -> None:
+    def add_driver(root: Path) -> None:
+        edit_once(
+            root / "clusters" / "lab.yaml",
+            "    networkOperator: {version: 26.4.1}\n",
+            "    networkOperator: {version: 26.4.1}\n    draDriver: {version: 25.12.0}\n",
+        )
+
+    root = render(CASES / "minimal", tmp_path / "repo", add_driver)
+    (values,) = [v for v in chart_values("minimal", root) if v.chart == "nvidia-dra-driver-gpu"]
+    folder, _ = chart_folder("nvidia-dra-driver-gpu", "25.12.0")
+    whole = merged(yaml.safe_load((folder / "values.yaml").read_text()), values.body)
+    assert not chart_fails(whole)
+    assert whole["resources"]["gpus"]["enabled"] is False
+    assert whole["resources"]["computeDomains"]["enabled"] is True
+    assert "gpuResourcesEnabledOverride" not in values.body
+
+
+# --- Kubeflow Trainer, the Network Operator ----------------------------------------------------
+
+
+def test_trainer_leaves_jobset_to_the_jobset_addon(every_values: list[ChartValues]) -> None:
+    """kubeflow/trainer v2.3.0 values.yaml: `jobset.install` "must be set to `false` if jobset
+    controller/webhook has already been installed into the cluster"."""
+    for values in of_chart(every_values, "kubeflow-trainer"):
+        assert values.body == {"jobset": {"install": False}}
+
+
+def test_the_network_operator_leaves_node_feature_discovery_to_the_gpu_operator(
+    every_values: list[ChartValues],
+) -> None:
+    """Mellanox/network-operator v26.4.1 deployment/network-operator/README.md, "Deploy Network
+    Operator without Node Feature Discovery": `nfd.enabled=false` where NFD runs already (the
+    GPU Operator's chart deploys it, `nfd.enabled` true there)."""
+    for values in of_chart(every_values, "network-operator"):
+        assert values.body["nfd"] == {"enabled": False}
+        operator = [
+            v
+            for v in every_values
+            if v.chart == "gpu-operator"
+            and (v.platform, v.cluster) == (values.platform, values.cluster)
+        ]
+        assert operator, "nfd off without the GPU Operator's NFD"
