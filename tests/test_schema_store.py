@@ -33,7 +33,7 @@ KUEUE = SHARED_CRDS / "kueue"
 # The custom kinds the example platform renders, from its layers: Kueue's six (no AdmissionCheck),
 # the ClusterPolicy the GPU Operator's values imply, DCGM's ServiceMonitor, the observability
 # layer's PrometheusRules, the acceptance suites' three Argo Workflows kinds, and Argo CD's
-# Application and AppProject.
+# Application and AppProject, External Secrets' SecretStore, the Network Operator's policy.
 EXAMPLE_CUSTOM_KINDS = {
     "kueue.x-k8s.io/v1beta2 ClusterQueue",
     "kueue.x-k8s.io/v1beta2 Cohort",
@@ -50,6 +50,7 @@ EXAMPLE_CUSTOM_KINDS = {
     "argoproj.io/v1alpha1 Application",
     "argoproj.io/v1alpha1 AppProject",
     "external-secrets.io/v1 SecretStore",  # prod-east declares a secret store
+    "mellanox.com/v1alpha1 NicClusterPolicy",  # prod-east's RDMA pools, the Network Operator
 }
 
 
@@ -332,6 +333,7 @@ def test_gpuplane_yaml_schemas_list_is_read_relative_to_the_repository(repo: Pat
         "argo-workflows",
         "prometheus-operator",
         "external-secrets",
+        "network-operator",
     ):
         for path in (SHARED_CRDS / folder).glob("*.yaml"):
             (repo / "crds" / path.name).write_bytes(path.read_bytes())

@@ -20,6 +20,16 @@ VOLCANO_ADDON = "volcano"
 ARGO_WORKFLOWS_ADDON = "argoWorkflows"
 PROMETHEUS_ADDON = "prometheusStack"
 EXTERNAL_SECRETS_ADDON = "externalSecrets"
+# The operators a cluster installs because its kinds, pools or other add-ons need them
+# (`renderer.model.operators.OPERATORS` says what each serves and why).
+JOBSET_ADDON = "jobset"
+KUBERAY_ADDON = "kuberay"
+TRAINER_ADDON = "trainer"
+LWS_ADDON = "lws"
+APPWRAPPER_ADDON = "appwrapper"
+NETWORK_OPERATOR_ADDON = "networkOperator"
+DRA_DRIVER_ADDON = "draDriver"
+OPENCOST_ADDON = "opencost"
 EXTERNAL_SECRETS_NAMESPACE = "external-secrets"
 """Where the External Secrets Operator's chart runs (its controller, webhook and cert controller)."""
 
@@ -42,8 +52,16 @@ SCHEMA_OPERATORS = {
     "monitoring.coreos.com": PROMETHEUS_ADDON,
     "argoproj.io": ARGO_WORKFLOWS_ADDON,
     "external-secrets.io": EXTERNAL_SECRETS_ADDON,
+    "jobset.x-k8s.io": JOBSET_ADDON,
+    "ray.io": KUBERAY_ADDON,
+    "trainer.kubeflow.org": TRAINER_ADDON,
+    "leaderworkerset.x-k8s.io": LWS_ADDON,
+    "workload.codeflare.dev": APPWRAPPER_ADDON,
+    "mellanox.com": NETWORK_OPERATOR_ADDON,
+    "resource.nvidia.com": DRA_DRIVER_ADDON,
 }
-"""The add-on whose release pins the CRDs of each API group."""
+"""The add-on whose release pins the CRDs of each API group (the groups of
+`renderer.model.operators.OPERATORS`' kinds; OpenCost serves none)."""
 ARGO_CD_KINDS = frozenset({"Application", "ApplicationSet", "AppProject"})
 
 OPERATOR_TITLES = {
@@ -54,7 +72,17 @@ OPERATOR_TITLES = {
     ARGO_WORKFLOWS_ADDON: "Argo Workflows chart",
     ARGO_CD_OPERATOR: "Argo CD",
     EXTERNAL_SECRETS_ADDON: "External Secrets Operator",
+    JOBSET_ADDON: "JobSet",
+    KUBERAY_ADDON: "KubeRay",
+    TRAINER_ADDON: "Kubeflow Trainer",
+    LWS_ADDON: "LeaderWorkerSet",
+    APPWRAPPER_ADDON: "AppWrapper",
+    NETWORK_OPERATOR_ADDON: "NVIDIA Network Operator",
+    DRA_DRIVER_ADDON: "NVIDIA DRA Driver for GPUs",
+    OPENCOST_ADDON: "OpenCost",
 }
+"""How findings, `schemas list` and the platform drawing name each operator (the new operators'
+titles are `OPERATORS`' own; a test holds them equal)."""
 
 
 def schema_operator(group: str, kind: str) -> str:

@@ -7,17 +7,20 @@ place that selects its nodes follows.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from renderer.model.platform import Pool
 
 PREFIX = "gpuplane.dev/"
+POOL_LABEL = f"{PREFIX}pool"
+"""Every node of a pool carries its name under this label."""
 
 
 def node_labels(pool: Pool) -> dict[str, str]:
     """`gpuplane.dev/{pool,accelerator,topology,fabric,workload,sharing}` plus the pool's own."""
     labels = {
-        f"{PREFIX}pool": pool.name,
+        POOL_LABEL: pool.name,
         f"{PREFIX}accelerator": pool.accelerator,
     }
     topology = "-".join(p for p in (pool.topology_form, pool.interconnect) if p)
@@ -43,3 +46,21 @@ def tolerations(pool: Pool) -> list[dict[str, Any]]:
         toleration["effect"] = taint.effect
         result.append(toleration)
     return result
+
+
+def pools_affinity(pools: Iterable[Pool]) -> dict[str, Any]:
+    """A required node affinity (`NodeAffinity`) matching the nodes of exactly these pools."""
+    names = sorted({pool.name for pool in pools})
+    term = {"key": POOL_LABEL, "operator": "In", "values": names}
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [term]}]
+        }
+    }
+
+
+def agent_tolerations(pools: Iterable[Pool]) -> list[dict[str, str]]:
+    """One `Exists` toleration per taint key and effect of the pools, sorted: a node agent (a
+    device plugin, a kubelet plugin) must run on every node of them, whatever the value."""
+    taints = sorted({(taint.key, taint.effect) for pool in pools for taint in pool.taints})
+    return [{"key": key, "operator": "Exists", "effect": effect} for key, effect in taints]

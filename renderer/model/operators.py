@@ -19,6 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+# The add-on keys live in names.py (the schema store and the drawing need them too, below this
+# module); the `as` re-exports them, so callers may keep importing them from here.
+from renderer.model.names import APPWRAPPER_ADDON as APPWRAPPER_ADDON
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
     EXTERNAL_SECRETS_ADDON,
@@ -27,18 +30,16 @@ from renderer.model.names import (
     PROMETHEUS_ADDON,
     VOLCANO_ADDON,
 )
+from renderer.model.names import DRA_DRIVER_ADDON as DRA_DRIVER_ADDON
+from renderer.model.names import JOBSET_ADDON as JOBSET_ADDON
+from renderer.model.names import KUBERAY_ADDON as KUBERAY_ADDON
+from renderer.model.names import LWS_ADDON as LWS_ADDON
+from renderer.model.names import NETWORK_OPERATOR_ADDON as NETWORK_OPERATOR_ADDON
+from renderer.model.names import OPENCOST_ADDON as OPENCOST_ADDON
+from renderer.model.names import TRAINER_ADDON as TRAINER_ADDON
 
 if TYPE_CHECKING:
     from renderer.model.platform import Cluster
-
-JOBSET_ADDON = "jobset"
-KUBERAY_ADDON = "kuberay"
-TRAINER_ADDON = "trainer"
-LWS_ADDON = "lws"
-APPWRAPPER_ADDON = "appwrapper"
-NETWORK_OPERATOR_ADDON = "networkOperator"
-DRA_DRIVER_ADDON = "draDriver"
-OPENCOST_ADDON = "opencost"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 The GPU Operator's Helm values (checked by building the ClusterPolicy they imply), the MIG
 manager and device-plugin sharing configurations, DRA device classes and claim templates, DCGM
-telemetry, and each pool's node bootstrap for its provisioner. Each concern is one module; this
+telemetry, the Network Operator's RDMA device plugin (its NicClusterPolicy), and each pool's
+node bootstrap for its provisioner. Each concern is one module; this
 layer only strings them together in a fixed order.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from renderer.layers.gpu import bootstrap as node_bootstrap
-from renderer.layers.gpu import dcgm, dra
+from renderer.layers.gpu import dcgm, dra, network
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.gpu import sharing as gpu_sharing
 from renderer.model.view import ClusterView
@@ -24,4 +25,5 @@ def render(view: ClusterView) -> Iterator[Output]:
     yield from gpu_sharing.render(view)
     yield from dra.render(view)
     yield from dcgm.render(view)
+    yield from network.render(view)
     yield from node_bootstrap.render(view)
