@@ -50,6 +50,25 @@ PRODUCTS = {
 }
 """What each example accelerator key is called (NVIDIA's product names)."""
 
+ADDON_TITLES = {
+    "gpuOperator": "NVIDIA GPU Operator",
+    "dcgmExporter": "DCGM exporter",
+    "kueue": "Kueue",
+    "argoWorkflows": "Argo Workflows",
+    "prometheusStack": "kube-prometheus-stack",
+    "externalSecrets": "External Secrets Operator",
+    "jobset": "JobSet",
+    "kuberay": "KubeRay",
+    "trainer": "Kubeflow Trainer",
+    "lws": "LeaderWorkerSet",
+    "networkOperator": "NVIDIA Network Operator",
+    "opencost": "OpenCost",
+}
+"""What each add-on's project calls itself, by its key under `spec.addons`."""
+
+KIND_TITLES = {"TrainJob": "Kubeflow Trainer", "LeaderWorkerSet": "LeaderWorkerSet"}
+"""The project whose CRDs define each kind the example's namespaces list under `kinds`."""
+
 HOSTILE = (
     'x"] --> y[<script>alert(1)</script>]]>& %%{init: {"securityLevel":"loose"}}%% `md` '
     "#quot; |z| click c0l0b0 call alert()\nend"
@@ -97,10 +116,24 @@ def test_six_layers_show_the_example_platform(cluster: str) -> None:
         assert all(pool in _box_text(box) for pool in q["spec"]["pools"])
     assert queue.boxes[0].title == f"Kueue {spec['addons']['kueue']['version']}"
 
-    addon_text = " ".join(_box_text(b) for b in addons.boxes)
-    for settings in spec["addons"].values():
-        assert settings["version"] in addon_text
-    assert "GPU Operator" in addon_text and "DCGM exporter" in addon_text
+    # one box per add-on the cluster file declares, with its name, version and how it is installed
+    assert sorted(b.title for b in addons.boxes) == sorted(ADDON_TITLES[k] for k in spec["addons"])
+    for key, settings in spec["addons"].items():
+        box = next(b for b in addons.boxes if b.title == ADDON_TITLES[key])
+        assert box.lines[0] == settings["version"]
+        if key == "dcgmExporter":
+            assert box.lines[1] == "deployed by the GPU Operator"
+        else:  # the Application the gitops layer renders for it
+            name = box.lines[1].removeprefix("Argo CD Application ")
+            assert (
+                REPO / "rendered" / cluster / "gitops/argocd" / f"application-{name}.yaml"
+            ).is_file()
+    # and what needs each operator: here, the kinds the cluster's namespaces list
+    for team in _yaml("teams"):
+        for ns in team["spec"]["namespaces"]:
+            for kind in ns.get("kinds", []) if ns["cluster"] == cluster else []:
+                box = next(b for b in addons.boxes if b.title == KIND_TITLES[kind])
+                assert f"{kind} in namespace {ns['name']}" in box.lines[-1]
 
     declared = sorted(
         (p for p in _yaml("pools") if p["spec"]["cluster"] == cluster),
@@ -144,6 +177,22 @@ def test_six_layers_show_the_example_platform(cluster: str) -> None:
     for p in declared:
         fabric = p["spec"]["fabric"]
         assert f"{p['metadata']['name']}: {fabric['nics']} x {fabric['gbpsPerNic']} Gb/s" in net
+
+
+def test_an_operator_already_running_is_drawn_with_what_still_needs_it(tmp_path: Path) -> None:
+    """`enabled: false`: the cluster runs it, installed by someone else; no Application."""
+    copy = copy_inputs(REPO, tmp_path / "copy")
+    cluster = copy / "clusters" / "prod-east.yaml"
+    old = "    lws:\n      version: 0.10.0 "
+    assert cluster.read_text().count(old) == 1
+    cluster.write_text(
+        cluster.read_text().replace(old, old.replace(":\n", ":\n      enabled: false\n"))
+    )
+    addons = drawing(_views(copy)["prod-east"]).layers[2]
+    box = next(b for b in addons.boxes if b.title == "LeaderWorkerSet")
+    assert box.lines[:2] == ("0.10.0", "already running, not installed by gpuplane")
+    assert box.lines[-1] == "needed by LeaderWorkerSet in namespace llm-serve"  # teams/llm.yaml
+    assert not any("Application" in line for line in box.lines)
 
 
 # --- Mermaid ------------------------------------------------------------------------------------
@@ -264,6 +313,19 @@ def test_mermaids_own_parser_reads_every_form_and_hostile_text_inert(tmp_path: P
     )
     pool_layer = next(s for s in prod["subgraphs"] if s["title"].endswith("GPU worker pools"))
     assert sorted(labels[n].split("\n")[0] for n in pool_layer["nodes"]) == pools
+
+    # with every cluster in one picture, each cluster's subgraph holds its own add-on layer:
+    # one node per add-on its file declares
+    every = parsed["all"]
+    groups = {s["id"]: s for s in every["subgraphs"]}
+    every_label = {v["id"]: _decoded(v["text"]) for v in every["vertices"]}
+    for d, name in enumerate(views):
+        assert f"c{d}l2" in groups[f"c{d}"]["nodes"]
+        spec = next(c for c in _yaml("clusters") if c["metadata"]["name"] == name)["spec"]
+        shown = [every_label[n].split("\n")[:2] for n in groups[f"c{d}l2"]["nodes"]]
+        assert sorted(shown) == sorted(
+            [ADDON_TITLES[key], settings["version"]] for key, settings in spec["addons"].items()
+        )
 
     result = parsed["hostile"]
     ids = sorted(v["id"] for v in result["vertices"])
@@ -416,12 +478,23 @@ def test_the_example_platform_in_a_real_browser(tmp_path: Path) -> None:
         [tesseract, str(png), "-"], capture_output=True, text=True, check=True, timeout=120
     )
     seen = " ".join(done.stdout.split())
-    squashed = seen.replace(" ", "").lower()
+    squashed = _ocr_key(seen)
     for title in SIX:
-        assert title.replace(" ", "").lower() in squashed, (title, seen)
+        assert _ocr_key(title) in squashed, (title, seen)
     for p in _yaml("pools"):
         if p["spec"]["cluster"] == "prod-east":
-            assert p["metadata"]["name"] in squashed, (p["metadata"]["name"], seen)
+            assert _ocr_key(p["metadata"]["name"]) in squashed, (p["metadata"]["name"], seen)
+
+
+_OCR_ALIKE = str.maketrans(dict.fromkeys("i1|\\!", "l"))
+"""Letters Tesseract reads for one another in DejaVu Sans: a lowercase l is drawn as a plain
+bar, read as `I`, `1`, `|` or `\\` depending on where the line falls (`l40s-infer` comes back
+as `I40s-infer` or `|40s-infer`)."""
+
+
+def _ocr_key(text: str) -> str:
+    """Text as compared with what Tesseract read: no spaces, lower case, look-alikes folded."""
+    return text.replace(" ", "").lower().translate(_OCR_ALIKE)
 
 
 # --- determinism, the command, the README ---------------------------------------------------------

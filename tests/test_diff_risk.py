@@ -268,3 +268,105 @@ def test_namespace_caps_are_the_rendered_resource_quotas(committed: Path) -> Non
             assert {k: hard[k] for k in names.values() if k in hard} == expected, ns.name
             seen += 1
     assert seen >= 10
+
+
+# --- operators ----------------------------------------------------------------------------------
+# What needs each operator on prod-east, as the input files say it: teams/llm.yaml lists
+# `kinds: [TrainJob]` on llm-train and `kinds: [LeaderWorkerSet]` on llm-serve; the training
+# namespaces of the teams with GPU quota there get the RayJob template.
+
+PROD = "clusters/prod-east.yaml"
+LLM = "teams/llm.yaml"
+TRAINER = "    trainer:\n      version: 2.3.0 "
+LWS = "    lws:\n      version: 0.10.0 "
+KUBERAY = "    kuberay:\n      version: 1.7.0 "
+
+
+def _drop_line(path: Path, start: str) -> None:
+    """Remove the add-on `start` opens: its key line and its version line."""
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith(start.split("\n")[0] + "\n"))
+    assert lines[first + 1].startswith(start.split("\n")[1]), lines[first + 1]
+    path.write_text("".join(lines[:first] + lines[first + 2 :]))
+
+
+def test_an_operator_removed_whose_kinds_a_team_used_is_high(repo: Path, gpuplane: Any) -> None:
+    """Kubeflow Trainer goes with llm-train's `kinds: [TrainJob]` in the same change (the head
+    validates: nothing needs it any more); at the base llm-train listed TrainJob."""
+    _drop_line(repo / PROD, TRAINER)
+    edit_once(repo / LLM, "purpose: training, kinds: [TrainJob]}", "purpose: training}")
+    found = _findings(gpuplane, repo)
+    f = _one(found, "operator-removed", "trainer")
+    assert f["risk"] == "high" and f["cluster"] == "prod-east"
+    assert "TrainJob in namespace llm-train" in f["summary"]
+    assert any("trainer.kubeflow.org/trainjob" in line for line in f["details"])
+    assert f["at"] == _line(repo, PROD, "  addons:")
+    # the add-ons are no longer a cluster setting of their own
+    assert not [g for g in found if g["code"] == "cluster-changed"]
+
+
+def test_an_operator_left_running_elsewhere_is_medium_and_names_its_users(
+    repo: Path, gpuplane: Any
+) -> None:
+    """`enabled: false`: the cluster still serves LeaderWorkerSets, someone else installs it."""
+    edit_once(repo / PROD, LWS, LWS.replace(":\n", ":\n      enabled: false\n", 1))
+    f = _one(_findings(gpuplane, repo), "operator-disabled", "lws")
+    assert f["risk"] == "medium"
+    assert f["details"] == ["used by LeaderWorkerSet in namespace llm-serve"]
+    assert f["at"] == _line(repo, PROD, "enabled: false")
+
+
+def test_an_operator_upgrade_is_medium_with_both_versions(repo: Path, gpuplane: Any) -> None:
+    edit_once(repo / PROD, KUBERAY, KUBERAY.replace("1.7.0", "1.8.0"))
+    f = _one(_findings(gpuplane, repo), "operator-version-changed", "kuberay")
+    assert f["risk"] == "medium" and f["summary"] == "KubeRay 1.7.0 → 1.8.0"
+    assert f["details"] == [
+        "used by the RayJob template of namespaces llm-train, recsys-train, speech-train, "
+        "vision-train"
+    ]
+    assert f["at"] == _line(repo, PROD, "version: 1.8.0")
+
+
+def _operator_findings(base: Path, head: Path) -> list[tuple[str, str, str]]:
+    """(add-on key, code, risk) of the two folders' platforms compared directly, sorted."""
+    from renderer.commands.diff.operators import operators
+    from renderer.pipeline import load_platform
+
+    found = operators(load_platform(base).platform, load_platform(head).platform)
+    return sorted((f.subject, f.code, f.risk.value) for f in found)
+
+
+def test_each_operator_change_is_rated_by_what_needed_it(tmp_path: Path) -> None:
+    """Removing what nothing needs is low (an operator) or medium (the platform's own); a
+    removal whose users remain needed is high; adding is low, re-installing over a running
+    one medium; an unpinned operator pinned is a version change."""
+    base = copy_inputs(REPO, tmp_path / "base")
+    staging = base / "clusters/staging-west.yaml"
+    # the base runs AppWrapper, which nothing on staging-west needs, and LWS, already running
+    edit_once(
+        staging,
+        "    opencost:\n",
+        "    appwrapper:\n      version: v1.2.1\n    lws:\n      enabled: false\n    opencost:\n",
+    )
+    edit_once(staging, "    kuberay:\n      version: 1.7.0 ", "    kuberay:\n      enabled: true ")
+    head = copy_inputs(base, tmp_path / "head")
+    head_staging = head / "clusters/staging-west.yaml"
+    edit_once(head_staging, "    appwrapper:\n      version: v1.2.1\n", "")
+    edit_once(head_staging, "    lws:\n      enabled: false\n", "    lws:\n      version: 0.10.0\n")
+    edit_once(head_staging, "      enabled: true ", "      version: 1.7.0 ")
+    _drop_line(head_staging, "    argoWorkflows:\n      version: 2.0.4")
+    edit_once(
+        head_staging, "    opencost:\n", "    draDriver:\n      version: 25.12.0\n    opencost:\n"
+    )
+    _drop_line(head / PROD, "    jobset:\n      version: 0.12.0")
+    assert _operator_findings(base, head) == [
+        ("appwrapper", "operator-removed", "low"),
+        ("argoWorkflows", "operator-removed", "medium"),
+        ("draDriver", "operator-added", "low"),
+        ("jobset", "operator-removed", "high"),  # the JobSet templates of prod-east's teams
+        ("kuberay", "operator-version-changed", "medium"),
+        ("lws", "operator-enabled", "medium"),
+        # the version of one someone else ran is what the file said: pinned, low
+        ("lws", "operator-version-changed", "low"),
+    ]

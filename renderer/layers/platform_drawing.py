@@ -13,23 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from renderer.layers.addon_notes import AddonNote, addon_notes
 from renderer.layers.gitops.argocd import ADDON_WAVE, LAYER_WAVES, PROJECT_WAVE
 from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, pool_offers, quota_offer
 from renderer.model.choices import TIME_SHARED, Fabric, Interconnect, TopologyForm
 from renderer.model.identifiers import escaped
 from renderer.model.names import (
-    ARGO_WORKFLOWS_ADDON,
     DCGM_EXPORTER_ADDON,
     EXTERNAL_SECRETS_ADDON,
     GPU_OPERATOR_ADDON,
     KUEUE_ADDON,
-    OPERATOR_TITLES,
-    PROMETHEUS_ADDON,
     SCHEDULER_ADDON,
     VOLCANO_ADDON,
 )
-from renderer.model.platform import Addon, Cluster, Pool, Queue
+from renderer.model.platform import Pool, Queue
 from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from renderer.output.drawing import Box, Drawing, Edge, Layer
@@ -43,12 +41,6 @@ LAYER_TITLES = (
     "Network and data path",
 )
 """The guide's six layers, top to bottom (PRODUCT.md §1)."""
-
-ADDON_TITLES: Mapping[str, str] = {
-    **OPERATOR_TITLES,
-    DCGM_EXPORTER_ADDON: "DCGM exporter",
-    ARGO_WORKFLOWS_ADDON: "Argo Workflows",
-}
 
 FABRIC_TITLES: Mapping[Fabric, str] = {
     "infiniband": "InfiniBand",
@@ -82,7 +74,7 @@ def drawing(view: ClusterView) -> Drawing:
             "admission, fair share, quotas, preemption",
             tuple(_queue_layer(view)),
         ),
-        Layer(LAYER_TITLES[2], "operators and exporters, pinned", tuple(_addons(cluster))),
+        Layer(LAYER_TITLES[2], "operators and exporters, pinned", tuple(_addons(view))),
         Layer(
             LAYER_TITLES[3],
             "accelerators, sharing and capacity",
@@ -196,26 +188,41 @@ def _queue_layer(view: ClusterView) -> Iterator[Box]:
 # --- 3. add-ons ---------------------------------------------------------------------------------
 
 
-def _addon_lines(addon: Addon, cluster: Cluster) -> list[str]:
-    lines = [addon.version or "version not pinned"]
+def _addon_lines(note: AddonNote, view: ClusterView) -> list[str]:
+    """The version, how it gets onto the cluster, what of its settings matters here, what it
+    does and what needs it."""
+    cluster = view.cluster
+    addon = cluster.addons[note.addon]
+    lines = [note.shown_version, _installed(note)]
     settings = addon.settings
-    if not cluster.runs(addon.name):
-        lines.append("not installed by gpuplane (enabled: false)")
-    if addon.name == GPU_OPERATOR_ADDON and "driverManaged" in settings:
+    if note.addon == GPU_OPERATOR_ADDON and "driverManaged" in settings:
         lines.append(
             "installs the driver" if settings["driverManaged"] else "driver from the node image"
         )
-    if addon.name == DCGM_EXPORTER_ADDON and settings.get("serviceMonitor"):
+    if note.addon == DCGM_EXPORTER_ADDON and settings.get("serviceMonitor"):
         lines.append("scraped through a ServiceMonitor")
-    if addon.name == PROMETHEUS_ADDON:
-        lines.append("Prometheus, Grafana, kube-state-metrics")
-    if addon.name == EXTERNAL_SECRETS_ADDON and cluster.secret_store is not None:
+    if note.addon == EXTERNAL_SECRETS_ADDON and cluster.secret_store is not None:
         lines.append(f"secrets from {cluster.secret_store.provider}")
     known = {"enabled", "driverManaged", "serviceMonitor"}
     for key, value in sorted(settings.items()):
         if key not in known and isinstance(value, str | int | float | bool):
             lines.append(f"{key}: {_scalar(value)}")
+    if note.purpose:
+        lines.append(note.purpose)
+    if note.reasons:
+        lines.append("needed by " + " · ".join(note.reasons))
     return lines
+
+
+def _installed(note: AddonNote) -> str:
+    """How the add-on gets onto the cluster, short enough for a box."""
+    if note.how == "application":
+        return f"Argo CD Application {note.application}"
+    if note.how == "operand":
+        return "deployed by the GPU Operator"
+    if note.how == "by-hand":
+        return "installed by hand (no gpuplane.yaml)"
+    return "already running, not installed by gpuplane"
 
 
 def _scalar(value: Any) -> str:
@@ -224,9 +231,10 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def _addons(cluster: Cluster) -> Iterator[Box]:
-    for name, addon in cluster.addons.items():
-        yield Box(ADDON_TITLES.get(name, name), tuple(_addon_lines(addon, cluster)))
+def _addons(view: ClusterView) -> Iterator[Box]:
+    """A box per add-on the cluster declares, in the README's order."""
+    for note in addon_notes(view):
+        yield Box(note.title, tuple(_addon_lines(note, view)), key=f"addon:{note.addon}")
 
 
 # --- 4. pools -----------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """The generated `rendered/<cluster>/README.md`: for each team, which pools it can use, what a pod
-gets there (whole GPU, MIG slice or time-shared GPU), the resource name to request, and its quota.
+gets there (whole GPU, MIG slice or time-shared GPU), the resource name to request, and its quota;
+for the platform team, every add-on the cluster declares, its version, how it is installed and
+why it is there (`renderer.layers.addon_notes`).
 
 The guide's step 3 asks that teams be told this; a Markdown page next to the manifests is where a
 team lead looks. Text for people, so it is a Jinja2 template (data in, Markdown out).
@@ -11,6 +13,7 @@ from typing import Any
 
 import jinja2
 
+from renderer.layers.addon_notes import UNPINNED, AddonNote, addon_notes
 from renderer.layers.platform_drawing import drawing
 from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
@@ -40,7 +43,12 @@ def _template() -> jinja2.Template:
     env = environment()
     env.filters["cell"] = markdown_escape.cell
     env.filters["code"] = markdown_escape.code
+    env.filters["cell_code"] = _cell_code
     return env.get_template("cluster-readme.md.j2")
+
+
+def _cell_code(value: object) -> str:
+    return markdown_escape.code(value, table=True)
 
 
 def _gets(sharing: Sharing, replicas: int) -> str:
@@ -58,8 +66,23 @@ def cluster_readme(view: ClusterView) -> str:
         guardrails=guardrail_notes(view),
         integrations=integration_notes(view),
         diagram=mermaid(drawing(view)),
+        cluster_file=view.cluster.origin.file,
+        addons=[_addon_row(note) for note in addon_notes(view)],
     )
     return text.rstrip("\n") + "\n"
+
+
+def _addon_row(note: AddonNote) -> dict[str, str]:
+    """What the README's add-on table says of one add-on; `version` and `installed` are
+    Markdown already (names as code spans), the rest plain text for the `cell` filter."""
+    return {
+        "title": note.title,
+        "addon": note.addon,
+        "version": _cell_code(note.version) if note.version else UNPINNED,
+        "installed": note.installed_as(_cell_code),
+        "purpose": note.purpose,
+        "why": note.why(),
+    }
 
 
 def _pool_row(pool: Pool) -> dict[str, Any]:

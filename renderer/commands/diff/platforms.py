@@ -29,6 +29,7 @@ from renderer.commands.diff.field_changes import camel, changed_fields, field_li
 from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding, Risk, Side
 from renderer.commands.diff.immutable import immutable_fields
 from renderer.commands.diff.objects import objects
+from renderer.commands.diff.operators import operators
 from renderer.commands.diff.quotas import quotas
 from renderer.commands.diff.revision import BothSides, Revision, render, revision_of
 from renderer.commands.diff.teams import teams
@@ -244,6 +245,7 @@ def _report(
     findings: list[Finding] = []
     findings += _repository(base.platform, head.platform)
     findings += _clusters(base.platform, head.platform)
+    findings += operators(base.platform, head.platform)
     findings += _pools(base.platform, head.platform)
     findings += _queues(base.platform, head.platform)
     findings += teams(base, head)
@@ -438,8 +440,9 @@ def _cluster_changes(before: Cluster, after: Cluster) -> Iterator[Finding]:
         after.object_store_egress,
         "every team namespace (object store)",
     )
-    handled = ("scheduler", "group_prefix", "platform_owners", "object_store_egress")
-    # reserved_namespaces: released ones above; added ones and teamDefaults stay settings here
+    handled = ("scheduler", "group_prefix", "platform_owners", "object_store_egress", "addons")
+    # reserved_namespaces: released ones above; added ones and teamDefaults stay settings here;
+    # addons: `renderer.commands.diff.operators`, rated by what needs each
     changes = changed_fields(before, after, other_fields(Cluster, handled))
     if changes:
         only_text = all(n == "description" for n, _, _ in changes)
