@@ -27,7 +27,15 @@ from renderer.findings.diagnostics import (
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import LoadResult, load_bytes, read_input
-from renderer.layers import gpu, observability, queueing, security, tenancy, workload_templates
+from renderer.layers import (
+    gpu,
+    observability,
+    queueing,
+    security,
+    tenancy,
+    training,
+    workload_templates,
+)
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
@@ -71,6 +79,7 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
     ("tenancy", tenancy.render),
     ("queueing", queueing.render),
     ("gpu", gpu.render),
+    (training.LAYER, training.render),
     (observability.LAYER, observability.render),
     ("templates", workload_templates.render),
     ("workflows", render_workflows),
@@ -82,6 +91,7 @@ APPLY_ORDER = (
     "tenancy",
     "queueing",
     "gpu",
+    training.LAYER,
     observability.LAYER,
     argocd.LAYER,
     "templates",
