@@ -27,7 +27,15 @@ from renderer.findings.diagnostics import (
 from renderer.findings.rules import document_rule
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import LoadResult, load_bytes, read_input
-from renderer.layers import gpu, observability, queueing, security, tenancy, workload_templates
+from renderer.layers import (
+    gpu,
+    observability,
+    queueing,
+    security,
+    tenancy,
+    training,
+    workload_templates,
+)
 from renderer.layers.gitops import argocd
 from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
@@ -73,6 +81,7 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
     ("tenancy", tenancy.render),
     ("queueing", queueing.render),
     ("gpu", gpu.render),
+    (training.LAYER, training.render),
     (observability.LAYER, observability.render),
     ("templates", workload_templates.render),
     ("workflows", render_workflows),
@@ -84,6 +93,7 @@ APPLY_ORDER = (
     "tenancy",
     "queueing",
     "gpu",
+    training.LAYER,
     observability.LAYER,
     argocd.LAYER,
     "templates",
@@ -120,9 +130,11 @@ the file it points at. `README.md` and `.gitkeep` may stay.""",
 document_rule(
     "output-schema",
     "output",
-    """A rendered object does not validate against its schema.
+    """A rendered object or workload template does not validate against its schema.
 
-Built-in kinds are checked in strict mode against the Kubernetes OpenAPI schemas of the cluster's
+Every object gpuplane applies and every workload template it hands to teams
+(`rendered/<cluster>/templates/`, which teams submit themselves) is checked. Built-in kinds are
+checked in strict mode against the Kubernetes OpenAPI schemas of the cluster's
 `kubernetesVersion` (kubernetes-validate's); custom kinds against the CRDs of the release of the
 operator the cluster pins (docs/schema-store.md). An object that the API server or the operator
 would reject is a bug in the input or in gpuplane: the message names the object, the field and
@@ -480,12 +492,14 @@ def check_cluster(
     keys = tuple(body_key(m.body) for m in manifests) if memo is not None else ()
     checks = _ObjectChecks(cluster, validator, previous, memo, keys)
     diagnostics = _check_output(manifests, checks, unchecked, rules)
+    values = tuple(o for o in outputs if isinstance(o, Values))
+    diagnostics.extend(_check_templates(values, checks, unchecked, rules))
     diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
     diagnostics.extend(unserved(cluster, _served_objects(outputs)))
     return ClusterOutcome(
         name,
         manifests,
-        tuple(o for o in outputs if isinstance(o, Values)),
+        values,
         cluster_readme(view),
         diagnostics,
         unchecked,
@@ -721,6 +735,59 @@ def _check_output(
         if rules is not None:
             rules.add(manifest, checked)
     problems.extend(identity_clashes(manifests, f"cluster '{cluster.name}'"))
+    return problems
+
+
+def _check_templates(
+    values: tuple[Values, ...],
+    checks: _ObjectChecks,
+    unchecked: list[UncheckedObject],
+    rules: UncheckedRules,
+) -> list[Diagnostic]:
+    """Every object of the workload templates (`rendered/<cluster>/templates/`), checked against
+    the Kubernetes schemas and the pinned CRDs as the applied objects are, with the same
+    findings on the template's source (the team's namespace entry). A template is created by
+    the team, never replaced by a sync, so no transition rule applies, and it clashes with no
+    applied object (nothing applies it)."""
+    cluster = checks.cluster
+    pin_of = schema_pins(cluster)
+    problems: list[Diagnostic] = []
+    for item in values:
+        if item.layer != TEMPLATES_LAYER:
+            continue
+        manifest = Manifest(item.layer, item.body, item.source)
+        try:
+            if checks.memo is not None:
+                checked = checks.memo.check(
+                    checks.validator,
+                    body_key(item.body),
+                    manifest,
+                    cluster.name,
+                    cluster.kubernetes_version,
+                    pin_of,
+                    None,
+                )
+            else:
+                checked = checks.validator.check(item.body, cluster.kubernetes_version, pin_of)
+        except (CrdLoadError, UnsupportedKubernetesVersion):
+            return []  # reported on the cluster's manifests already
+        if checked.unchecked is not None:
+            unchecked.append(UncheckedObject(cluster.name, checked.unchecked, item.source))
+        what = f"template {manifest.kind} '{manifest.name}' ({cluster.name}/{item.path})"
+        for problem in checked.problems:
+            where = f" at {problem.path}" if problem.path else ""
+            problems.append(
+                Diagnostic("output-schema", f"{what}{where}: {problem.message}", item.source)
+            )
+        problems.extend(
+            Diagnostic(
+                "output-cel",
+                f"{what} breaks a rule of CRD {checked.crd}: {violation.message}",
+                item.source,
+            )
+            for violation in checked.cel
+        )
+        rules.add(manifest, checked)
     return problems
 
 

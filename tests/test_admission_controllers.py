@@ -21,7 +21,7 @@ import yaml
 
 from renderer.layers.security import gpus, host, images, secret_refs
 from renderer.layers.security.policy_parts import pod_owner_kinds, suspendable_kinds
-from renderer.layers.tenancy import WORKLOADS
+from renderer.layers.tenancy import workload_kinds
 from renderer.pipeline import Rendered
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
 from tests.conftest import REPO, render_clean
@@ -220,12 +220,10 @@ def test_every_parent_whose_pods_pass_ungated_is_held_suspended(example: Rendere
     for kind in owners:
         assert (kind.group, kind.resource) in matched, kind.kind
         assert kind in suspendable_kinds(cluster)
-    # and every one of those but AppWrapper (whose controller creates what it wraps, with its
-    # own rights) is one a member may create (the team roles' names)
-    granted = {(group, r) for group, resources in WORKLOADS for r in resources}
+    # and every one of those is one a member may create on the cluster (the team roles' names)
+    granted = {(group, r) for group, resources in workload_kinds(cluster) for r in resources}
     for kind in owners:
-        if kind.kind != "AppWrapper":
-            assert (kind.group, kind.resource) in granted, kind.kind
+        assert (kind.group, kind.resource) in granted, kind.kind
 
 
 @pytest.mark.parametrize(

@@ -713,7 +713,8 @@ def test_aggregated_cluster_roles_hold_the_rules_they_select() -> None:
 # -- RBAC on the rendered example ---------------------------------------------------------------
 
 # From reading rendered/prod-east/tenancy/clusterrole-gpuplane-team-member.yaml: which kinds the
-# member role lets a team member create in the team's namespace.
+# member role lets a team member create in the team's namespace (operators' kinds only where
+# clusters/prod-east.yaml declares the operator: jobset, kuberay, trainer, lws).
 MEMBER_CREATES = [
     ("batch/v1", "Job", True),
     ("batch/v1", "CronJob", True),
@@ -721,15 +722,16 @@ MEMBER_CREATES = [
     ("apps/v1", "Deployment", True),
     ("jobset.x-k8s.io/v1alpha2", "JobSet", True),
     ("trainer.kubeflow.org/v1alpha1", "TrainJob", True),
-    ("kubeflow.org/v1", "PyTorchJob", True),
+    ("kubeflow.org/v1", "PyTorchJob", False),  # no add-on installs the training operator
     ("ray.io/v1", "RayJob", True),
+    ("ray.io/v1", "RayCronJob", False),  # KubeRay runs no controller for it (feature gate off)
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
     ("v1", "PodTemplate", False),  # get, list, watch only
     ("v1", "ResourceQuota", False),  # get, list, watch only
     ("networking.k8s.io/v1", "NetworkPolicy", False),  # get, list, watch only
     ("rbac.authorization.k8s.io/v1", "RoleBinding", False),  # get, list, watch only
     ("resource.k8s.io/v1", "ResourceClaimTemplate", False),  # resource.k8s.io not listed
-    ("workload.codeflare.dev/v1beta2", "AppWrapper", False),  # not listed
+    ("workload.codeflare.dev/v1beta2", "AppWrapper", False),  # prod-east declares no appwrapper
     ("trainer.kubeflow.org/v1alpha1", "TrainingRuntime", False),  # only trainjobs listed
 ]
 

@@ -271,8 +271,8 @@ def test_a_wrapped_kind_appwrapper_cannot_infer_is_refused_at_admission(
     """A LeaderWorkerSet alone, without declared podSets: `InferPodSets` gives none, so the
     webhook's podSpecCount is 0 and it denies the create; no Workload is ever made.
 
-    A team member may not create an AppWrapper at all (RBAC, renderer/layers/tenancy.py
-    `WORKLOADS`): fit says so, then answers as if an administrator had created it, and the
+    A team member may not create an AppWrapper on a cluster that declares no `appwrapper`
+    add-on (RBAC, renderer/layers/tenancy.py `workload_kinds`): fit says so, then answers as if an administrator had created it, and the
     webhook's refusal is that answer."""
     answer = fit(platform, tmp_path, appwrapper({"template": lws()}))
     (workload,) = answer["workloads"]

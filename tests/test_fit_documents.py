@@ -336,7 +336,7 @@ def test_a_training_operator_v1_mpijob_is_admitted_pod_by_pod(
 ) -> None:
     """Kueue's mpijob integration is for the MPI Operator's kubeflow.org/v2beta1 MPIJob
     (`pkg/controller/jobs/mpijob`, `kfmpi.SchemeGroupVersionKind`); a v1 one is another API, so
-    its 1 launcher and 2 workers are 3 Pod Workloads of Kueue's pod integration. Those pods
+    its 1 launcher and 2 workers would be 3 Pod Workloads of Kueue's pod integration. Those pods
     come from the API server, whose Pod defaulting (`SetDefaults_Pod`) copied the launcher's
     limits into its missing requests before the LimitRanger and Kueue saw it: 1 cpu, 2Gi."""
     (mpi,) = answer(platform, write(MPIJOB.format(version="v1"))).workloads
@@ -348,7 +348,12 @@ def test_a_training_operator_v1_mpijob_is_admitted_pod_by_pod(
     assert any("kubeflow.org/v2beta1" in n for n in mpi.notes)
     assert [(ps.name, ps.count) for ps in mpi.pod_sets] == [("launcher", 1), ("worker", 1)]
     assert mpi.replicas == 3 and mpi.replica_unit == "pod"
-    assert mpi.admissible
+    # Kueue would admit the pods; no add-on installs the training operator, so no team role
+    # grants its kinds (renderer/layers/tenancy.py `workload_kinds`) and the API server refuses
+    # the MPIJob itself
+    assert mpi.kueue_verdict in (FITS, BORROWS)
+    assert [(o.step, r.source) for o in mpi.chain for r in o.refusals] == [(Step.RBAC, "RBAC")]
+    assert not mpi.admissible
 
 
 def test_the_mpi_operators_v2beta1_mpijob_is_one_gang(

@@ -16,9 +16,9 @@ l40s-infer only). Both namespaces have only the LocalQueue `default` and the Lim
 
 Each manifest gets what the platform's admission policies ask of it (team llm's labels, a TTL
 on a JobSet; `tests.compliance`), so the answer is Kueue's. An AppWrapper is refused anyway:
-RBAC lets no team member create one (renderer/layers/tenancy.py `WORKLOADS`: its controller
-would create the wrapped objects with its own rights), so those tests assert Kueue's answer as
-if an administrator had created it.
+the example clusters declare no `appwrapper` add-on, so RBAC lets no team member create one
+(renderer/layers/tenancy.py `workload_kinds`), and those tests assert Kueue's answer as if an
+administrator had created it.
 """
 
 from __future__ import annotations
@@ -377,8 +377,11 @@ def test_mpijob_on_a_tas_only_queue_takes_the_first_flavor(platform: Path, tmp_p
             }
         },
     }
-    workload = only_workload(fit(platform, tmp_path, document, "llm-train"))
-    assert workload["verdict"] == "fits"
+    workload = only_workload(fit(platform, tmp_path, document, "llm-train", ("RBAC",)))
+    # no add-on installs the MPI Operator, so no team role grants MPIJobs (tenancy
+    # `workload_kinds`): refused at RBAC; Kueue's answer, as if an administrator had created
+    # it, is what this test is about
+    assert (workload["verdict"], workload["kueueVerdict"]) == ("never", "fits"), workload
     assert {ps["name"]: ps["flavor"] for ps in workload["podSets"]} == {
         "launcher": "h100-train",
         "worker": "h100-train",

@@ -287,10 +287,13 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
             for name, app in apps.items()
             if gitops.SYNC_WAVE in app["metadata"]["annotations"]
         }
-        addons = ("gpu-operator", "kueue", "argo-workflows", "kube-prometheus-stack")
-        if "externalSecrets" in example.platform.clusters[cluster].addons:
-            addons = (*addons, "external-secrets")
+        declared = example.platform.clusters[cluster]
+        addons = tuple(chart.release for chart in gitops.installed_charts(declared))
+        assert {"gpu-operator", "kueue", "argo-workflows", "kube-prometheus-stack"} <= set(addons)
         layers = {"security", "tenancy", "queueing", "gpu", "observability", "workflows"}
+        if "trainer" in declared.addons:  # the Kubeflow Trainer runtimes, after Trainer itself
+            layers.add("training")
+            assert wave["kubeflow-trainer"] < wave["training"] < wave["workflows"]
         assert set(wave) == {*addons, *layers}
         operators = max(wave[a] for a in addons)
         assert operators < wave["security"] < wave["tenancy"] < wave["queueing"]

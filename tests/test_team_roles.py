@@ -20,6 +20,7 @@ import pytest
 from renderer.layers.gitops import argocd
 from renderer.layers.tenancy import ROLE_FOR
 from renderer.model.guardrails import GUARDRAILS, NETWORK_POLICY_GLOB, argocd_blacklist
+from renderer.output.validation import OutputValidator
 from renderer.pipeline import Rendered, render_platform
 from tests.conftest import REPO, SHARED_CRDS
 from tests.red_team.harness import errors
@@ -209,8 +210,6 @@ def crd_plurals() -> dict[tuple[str, str], str]:
 def example() -> Rendered:
     if not SHARED_CRDS.is_dir():
         pytest.skip("../shared/crds is not beside this checkout")
-    from renderer.output.validation import OutputValidator
-
     rendered = render_platform(REPO, OutputValidator([SHARED_CRDS]))
     assert errors(rendered.diagnostics) == []
     return rendered
@@ -397,7 +396,14 @@ def test_the_gitops_layer_uses_the_model_list() -> None:
 
 
 def test_members_submit_volcano_jobs_but_never_pick_a_volcano_queue(example: Rendered) -> None:
+    # Volcano Jobs where the cluster runs Volcano only (tests/test_team_role_kinds.py)
     member = _role(example, "gpuplane-team-member")
+    assert not allows(member, "create", "batch.volcano.sh", "jobs")
+    volcano = render_platform(
+        REPO / "tests" / "cases" / "render" / "volcano", OutputValidator([SHARED_CRDS])
+    )
+    assert errors(volcano.diagnostics) == []
+    member = _role(volcano, "gpuplane-team-member")
     assert allows(member, "create", "batch.volcano.sh", "jobs")
     assert not allows(member, "create", "scheduling.volcano.sh", "queues")
     assert not allows(member, "update", "scheduling.volcano.sh", "podgroups")

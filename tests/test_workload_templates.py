@@ -22,7 +22,7 @@ from renderer.layers.gpu import dra
 from renderer.layers.queueing import kueue
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.layers.workload_templates import pieces as wt
-from renderer.layers.workload_templates import workloads
+from renderer.layers.workload_templates import runtimes, workloads
 from renderer.model import nodes, quantity
 from renderer.model.capacity import pool_offers, usable_quotas
 from renderer.model.names import DEFAULT_FINISHED_JOBS, DEFAULT_POD_SECURITY
@@ -33,6 +33,7 @@ from renderer.output.canonical import dump
 from renderer.output.manifest import MANAGED_BY, Values
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import LAYERS, load_platform
+from tests import trainer_build
 from tests.conftest import REPO, copy_inputs, tree
 
 CASES = Path(__file__).parent / "cases" / "render"
@@ -44,7 +45,12 @@ PLATFORMS = {
     "volcano": CASES / "volcano",
 }
 KUEUE_PLATFORMS = ("example", "dra", "minimal", "gitops")
-GPU_KINDS = ("Job", "JobSet", "RayJob", "Deployment")
+GPU_KINDS = ("Job", "JobSet", "TrainJob", "RayJob", "Deployment")
+DISTRIBUTED = ("JobSet", "TrainJob", "RayJob")
+RUNTIME = runtimes.torch_distributed(0)
+"""The platform's ClusterTrainingRuntime (its TTL aside, the same on every cluster): a TrainJob
+template's pods are the runtime's pod template with the TrainJob's parts, as Trainer builds
+them (tests/trainer_build.py)."""
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -93,6 +99,21 @@ def _pod_templates(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
         for group in cluster["workerGroupSpecs"]:
             yield group["groupName"], group["template"]
         yield "submitter", spec["submitterPodTemplate"]
+    elif kind == "TrainJob":
+        assert spec["runtimeRef"]["name"] == RUNTIME["metadata"]["name"]
+        for job, _, template in _trainjob_pods(body):
+            yield job, template
+
+
+_BUILT: dict[int, tuple[dict[str, Any], list[tuple[str, int, Any]]]] = {}
+
+
+def _trainjob_pods(body: dict[str, Any]) -> list[tuple[str, int, Any]]:
+    """The TrainJob's pods as Trainer builds them, once per body (tests match pods by id)."""
+    kept = _BUILT.get(id(body))
+    if kept is None or kept[0] is not body:
+        kept = _BUILT[id(body)] = (body, trainer_build.pods(RUNTIME, body))
+    return kept[1]
 
 
 def _pool_of(item: Values) -> str:
@@ -168,8 +189,9 @@ def test_rendered_tree_lists_templates_nowhere(platform: Path, gpuplane: Any, cr
 
 
 def test_kinds_follow_the_namespace_purpose(example: Any) -> None:
-    """inference: a Deployment; training and batch: a Job, a RayJob and (whole GPUs) a JobSet;
-    notebooks: a Job; on every pool the namespace may use."""
+    """inference: a Deployment; training and batch: a Job, a RayJob and (whole GPUs) a JobSet,
+    training also a TrainJob where the cluster runs Kubeflow Trainer; notebooks: a Job; on every
+    pool the namespace may use."""
     made: dict[tuple[str, str], set[str]] = {}
     for _, item in example:
         if item.body["kind"] in GPU_KINDS:
@@ -188,6 +210,9 @@ def test_kinds_follow_the_namespace_purpose(example: Any) -> None:
                     kinds = {"Job", "RayJob"} | (
                         {"JobSet"} if pool.sharing == "full-gpu" else set()
                     )
+                    trainer = "trainer" in platform.clusters[ns.cluster].addons
+                    if kinds >= {"JobSet"} and ns.purpose == "training" and trainer:
+                        kinds.add("TrainJob")  # on the Trainer runtime, where Trainer runs
                 expected[(ns.name, pool.name)] = kinds
     assert made == expected
 
@@ -361,11 +386,14 @@ def _most(view: ClusterView, namespace: str, pool: str, resource: str) -> int:
 
 
 def _gpu_pod_sets(body: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(pod count, pod template) of the GPU pods of a JobSet or RayJob."""
+    """(pod count, pod template) of the GPU pods of a JobSet, TrainJob or RayJob."""
     spec = body["spec"]
     if body["kind"] == "JobSet":
         for job in spec["replicatedJobs"]:
             yield job["template"]["spec"]["parallelism"], job["template"]["spec"]["template"]
+    elif body["kind"] == "TrainJob":
+        for _, count, template in _trainjob_pods(body):
+            yield count, template
     else:
         for group in spec["rayClusterSpec"]["workerGroupSpecs"]:
             yield group["replicas"], group["template"]
@@ -374,7 +402,7 @@ def _gpu_pod_sets(body: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
 def test_distributed_templates_are_sized_to_a_node_when_the_quota_allows(case: Any) -> None:
     for view, item in _templates(case):
         body = item.body
-        if body["kind"] not in ("JobSet", "RayJob"):
+        if body["kind"] not in DISTRIBUTED:
             continue
         team, ns = _namespace(view, body["metadata"]["namespace"])
         pool = view.platform.pools[_pool_of(item)]
@@ -404,6 +432,15 @@ def test_distributed_templates_are_sized_to_a_node_when_the_quota_allows(case: A
                 assert env["MASTER_ADDR"] == "$(JOBSET_NAME)-leader-0-0.$(JOBSET_NAME)"
             assert body["spec"]["failurePolicy"]["maxRestarts"] > 0
             assert body["spec"]["network"]["enableDNSHostnames"] is True
+        elif body["kind"] == "TrainJob":
+            trainer = body["spec"]["trainer"]
+            assert pods == trainer["numNodes"] == 2
+            assert trainer["numProcPerNode"] == units  # torchrun's processes: one per GPU
+            assert trainer["command"][0] == "torchrun"  # it reads Trainer's PET_* variables
+            for _, template in _gpu_pod_sets(body):
+                env = {e["name"]: e.get("value") for e in template["spec"]["containers"][0]["env"]}
+                assert env["PET_NNODES"] == "2" and env["PET_NPROC_PER_NODE"] == str(units)
+            assert pool.exposure != "dra"  # a runtime patch cannot add resourceClaims
         else:
             (group,) = body["spec"]["rayClusterSpec"]["workerGroupSpecs"]
             assert group["rayStartParams"]["num-gpus"] == str(units)
@@ -419,7 +456,7 @@ def test_distributed_templates_request_the_pools_rdma_devices(case: Any) -> None
         pool = view.platform.pools[_pool_of(item)]
         spec = yaml.safe_load((PLATFORMS[case[0]] / "pools" / f"{pool.name}.yaml").read_text())
         rdma = spec["spec"].get("fabric", {}).get("rdma")
-        multi_pod = body["kind"] in ("JobSet", "RayJob")
+        multi_pod = body["kind"] in DISTRIBUTED
         gpu_pods = {id(t["spec"]) for _, t in _gpu_pod_sets(body)} if multi_pod else set()
         pods = sum(c for c, _ in _gpu_pod_sets(body)) if gpu_pods else 1
         for _, template in _pod_templates(body):
@@ -537,9 +574,15 @@ def test_jobs_are_kept_as_long_as_the_team_keeps_finished_jobs(case: Any) -> Non
         team, _ = _namespace(view, item.body["metadata"]["namespace"])
         # a team without retention gets the platform's default: the clean-up policy
         # (renderer/layers/security/cleanup.py) refuses a Job without a TTL
-        finished = team.retention.get("finishedJobs", DEFAULT_FINISHED_JOBS)
+        finished = kueue.duration_seconds(team.retention.get("finishedJobs", DEFAULT_FINISHED_JOBS))
+        if item.body["kind"] == "TrainJob":
+            # no TTL field of its own: its JobSet takes the runtime's, the cluster's shortest
+            assert "ttlSecondsAfterFinished" not in item.body["spec"]
+            (runtime,) = runtimes.runtimes(view)
+            assert 0 < runtime["spec"]["template"]["spec"]["ttlSecondsAfterFinished"] <= finished
+            continue
         ttl = item.body["spec"].get("ttlSecondsAfterFinished")
-        assert ttl == kueue.duration_seconds(finished)
+        assert ttl == finished
 
 
 def test_example_retention_reaches_the_jobs(example: Any) -> None:
@@ -696,7 +739,12 @@ def test_a_long_pool_name_keeps_names_and_label_values_within_limits(
         assert old in text
         path.write_text(text.replace(old, new))
     rendered = _rendered(root)
-    limits = {"Job": 63, "JobSet": wt.JOBSET_NAME_MAX, "RayJob": wt.RAYJOB_NAME_MAX}
+    limits = {
+        "Job": 63,
+        "JobSet": wt.JOBSET_NAME_MAX,
+        "RayJob": wt.RAYJOB_NAME_MAX,
+        "TrainJob": wt.TRAINJOB_NAME_MAX,
+    }
     kinds = set()
     for view, item in rendered:
         body = item.body

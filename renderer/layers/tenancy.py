@@ -21,8 +21,16 @@ from renderer.model.capacity import (
 )
 from renderer.model.caps import namespace_shares, quota_text
 from renderer.model.choices import TIME_SHARED
-from renderer.model.names import DEFAULT_POD_SECURITY
-from renderer.model.platform import EgressRule, Namespace, Team
+from renderer.model.names import DEFAULT_POD_SECURITY, VOLCANO_ADDON
+from renderer.model.operators import (
+    APPWRAPPER_ADDON,
+    JOBSET_ADDON,
+    KUBERAY_ADDON,
+    LWS_ADDON,
+    TRAINER_ADDON,
+    serves_here,
+)
+from renderer.model.platform import Cluster, EgressRule, Namespace, Team
 from renderer.model.queue_plans import cluster_queue_name
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, metadata
@@ -43,25 +51,66 @@ _VERB_ORDER = (*READ, *WRITE)
 Grant = tuple[str, tuple[str, ...], tuple[str, ...]]
 """API group, resources, verbs."""
 
-WORKLOADS: tuple[tuple[str, tuple[str, ...]], ...] = (
+BUILT_IN_WORKLOADS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("apps", ("deployments", "deployments/scale", "replicasets", "replicasets/scale")),
     ("apps", ("statefulsets", "statefulsets/scale")),
     ("autoscaling", ("horizontalpodautoscalers",)),
     ("batch", ("cronjobs", "jobs")),
-    ("jobset.x-k8s.io", ("jobsets",)),
-    ("kubeflow.org", ("jaxjobs", "mpijobs", "mxjobs", "paddlejobs", "pytorchjobs", "tfjobs")),
-    ("kubeflow.org", ("xgboostjobs",)),
-    ("leaderworkerset.x-k8s.io", ("leaderworkersets",)),
-    ("ray.io", ("rayclusters", "rayjobs", "rayservices")),
-    ("sparkoperator.k8s.io", ("scheduledsparkapplications", "sparkapplications")),
-    ("trainer.kubeflow.org", ("trainjobs",)),
-    ("batch.volcano.sh", ("jobs",)),
 )
-"""The workload kinds a member creates: the ones the templates layer renders and `fit` reads
-(Kueue integrations), and Volcano's Job. Not AppWrapper, whose controller creates the wrapped
-objects, of any kind, with its own rights, nor agent Sandboxes, until someone reads what their
-controller does. A Volcano Job names its Volcano queue itself (`spec.queue`): RBAC cannot hold
-that to the team's own queue, admission must."""
+"""The workload kinds of Kubernetes itself a member creates, on every cluster."""
+
+OPERATOR_WORKLOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (JOBSET_ADDON, "jobset.x-k8s.io", ("jobsets",)),
+    (KUBERAY_ADDON, "ray.io", ("rayclusters", "rayjobs", "rayservices")),
+    (TRAINER_ADDON, "trainer.kubeflow.org", ("trainjobs",)),
+    (LWS_ADDON, "leaderworkerset.x-k8s.io", ("leaderworkersets",)),
+    (APPWRAPPER_ADDON, "workload.codeflare.dev", ("appwrappers",)),
+    (VOLCANO_ADDON, "batch.volcano.sh", ("jobs",)),
+)
+"""The workload kinds of the operators (`renderer.model.operators`), each granted only on a
+cluster that serves its add-on's kinds (`operators.serves_here`): a rule for a kind the cluster
+does not serve would let a team write it the day someone installs the CRD by hand, past
+everything gpuplane checks for it. The kinds each operator's controller acts on for a team and
+Kueue admits (its integration, `renderer.model.integrations`), or Volcano schedules: a Volcano
+Job names its Volcano queue itself (`spec.queue`), which RBAC cannot hold to the team's own
+queue; admission does (`gpuplane-gpu-queue`). An AppWrapper's controller creates the objects it
+wraps with its own rights, but AppWrapper v1.2.1's webhook first asks the API server whether the
+member may create each of them in the namespace (`userRBACAdmissionCheck`, on by default:
+`SubjectAccessReview` per component) and refuses other namespaces and nested AppWrappers; Kueue
+admits the AppWrapper with its pod sets, which the webhook infers for Pods, Deployments,
+StatefulSets, Jobs, JobSets, PyTorchJobs, RayClusters and RayJobs and takes as declared for any
+other kind (a wrapped TrainJob or LeaderWorkerSet is counted as its AppWrapper says; the
+namespace's ResourceQuota still caps its GPUs).
+
+Left out on purpose (docs/security.md#the-tenancy-layer-namespaces-roles-quotas-and-network-policy):
+KubeRay's RayCronJob, whose controller KubeRay 1.7.0 runs only behind its alpha `RayCronJob`
+feature gate (off in the chart gpuplane installs), so it would do nothing; Kubeflow Trainer's
+TrainingRuntime, a pod template of the team's own that Trainer turns into a JobSet no admission
+policy holds to a TTL (the JobSet of a TrainJob is the controller's) and that Kueue reads again
+after Trainer has taken its copy; ClusterTrainingRuntimes are cluster-scoped, the platform's."""
+
+EXCLUDED_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("ray.io", "RayCronJob"),
+        ("trainer.kubeflow.org", "TrainingRuntime"),
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+    }
+)
+"""Kinds an operator serves that no team role grants (OPERATOR_WORKLOADS says why)."""
+
+
+def workload_kinds(cluster: Cluster) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(API group, resources) of the workload kinds a member creates on the cluster: Kubernetes'
+    own, and those of the operators whose kinds it serves."""
+    return (
+        *BUILT_IN_WORKLOADS,
+        *(
+            (group, resources)
+            for addon, group, resources in OPERATOR_WORKLOADS
+            if serves_here(cluster, addon)
+        ),
+    )
+
 
 _VIEWER: tuple[Grant, ...] = (
     (
@@ -94,7 +143,8 @@ _MEMBER: tuple[Grant, ...] = (
     ("", ("pods/ephemeralcontainers",), ("update", "patch")),
     ("", ("secrets",), READ),
 )
-"""What members do beyond viewing: run and change workloads (WORKLOADS, written and read)."""
+"""What members do beyond viewing: run and change workloads (`workload_kinds`, written and
+read)."""
 
 _OWNER: tuple[Grant, ...] = (("", ("secrets",), WRITE),)
 """What owners do beyond members where Secrets do not come from the store."""
@@ -103,13 +153,14 @@ _FROM_STORE: tuple[Grant, ...] = (("external-secrets.io", ("externalsecrets",), 
 """What members and owners write where Secrets come from the store: the requests for them."""
 
 
-def team_role_grants(role: str, *, from_store: bool = False) -> tuple[Grant, ...]:
-    """The grants of one team ClusterRole (a name of ROLE_FOR), on a cluster whose Secrets come
-    from the store or not. Otherwise the same on every cluster, whichever scheduler and
-    operators it runs: a rule for a kind the cluster does not serve grants nothing."""
-    grants: list[Grant] = [*_VIEWER, *((g, r, READ) for g, r in WORKLOADS)]
+def team_role_grants(
+    role: str, workloads: tuple[tuple[str, tuple[str, ...]], ...], *, from_store: bool = False
+) -> tuple[Grant, ...]:
+    """The grants of one team ClusterRole (a name of ROLE_FOR), with the cluster's `workloads`
+    (`workload_kinds`), on a cluster whose Secrets come from the store or not."""
+    grants: list[Grant] = [*_VIEWER, *((g, r, READ) for g, r in workloads)]
     if role in ("gpuplane-team-member", "gpuplane-team-owner"):
-        grants += [*_MEMBER, *((g, r, WRITE) for g, r in WORKLOADS)]
+        grants += [*_MEMBER, *((g, r, WRITE) for g, r in workloads)]
         if from_store:
             grants += _FROM_STORE
     if role == "gpuplane-team-owner" and not from_store:
@@ -143,7 +194,11 @@ def team_roles(view: ClusterView) -> Iterator[Manifest]:
                 "kind": "ClusterRole",
                 "metadata": metadata(role),
                 "rules": _rules(
-                    team_role_grants(role, from_store=secrets.from_store(view.cluster))
+                    team_role_grants(
+                        role,
+                        workload_kinds(view.cluster),
+                        from_store=secrets.from_store(view.cluster),
+                    )
                 ),
             },
             view.cluster.origin.location,

@@ -92,13 +92,16 @@ LAYER_WAVES: Mapping[str, int] = {
     "tenancy": 0,
     "queueing": 1,
     "gpu": 1,
+    "training": 1,
     "observability": 2,
     "workflows": 3,
 }
 """The security layer's admission policies right after the add-ons (wave -1), so that no team
 namespace exists, even for a moment, without them; then namespaces, quotas and RBAC (wave 0),
 because the queueing and GPU layers put
-LocalQueues, ConfigMaps and claim templates into team namespaces; platform objects next (1);
+LocalQueues, ConfigMaps and claim templates into team namespaces; platform objects next (1:
+flavors and queues, GPU configuration, the Kubeflow Trainer runtimes, whose CRD and validating
+webhook come with the Trainer add-on);
 the observability layer's rules and dashboards once the add-ons and the queues they watch exist
 (2); workflows, which exercise all of it, last (3). A layer missing here syncs with the
 platform."""

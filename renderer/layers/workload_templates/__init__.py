@@ -2,8 +2,10 @@
 
 Files only, never applied: `rendered/<cluster>/templates/<namespace>/<kind>-<pool>.yaml`, listed
 by no kustomization and synced by no Argo CD Application, since applying a template would start
-work. Which templates each namespace gets: `workloads`; the Job, JobSet and RayJob: `batch`; the
-vLLM Deployment: `serving`; what they all share: `pieces`. Why: docs/workload-templates.md.
+work. Which templates each namespace gets: `workloads`; the Job, JobSet, TrainJob and RayJob:
+`batch`; the vLLM Deployment: `serving`; what they all share: `pieces`; the Kubeflow Trainer
+runtime the TrainJob names, which the training layer applies: `runtimes`. Why:
+docs/workload-templates.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The batch and training templates: a queued Job, a JobSet gang for distributed training, and a
-RayJob. They change with the Job, JobSet and KubeRay APIs and with how training starts (torchrun,
-Ray), not with serving.
+"""The batch and training templates: a queued Job, a JobSet gang for distributed training, a
+Kubeflow TrainJob on the platform's `torch-distributed` runtime, and a RayJob. They change with
+the Job, JobSet, Trainer and KubeRay APIs and with how training starts (torchrun, Ray), not with
+serving.
 """
 
 from __future__ import annotations
@@ -8,15 +9,18 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from renderer.layers.queueing.kueue import duration_seconds
+from renderer.layers.workload_templates import runtimes
 from renderer.layers.workload_templates.pieces import (
     CONTAINER_SECURITY,
     JOBSET_NAME_MAX,
     RAYJOB_NAME_MAX,
+    TRAINJOB_NAME_MAX,
     Target,
+    common_labels,
     container_env,
     container_spec,
     defaults,
+    finished_ttl,
     gpu_resources,
     host,
     image_ref,
@@ -26,17 +30,10 @@ from renderer.layers.workload_templates.pieces import (
     pod_template,
     volumes_and_mounts,
 )
-from renderer.model.names import DEFAULT_FINISHED_JOBS
-from renderer.model.platform import Team
+from renderer.model.nodes import PREFIX
 
 MASTER_PORT = 29500
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-
-
-def _ttl(team: Team) -> int:
-    """The team's `retention.finishedJobs`, or the platform's default: the security layer's
-    admission policy refuses a team Job without a TTL."""
-    return duration_seconds(str(team.retention.get("finishedJobs", DEFAULT_FINISHED_JOBS)))
 
 
 def job(target: Target) -> dict[str, Any]:
@@ -70,7 +67,7 @@ def job(target: Target) -> dict[str, Any]:
             },
         }
     )
-    spec["ttlSecondsAfterFinished"] = _ttl(target.team)
+    spec["ttlSecondsAfterFinished"] = finished_ttl(target.team)
     spec["template"] = pod_template(
         target, "Job", "main", pod_spec(target, [container], volumes, claims)
     )
@@ -148,11 +145,72 @@ def jobset(target: Target) -> dict[str, Any]:
         "failurePolicy": {"maxRestarts": 3, "restartStrategy": "Recreate"},
         "replicatedJobs": [replicated("leader", 1, "0"), replicated("workers", workers, None)],
     }
-    spec["ttlSecondsAfterFinished"] = _ttl(target.team)
+    spec["ttlSecondsAfterFinished"] = finished_ttl(target.team)
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
         "metadata": metadata(target, "JobSet", target.name("dist", JOBSET_NAME_MAX)),
+        "spec": spec,
+    }
+
+
+PATCH_MANAGER = "gpuplane.dev/workload-template"
+"""The TrainJob's own runtime patch (`spec.runtimePatches` is a map keyed by `manager`, which
+Trainer requires to be a domain-prefixed path); Kueue adds its own, `kueue.x-k8s.io/manager`,
+with the flavor's node labels and tolerations on admission."""
+
+
+def trainjob(target: Target) -> dict[str, Any]:
+    """A TrainJob on the platform's `torch-distributed` runtime: `numNodes` pods of the pool's
+    GPUs, sized as the JobSet's, admitted by Kueue as one Workload (the JobSet Trainer builds,
+    `trainjob_controller.go` `podSets`). What a TrainJob cannot say itself (the pod's labels,
+    annotations, pool and volumes) goes into its runtime patch; the restricted pod, the gang
+    restart and the TTL are the runtime's."""
+    pods = 2
+    units = target.units_per_pod(pods)
+    resources, claims = gpu_resources(target, units, distributed=True)
+    assert not claims  # DRA pools get no TrainJob: a runtime patch cannot add resourceClaims
+    volumes, mounts = volumes_and_mounts(target, memory_of(resources))
+    node = runtimes.NODE
+    pod_patch = {
+        "nodeSelector": {f"{PREFIX}pool": target.pool.name},
+        "volumes": volumes,
+        "containers": [{"name": node, "volumeMounts": mounts}],
+    }
+    pod = pod_template(target, "TrainJob", node, pod_patch)
+    patch = {
+        "manager": PATCH_MANAGER,
+        "trainingRuntimeSpec": {
+            "template": {
+                "metadata": {"labels": common_labels(target)},
+                "spec": {
+                    "replicatedJobs": [{"name": node, "template": {"spec": {"template": pod}}}]
+                },
+            }
+        },
+    }
+    spec: dict[str, Any] = {
+        "suspend": True,
+        "runtimeRef": {
+            "apiGroup": runtimes.API_GROUP,
+            "kind": runtimes.RUNTIME_KIND,
+            "name": runtimes.TORCH_RUNTIME,
+        },
+        "trainer": {
+            "image": image_ref(target.team, "train"),
+            # torchrun takes its nodes, rank and rendezvous from the PET_* variables Trainer sets
+            "command": ["torchrun", "/app/train.py"],
+            "env": container_env(target),
+            "numNodes": pods,
+            "numProcPerNode": units,
+            "resourcesPerNode": resources,
+        },
+        "runtimePatches": [patch],
+    }
+    return {
+        "apiVersion": runtimes.API_VERSION,
+        "kind": "TrainJob",
+        "metadata": metadata(target, "TrainJob", target.name("train", TRAINJOB_NAME_MAX)),
         "spec": spec,
     }
 
@@ -200,7 +258,7 @@ def rayjob(target: Target) -> dict[str, Any]:
         "submissionMode": "K8sJobMode",
         "shutdownAfterJobFinishes": True,  # Kueue requires it: the cluster goes with the job
     }
-    spec["ttlSecondsAfterFinished"] = _ttl(target.team)
+    spec["ttlSecondsAfterFinished"] = finished_ttl(target.team)
     spec["rayClusterSpec"] = {
         "headGroupSpec": {
             "rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},

@@ -13,13 +13,13 @@ from typing import Any
 
 from renderer.layers.gpu.dra import NODE_SUFFIX
 from renderer.layers.gpu.dra import REQUEST as DRA_REQUEST
-from renderer.layers.queueing.kueue import DEFAULT_LOCAL_QUEUE
+from renderer.layers.queueing.kueue import DEFAULT_LOCAL_QUEUE, duration_seconds
 from renderer.layers.queueing.volcano import DEFAULTS_CONFIGMAP
 from renderer.layers.queueing.volcano import SCHEDULER_NAME as VOLCANO_SCHEDULER
 from renderer.layers.tenancy import DEFAULT_CONTAINER
 from renderer.model import quantity
 from renderer.model.capacity import Offer, rdma_requests
-from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
+from renderer.model.names import DEFAULT_FINISHED_JOBS, PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.nodes import PREFIX, tolerations
 from renderer.model.platform import Cluster, Namespace, Pool, Team
 from renderer.model.queue_plans import ClusterQueuePlan, node_share
@@ -57,6 +57,8 @@ LABEL_VALUE_MAX = 63
 JOBSET_NAME_MAX = LABEL_VALUE_MAX - len("-workers-0-0")
 """A JobSet's pods are named `<jobset>-<replicated job>-<job index>-<pod index>`, and the pod's
 host name must be a DNS label."""
+TRAINJOB_NAME_MAX = LABEL_VALUE_MAX - len("-node-0-0")
+"""A TrainJob's JobSet has its name, and its pods are `<trainjob>-node-0-<pod index>`."""
 RAYJOB_NAME_MAX = 47
 """KubeRay refuses longer RayJob names: the RayCluster and Services it creates add suffixes."""
 
@@ -140,6 +142,14 @@ def short(text: str, limit: int) -> str:
 # --- shared pieces --------------------------------------------------------------------------------
 
 
+def finished_ttl(team: Team | None) -> int:
+    """The team's `retention.finishedJobs` in seconds, or the platform's default (also for no
+    team): the security layer's admission policies refuse a team's Job, JobSet or RayJob
+    without a TTL or with a longer one."""
+    retention = team.retention.get("finishedJobs") if team is not None else None
+    return duration_seconds(str(retention or DEFAULT_FINISHED_JOBS))
+
+
 def common_labels(target: Target) -> dict[str, str]:
     """The team's labels, without gpuplane's managed-by: a team's copy is the team's object."""
     found = labels(
@@ -199,6 +209,12 @@ def _note(target: Target, kind: str) -> str:
     if target.others:
         parts.append(
             f"Pool {target.pool.name} also gives this namespace {', '.join(target.others)}."
+        )
+    if kind == "TrainJob":
+        parts.append(
+            "It runs on ClusterTrainingRuntime torch-distributed, which the platform installs: "
+            "set spec.trainer.image and command; numNodes pods of resourcesPerNode each must fit "
+            "the namespace's quota (gpuplane fit)."
         )
     if not target.kueue and kind == "Job":
         parts.append(f"For a gang of pods use the Volcano Job in ConfigMap {DEFAULTS_CONFIGMAP}.")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from renderer.layers.workload_templates.batch import job, jobset, rayjob
+from renderer.layers.workload_templates.batch import job, jobset, rayjob, trainjob
 from renderer.layers.workload_templates.pieces import (
     NOTE,
     SHARED_CLAIM,
@@ -24,6 +24,7 @@ from renderer.model.capacity import Offer, how_to_request, maximum_holding, usab
 from renderer.model.caps import namespace_shares
 from renderer.model.nodes import PREFIX
 from renderer.model.operator_needs import GANG_PURPOSES
+from renderer.model.operators import TRAINER_ADDON, serves_here
 from renderer.model.platform import Namespace, Pool, Team
 from renderer.model.queue_plans import (
     ClusterQueuePlan,
@@ -105,7 +106,21 @@ def _templates(target: Target) -> Iterator[Values]:
         return  # Volcano's gang job is the volcano-job-defaults ConfigMap
     if target.whole_gpus and target.most >= 2:
         yield _values(target, target.chart("JobSet"), jobset(target))
+        if _trains(target):
+            yield _values(target, target.chart("TrainJob"), trainjob(target))
     yield _values(target, target.chart("RayJob"), rayjob(target))
+
+
+def _trains(target: Target) -> bool:
+    """A TrainJob template: in training namespaces of clusters that serve Kubeflow Trainer's
+    kinds (whose ClusterTrainingRuntime the training layer installs), on pools that take a
+    JobSet, except DRA pools: a TrainJob's runtime patch cannot give its pods resourceClaims
+    (Trainer v2.3 `PodSpecPatch`)."""
+    return (
+        target.namespace.purpose == "training"
+        and serves_here(target.cluster, TRAINER_ADDON)
+        and not target.dra
+    )
 
 
 def _values(target: Target, chart: str, body: dict[str, Any]) -> Values:
