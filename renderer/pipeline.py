@@ -8,6 +8,7 @@ CLI decides whether to call it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import pickle
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
@@ -43,6 +44,7 @@ from renderer.layers.workload_templates.workloads import LAYER as TEMPLATES_LAYE
 from renderer.model import platform as model
 from renderer.model.limits import rendered_quantity_problems
 from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
+from renderer.model.operators import serving_problem
 from renderer.model.topology import with_topology_peers
 from renderer.model.view import ClusterView
 from renderer.output.cel_report import UncheckedRules, cel_diagnostics, unreadable_diagnostics
@@ -495,7 +497,14 @@ def check_cluster(
     values = tuple(o for o in outputs if isinstance(o, Values))
     diagnostics.extend(_check_templates(values, checks, unchecked, rules))
     diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
-    diagnostics.extend(unserved(cluster, _served_objects(outputs)))
+    diagnostics.extend(
+        unserved(
+            cluster.name,
+            cluster.origin.key("spec", "addons"),
+            _served_objects(outputs),
+            functools.partial(serving_problem, cluster),
+        )
+    )
     return ClusterOutcome(
         name,
         manifests,

@@ -93,6 +93,10 @@ TYPED: dict[tuple[str, str], tuple[Any, tuple[tuple[type, str], ...]]] = {
         choices.Purpose,
         ((Namespace, "purpose"),),
     ),
+    ("team", "/properties/spec/properties/namespaces/items/properties/kinds/items"): (
+        choices.WorkloadKind,
+        ((Namespace, "kinds"),),
+    ),
     ("team", "/properties/spec/properties/namespaces/items/properties/podSecurity"): (
         choices.PodSecurityLevel,
         ((Namespace, "pod_security"),),
@@ -143,6 +147,8 @@ def test_alias_values_are_the_schema_enum(site: tuple[str, str]) -> None:
 
 
 def _without_none(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is tuple:  # a list of choices: `tuple[Alias, ...]`
+        return get_args(annotation)[0]
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         rest = [arg for arg in get_args(annotation) if arg is not type(None)]
         assert len(rest) == 1
@@ -175,6 +181,7 @@ def test_value_tuples_list_every_value_in_order() -> None:
         choices.TaintEffect: choices.TAINT_EFFECTS,
         choices.QueueStrategy: choices.QUEUE_STRATEGIES,
         choices.Purpose: choices.PURPOSES,
+        choices.WorkloadKind: choices.WORKLOAD_KINDS,
         choices.PodSecurityLevel: choices.POD_SECURITY_LEVELS,
         choices.AcceptedUnit: choices.ACCEPTED_UNIT_KINDS,
     }

@@ -72,16 +72,41 @@ def test_every_setting_of_the_charts_configuration_is_kept(example: Rendered) ->
             assert ours.get(key) == expected, f"{cluster}: `{key}` differs from the chart's"
 
 
+# The operator whose CRDs each non-built-in integration's kind is, as the cluster files name it
+# (spec.addons): written from each project's API group, not from gpuplane's table.
+OPERATOR_OF_GROUP = {
+    "ray.io": "kuberay",
+    "jobset.x-k8s.io": "jobset",
+    "trainer.kubeflow.org": "trainer",
+    "leaderworkerset.x-k8s.io": "lws",
+    "workload.codeflare.dev": "appwrapper",
+}
+
+
 @needs_chart
-def test_integrations_keep_the_charts_and_are_all_known_to_kueue(example: Rendered) -> None:
+def test_integrations_are_the_charts_whose_operators_each_cluster_runs(
+    example: Rendered,
+) -> None:
+    """Kueue enables a chart integration exactly where the cluster file declares its operator;
+    Kubernetes' own kinds everywhere; nothing Kueue does not know."""
     chart = set(_chart_config()["integrations"]["frameworks"])
     known = set(json.loads((CHART / "embedded.json").read_text())["frameworks"])
     for cluster, ours in _configs(example).items():
         frameworks = ours["integrations"]["frameworks"]
-        assert chart <= set(frameworks), f"{cluster} drops {sorted(chart - set(frameworks))}"
-        assert set(frameworks) <= known
+        assert set(frameworks) <= known & chart
         assert len(frameworks) == len(set(frameworks))
-        assert "sparkoperator.k8s.io/sparkapplication" not in frameworks  # no Spark operator
+        declared = set(
+            yaml.safe_load((REPO / "clusters" / f"{cluster}.yaml").read_text())["spec"]["addons"]
+        )
+        for framework in chart:
+            group = framework.rpartition("/")[0]
+            if "/" not in framework or group == "batch":
+                assert framework in frameworks, f"{cluster}: {framework} is Kubernetes' own"
+            elif group in OPERATOR_OF_GROUP:
+                wanted = OPERATOR_OF_GROUP[group] in declared
+                assert (framework in frameworks) == wanted, f"{cluster}: {framework}"
+            else:  # the training operator v1 and the MPI Operator: no add-on of the example
+                assert framework not in frameworks, f"{cluster}: {framework}"
 
 
 @needs_chart
@@ -155,6 +180,10 @@ def test_integration_for_a_kind(api_version: str, kind: str, framework: str | No
 def test_the_cluster_readme_lists_the_gang_kinds(example: Rendered) -> None:
     readme = example.readmes["prod-east"]
     section = readme.split("## Workloads Kueue admits", 1)[1].split("\n## ", 1)[0]
-    for kind in ("`MPIJob` (kubeflow.org v2beta1)", "`PyTorchJob` (kubeflow.org v1)", "`JobSet`"):
-        assert kind in section
+    gangs = section.split("It admits", 1)[0]  # the kinds admitted whole
+    for kind in ("`JobSet`", "`RayJob`", "`TrainJob`"):
+        assert kind in gangs  # prod-east runs their operators
+    for kind in ("`MPIJob`", "`PyTorchJob`", "`AppWrapper`"):
+        assert kind not in gangs  # it runs none of theirs
+    assert "`LeaderWorkerSet`" in section
     assert "`Deployment`" in section and "one at a time" in section

@@ -10,6 +10,7 @@ that, applied, makes the platform valid again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 from types import MappingProxyType
@@ -19,7 +20,7 @@ import pytest
 import yaml
 
 from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
-from renderer.model.operators import OPERATORS, installed
+from renderer.model.operators import OPERATORS, installed, serving_problem
 from renderer.output.served import unserved
 from tests.conftest import REPO, SHARED_CRDS, edit_once
 
@@ -184,7 +185,7 @@ def test_removing_jobset_is_an_error_on_each_namespace_whose_template_needs_it(
     platform: Path, gpuplane
 ) -> None:
     cluster = platform / "clusters" / "prod-east.yaml"
-    jobset = "    jobset:\n      version: 0.12.0                # the JobSet templates, and Kubeflow Trainer's TrainJobs\n"
+    jobset = "    jobset:\n      version: 0.11.1                # the JobSet templates, Trainer's TrainJobs (0.12 needs 1.34)\n"
     edit_once(cluster, jobset, "")
     found = _findings(_validate(gpuplane, platform), "operator-missing")
     places = {(d["file"], d["line"]) for d in found}
@@ -198,7 +199,7 @@ def test_removing_jobset_is_an_error_on_each_namespace_whose_template_needs_it(
     assert all("JobSet" in d["message"] for d in found)
     assert not any("staging-west" in d["message"] for d in found)
     # the hint, applied
-    edit_once(cluster, "    trainer:\n", "    jobset: {version: 0.12.0}\n    trainer:\n")
+    edit_once(cluster, "    trainer:\n", "    jobset: {version: 0.11.1}\n    trainer:\n")
     assert not _findings(_validate(gpuplane, platform), "operator-missing")
 
 
@@ -283,11 +284,19 @@ def test_the_backstop_finds_a_rendered_kind_its_cluster_does_not_serve(platform:
     objects = [
         (getattr(o, "path", ""), o.body, o.source) for o in outputs if "apiVersion" in o.body
     ]
-    assert not list(unserved(prod, objects))
+    assert not list(
+        unserved(
+            "prod-east", prod.origin.location, objects, functools.partial(serving_problem, prod)
+        )
+    )
     without = dataclasses.replace(
         prod, addons=MappingProxyType({k: v for k, v in prod.addons.items() if k != "jobset"})
     )
-    found = list(unserved(without, objects))
+    found = list(
+        unserved(
+            "prod-east", prod.origin.location, objects, functools.partial(serving_problem, without)
+        )
+    )
     assert found and all("JobSet" in d.message and d.rule == "kind-unserved" for d in found)
     assert {d.at.file for d in found} == {
         "teams/llm.yaml",
@@ -297,8 +306,19 @@ def test_the_backstop_finds_a_rendered_kind_its_cluster_does_not_serve(platform:
     }
     wrong_version = {"apiVersion": "jobset.x-k8s.io/v1alpha1", "kind": "JobSet"}
     at = prod.origin.location
-    [problem] = list(unserved(prod, [("a JobSet", wrong_version, at)]))
+    [problem] = list(
+        unserved(
+            "prod-east",
+            at,
+            [("a JobSet", wrong_version, at)],
+            functools.partial(serving_problem, prod),
+        )
+    )
     assert "v1alpha2" in problem.message and problem.hint == "write jobset.x-k8s.io/v1alpha2"
     unknown = {"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy"}
-    [problem] = list(unserved(prod, [("a policy", unknown, at)]))
+    [problem] = list(
+        unserved(
+            "prod-east", at, [("a policy", unknown, at)], functools.partial(serving_problem, prod)
+        )
+    )
     assert "no add-on" in problem.message

@@ -171,6 +171,7 @@ def test_a_filled_cluster_validates(repo: Path, gpuplane) -> None:
             "spec.addons.argoWorkflows.version": "2.0.4",
             "spec.addons.dcgmExporter.version": "4.5.2-4.8.1",
             "spec.addons.prometheusStack.version": "79.6.1",
+            "spec.addons.opencost.version": "2.5.17",
             "spec.storage.sharedClass": "shared-fs",
             "spec.storage.scratchClass": "local-nvme",
             "spec.storage.objectStore": "s3://dev-north-ml",

@@ -39,6 +39,10 @@ QueueStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
 # --- team files ---------------------------------------------------------------------------------
 
 Purpose = Literal["training", "inference", "batch", "notebooks"]
+WorkloadKind = Literal[
+    "JobSet", "RayJob", "RayCluster", "RayService", "TrainJob", "LeaderWorkerSet", "AppWrapper"
+]
+"""An operator kind a team namespace says it submits (`kinds`): each needs its operator."""
 PodSecurityLevel = Literal["baseline", "restricted"]
 """The Pod Security levels a namespace may enforce (`privileged` is never offered)."""
 AcceptedUnit = Literal["completed-training-runs", "accepted-model-outputs", "requests-served"]
@@ -60,6 +64,7 @@ EXPOSURES: Final[tuple[Exposure, ...]] = get_args(Exposure)
 TAINT_EFFECTS: Final[tuple[TaintEffect, ...]] = get_args(TaintEffect)
 QUEUE_STRATEGIES: Final[tuple[QueueStrategy, ...]] = get_args(QueueStrategy)
 PURPOSES: Final[tuple[Purpose, ...]] = get_args(Purpose)
+WORKLOAD_KINDS: Final[tuple[WorkloadKind, ...]] = get_args(WorkloadKind)
 POD_SECURITY_LEVELS: Final[tuple[PodSecurityLevel, ...]] = get_args(PodSecurityLevel)
 ACCEPTED_UNIT_KINDS: Final[tuple[AcceptedUnit, ...]] = get_args(AcceptedUnit)
 

@@ -10,7 +10,8 @@ operator, why it is there. A need comes from:
 - a pool: its RDMA resource comes from a device plugin (the Network Operator's, on-prem), its
   devices through DRA from the NVIDIA DRA driver;
 - another add-on: Kubeflow Trainer runs TrainJobs as JobSets; OpenCost reads Prometheus; the
-  Prometheus stack's cluster gets the pools' pricing file, which only OpenCost reads.
+  Prometheus stack's cluster gets the pools' pricing file, which only OpenCost reads; the DCGM
+  exporter's ServiceMonitor is a kind of the Prometheus Operator the stack brings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from renderer.findings.diagnostics import Location
 from renderer.model.capacity import usable_quotas
 from renderer.model.choices import Purpose
-from renderer.model.names import PROMETHEUS_ADDON
+from renderer.model.names import DCGM_EXPORTER_ADDON, PROMETHEUS_ADDON
 from renderer.model.operators import (
     BY_ADDON,
     DRA_DRIVER_ADDON,
@@ -99,10 +100,10 @@ def _namespace_needs(
         for addon, kind in TEMPLATE_OPERATORS:
             yield Need(addon, f"the {kind} template of namespace {ns.name}", at)
     for position, kind in enumerate(ns.kinds):
-        addon = kind_operator(kind)
-        if addon is not None:
+        serving_addon = kind_operator(kind)
+        if serving_addon is not None:
             yield Need(
-                addon,
+                serving_addon,
                 f"{kind} in namespace {ns.name}",
                 team.origin.at("spec", "namespaces", index, "kinds", position),
             )
@@ -115,6 +116,13 @@ def _addon_needs(cluster: Cluster) -> Iterator[Need]:
             continue
         for required in operator.requires:
             yield Need(required, f"{operator.title}, which runs on it", addon.origin.key())
+    exporter = cluster.addons.get(DCGM_EXPORTER_ADDON)
+    if exporter is not None and exporter.settings.get("serviceMonitor", False) is True:
+        yield Need(
+            PROMETHEUS_ADDON,
+            "the DCGM exporter's ServiceMonitor (the Prometheus Operator's kind)",
+            exporter.origin.at("serviceMonitor"),
+        )
     if cluster.runs(PROMETHEUS_ADDON):
         yield Need(
             OPENCOST_ADDON,
@@ -123,6 +131,4 @@ def _addon_needs(cluster: Cluster) -> Iterator[Need]:
         )
     opencost = cluster.addons.get(OPENCOST_ADDON)
     if opencost is not None and opencost.settings.get("enabled", True) is not False:
-        yield Need(
-            PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.key()
-        )
+        yield Need(PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.key())

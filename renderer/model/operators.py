@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 # module); the `as` re-exports them, so callers may keep importing them from here.
 from renderer.model.names import APPWRAPPER_ADDON as APPWRAPPER_ADDON
 from renderer.model.names import (
+    ARGO_CD_KINDS,
     ARGO_WORKFLOWS_ADDON,
     EXTERNAL_SECRETS_ADDON,
     GPU_OPERATOR_ADDON,
@@ -308,3 +309,30 @@ def rdma_plugin(cluster: Cluster, resource: str) -> str | None:
     if cluster.provider in PROVIDER_RDMA:
         return None
     return NETWORK_OPERATOR_ADDON if resource.startswith(NETWORK_OPERATOR_PREFIX) else None
+
+
+def serving_problem(
+    cluster: Cluster, group: str, version: str, kind: str
+) -> tuple[str, str] | None:
+    """Why the cluster does not serve a custom kind at this version, and what to do; None where
+    it does (Argo CD's own kinds are served where Argo CD runs, before any add-on)."""
+    if group == "argoproj.io" and kind in ARGO_CD_KINDS:
+        return None
+    operator = serving(group, kind)
+    if operator is None:
+        return (
+            "no add-on gpuplane installs serves this kind",
+            "install its operator outside gpuplane and import its CRDs, or stop rendering it",
+        )
+    if not serves_here(cluster, operator.addon):
+        return (
+            f"{operator.title} serves it, and the cluster does not install it",
+            f"declare `{operator.addon}: {{version: {operator.release}}}` under spec.addons",
+        )
+    versions = served_versions(operator, group, kind)
+    if version not in versions:
+        return (
+            f"{operator.title} {operator.release} serves {kind} as {', '.join(versions)} only",
+            f"write {group}/{versions[0]}",
+        )
+    return None

@@ -32,6 +32,7 @@ from renderer.model.choices import (
     TIME_SHARED,
     TOPOLOGY_FORMS,
     VAULT_VERSIONS,
+    WORKLOAD_KINDS,
     WORKLOADS,
     AcceptedUnit,
     EgressProtocol,
@@ -50,6 +51,7 @@ from renderer.model.choices import (
     TopologyForm,
     VaultVersion,
     Workload,
+    WorkloadKind,
     one_of,
     optional_one_of,
 )
@@ -277,7 +279,7 @@ class Namespace:
     origin: Origin
     resources: Mapping[str, str | int] = field(default_factory=dict, hash=False)
     """This namespace's share of the team's caps (`resources`), where the file sets one."""
-    kinds: tuple[str, ...] = ()
+    kinds: tuple[WorkloadKind, ...] = ()
     """`kinds`: operator kinds the team submits here beyond its templates."""
 
 
@@ -594,7 +596,7 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
                 pod_security=optional_one_of(ns.get("podSecurity"), POD_SECURITY_LEVELS),
                 origin=origin.child("spec", "namespaces", index),
                 resources=_frozen(ns.get("resources", {})),
-                kinds=tuple(ns.get("kinds", ())),
+                kinds=tuple(one_of(kind, WORKLOAD_KINDS) for kind in ns.get("kinds", ())),
             )
             for index, ns in enumerate(spec["namespaces"])
         ),

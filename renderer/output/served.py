@@ -10,14 +10,11 @@ against the cluster version's schemas by the output validator (`output-schema`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from renderer.findings.diagnostics import Diagnostic, Location
 from renderer.findings.rules import document_rule
-from renderer.model.names import ARGO_CD_KINDS
-from renderer.model.operators import served_versions, serves_here, serving
-from renderer.model.platform import Cluster
 from renderer.output.kubernetes_schemas import is_builtin_group
 
 RULE = "kind-unserved"
@@ -39,8 +36,16 @@ it; where the release does not serve the apiVersion, pin a release that does."""
 )
 
 
+ProblemOf = Callable[[str, str, str], "tuple[str, str] | None"]
+"""(group, version, kind) -> (what is wrong, what to do), None where the cluster serves it: the
+model's `renderer.model.operators.serving_problem` for one cluster."""
+
+
 def unserved(
-    cluster: Cluster, objects: Iterable[tuple[str, Any, Location]]
+    cluster: str,
+    addons_at: Location,
+    objects: Iterable[tuple[str, Any, Location]],
+    problem_of: ProblemOf,
 ) -> Iterator[Diagnostic]:
     """A finding per (kind, apiVersion, source line) that the cluster does not serve; objects
     are (what, body, source), `what` naming the object in the message."""
@@ -49,49 +54,19 @@ def unserved(
         api_version = str(body.get("apiVersion", ""))
         kind = str(body.get("kind", ""))
         group, _, version = api_version.rpartition("/")
-        if (
-            not group
-            or is_builtin_group(group)
-            or (group == "argoproj.io" and kind in ARGO_CD_KINDS)
-        ):
+        if not group or is_builtin_group(group):
             continue
         key = (api_version, kind, source)
         if key in seen:
             continue
         seen.add(key)
-        problem = _problem(cluster, group, version, kind)
+        problem = problem_of(group, version, kind)
         if problem is not None:
             message, hint = problem
             yield Diagnostic(
                 RULE,
-                f"{what} ({api_version} {kind}) on cluster '{cluster.name}': {message}",
+                f"{what} ({api_version} {kind}) on cluster '{cluster}': {message}",
                 source,
-                notes=(
-                    (
-                        "the cluster's add-ons are declared here",
-                        cluster.origin.key("spec", "addons"),
-                    ),
-                ),
+                notes=(("the cluster's add-ons are declared here", addons_at),),
                 hint=hint,
             )
-
-
-def _problem(cluster: Cluster, group: str, version: str, kind: str) -> tuple[str, str] | None:
-    operator = serving(group, kind)
-    if operator is None:
-        return (
-            "no add-on gpuplane installs serves this kind",
-            "install its operator outside gpuplane and import its CRDs, or stop rendering it",
-        )
-    if not serves_here(cluster, operator.addon):
-        return (
-            f"{operator.title} serves it, and the cluster does not install it",
-            f"declare `{operator.addon}: {{version: {operator.release}}}` under spec.addons",
-        )
-    versions = served_versions(operator, group, kind)
-    if version not in versions:
-        return (
-            f"{operator.title} {operator.release} serves {kind} as {', '.join(versions)} only",
-            f"write {group}/{versions[0]}",
-        )
-    return None

@@ -10,15 +10,33 @@ from collections.abc import Iterator
 
 from renderer.findings.diagnostics import Diagnostic, Severity
 from renderer.model.operator_needs import cluster_needs
+from renderer.model.operator_support import (
+    kubernetes_minor,
+    kubernetes_support,
+    releases_supporting,
+)
 from renderer.model.operators import BY_ADDON, OPTIONAL_ADDONS, serves_here
 from renderer.model.platform import Cluster, Platform
 from renderer.policy.rule import error, rule
 
 
+def suggested_release(cluster: Cluster, addon: str) -> str:
+    """The release to declare: gpuplane's tested one, unless its project says it does not
+    support the cluster's Kubernetes; then the newest line that does (so that the hint leads to
+    no `operator-version-incompatible` finding)."""
+    release = BY_ADDON[addon].release
+    minor = kubernetes_minor(cluster.kubernetes_version)
+    row = kubernetes_support(addon, release)
+    if minor is None or row is None or row.supports(minor):
+        return release
+    fitting = releases_supporting(addon, minor)
+    return fitting[0].releases.pin if fitting else release
+
+
 def _declare_hint(cluster: Cluster, addon: str) -> str:
     operator = BY_ADDON[addon]
     return (
-        f"declare `{addon}: {{version: {operator.release}}}` under spec.addons of "
+        f"declare `{addon}: {{version: {suggested_release(cluster, addon)}}}` under spec.addons of "
         f"{cluster.origin.location.file} ({operator.title}), or `{addon}: {{enabled: false}}` "
         "if the cluster already runs it"
     )
