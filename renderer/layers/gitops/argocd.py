@@ -600,7 +600,10 @@ def _projects(
             {
                 "description": f"Platform of cluster {cluster.name}: its add-ons, its layers "
                 "and the Argo CD objects that deploy them",
-                "sourceRepos": [repository.repo_url, *(chart.repository for chart in charts)],
+                # one entry per repository: Argo CD's API refuses a project that lists one twice
+                "sourceRepos": list(
+                    dict.fromkeys([repository.repo_url, *(chart.repository for chart in charts)])
+                ),
                 "destinations": destinations,
                 "clusterResourceWhitelist": [{"group": "*", "kind": "*"}],
             },
