@@ -200,6 +200,11 @@ def _cluster(i: int) -> dict[str, Any]:
                 "argoWorkflows": {"version": "2.0.4"},
                 "dcgmExporter": {"version": "4.5.2-4.8.1", "serviceMonitor": True},
                 "prometheusStack": {"version": "79.6.1", "enabled": True},
+                # the operators of the training templates (JobSet 0.11 supports 1.33 and 1.34),
+                # and OpenCost, which reads the pools' pricing file
+                "jobset": {"version": "0.11.1"},
+                "kuberay": {"version": "1.7.0"},
+                "opencost": {"version": "2.5.17"},
             },
             "storage": {
                 "sharedClass": "shared-fs",

@@ -191,7 +191,9 @@ def test_an_operator_already_running_is_drawn_with_what_still_needs_it(tmp_path:
     addons = drawing(_views(copy)["prod-east"]).layers[2]
     box = next(b for b in addons.boxes if b.title == "LeaderWorkerSet")
     assert box.lines[:2] == ("0.10.0", "already running, not installed by gpuplane")
-    assert box.lines[-1] == "needed by LeaderWorkerSet in namespace llm-serve"  # teams/llm.yaml
+    assert (
+        box.lines[-1] == "needed by LeaderWorkerSet in namespace recsys-serve"
+    )  # teams/recsys.yaml
     assert not any("Application" in line for line in box.lines)
 
 

@@ -271,12 +271,12 @@ def test_namespace_caps_are_the_rendered_resource_quotas(committed: Path) -> Non
 
 
 # --- operators ----------------------------------------------------------------------------------
-# What needs each operator on prod-east, as the input files say it: teams/llm.yaml lists
-# `kinds: [TrainJob]` on llm-train and `kinds: [LeaderWorkerSet]` on llm-serve; the training
+# What needs each operator on prod-east, as the input files say it: teams/recsys.yaml lists
+# `kinds: [TrainJob]` on recsys-train and `kinds: [LeaderWorkerSet]` on recsys-serve; the training
 # namespaces of the teams with GPU quota there get the RayJob template.
 
 PROD = "clusters/prod-east.yaml"
-LLM = "teams/llm.yaml"
+RECSYS = "teams/recsys.yaml"
 TRAINER = "    trainer:\n      version: 2.3.0 "
 LWS = "    lws:\n      version: 0.10.0 "
 KUBERAY = "    kuberay:\n      version: 1.7.0 "
@@ -292,14 +292,14 @@ def _drop_line(path: Path, start: str) -> None:
 
 
 def test_an_operator_removed_whose_kinds_a_team_used_is_high(repo: Path, gpuplane: Any) -> None:
-    """Kubeflow Trainer goes with llm-train's `kinds: [TrainJob]` in the same change (the head
-    validates: nothing needs it any more); at the base llm-train listed TrainJob."""
+    """Kubeflow Trainer goes with recsys-train's `kinds: [TrainJob]` in the same change (the head
+    validates: nothing needs it any more); at the base recsys-train listed TrainJob."""
     _drop_line(repo / PROD, TRAINER)
-    edit_once(repo / LLM, "purpose: training, kinds: [TrainJob]}", "purpose: training}")
+    edit_once(repo / RECSYS, "purpose: training, kinds: [TrainJob]}", "purpose: training}")
     found = _findings(gpuplane, repo)
     f = _one(found, "operator-removed", "trainer")
     assert f["risk"] == "high" and f["cluster"] == "prod-east"
-    assert "TrainJob in namespace llm-train" in f["summary"]
+    assert "TrainJob in namespace recsys-train" in f["summary"]
     assert any("trainer.kubeflow.org/trainjob" in line for line in f["details"])
     assert f["at"] == _line(repo, PROD, "  addons:")
     # the add-ons are no longer a cluster setting of their own
@@ -313,7 +313,7 @@ def test_an_operator_left_running_elsewhere_is_medium_and_names_its_users(
     edit_once(repo / PROD, LWS, LWS.replace(":\n", ":\n      enabled: false\n", 1))
     f = _one(_findings(gpuplane, repo), "operator-disabled", "lws")
     assert f["risk"] == "medium"
-    assert f["details"] == ["used by LeaderWorkerSet in namespace llm-serve"]
+    assert f["details"] == ["used by LeaderWorkerSet in namespace recsys-serve"]
     assert f["at"] == _line(repo, PROD, "enabled: false")
 
 
@@ -359,7 +359,7 @@ def test_each_operator_change_is_rated_by_what_needed_it(tmp_path: Path) -> None
     edit_once(
         head_staging, "    opencost:\n", "    draDriver:\n      version: 25.12.0\n    opencost:\n"
     )
-    _drop_line(head / PROD, "    jobset:\n      version: 0.12.0")
+    _drop_line(head / PROD, "    jobset:\n      version: 0.11.1")
     assert _operator_findings(base, head) == [
         ("appwrapper", "operator-removed", "low"),
         ("argoWorkflows", "operator-removed", "medium"),

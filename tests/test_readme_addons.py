@@ -174,7 +174,9 @@ def test_the_readme_names_the_application_that_installs_each(cluster: str) -> No
         r["installed as"].split("Argo CD Application ")[1].split(":")[0] for r in rows.values()
     }
     layers = {f"{cluster}-{layer}" for layer in ("root", "security", "tenancy", "gpu")}
-    layers |= {f"{cluster}-{layer}" for layer in ("queueing", "observability", "workflows")}
+    layers |= {
+        f"{cluster}-{layer}" for layer in ("queueing", "observability", "workflows", "training")
+    }
     assert set(applications) - layers <= {n.rstrip(")") for n in named}
 
 
@@ -189,9 +191,9 @@ def test_why_each_operator_is_there_is_what_needs_it() -> None:
                 for kind in ns.get("kinds", []):
                     listed.setdefault(KIND_ADDON[kind], []).append(f"{kind} in namespace")
                     assert ns["name"] in rows[KIND_ADDON[kind]]["why it is here"]
-    assert listed  # llm-train lists TrainJob, llm-serve LeaderWorkerSet
-    assert rows["trainer"]["why it is here"] == "TrainJob in namespace llm-train"
-    assert rows["lws"]["why it is here"] == "LeaderWorkerSet in namespace llm-serve"
+    assert listed  # recsys-train lists TrainJob, recsys-serve LeaderWorkerSet
+    assert rows["trainer"]["why it is here"] == "TrainJob in namespace recsys-train"
+    assert rows["lws"]["why it is here"] == "LeaderWorkerSet in namespace recsys-serve"
 
     gang = _gang_namespaces("prod-east")
     assert len(gang) == 4
@@ -242,7 +244,7 @@ def test_enabled_false_unpinned_and_no_repository(tmp_path: Path) -> None:
     lws = _rows("prod-east", root)["lws"]
     assert lws["installed as"] == "already running, not installed by gpuplane (enabled: false)"
     assert lws["version"] == "0.10.0"
-    assert lws["why it is here"] == "LeaderWorkerSet in namespace llm-serve"  # still needed
+    assert lws["why it is here"] == "LeaderWorkerSet in namespace recsys-serve"  # still needed
     kuberay = _rows("staging-west", root)["kuberay"]
     assert kuberay["version"] == "unpinned"
     assert kuberay["installed as"].startswith("Argo CD Application staging-west-kuberay-operator")
