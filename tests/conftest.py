@@ -369,3 +369,21 @@ def require_tool(name: str, package: str) -> str:
     if os.environ.get(REQUIRE_TOOLS) == "1":
         pytest.fail(message)
     pytest.skip(message)
+
+
+# The projects' own names for the add-ons of a cluster file (what the README and the diagram
+# call them), written from each project's documentation, not from gpuplane's table.
+ADDON_TITLES = {
+    "gpuOperator": "NVIDIA GPU Operator",
+    "dcgmExporter": "DCGM exporter",
+    "kueue": "Kueue",
+    "argoWorkflows": "Argo Workflows",
+    "prometheusStack": "kube-prometheus-stack",
+    "externalSecrets": "External Secrets Operator",
+    "jobset": "JobSet",
+    "kuberay": "KubeRay",
+    "trainer": "Kubeflow Trainer",
+    "lws": "LeaderWorkerSet",
+    "networkOperator": "NVIDIA Network Operator",
+    "opencost": "OpenCost",
+}

@@ -29,7 +29,7 @@ from renderer.model.view import ClusterView
 from renderer.output import drawing as writers
 from renderer.output.drawing import Box, Drawing, Edge, Layer
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, REQUIRE_TOOLS, copy_inputs, require_tool
+from tests.conftest import ADDON_TITLES, REPO, REQUIRE_TOOLS, copy_inputs, require_tool
 
 SIX = (
     "Control plane",
@@ -50,20 +50,6 @@ PRODUCTS = {
 }
 """What each example accelerator key is called (NVIDIA's product names)."""
 
-ADDON_TITLES = {
-    "gpuOperator": "NVIDIA GPU Operator",
-    "dcgmExporter": "DCGM exporter",
-    "kueue": "Kueue",
-    "argoWorkflows": "Argo Workflows",
-    "prometheusStack": "kube-prometheus-stack",
-    "externalSecrets": "External Secrets Operator",
-    "jobset": "JobSet",
-    "kuberay": "KubeRay",
-    "trainer": "Kubeflow Trainer",
-    "lws": "LeaderWorkerSet",
-    "networkOperator": "NVIDIA Network Operator",
-    "opencost": "OpenCost",
-}
 """What each add-on's project calls itself, by its key under `spec.addons`."""
 
 KIND_TITLES = {"TrainJob": "Kubeflow Trainer", "LeaderWorkerSet": "LeaderWorkerSet"}

@@ -23,26 +23,13 @@ from renderer.layers.addon_notes import AddonNote
 from renderer.model.operator_reasons import grouped
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, copy_inputs, edit_once
+from tests.conftest import ADDON_TITLES, REPO, copy_inputs, edit_once
 from tests.test_inert_everywhere import HOSTILE, assert_inert_markdown
 
 HEADING = "Add-ons and operators"
 COLUMNS = ["add-on", "version", "installed as", "what it does", "why it is here"]
 
-TITLES = {
-    "gpuOperator": "NVIDIA GPU Operator",
-    "dcgmExporter": "DCGM exporter",
-    "kueue": "Kueue",
-    "argoWorkflows": "Argo Workflows",
-    "prometheusStack": "kube-prometheus-stack",
-    "externalSecrets": "External Secrets Operator",
-    "jobset": "JobSet",
-    "kuberay": "KubeRay",
-    "trainer": "Kubeflow Trainer",
-    "lws": "LeaderWorkerSet",
-    "networkOperator": "NVIDIA Network Operator",
-    "opencost": "OpenCost",
-}
+TITLES = ADDON_TITLES
 """What each project calls itself (its repository's README title), by add-on key."""
 
 KIND_ADDON = {"TrainJob": "trainer", "LeaderWorkerSet": "lws", "RayJob": "kuberay"}
