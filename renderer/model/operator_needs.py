@@ -54,11 +54,14 @@ class Need:
 
 
 def kind_operator(kind: str) -> str | None:
-    """The add-on serving a workload kind a namespace's `kinds` may name."""
-    for operator in OPERATORS:
-        if any(api.kind == kind for api in operator.apis):
+    """The add-on serving a workload kind a namespace's `kinds` may name. Where two serve it
+    (MPIJob: the Training Operator's v1, the MPI Operator's v2beta1), the one whose kind Kueue
+    manages (its `kubeflow.org/mpijob` integration is for v2beta1 only)."""
+    found = [o for o in OPERATORS if any(api.kind == kind for api in o.apis)]
+    for operator in found:
+        if any(framework.endswith(f"/{kind.lower()}") for framework in operator.frameworks):
             return operator.addon
-    return None
+    return found[0].addon if found else None
 
 
 def cluster_needs(platform: Platform, cluster: Cluster) -> Iterator[Need]:
@@ -99,10 +102,10 @@ def _namespace_needs(
         for addon, kind in TEMPLATE_OPERATORS:
             yield Need(addon, f"the {kind} template of namespace {ns.name}", at)
     for position, kind in enumerate(ns.kinds):
-        addon = kind_operator(kind)
-        if addon is not None:
+        needed = kind_operator(kind)
+        if needed is not None:
             yield Need(
-                addon,
+                needed,
                 f"{kind} in namespace {ns.name}",
                 team.origin.at("spec", "namespaces", index, "kinds", position),
             )
@@ -123,6 +126,4 @@ def _addon_needs(cluster: Cluster) -> Iterator[Need]:
         )
     opencost = cluster.addons.get(OPENCOST_ADDON)
     if opencost is not None and opencost.settings.get("enabled", True) is not False:
-        yield Need(
-            PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.key()
-        )
+        yield Need(PROMETHEUS_ADDON, "OpenCost, which reads its Prometheus", opencost.origin.key())

@@ -77,7 +77,7 @@ def unserved(
 
 
 def _problem(cluster: Cluster, group: str, version: str, kind: str) -> tuple[str, str] | None:
-    operator = serving(group, kind)
+    operator = serving(group, kind, version)
     if operator is None:
         return (
             "no add-on gpuplane installs serves this kind",
