@@ -169,14 +169,24 @@ def test_a_namespace_kind_needs_its_operator_and_the_hint_declares_it(
     hints = sorted(d["hint"] for d in found)
     assert "mpiOperator: {version: v0.8.0}" in hints[0]  # MPIJob: the v2beta1 one Kueue manages
     assert "trainingOperator: {version: v1.9.4}" in hints[1]
-    # both hints applied would conflict: the MPIJob of the training operator is v1, so a team
-    # submitting PyTorchJobs and MPIJobs needs the MPI Operator's elsewhere
-    edit_once(team, "kinds: [PyTorchJob, MPIJob]", "kinds: [PyTorchJob]")
+    # the training operator's hint, applied, serves both: its own MPIJob is v1 (and declaring
+    # the MPI Operator beside it would be a second CRD of that name: operator-conflict)
     cluster = platform / "clusters" / "staging-west.yaml"
     edit_once(cluster, "  addons:\n", "  addons:\n    trainingOperator: {version: v1.9.4}\n")
     report = _validate(gpuplane, platform)
     assert not _findings(report, "operator-missing")
     assert not _findings(report, "operator-unused")
+    assert not _findings(report, "operator-conflict")
+
+
+def test_an_mpijob_alone_needs_the_mpi_operator(platform: Path, gpuplane) -> None:
+    submits(platform, "search-train", ("MPIJob",), {})
+    (found,) = _findings(_validate(gpuplane, platform), "operator-missing")
+    assert "MPI Operator" in found["message"] and "mpiOperator: {version: v0.8.0}" in found["hint"]
+    cluster = platform / "clusters" / "staging-west.yaml"
+    edit_once(cluster, "  addons:\n", "  addons:\n    mpiOperator: {version: v0.8.0}\n")
+    report = _validate(gpuplane, platform)
+    assert not _findings(report, "operator-missing") and not _findings(report, "operator-unused")
 
 
 def test_declaring_both_is_an_error_on_the_second_and_the_hint_clears_it(

@@ -30,6 +30,7 @@ from renderer.model.operators import (
     OPENCOST_ADDON,
     OPERATORS,
     rdma_plugin,
+    serves_here,
 )
 from renderer.model.platform import Cluster, Namespace, Platform, Team
 
@@ -53,11 +54,15 @@ class Need:
     at: Location
 
 
-def kind_operator(kind: str) -> str | None:
+def kind_operator(kind: str, cluster: Cluster | None = None) -> str | None:
     """The add-on serving a workload kind a namespace's `kinds` may name. Where two serve it
-    (MPIJob: the Training Operator's v1, the MPI Operator's v2beta1), the one whose kind Kueue
-    manages (its `kubeflow.org/mpijob` integration is for v2beta1 only)."""
+    (MPIJob: the Training Operator's v1, the MPI Operator's v2beta1), the one the cluster
+    declares, else the one whose kind Kueue manages (its `kubeflow.org/mpijob` integration is
+    for v2beta1 only): the two define the same CRD, so a cluster declares one of them."""
     found = [o for o in OPERATORS if any(api.kind == kind for api in o.apis)]
+    for operator in found:
+        if cluster is not None and serves_here(cluster, operator.addon):
+            return operator.addon
     for operator in found:
         if any(framework.endswith(f"/{kind.lower()}") for framework in operator.frameworks):
             return operator.addon
@@ -102,7 +107,7 @@ def _namespace_needs(
         for addon, kind in TEMPLATE_OPERATORS:
             yield Need(addon, f"the {kind} template of namespace {ns.name}", at)
     for position, kind in enumerate(ns.kinds):
-        needed = kind_operator(kind)
+        needed = kind_operator(kind, cluster)
         if needed is not None:
             yield Need(
                 needed,

@@ -48,9 +48,11 @@ def needed_operators_declared(p: Platform) -> Iterator[Diagnostic]:
     pinned on production: for example `jobset: {version: 0.12.0}`, `kuberay: {version: 1.7.0}`,
     `trainer: {version: 2.3.0}`, `lws: {version: 0.10.0}`, `appwrapper: {version: v1.2.1}`,
     `networkOperator: {version: 26.4.1}`, `draDriver: {version: 25.12.0}`, `opencost:
-    {version: 2.5.17}`. Where the cluster already runs the operator (installed outside
-    gpuplane), declare it with `enabled: false`. Or remove the need: the kind from the
-    namespace's `kinds`, the pool's `rdma` or `exposure: dra`.
+    {version: 2.5.17}`, `trainingOperator: {version: v1.9.4}` (PyTorchJob, TFJob, XGBoostJob,
+    PaddleJob, JAXJob), `mpiOperator: {version: v0.8.0}` (MPIJob v2beta1). Where the cluster
+    already runs the operator (installed outside gpuplane), declare it with `enabled: false`.
+    Or remove the need: the kind from the namespace's `kinds`, the pool's `rdma` or
+    `exposure: dra`.
     """
     for cluster in p.clusters.values():
         reported: set[tuple[str, str]] = set()
