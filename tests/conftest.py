@@ -203,6 +203,49 @@ def example_at_kubernetes(target: Path, version: str) -> Path:
     return target
 
 
+KUBEFLOW_V1_KINDS = ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
+"""The Kubeflow Training Operator v1's job kinds beside its MPIJob v1 (kubeflow/trainer v1.9.4
+manifests/base/crds: one CRD each, served at kubeflow.org/v1)."""
+TRAINING_OPERATOR = {"trainingOperator": "v1.9.4"}
+"""The training operator v1's latest release tag (kubeflow/trainer, formerly training-operator)."""
+MPI_OPERATOR = {"mpiOperator": "v0.8.0"}
+"""The MPI Operator's latest release tag (kubeflow/mpi-operator), serving MPIJob v2beta1."""
+APPWRAPPER = {"appwrapper": "v1.2.1"}
+"""project-codeflare/appwrapper's release, serving AppWrapper v1beta2."""
+
+
+def submits(root: Path, namespace: str, kinds: tuple[str, ...], addons: dict[str, str]) -> Path:
+    """The platform at `root` with team namespace `namespace` listing `kinds` (its team file's
+    `kinds`) and its cluster declaring `addons` (key: release tag) under `spec.addons`: what a
+    platform team writes for a team that submits those kinds (rule operator-missing's hint;
+    an add-on the cluster declares already stays as it is). Edits the files as text, so their
+    comments and order stay as written."""
+    (team,) = [
+        p for p in sorted((root / "teams").glob("*.yaml")) if f"name: {namespace}," in p.read_text()
+    ]
+    text = team.read_text()
+    (line,) = [x for x in text.splitlines() if f"{{name: {namespace}," in x]
+    cluster = re.search(r"cluster: ([\w-]+)", line)
+    assert cluster is not None and line.rstrip().endswith("}"), line
+    listed = re.search(r"kinds: \[([^\]]*)\]", line)
+    if listed is None:
+        changed = f"{line.rstrip()[:-1]}, kinds: [{', '.join(kinds)}]}}"
+    else:
+        both = [k.strip() for k in listed.group(1).split(",") if k.strip()]
+        both += [k for k in kinds if k not in both]
+        changed = line.replace(listed.group(0), f"kinds: [{', '.join(both)}]")
+    edit_once(team, line, changed)
+    path = root / "clusters" / f"{cluster.group(1)}.yaml"
+    there = path.read_text()
+    declared = "".join(
+        f"    {key}: {{version: {tag}}}\n"
+        for key, tag in addons.items()
+        if not re.search(rf"^    {key}:", there, re.M)
+    )
+    edit_once(path, "  addons:\n", f"  addons:\n{declared}")
+    return root
+
+
 def golden_diff(expected: dict[str, bytes], actual: dict[str, bytes]) -> str:
     """Files missing, extra and differing, then the first differing file's lines (Kapitan's way)."""
     missing = sorted(set(expected) - set(actual))

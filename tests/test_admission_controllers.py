@@ -24,7 +24,15 @@ from renderer.layers.security.policy_parts import pod_owner_kinds, suspendable_k
 from renderer.layers.tenancy import workload_kinds
 from renderer.pipeline import Rendered
 from tests.admission_cel import compile_expression, evaluate, kueue_webhook
-from tests.conftest import REPO, render_clean
+from tests.conftest import (
+    KUBEFLOW_V1_KINDS,
+    MPI_OPERATOR,
+    REPO,
+    TRAINING_OPERATOR,
+    copy_inputs,
+    render_clean,
+    submits,
+)
 
 KUEUE_JOBS = REPO.parent / "shared" / "reference" / "kueue-examples" / "jobs"
 
@@ -41,8 +49,8 @@ JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
 CONTROLLER_MANAGER = "system:kube-controller-manager"
 KUEUE_CONTROLLER = "system:serviceaccount:kueue-system:kueue-controller-manager"
 KUBERAY = "system:serviceaccount:kuberay-system:kuberay-operator"
-TRAINING_OPERATOR = "system:serviceaccount:kubeflow:training-operator"
-MPI_OPERATOR = "system:serviceaccount:mpi-operator:mpi-operator"
+TRAINING_OPERATOR_SA = "system:serviceaccount:kubeflow:training-operator"
+MPI_OPERATOR_SA = "system:serviceaccount:mpi-operator:mpi-operator"
 TRAINER = "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"
 
 LABELS = {"gpuplane.dev/team": "llm", "gpuplane.dev/cost-center": "CC-1050"}
@@ -53,6 +61,26 @@ GPU = {"limits": {"nvidia.com/gpu": 1}}
 @pytest.fixture(scope="module")
 def example() -> Rendered:
     rendered: Rendered = render_clean(REPO)
+    return rendered
+
+
+@pytest.fixture(scope="module")
+def kubeflow(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    """The example, llm-train submitting the training operator's v1 jobs: prod-east declares
+    the Kubeflow Training Operator, so its Kueue manages them and the policies cover them."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("kubeflow"))
+    rendered: Rendered = render_clean(
+        submits(root, "llm-train", KUBEFLOW_V1_KINDS, TRAINING_OPERATOR)
+    )
+    return rendered
+
+
+@pytest.fixture(scope="module")
+def mpi(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    """The example, llm-train submitting MPIJobs: prod-east declares the MPI Operator (its
+    v2beta1 MPIJob; the training operator would define the same CRD, so not both)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("mpi"))
+    rendered: Rendered = render_clean(submits(root, "llm-train", ("MPIJob",), MPI_OPERATOR))
     return rendered
 
 
@@ -146,11 +174,16 @@ def _job_pod() -> dict[str, Any]:
 
 CONTROLLER_PODS = {
     "KubeRay: a RayCluster's worker": (_ray_worker, KUBERAY),
-    "training operator: a PyTorchJob's worker": (_pytorch_worker, TRAINING_OPERATOR),
-    "MPI operator: an MPIJob's worker": (_mpi_worker, MPI_OPERATOR),
+    "training operator: a PyTorchJob's worker": (_pytorch_worker, TRAINING_OPERATOR_SA),
+    "MPI operator: an MPIJob's worker": (_mpi_worker, MPI_OPERATOR_SA),
     "Job controller: a Job's pod": (_job_pod, JOB_CONTROLLER),
     "controller manager (one identity): a Job's pod": (_job_pod, CONTROLLER_MANAGER),
 }
+PLATFORM_OF = {
+    "training operator: a PyTorchJob's worker": "kubeflow",
+    "MPI operator: an MPIJob's worker": "mpi",
+}
+"""The rendered platform whose prod-east runs the case's operator (`example` for the rest)."""
 
 
 # --- 1. GPU pods of jobs Kueue admitted, created by their controllers ---------------------------
@@ -158,10 +191,11 @@ CONTROLLER_PODS = {
 
 @pytest.mark.parametrize("case", sorted(CONTROLLER_PODS))
 def test_a_controllers_gpu_pod_for_a_kueue_job_is_admitted_and_nobody_elses(
-    example: Rendered, case: str
+    request: pytest.FixtureRequest, case: str
 ) -> None:
     make, controller = CONTROLLER_PODS[case]
-    body = policy(example, gpus.QUEUE_POLICY)
+    rendered: Rendered = request.getfixturevalue(PLATFORM_OF.get(case, "example"))
+    body = policy(rendered, gpus.QUEUE_POLICY)
     pod = make()
     assert "schedulingGates" not in pod["spec"]  # Kueue's pod webhook let it go by
     assert evaluate(body, pod, username=controller) == []
@@ -239,9 +273,13 @@ def test_every_parent_whose_pods_pass_ungated_is_held_suspended(example: Rendere
     ],
 )
 def test_a_kubeflow_or_ray_job_is_created_suspended_and_only_the_platform_unsuspends_it(
-    example: Rendered, name: str, suspend: tuple[str, ...]
+    request: pytest.FixtureRequest, name: str, suspend: tuple[str, ...]
 ) -> None:
-    body = policy(example, gpus.SUSPEND_POLICY)
+    # each on a prod-east that runs its operator: the MPI Operator's MPIJob, the training
+    # operator's v1 jobs, KubeRay (the example's)
+    platform = {"sample-mpijob.yaml": "mpi", "ray-cluster-sample.yaml": "example"}
+    rendered: Rendered = request.getfixturevalue(platform.get(name, "kubeflow"))
+    body = policy(rendered, gpus.SUSPEND_POLICY)
     job = sample(name)
     waiting = kueue_webhook(job)
     assert evaluate(body, waiting, username=ALICE) == []
@@ -265,10 +303,16 @@ def test_a_kubeflow_or_ray_job_is_created_suspended_and_only_the_platform_unsusp
     assert evaluate(body, running, old=waiting, operation="UPDATE", username=KUEUE_CONTROLLER) == []
 
 
-def test_the_refusal_no_longer_sends_users_to_a_kind_it_refuses(example: Rendered) -> None:
+def test_the_refusal_no_longer_sends_users_to_a_kind_it_refuses(
+    example: Rendered, kubeflow: Rendered
+) -> None:
     body = policy(example, gpus.QUEUE_POLICY)
     message = body["spec"]["validations"][0]["message"]
-    assert "RayJob" in message and "PyTorchJob" in message
+    # nor to a kind the cluster does not serve: the example's prod-east runs KubeRay and no
+    # training operator, so kubectl would find no mapping for a PyTorchJob there
+    assert "RayJob" in message and "PyTorchJob" not in message
+    served = policy(kubeflow, gpus.QUEUE_POLICY)["spec"]["validations"][0]["message"]
+    assert "RayJob" in served and "PyTorchJob" in served
     # and a RayJob's pods (a RayCluster the KubeRay operator made for it) are admitted
     assert evaluate(body, _ray_worker(), username=KUBERAY) == []
 
@@ -296,7 +340,7 @@ MPIJOB_OWNER = owner("kubeflow.org/v2beta1", "MPIJob")
 
 
 @pytest.mark.parametrize(
-    ("controller", "job_owner"), [(TRAINER, TRAINJOB_OWNER), (MPI_OPERATOR, MPIJOB_OWNER)]
+    ("controller", "job_owner"), [(TRAINER, TRAINJOB_OWNER), (MPI_OPERATOR_SA, MPIJOB_OWNER)]
 )
 def test_an_mpi_controller_writes_its_ssh_key_secret_and_nobody_else(
     example: Rendered, controller: str, job_owner: dict[str, Any]

@@ -28,7 +28,7 @@ from renderer.commands.fit import check_file, check_fit
 from renderer.inputs.source import load_file
 from renderer.model.platform import Platform, Team
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, copy_inputs
+from tests.conftest import REPO, copy_inputs, submits
 
 CASES = Path(__file__).parent / "cases" / "fit"
 HOSTILE = Path(__file__).parent / "cases" / "hostile"
@@ -297,7 +297,33 @@ def test_jobset_with_several_replicated_jobs(example: Platform) -> None:
     assert gpus.maximum == maximum(example, "llm", "h100-train")
 
 
-def test_trainjob(example: Platform) -> None:
+@pytest.fixture(scope="module")
+def with_trainer(tmp_path_factory: pytest.TempPathFactory) -> Platform:
+    """The example with search-train submitting TrainJobs: staging-west declares Kubeflow
+    Trainer (its chart 2.3.0; JobSet, which it runs TrainJobs as, is there already)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("trainer"))
+    submits(root, "search-train", ("TrainJob",), {"trainer": "2.3.0"})
+    loaded = load_platform(root)
+    assert not loaded.diagnostics
+    return loaded.platform
+
+
+def test_trainjob_where_trainer_is_not_installed(example: Platform) -> None:
+    """staging-west declares no Kubeflow Trainer: kubectl finds no mapping for the TrainJob
+    (`no matches for kind`), so it is never created, whatever Kueue would do with it."""
+    assert "trainer" not in example.clusters["staging-west"].addons
+    result = fit(example, "trainjob")
+    assert result.verdict == NEVER
+    ((outcome, refusal),) = result.refusals
+    assert outcome.step.value == "discovery" and outcome.addon == "trainer"
+    assert 'no matches for kind "TrainJob" in version "trainer.kubeflow.org/v1alpha1"' in (
+        refusal.message
+    )
+    assert result.kueue_verdict == FITS  # as if the cluster declared it: test_trainjob
+
+
+def test_trainjob(with_trainer: Platform) -> None:
+    example = with_trainer
     result = fit(example, "trainjob")
     nominal, _, _ = quota(example.teams["search"], "h200-tune")
     assert result.verdict == FITS

@@ -29,7 +29,7 @@ from click.testing import CliRunner
 from renderer.admission.workloads.podsets import Workload
 from renderer.admission.workloads.readers import workload_from
 from renderer.cli import main
-from tests.conftest import example_at_kubernetes
+from tests.conftest import APPWRAPPER, example_at_kubernetes, submits
 
 REPO = Path(__file__).resolve().parents[1]
 DENIED = 'admission webhook "vappwrapper.kb.io" denied the request: '
@@ -244,8 +244,11 @@ def test_refusal_words() -> None:
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example platform, both clusters at Kubernetes 1.36 (as `tests/test_fit_corpus.py`)."""
-    return example_at_kubernetes(tmp_path_factory.mktemp("platform"), "1.36")
+    """The example platform, both clusters at Kubernetes 1.36 (as `tests/test_fit_corpus.py`),
+    team llm submitting AppWrappers in llm-serve: prod-east declares AppWrapper, which serves
+    them."""
+    root = example_at_kubernetes(tmp_path_factory.mktemp("platform"), "1.36")
+    return submits(root, "llm-serve", ("AppWrapper",), APPWRAPPER)
 
 
 def fit(platform: Path, tmp_path: Path, document: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from renderer.admission import chain
 from renderer.admission.apiserver.gate import Outcome, Refusal, Request, Step
 from renderer.cli import main
-from tests.conftest import REPO
+from tests.conftest import APPWRAPPER, REPO, copy_inputs, submits
 
 CASES = REPO / "tests" / "fit_chain"
 EXPECTED: dict[str, dict[str, Any]] = yaml.safe_load((CASES / "expected.yaml").read_text())
@@ -47,10 +47,20 @@ def _job(case: dict[str, Any], extra: list[Any] = ()) -> list[dict[str, Any]]:
     return documents
 
 
-def fit_json(tmp_path: Path, documents: list[dict[str, Any]], name: str) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example platform, team vision submitting AppWrappers in vision-train: prod-east
+    declares AppWrapper (expected.yaml's header says why)."""
+    target = copy_inputs(REPO, tmp_path_factory.mktemp("platform"))
+    return submits(target, "vision-train", ("AppWrapper",), APPWRAPPER)
+
+
+def fit_json(
+    root: Path, tmp_path: Path, documents: list[dict[str, Any]], name: str
+) -> dict[str, Any]:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
-    result = CliRunner().invoke(main, ["-C", str(REPO), "fit", str(path), "--format", "json"])
+    result = CliRunner().invoke(main, ["-C", str(root), "fit", str(path), "--format", "json"])
     answer = json.loads(result.stdout)
     first = documents[0]
     identity = {"kind": first["kind"], "name": first["metadata"]["name"]}
@@ -67,9 +77,9 @@ def _refusals(workload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_each_step_refuses_as_upstream_words_it(name: str, tmp_path: Path) -> None:
+def test_each_step_refuses_as_upstream_words_it(name: str, root: Path, tmp_path: Path) -> None:
     case = EXPECTED[name]
-    workload = fit_json(tmp_path, _job(case), name)
+    workload = fit_json(root, tmp_path, _job(case), name)
     refusals = _refusals(workload)
     if "step" not in case:  # the job that meets every step
         assert refusals == [] and workload["verdict"] == case["verdict"], workload["chain"]
@@ -88,9 +98,9 @@ def test_each_step_refuses_as_upstream_words_it(name: str, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("name", sorted(n for n, c in EXPECTED.items() if "fixed" in c))
-def test_the_fix_a_refusal_names_makes_its_step_pass(name: str, tmp_path: Path) -> None:
+def test_the_fix_a_refusal_names_makes_its_step_pass(name: str, root: Path, tmp_path: Path) -> None:
     case = EXPECTED[name]
-    workload = fit_json(tmp_path, _job(case, case["fixed"]), f"{name}-fixed")
+    workload = fit_json(root, tmp_path, _job(case, case["fixed"]), f"{name}-fixed")
     assert _refusals(workload) == [], workload["chain"]
     assert workload["verdict"] == workload.get("kueueVerdict", workload["verdict"])
     assert workload["exit"] == 0

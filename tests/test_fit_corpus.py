@@ -22,8 +22,12 @@ runtime as not in the file. `messageFrom: API server` or `Kueue` is compared wit
 fit now answers for the whole admission chain, and no upstream file carries the platform's
 team and cost-centre labels, a TTL within the team's retention, an image of the team's
 registries or (in llm-serve) what Pod Security's restricted level asks, so every file is refused
-before Kueue. The verdicts here are Kueue's (and the checks after it): they are compared with
-fit's `kueueVerdict`, its answer for the object as if those refusals were fixed. An expected
+before Kueue. The example's prod-east declares neither the Kubeflow Training Operator, the MPI
+Operator nor AppWrapper, so their files are refused at discovery too (kubectl's `no matches for
+kind`), whose fix is to declare the add-on. The verdicts here are Kueue's (and the checks after
+it): they are compared with fit's `kueueVerdict`, its answer for the object as if those
+refusals were fixed (for an add-on, on the cluster as if it declared it; tests/
+test_fit_served.py holds that answer equal to the one where it is declared). An expected
 `never` whose message is a refusal of the chain itself (the API server's discovery and decoding,
 Kueue's validating webhooks, the priority policy) is compared with fit's verdict and the
 chain's refusals (`_decided_by_the_chain`).

@@ -29,17 +29,21 @@ from renderer.inputs.source import MAX_FILE_BYTES, MAX_STREAM_DOCUMENTS
 from renderer.model import integrations
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, Result, copy_inputs
+from tests.conftest import (
+    KUBEFLOW_V1_KINDS,
+    MPI_OPERATOR,
+    REPO,
+    TRAINING_OPERATOR,
+    Result,
+    copy_inputs,
+    submits,
+)
 
 WORKLOADS = REPO.parent / "shared" / "reference" / "workloads"
 
 
-@pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example platform with both clusters on Kubernetes 1.36, where the security layer's
-    MutatingAdmissionPolicy gives an unlabelled job its team's priority (so what is tested here
-    is Kueue's behaviour, not the older clusters' refusal)."""
-    target = copy_inputs(REPO, tmp_path_factory.mktemp("platform"))
+def _at_136(target: Path) -> Path:
+    copy_inputs(REPO, target)
     for cluster in (target / "clusters").glob("*.yaml"):
         text = cluster.read_text()
         changed = re.sub(r'kubernetesVersion: "[0-9.]+"', 'kubernetesVersion: "1.36"', text)
@@ -49,8 +53,28 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example platform with both clusters on Kubernetes 1.36, where the security layer's
+    MutatingAdmissionPolicy gives an unlabelled job its team's priority (so what is tested here
+    is Kueue's behaviour, not the older clusters' refusal), and llm-train submitting the
+    Kubeflow v1 jobs: prod-east declares the training operator, which serves them."""
+    target = _at_136(tmp_path_factory.mktemp("platform"))
+    return submits(target, "llm-train", KUBEFLOW_V1_KINDS, TRAINING_OPERATOR)
+
+
+@pytest.fixture(scope="module")
 def platform(root: Path) -> Platform:
     loaded = load_platform(root)
+    assert not loaded.diagnostics, loaded.diagnostics
+    return loaded.platform
+
+
+@pytest.fixture(scope="module")
+def mpi_platform(tmp_path_factory: pytest.TempPathFactory) -> Platform:
+    """As `platform`, llm-train submitting MPIJobs instead: prod-east declares the MPI
+    Operator (which defines the MPIJob CRD the training operator would: a cluster runs one)."""
+    target = _at_136(tmp_path_factory.mktemp("mpi"))
+    loaded = load_platform(submits(target, "llm-train", ("MPIJob",), MPI_OPERATOR))
     assert not loaded.diagnostics, loaded.diagnostics
     return loaded.platform
 
@@ -340,6 +364,7 @@ def test_a_training_operator_v1_mpijob_is_admitted_pod_by_pod(
     come from the API server, whose Pod defaulting (`SetDefaults_Pod`) copied the launcher's
     limits into its missing requests before the LimitRanger and Kueue saw it: 1 cpu, 2Gi."""
     (mpi,) = answer(platform, write(MPIJOB.format(version="v1"))).workloads
+    assert not mpi.refusals  # the training operator serves MPIJob v1
     launcher = next(ps for ps in mpi.pod_sets if ps.name == "launcher")
     assert (launcher.per_pod["cpu"], launcher.per_pod["memory"]) == (Decimal(1), Decimal(2**31))
     assert (mpi.gang, mpi.integration) == (False, "pod")
@@ -357,13 +382,15 @@ def test_a_training_operator_v1_mpijob_is_admitted_pod_by_pod(
 
 
 def test_the_mpi_operators_v2beta1_mpijob_is_one_gang(
-    platform: Platform, write: Callable[..., Path]
+    mpi_platform: Platform, write: Callable[..., Path]
 ) -> None:
     """One Workload of pod sets launcher and worker (`mpijob_controller.go` PodSets). Its
     launcher is a template (no API server defaulting): the namespace LimitRange's default cpu
     request (the team's `defaults.cpu`) exceeds the 1-cpu limit, which Kueue refuses."""
+    platform = mpi_platform
     text = MPIJOB.format(version="v2beta1")
     (mpi,) = answer(platform, write(text)).workloads
+    assert not mpi.refusals  # served, and passes the chain: Kueue alone refuses it
     assert (mpi.gang, mpi.integration) == (True, "kubeflow.org/mpijob")
     assert "does not manage" not in mpi.summary
     assert platform.teams["llm"].defaults["cpu"] == "2"
@@ -420,6 +447,9 @@ def test_an_integration_that_is_off(
 ) -> None:
     path = write(PYTORCHJOB)
     (gang,) = answer(platform, path).workloads
+    # prod-east declares the training operator here: served (the file's job lacks the team's
+    # labels, which only the admission policies refuse)
+    assert {o.step for o, _ in gang.refusals} == {Step.POLICIES}
     assert (gang.gang, gang.integration) == (True, "kubeflow.org/pytorchjob")
     monkeypatch.setattr(integrations, "enabled_frameworks", _without("kubeflow.org/pytorchjob"))
     (pods,) = answer(platform, path).workloads

@@ -27,7 +27,7 @@ from renderer.model import quantity
 from renderer.model.platform import Platform
 from renderer.pipeline import load_platform
 from tests.compliance import RESTRICTED_CONTAINER, RESTRICTED_POD, TTL_SECONDS
-from tests.conftest import REPO
+from tests.conftest import REPO, TRAINING_OPERATOR, copy_inputs, submits
 
 PRIORITY = "kueue.x-k8s.io/priority-class: prod-standard"
 """prod-east runs Kubernetes 1.33: the priority policy requires the label (docs/fit.md)."""
@@ -42,6 +42,16 @@ SPEECH = "gpuplane.dev/team: speech, gpuplane.dev/cost-center: CC-1061"
 @pytest.fixture(scope="module")
 def example() -> Platform:
     loaded = load_platform(REPO)
+    assert not loaded.diagnostics
+    return loaded.platform
+
+
+@pytest.fixture(scope="module")
+def kubeflow(tmp_path_factory: pytest.TempPathFactory) -> Platform:
+    """The example with vision-train submitting PyTorchJobs: prod-east declares the Kubeflow
+    Training Operator, which serves them (and its own kubeflow.org/v1 MPIJob)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("kubeflow"))
+    loaded = load_platform(submits(root, "vision-train", ("PyTorchJob",), TRAINING_OPERATOR))
     assert not loaded.diagnostics
     return loaded.platform
 
@@ -242,10 +252,11 @@ def test_pod_sets_are_listed_when_requests_exceed_limits(example: Platform, tmp_
 # --- Kueue stops at the first pod set that fails -------------------------------------------
 
 
-def test_kueue_names_only_the_first_pod_set_that_fails(example: Platform, tmp_path: Path) -> None:
+def test_kueue_names_only_the_first_pod_set_that_fails(kubeflow: Platform, tmp_path: Path) -> None:
     """`FlavorAssigner.assignFlavors` returns at the first pod set no flavor can hold
     (`atLeastOnePodsAssignmentFailed`): a PyTorchJob whose Master asks for a MIG profile no
     pool offers gets a message about pod set master only, and worker is not tried."""
+    example = kubeflow
     assert not any("7g.80gb" in p.mig_layout for p in example.pools.values())
     text = """apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -451,12 +462,14 @@ spec:
 """
 
 
-def test_a_v1_mpijobs_pods_are_the_api_servers(example: Platform, tmp_path: Path) -> None:
+def test_a_v1_mpijobs_pods_are_the_api_servers(kubeflow: Platform, tmp_path: Path) -> None:
     """Kueue's MPIJob integration is v2beta1 only, so the training operator's pods reach the
     pod integration as the API server stored them: `SetDefaults_Pod` copied their limits to
     the missing requests before the LimitRanger's defaultRequest could apply."""
+    example = kubeflow
     assert default_request(example, "vision", "cpu") not in (3, 5)
     result = run(example, tmp_path, MPI_V1)
+    assert "kubectl" not in refused_before_kueue(result)  # the training operator serves it
     assert (result.integration, result.gang) == ("pod", False)
     assert [(ps.name, ps.count, dict(ps.per_pod)) for ps in result.pod_sets] == [
         ("launcher", 1, {"cpu": Decimal(3), "memory": Decimal(6 * 2**30)}),
@@ -465,11 +478,11 @@ def test_a_v1_mpijobs_pods_are_the_api_servers(example: Platform, tmp_path: Path
     assert (result.replicas, result.replica_unit) == (3, "pod")
 
 
-def test_pod_by_pod_answers_keep_the_usage_now(example: Platform, tmp_path: Path) -> None:
+def test_pod_by_pod_answers_keep_the_usage_now(kubeflow: Platform, tmp_path: Path) -> None:
     """With --usage every answer has its `usage`, a merged pod-by-pod one too."""
     snapshot = tmp_path / "usage.json"
     snapshot.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
-    result = run(example, tmp_path, MPI_V1, usage=read_snapshot([snapshot]))
+    result = run(kubeflow, tmp_path, MPI_V1, usage=read_snapshot([snapshot]))
     assert result.usage is not None
     assert fit_json(result)["assumption"] == "snapshot"
 

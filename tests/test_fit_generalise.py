@@ -9,7 +9,9 @@ expected outcome worked out from that source and cited in each docstring, never 
 output. A failing case is marked `xfail(strict=True)`: the lead removes the mark when fixing.
 
 The platform is the example one with both clusters at Kubernetes 1.36, as in
-`tests/test_fit_corpus.py`; the manifests go to namespace `llm-train` (ClusterQueue
+`tests/test_fit_corpus.py`, and prod-east declaring the MPI Operator and AppWrapper, whose kinds
+the team submits (the example's prod-east serves neither: kubectl would find no mapping for
+them, `tests/test_fit_served.py`); the manifests go to namespace `llm-train` (ClusterQueue
 `llm-training`, TAS-only: h100-train then a100-mig) or `llm-serve` (`llm-inference`,
 l40s-infer only). Both namespaces have only the LocalQueue `default` and the LimitRange
 `gpuplane-defaults` (defaultRequest cpu 2, memory 8Gi, no default limit).
@@ -33,15 +35,18 @@ from click.testing import CliRunner
 
 from renderer.cli import main
 from tests.compliance import TTL_SECONDS, restricted
-from tests.conftest import example_at_kubernetes
+from tests.conftest import APPWRAPPER, MPI_OPERATOR, example_at_kubernetes, submits
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example platform, both clusters at Kubernetes 1.36."""
-    return example_at_kubernetes(tmp_path_factory.mktemp("platform"), "1.36")
+    """The example platform, both clusters at Kubernetes 1.36, team llm submitting MPIJobs and
+    AppWrappers: prod-east declares the MPI Operator and AppWrapper, which serve them."""
+    root = example_at_kubernetes(tmp_path_factory.mktemp("platform"), "1.36")
+    submits(root, "llm-train", ("MPIJob", "AppWrapper"), {**MPI_OPERATOR, **APPWRAPPER})
+    return submits(root, "llm-serve", ("AppWrapper",), APPWRAPPER)
 
 
 LLM = {"gpuplane.dev/team": "llm", "gpuplane.dev/cost-center": "CC-1050"}

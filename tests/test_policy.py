@@ -27,6 +27,13 @@ CASES = [
         "    opencost:\n",
         "    lws: {version: 0.10.0}\n    opencost:\n",
     ),
+    (
+        # both define the CRD mpijobs.kubeflow.org (kubeflow/trainer v1.9.4, mpi-operator v0.8.0)
+        "operator-conflict",
+        "clusters/staging-west.yaml",
+        "    opencost:\n",
+        "    trainingOperator: {version: v1.9.4}\n    mpiOperator: {version: v0.8.0}\n    opencost:\n",
+    ),
     ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
     ("unknown-reference", "pools/l4-serve.yaml", "cluster: staging-west", "cluster: staging-wst"),
     (

@@ -12,6 +12,12 @@ is compared with the rendered policy's CEL evaluated on the same object by an in
 evaluator (`tests/admission_cel.py`, cel-python), on the example platform's 1.33 cluster
 (ValidatingAdmissionPolicy) and on a copy at 1.36 (MutatingAdmissionPolicy).
 
+A cluster's Kueue manages the kinds of the operators it runs, and the Kubeflow Training
+Operator and the MPI Operator both define the MPIJob CRD (a cluster runs one): the kinds the
+example's prod-east does not serve are checked on copies where team llm submits them, one with
+the training operator and AppWrapper (`kubeflow`: every kind but the MPI Operator's MPIJob), one
+with the MPI Operator and AppWrapper (`mpi`).
+
 The objects are otherwise what the platform admits (team llm's labels, an image from its
 registry, a TTL within its retention, a pod securityContext its inference namespace's
 `restricted` Pod Security level takes), so that the priority policy is all that refuses them.
@@ -50,7 +56,17 @@ from tests.admission_cel import (
     kueue_webhook,
 )
 from tests.admission_cel import evaluate as with_messages
-from tests.conftest import REPO, SHARED_CRDS, copy_inputs, render_clean
+from tests.conftest import (
+    APPWRAPPER,
+    KUBEFLOW_V1_KINDS,
+    MPI_OPERATOR,
+    REPO,
+    SHARED_CRDS,
+    TRAINING_OPERATOR,
+    copy_inputs,
+    render_clean,
+    submits,
+)
 
 ALICE = "oidc:alice@example.com"
 KUBERAY = "system:serviceaccount:kuberay-system:kuberay-operator"
@@ -230,17 +246,72 @@ def example() -> Rendered:
     return rendered
 
 
+MPIJOB = ("kubeflow.org/v2beta1", "MPIJob")
+OPERATORS: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+    "kubeflow": ((*KUBEFLOW_V1_KINDS, "AppWrapper"), {**TRAINING_OPERATOR, **APPWRAPPER}),
+    "mpi": (("MPIJob", "AppWrapper"), {**MPI_OPERATOR, **APPWRAPPER}),
+}
+"""What llm-train submits on each copy, and the add-ons prod-east declares for it."""
+NOT_SERVED = {
+    "kubeflow": {MPIJOB},
+    "mpi": {("kubeflow.org/v1", kind) for kind in KUBEFLOW_V1_KINDS},
+}
+"""The kinds of SPECS each copy's prod-east does not serve: the other operator's."""
+
+
+def _platform(factory: pytest.TempPathFactory, name: str, *, at_136: bool = False) -> Rendered:
+    """The example platform, prod-east at Kubernetes 1.36 if asked (MutatingAdmissionPolicy
+    v1), llm-train submitting the kinds of `OPERATORS[name]` (none for `example`)."""
+    if not SHARED_CRDS.is_dir():
+        pytest.skip("../shared/crds is not beside this checkout")
+    root = copy_inputs(REPO, factory.mktemp(f"{name}-{at_136}") / "repo")
+    if at_136:
+        path = root / "clusters/prod-east.yaml"
+        text = path.read_text()
+        assert text.count('kubernetesVersion: "1.33"') == 1
+        path.write_text(text.replace('kubernetesVersion: "1.33"', 'kubernetesVersion: "1.36"'))
+    if name in OPERATORS:
+        kinds, addons = OPERATORS[name]
+        submits(root, "llm-train", kinds, addons)
+    rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
+    assert not rendered.diagnostics, rendered.diagnostics
+    return rendered
+
+
 @pytest.fixture(scope="module")
 def at_136(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     """The example platform with prod-east at Kubernetes 1.36 (MutatingAdmissionPolicy v1)."""
-    if not SHARED_CRDS.is_dir():
-        pytest.skip("../shared/crds is not beside this checkout")
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("k136") / "repo")
-    path = root / "clusters/prod-east.yaml"
-    text = path.read_text()
-    assert text.count('kubernetesVersion: "1.33"') == 1
-    path.write_text(text.replace('kubernetesVersion: "1.33"', 'kubernetesVersion: "1.36"'))
-    return render_platform(root, OutputValidator([SHARED_CRDS]))
+    return _platform(tmp_path_factory, "example", at_136=True)
+
+
+@pytest.fixture(scope="module")
+def kubeflow(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    return _platform(tmp_path_factory, "kubeflow")
+
+
+@pytest.fixture(scope="module")
+def mpi(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    return _platform(tmp_path_factory, "mpi")
+
+
+@pytest.fixture(scope="module")
+def kubeflow_136(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    return _platform(tmp_path_factory, "kubeflow", at_136=True)
+
+
+@pytest.fixture(scope="module")
+def mpi_136(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    return _platform(tmp_path_factory, "mpi", at_136=True)
+
+
+def _serving(
+    request: pytest.FixtureRequest, api_version: str, kind: str, suffix: str = ""
+) -> Rendered:
+    """The copy whose prod-east serves the kind: `mpi` for the MPI Operator's MPIJob, else
+    `kubeflow` (which serves every other kind of SPECS)."""
+    name = "mpi" if (api_version, kind) == MPIJOB else "kubeflow"
+    rendered: Rendered = request.getfixturevalue(name + suffix)
+    return rendered
 
 
 def _security(rendered: Rendered, kind: str, name: str, cluster: str = "prod-east") -> Any:
@@ -308,16 +379,22 @@ def test_every_kueue_integration_has_one_kind_and_they_agree() -> None:
         )
 
 
+@pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_the_kinds_kueue_suspends_are_kueues_at_the_field_its_suspend_sets(
-    example: Rendered,
+    request: pytest.FixtureRequest, name: str
 ) -> None:
-    cluster = example.platform.clusters["prod-east"]
+    rendered: Rendered = request.getfixturevalue(name)
+    cluster = rendered.platform.clusters["prod-east"]
     assert set(enabled_frameworks(cluster)) >= {k.framework for k in kueue_kinds(cluster)}
     found = {}
     for kind in suspendable_kinds(cluster):
         assert kind.suspend is not None
         found[(kind.group, kind.kind)] = tuple(kind.suspend.split("."))
-    expected = {(gv.rpartition("/")[0], k): path for (gv, k), path in SUSPEND_FIELD.items()}
+    expected = {
+        (gv.rpartition("/")[0], k): path
+        for (gv, k), path in SUSPEND_FIELD.items()
+        if (gv, k) not in NOT_SERVED[name]
+    }
     assert found == expected
     for api_version, kind_name in (*SUSPEND_FIELD, *GATED_PARENTS, ("v1", "Pod")):
         group, _, version = api_version.rpartition("/")
@@ -332,26 +409,30 @@ def test_the_kinds_kueue_suspends_are_kueues_at_the_field_its_suspend_sets(
     assert not gated & set(found)
 
 
+@pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_the_pods_kueue_leaves_ungated_are_exactly_those_of_its_pod_owning_jobs(
-    example: Rendered,
+    request: pytest.FixtureRequest, example: Rendered, name: str
 ) -> None:
     """From Kueue's and the operators' source: the Job controller, KubeRay (RayCluster), the
     training operator (v1 jobs), the MPI Operator (v2beta1 workers) and the AppWrapper
     controller create pods owned by the job itself; JobSets, RayJobs, RayServices and
-    TrainJobs create them through a Job or a RayCluster."""
-    cluster = example.platform.clusters["prod-east"]
+    TrainJobs create them through a Job or a RayCluster. Each only where its operator runs."""
+    rendered: Rendered = request.getfixturevalue(name)
+    cluster = rendered.platform.clusters["prod-east"]
     owners = {(k.group, k.kind) for k in pod_owner_kinds(cluster)}
-    assert owners == {
-        ("batch", "Job"),
-        ("ray.io", "RayCluster"),
-        ("kubeflow.org", "MPIJob"),
-        ("kubeflow.org", "PyTorchJob"),
-        ("kubeflow.org", "TFJob"),
-        ("kubeflow.org", "XGBoostJob"),
-        ("kubeflow.org", "PaddleJob"),
-        ("kubeflow.org", "JAXJob"),
-        ("workload.codeflare.dev", "AppWrapper"),
+    everywhere = {("batch", "Job"), ("ray.io", "RayCluster")}
+    assert owners == everywhere | {
+        (gv.rpartition("/")[0], kind)
+        for gv, kind in (
+            MPIJOB,
+            *(("kubeflow.org/v1", k) for k in KUBEFLOW_V1_KINDS),
+            ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+        )
+        if (gv, kind) not in NOT_SERVED[name]
     }
+    # the example's prod-east runs none of those operators (KubeRay is in the example)
+    example_cluster = example.platform.clusters["prod-east"]
+    assert {(k.group, k.kind) for k in pod_owner_kinds(example_cluster)} == everywhere
 
 
 # --- GPUs only through Kueue, for the new integrations -----------------------------------------
@@ -372,8 +453,9 @@ def _gpu_pod(owner: dict[str, Any] | None = None, **annotations: str) -> dict[st
 
 @pytest.mark.parametrize(("api_version", "kind"), sorted(SUSPEND_FIELD))
 def test_a_controller_creates_the_pods_of_a_kueue_job_ungated_only_at_its_exact_version(
-    example: Rendered, api_version: str, kind: str
+    request: pytest.FixtureRequest, api_version: str, kind: str
 ) -> None:
+    example = _serving(request, api_version, kind)
     body = _security(example, "ValidatingAdmissionPolicy", gpus.QUEUE_POLICY)
     cluster = example.platform.clusters["prod-east"]
     owns = (api_version.rpartition("/")[0], kind) in {
@@ -415,8 +497,9 @@ def test_a_leaderworkersets_pods_pass_gated_by_kueue_and_not_otherwise(
     [("ray.io/v1", "RayService"), ("workload.codeflare.dev/v1beta2", "AppWrapper")],
 )
 def test_a_rayservice_or_appwrapper_is_created_suspended_and_only_the_platform_lets_it_go(
-    example: Rendered, api_version: str, kind: str
+    kubeflow: Rendered, api_version: str, kind: str
 ) -> None:
+    example = kubeflow  # prod-east runs KubeRay and AppWrapper
     body = _security(example, "ValidatingAdmissionPolicy", gpus.SUSPEND_POLICY)
     ns = _namespace(example, "llm-train")
     obj = make(api_version, kind, {PRIORITY_LABEL: LLM_PRIORITY})
@@ -443,12 +526,18 @@ def test_a_rayservice_or_appwrapper_is_created_suspended_and_only_the_platform_l
     assert evaluate(body, running, username=KUEUE_CONTROLLER, **kwargs) == []
 
 
-def test_a_training_operator_v1_mpijob_is_not_held_to_suspension(example: Rendered) -> None:
+def test_a_training_operator_v1_mpijob_is_not_held_to_suspension(
+    kubeflow: Rendered, mpi: Rendered
+) -> None:
     """Kueue v0.19 integrates the MPI Operator's v2beta1 MPIJob only: it never suspends a
-    kubeflow.org/v1 one, so requiring it suspended would strand it."""
-    body = _security(example, "ValidatingAdmissionPolicy", gpus.SUSPEND_POLICY)
+    kubeflow.org/v1 one, so requiring it suspended would strand it. Where the training operator
+    runs (serving the v1 MPIJob), the cluster's Kueue has no MPIJob integration and the policy
+    takes no MPIJob at all; where the MPI Operator runs, its resource rule takes every version
+    of mpijobs and its CEL skips v1."""
     v1 = make("kubeflow.org/v2beta1", "MPIJob")
     v1["apiVersion"] = "kubeflow.org/v1"
+    assert not _matches(_security(kubeflow, "ValidatingAdmissionPolicy", gpus.SUSPEND_POLICY), v1)
+    body = _security(mpi, "ValidatingAdmissionPolicy", gpus.SUSPEND_POLICY)
     assert _matches(body, v1)  # the resource rule takes every version ...
     assert evaluate(body, kueue_webhook(v1), username=ALICE) == []  # ... the CEL skips v1
     v2 = make("kubeflow.org/v2beta1", "MPIJob")
@@ -468,16 +557,20 @@ def test_gpuplane_renders_no_default_workload_priority_class(example: Rendered) 
         assert "default" not in names, cluster
 
 
+@pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_the_policy_covers_exactly_the_kinds_kueue_manages_and_cronjobs(
-    example: Rendered, at_136: Rendered
+    request: pytest.FixtureRequest, name: str
 ) -> None:
+    example: Rendered = request.getfixturevalue(name)
+    at_136: Rendered = request.getfixturevalue(f"{name}_136")
     cluster = example.platform.clusters["prod-east"]
     covered = {(k.group, k.kind) for k in security_priority.priority_kinds(cluster)}
-    expected = {(gv.rpartition("/")[0], k) for gv, k in SPECS}
+    served = [(gv, k) for gv, k in SPECS if (gv, k) not in NOT_SERVED[name]]
+    expected = {(gv.rpartition("/")[0], k) for gv, k in served}
     assert covered == expected
     validating = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     mutating = _security(at_136, "MutatingAdmissionPolicy", "gpuplane-priority-llm")
-    for api_version, kind in SPECS:
+    for api_version, kind in served:
         obj = make(api_version, kind)
         assert _matches(validating, obj), kind
         assert _matches(mutating, obj) is (kind != "CronJob"), kind
@@ -509,8 +602,9 @@ def _forbidden(api_version: str, kind: str) -> str:
 
 @pytest.mark.parametrize(("api_version", "kind"), COVERED)
 def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
-    example: Rendered, tmp_path: Path, api_version: str, kind: str
+    request: pytest.FixtureRequest, tmp_path: Path, api_version: str, kind: str
 ) -> None:
+    example = _serving(request, api_version, kind)
     body = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     obj = make(api_version, kind)
     ns = _namespace(example, obj["metadata"]["namespace"])
@@ -557,8 +651,9 @@ def test_below_136_fit_and_the_policy_refuse_an_unlabelled_workload_alike(
 
 @pytest.mark.parametrize(("api_version", "kind"), COVERED)
 def test_from_136_fit_says_the_mutating_policy_sets_the_label_it_sets(
-    at_136: Rendered, tmp_path: Path, api_version: str, kind: str
+    request: pytest.FixtureRequest, tmp_path: Path, api_version: str, kind: str
 ) -> None:
+    at_136 = _serving(request, api_version, kind, "_136")
     mutating = _security(at_136, "MutatingAdmissionPolicy", "gpuplane-priority-llm")
     validating = _security(at_136, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     (mutation,) = mutating["spec"]["mutations"]
@@ -650,15 +745,22 @@ def test_objects_kueue_does_not_make_a_workload_of_are_left_alone(
     assert _conditions_hold(mutating, make("v1", "Pod"))
 
 
-def test_a_kind_kueue_does_not_manage_is_not_covered(example: Rendered, tmp_path: Path) -> None:
-    """A kubeflow.org/v1 MPIJob (no Kueue integration in v0.19) is admitted pod by pod: the
-    policy does not refuse it, and fit does not claim it does."""
+def test_a_kind_kueue_does_not_manage_is_not_covered(
+    kubeflow: Rendered, mpi: Rendered, tmp_path: Path
+) -> None:
+    """A kubeflow.org/v1 MPIJob (no Kueue integration in v0.19), on a cluster whose training
+    operator serves it, is admitted pod by pod: the policy does not refuse it, and fit does not
+    claim it does. Where the MPI Operator runs instead, the policy's rule takes mpijobs at every
+    version, and its CEL lets a v1 one by all the same."""
+    example = kubeflow
     validating = _security(example, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
     v1 = make("kubeflow.org/v2beta1", "MPIJob")
     v1["apiVersion"] = "kubeflow.org/v1"
     ns = _namespace(example, "llm-train")
-    assert _matches(validating, v1)
-    assert evaluate(validating, v1, username=ALICE, namespace=ns) == []
+    assert not _matches(validating, v1)
+    with_mpi = _security(mpi, "ValidatingAdmissionPolicy", security_priority.POLICY_NAME)
+    assert _matches(with_mpi, v1)
+    assert evaluate(with_mpi, v1, username=ALICE, namespace=ns) == []
     cluster = example.platform.clusters["prod-east"]
     assert security_priority.covered_kind(cluster, "kubeflow.org/v1", "MPIJob") is None
     assert security_priority.covered_kind(cluster, "apps/v1", "ReplicaSet") is None

@@ -38,9 +38,9 @@ from renderer.admission.answer.result import (
 )
 from renderer.admission.apiserver import metadata as apiserver
 from renderer.admission.apiserver import mutating, policies, rbac
-from renderer.admission.apiserver.gate import RenderedCluster
+from renderer.admission.apiserver.gate import RenderedCluster, Step
 from renderer.admission.enqueue import Enqueuer
-from renderer.admission.rendered import rendered_cluster
+from renderer.admission.rendered import as_if_declared, rendered_cluster
 from renderer.admission.scheduled_runs import scheduled_chain
 from renderer.admission.scheduler.kueue_usage import Snapshot
 from renderer.admission.workloads import readers
@@ -325,7 +325,7 @@ class FileChecker:
         applied as written, and the object gets an answer of its own (`never`, with the
         refusals); None where it passes (it is listed as ignored)."""
         cluster = self.cluster_of(obj.namespace)
-        run = self.chain(obj, cluster)
+        _, _, run = self.served_chain(obj, cluster)
         if run is None or not run.refused or cluster is None:
             return None
         result = FitResult(
@@ -407,16 +407,48 @@ class FileChecker:
         the object the file creates, where `obj` is what its controller creates from it (a
         RayCronJob's run)."""
         cluster = self.cluster_of(obj.namespace)
-        run = self.chain(obj, cluster, others, submitted)
+        checker, cluster, run = self.served_chain(obj, cluster, others, submitted)
         if run is None:
             alone = self.kueue(obj, others, cluster)
             if isinstance(alone, Ignored):
                 return alone
             return dataclasses.replace(alone, kueue_verdict=alone.verdict)
-        result = self.kueue(dataclasses.replace(obj, data=dict(run.obj)), others, cluster, run)
+        result = checker.kueue(dataclasses.replace(obj, data=dict(run.obj)), others, cluster, run)
         if isinstance(result, Ignored):
             return result
+        assumed = [o.addon for o in run.outcomes if o.addon is not None]
+        if checker is not self and cluster is not None and assumed:
+            note = (
+                f"Kueue's answer is for cluster {cluster.name} as if it declared `{assumed[0]}` "
+                "under spec.addons: the cluster serves no such kind today"
+            )
+            result = dataclasses.replace(result, notes=_unique((note,), result.notes))
         return admission_chain.conclude(result, run)
+
+    def served_chain(
+        self,
+        obj: FileObject,
+        cluster: Cluster | None,
+        others: Sequence[Any] = (),
+        submitted: FileObject | None = None,
+    ) -> tuple[FileChecker, Cluster | None, admission_chain.ChainRun | None]:
+        """The chain's steps (`chain`), and who answers after them: this checker on `cluster`,
+        or, where the discovery step refused a kind that an add-on the cluster does not declare
+        serves, a checker of the platform as if the cluster declared it (`as_if_declared`), as
+        the refusal's fix asks: the rest of the chain and Kueue read the cluster rendered with
+        it (its Kueue integration on, the policies covering its kinds); the refusal stays."""
+        run = self.chain(obj, cluster, others, submitted)
+        addon = next((o.addon for o in run.outcomes if o.addon), None) if run else None
+        if run is None or cluster is None or addon is None:
+            return self, cluster, run
+        platform = as_if_declared(self.platform, cluster, addon)
+        checker = FileChecker(platform, self.display, self.namespace, self.cluster, self.usage)
+        changed = platform.clusters[cluster.name]
+        again = checker.chain(obj, changed, others, submitted)
+        assert again is not None  # the same namespace and object as `run`
+        discovery = tuple(o for o in run.outcomes if o.step is Step.DISCOVERY)
+        outcomes = (*discovery, *(o for o in again.outcomes if o.step is not Step.DISCOVERY))
+        return checker, changed, dataclasses.replace(again, outcomes=outcomes)
 
     def chain(
         self,

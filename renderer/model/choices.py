@@ -40,7 +40,19 @@ QueueStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
 
 Purpose = Literal["training", "inference", "batch", "notebooks"]
 WorkloadKind = Literal[
-    "JobSet", "RayJob", "RayCluster", "RayService", "TrainJob", "LeaderWorkerSet", "AppWrapper"
+    "JobSet",
+    "RayJob",
+    "RayCluster",
+    "RayService",
+    "TrainJob",
+    "LeaderWorkerSet",
+    "AppWrapper",
+    "PyTorchJob",
+    "TFJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+    "MPIJob",
 ]
 """An operator kind a team namespace says it submits (`kinds`): each needs its operator."""
 PodSecurityLevel = Literal["baseline", "restricted"]

@@ -30,6 +30,8 @@ APPWRAPPER_ADDON = "appwrapper"
 NETWORK_OPERATOR_ADDON = "networkOperator"
 DRA_DRIVER_ADDON = "draDriver"
 OPENCOST_ADDON = "opencost"
+TRAINING_OPERATOR_ADDON = "trainingOperator"
+MPI_OPERATOR_ADDON = "mpiOperator"
 EXTERNAL_SECRETS_NAMESPACE = "external-secrets"
 """Where the External Secrets Operator's chart runs (its controller, webhook and cert controller)."""
 

@@ -31,6 +31,7 @@ from renderer.model.operators import (
     OPENCOST_ADDON,
     OPERATORS,
     rdma_plugin,
+    serves_here,
 )
 from renderer.model.platform import Cluster, Namespace, Platform, Team
 
@@ -54,12 +55,19 @@ class Need:
     at: Location
 
 
-def kind_operator(kind: str) -> str | None:
-    """The add-on serving a workload kind a namespace's `kinds` may name."""
-    for operator in OPERATORS:
-        if any(api.kind == kind for api in operator.apis):
+def kind_operator(kind: str, cluster: Cluster | None = None) -> str | None:
+    """The add-on serving a workload kind a namespace's `kinds` may name. Where two serve it
+    (MPIJob: the Training Operator's v1, the MPI Operator's v2beta1), the one the cluster
+    declares, else the one whose kind Kueue manages (its `kubeflow.org/mpijob` integration is
+    for v2beta1 only): the two define the same CRD, so a cluster declares one of them."""
+    found = [o for o in OPERATORS if any(api.kind == kind for api in o.apis)]
+    for operator in found:
+        if cluster is not None and serves_here(cluster, operator.addon):
             return operator.addon
-    return None
+    for operator in found:
+        if any(framework.endswith(f"/{kind.lower()}") for framework in operator.frameworks):
+            return operator.addon
+    return found[0].addon if found else None
 
 
 def cluster_needs(platform: Platform, cluster: Cluster) -> Iterator[Need]:
@@ -100,10 +108,10 @@ def _namespace_needs(
         for addon, kind in TEMPLATE_OPERATORS:
             yield Need(addon, f"the {kind} template of namespace {ns.name}", at)
     for position, kind in enumerate(ns.kinds):
-        serving_addon = kind_operator(kind)
-        if serving_addon is not None:
+        needed = kind_operator(kind, cluster)
+        if needed is not None:
             yield Need(
-                serving_addon,
+                needed,
                 f"{kind} in namespace {ns.name}",
                 team.origin.at("spec", "namespaces", index, "kinds", position),
             )

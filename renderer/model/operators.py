@@ -35,9 +35,11 @@ from renderer.model.names import DRA_DRIVER_ADDON as DRA_DRIVER_ADDON
 from renderer.model.names import JOBSET_ADDON as JOBSET_ADDON
 from renderer.model.names import KUBERAY_ADDON as KUBERAY_ADDON
 from renderer.model.names import LWS_ADDON as LWS_ADDON
+from renderer.model.names import MPI_OPERATOR_ADDON as MPI_OPERATOR_ADDON
 from renderer.model.names import NETWORK_OPERATOR_ADDON as NETWORK_OPERATOR_ADDON
 from renderer.model.names import OPENCOST_ADDON as OPENCOST_ADDON
 from renderer.model.names import TRAINER_ADDON as TRAINER_ADDON
+from renderer.model.names import TRAINING_OPERATOR_ADDON as TRAINING_OPERATOR_ADDON
 
 if TYPE_CHECKING:
     from renderer.model.platform import Cluster
@@ -210,6 +212,37 @@ OPERATORS: tuple[Operator, ...] = (
         purpose="wraps a job's objects into one Kueue workload, with fault tolerance",
     ),
     Operator(
+        TRAINING_OPERATOR_ADDON,
+        "Kubeflow Training Operator",
+        "v1.9.4",
+        _apis(
+            "kubeflow.org",
+            ("v1",),
+            "PyTorchJob",
+            "TFJob",
+            "XGBoostJob",
+            "PaddleJob",
+            "JAXJob",
+            "MPIJob",
+        ),
+        frameworks=(
+            "kubeflow.org/pytorchjob",
+            "kubeflow.org/tfjob",
+            "kubeflow.org/xgboostjob",
+            "kubeflow.org/paddlejob",
+            "kubeflow.org/jaxjob",
+        ),
+        purpose="Kubeflow v1 jobs: PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob",
+    ),
+    Operator(
+        MPI_OPERATOR_ADDON,
+        "MPI Operator",
+        "v0.8.0",
+        _apis("kubeflow.org", ("v2beta1",), "MPIJob"),
+        frameworks=("kubeflow.org/mpijob",),
+        purpose="MPIJob v2beta1: MPI and Horovod jobs, one launcher and its workers",
+    ),
+    Operator(
         NETWORK_OPERATOR_ADDON,
         "NVIDIA Network Operator",
         "26.4.1",
@@ -254,6 +287,8 @@ OPTIONAL_ADDONS = frozenset(
         NETWORK_OPERATOR_ADDON,
         DRA_DRIVER_ADDON,
         OPENCOST_ADDON,
+        TRAINING_OPERATOR_ADDON,
+        MPI_OPERATOR_ADDON,
     }
 )
 """The operators a cluster installs because something on it needs them (rules
@@ -269,12 +304,35 @@ PROVIDER_RDMA = frozenset({"eks", "gke", "aks", "coreweave"})
 need no gpuplane add-on for RDMA."""
 
 
-def serving(group: str, kind: str) -> Operator | None:
-    """The operator whose CRDs define the kind; None for a kind no add-on serves."""
-    for operator in OPERATORS:
-        if any(api.group == group and api.kind == kind for api in operator.apis):
-            return operator
-    return None
+def serving(group: str, kind: str, version: str | None = None) -> Operator | None:
+    """The operator whose CRDs define the kind; None for a kind no add-on serves. Two operators
+    may define one kind at different versions (MPIJob: the Training Operator's v1, the MPI
+    Operator's v2beta1): with `version`, the one that serves it there, else the first."""
+    found = servers(group, kind)
+    if version is not None:
+        for operator in found:
+            if version in served_versions(operator, group, kind):
+                return operator
+    return found[0] if found else None
+
+
+def servers(group: str, kind: str) -> tuple[Operator, ...]:
+    """Every operator whose CRDs define the kind, in OPERATORS' order."""
+    return tuple(
+        operator
+        for operator in OPERATORS
+        if any(api.group == group and api.kind == kind for api in operator.apis)
+    )
+
+
+def conflicts(first: Operator, second: Operator) -> tuple[Api, ...]:
+    """The kinds both operators define: one CRD each (`mpijobs.kubeflow.org`), which a cluster
+    can hold only once, so no cluster installs both as gpuplane installs them."""
+    return tuple(
+        api
+        for api in second.apis
+        if any((a.group, a.kind) == (api.group, api.kind) for a in first.apis)
+    )
 
 
 def served_versions(operator: Operator, group: str, kind: str) -> tuple[str, ...]:
@@ -318,7 +376,7 @@ def serving_problem(
     it does (Argo CD's own kinds are served where Argo CD runs, before any add-on)."""
     if group == "argoproj.io" and kind in ARGO_CD_KINDS:
         return None
-    operator = serving(group, kind)
+    operator = serving(group, kind, version)
     if operator is None:
         return (
             "no add-on gpuplane installs serves this kind",

@@ -84,6 +84,7 @@ INFRASTRUCTURE_NAMESPACES: Mapping[str, str] = MappingProxyType(
             ("ray-system", "the KubeRay operator"),
             ("kubeflow", "Kubeflow"),
             ("kubeflow-system", "the Kubeflow Trainer"),
+            ("mpi-operator", "the MPI Operator"),
             ("jobset-system", "JobSet"),
             ("lws-system", "LeaderWorkerSet"),
             ("keda", "KEDA"),

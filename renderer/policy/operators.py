@@ -15,7 +15,14 @@ from renderer.model.operator_support import (
     kubernetes_support,
     releases_supporting,
 )
-from renderer.model.operators import BY_ADDON, OPTIONAL_ADDONS, serves_here
+from renderer.model.operators import (
+    BY_ADDON,
+    OPTIONAL_ADDONS,
+    Operator,
+    conflicts,
+    installed,
+    serves_here,
+)
 from renderer.model.platform import Cluster, Platform
 from renderer.policy.rule import error, rule
 
@@ -59,9 +66,11 @@ def needed_operators_declared(p: Platform) -> Iterator[Diagnostic]:
     pinned on production: for example `jobset: {version: 0.12.0}`, `kuberay: {version: 1.7.0}`,
     `trainer: {version: 2.3.0}`, `lws: {version: 0.10.0}`, `appwrapper: {version: v1.2.1}`,
     `networkOperator: {version: 26.4.1}`, `draDriver: {version: 25.12.0}`, `opencost:
-    {version: 2.5.17}`. Where the cluster already runs the operator (installed outside
-    gpuplane), declare it with `enabled: false`. Or remove the need: the kind from the
-    namespace's `kinds`, the pool's `rdma` or `exposure: dra`.
+    {version: 2.5.17}`, `trainingOperator: {version: v1.9.4}` (PyTorchJob, TFJob, XGBoostJob,
+    PaddleJob, JAXJob), `mpiOperator: {version: v0.8.0}` (MPIJob v2beta1). Where the cluster
+    already runs the operator (installed outside gpuplane), declare it with `enabled: false`.
+    Or remove the need: the kind from the namespace's `kinds`, the pool's `rdma` or
+    `exposure: dra`.
     """
     for cluster in p.clusters.values():
         reported: set[tuple[str, str]] = set()
@@ -117,3 +126,57 @@ def declared_operators_used(p: Platform) -> Iterator[Diagnostic]:
                 hint=f"remove spec.addons.{name}, or list its kinds under `kinds` of a team "
                 "namespace on the cluster",
             )
+
+
+@rule("operator-conflict")
+def operators_that_cannot_share_a_cluster(p: Platform) -> Iterator[Diagnostic]:
+    """No cluster declares two operators that define the same CRD.
+
+    A CustomResourceDefinition is cluster-wide and named by its plural and group alone: the
+    Kubeflow Training Operator v1 and the MPI Operator both define `mpijobs.kubeflow.org`, the
+    first at v1, the second at v2beta1. Argo CD would apply both in turn (each sync undoing the
+    other, or the API server refusing the second, "status.storedVersions[0]: Invalid value:
+    v2beta1: must appear in spec.versions", kubeflow/trainer#1930), and both controllers would
+    start a launcher for every MPIJob (kubeflow/trainer#1777). Running both takes a training
+    operator started with `--enable-scheme` for its other kinds only and without its MPIJob
+    CRD; gpuplane installs its standalone overlay as the release ships it, every scheme on.
+    The finding sits on the second of the two declarations in the cluster file.
+
+    To satisfy it: keep one of the two under `spec.addons` of the cluster file:
+    `mpiOperator: {version: v0.8.0}` for MPIJob v2beta1 (the MPIJob Kueue manages), or
+    `trainingOperator: {version: v1.9.4}` for PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob
+    and the v1 MPIJob. Teams that need both run them on different clusters.
+    """
+    for cluster in p.clusters.values():
+        declared = sorted(
+            installed(cluster), key=lambda o: cluster.addons[o.addon].origin.key().line
+        )
+        for index, second in enumerate(declared):
+            for first in declared[:index]:
+                shared = conflicts(first, second)
+                if not shared:
+                    continue
+                crds = ", ".join(f"{api.kind} ({api.group})" for api in shared)
+                yield error(
+                    "operator-conflict",
+                    f"cluster '{cluster.name}' declares both {first.title} and {second.title}, "
+                    f"which each define the CRD of {crds}: a cluster holds one",
+                    cluster.addons[second.addon].origin.key(),
+                    f"remove spec.addons.{second.addon} or spec.addons.{first.addon} from "
+                    f"{cluster.origin.location.file}: keep {BY_ADDON[second.addon].title} for "
+                    f"{_kinds(second)}, or {first.title} for {_kinds(first)}",
+                    notes=(
+                        (
+                            f"{first.title} is declared here",
+                            cluster.addons[first.addon].origin.key(),
+                        ),
+                    ),
+                )
+
+
+def _kinds(operator: Operator) -> str:
+    """Its kinds, in words, per API: `PyTorchJob, TFJob, ..., MPIJob (kubeflow.org/v1)`."""
+    by_api: dict[str, list[str]] = {}
+    for api in operator.apis:
+        by_api.setdefault(f"{api.group}/{', '.join(api.versions)}", []).append(api.kind)
+    return "; ".join(f"{', '.join(kinds)} ({api})" for api, kinds in by_api.items())

@@ -12,7 +12,7 @@ import pytest
 
 from renderer.pipeline import Rendered
 from tests.admission_cel import evaluate, kueue_webhook
-from tests.conftest import REPO, copy_inputs
+from tests.conftest import REPO, TRAINING_OPERATOR, copy_inputs, submits
 from tests.red_team.harness import Attempt, errors, refused_on
 
 TEAM_FILE = "teams/llm.yaml"
@@ -152,8 +152,8 @@ def test_a_stricter_pod_security_level_moves_the_namespace_to_the_stricter_lock(
 def test_a_laxer_pod_security_level_is_refused_on_the_team_file(attempt: Attempt) -> None:
     attempt.edit(
         TEAM_FILE,
-        "purpose: inference, podSecurity: restricted}",
-        "purpose: inference, podSecurity: privileged}",
+        "podSecurity: restricted",  # llm-serve's, the one namespace of the file that sets it
+        "podSecurity: privileged",
     )
     found = attempt.findings()
     assert errors(found) and {d.at.file for d in errors(found)} == {TEAM_FILE}
@@ -600,7 +600,9 @@ def test_a_team_workflow_cannot_run_gpu_pods_past_the_queue(attempt: Attempt) ->
 def test_an_unsuspended_pytorchjob_past_kueue_is_refused(attempt: Attempt) -> None:
     """The training operator's GPU pods pass ungated once their PyTorchJob runs, so a PyTorchJob
     created unsuspended (Kueue's webhook skips one with a made-up JobSet owner) or unsuspended
-    by the team would be a way around the queue: both are refused."""
+    by the team would be a way around the queue: both are refused. (On a cluster that runs
+    the training operator: elsewhere no PyTorchJob is served, and the policy takes none.)"""
+    submits(attempt.root, "llm-train", ("PyTorchJob",), TRAINING_OPERATOR)
     rendered = attempt.render()
     suspend = _policy(rendered, "prod-east", "gpuplane-queue-suspend")
     job: dict[str, Any] = {

@@ -1,5 +1,7 @@
 """Step.DISCOVERY: kubectl maps the object's kind at its apiVersion to a REST resource before it
-sends anything; a version the cluster does not serve never reaches the API server.
+sends anything; a kind or version the cluster does not serve never reaches the API server.
+Built-in kinds are served by the cluster's Kubernetes release, custom kinds by the add-ons its
+file declares (`renderer.model.operators`, the same table the policy and the gitops layer read).
 
 Design: docs/fit.md#the-discovery-step-kubectls-rest-mapping
 """
@@ -10,7 +12,6 @@ import difflib
 import json
 from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -24,6 +25,13 @@ from renderer.admission.apiserver.decode import type_fix
 from renderer.admission.apiserver.gate import Outcome, Refusal, Request, Step
 from renderer.admission.apiserver.gojson import Walker
 from renderer.admission.apiserver.metadata import go_quote
+from renderer.model.operators import (
+    OPTIONAL_ADDONS,
+    Operator,
+    served_versions,
+    servers,
+    serving,
+)
 
 STDIN = "STDIN"
 """The source kubectl names for `-f -` (cli-runtime `pkg/resource/visitor.go` `constSTDINstr`)."""
@@ -41,86 +49,6 @@ _METADATA_ONLY_SCHEMA: Mapping[str, Any] = {
 }
 """cli-runtime `metadataOnlyObject`: `metav1.TypeMeta` inline and `metav1.ObjectMeta` as
 `metadata`, in package `resource`."""
-
-
-@dataclass(frozen=True)
-class OperatorCrds:
-    """The versions one operator release's CRD serves for a kind."""
-
-    versions: tuple[str, ...]
-    """Served versions, the storage version first."""
-    operator: str
-    """`KubeRay v1.7.0`: the release they are read from."""
-    source: str
-    """The CRD file at that tag."""
-
-
-def _crds(versions: tuple[str, ...], operator: str, source: str) -> OperatorCrds:
-    return OperatorCrds(versions, operator, source)
-
-
-_KUBERAY = "ray-project/kuberay v1.7.0 ray-operator/config/crd/bases/ray.io_{}s.yaml"
-_TRAINING_OPERATOR = "kubeflow/training-operator v1.9.0 manifests/base/crds/kubeflow.org_{}s.yaml"
-_KUEUE = "kubernetes-sigs/kueue v0.19.2 config/components/crd/bases/kueue.x-k8s.io_{}s.yaml"
-
-OPERATOR_CRDS: Mapping[tuple[str, str], OperatorCrds] = {
-    ("jobset.x-k8s.io", "JobSet"): _crds(
-        ("v1alpha2",),
-        "JobSet v0.12.0",
-        "kubernetes-sigs/jobset v0.12.0 config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
-    ),
-    **{
-        ("trainer.kubeflow.org", kind): _crds(
-            ("v1alpha1",),
-            "Kubeflow Trainer v2.3.0",
-            f"kubeflow/trainer v2.3.0 manifests/base/crds/trainer.kubeflow.org_{kind.lower()}s.yaml",
-        )
-        for kind in ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime")
-    },
-    **{
-        ("ray.io", kind): _crds(("v1", "v1alpha1"), "KubeRay v1.7.0", _KUBERAY.format(kind.lower()))
-        for kind in ("RayCluster", "RayJob", "RayService")
-    },
-    ("ray.io", "RayCronJob"): _crds(("v1",), "KubeRay v1.7.0", _KUBERAY.format("raycronjob")),
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _crds(
-        ("v1",),
-        "LeaderWorkerSet v0.10.0",
-        "kubernetes-sigs/lws v0.10.0 "
-        "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
-    ),
-    ("workload.codeflare.dev", "AppWrapper"): _crds(
-        ("v1beta2",),
-        "AppWrapper v1.2.1",
-        "project-codeflare/appwrapper v1.2.1 "
-        "config/crd/bases/workload.codeflare.dev_appwrappers.yaml",
-    ),
-    ("batch.volcano.sh", "Job"): _crds(
-        ("v1alpha1",),
-        "Volcano v1.15.1",
-        "volcano-sh/volcano v1.15.1 config/crd/volcano/bases/batch.volcano.sh_jobs.yaml",
-    ),
-    **{
-        ("kubeflow.org", kind): _crds(
-            ("v1",), "Kubeflow training-operator v1.9.0", _TRAINING_OPERATOR.format(kind.lower())
-        )
-        for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
-    },
-    ("kubeflow.org", "MPIJob"): _crds(
-        ("v2beta1", "v1"),
-        "MPI Operator v0.8.0 (v2beta1, the MPIJob Kueue's kubeflow.org/mpijob integration "
-        "manages) or Kubeflow training-operator v1.9.0 (v1): a cluster installs one of the two",
-        "kubeflow/mpi-operator v0.8.0 manifests/base/kubeflow.org_mpijobs.yaml; "
-        + _TRAINING_OPERATOR.format("mpijob"),
-    ),
-    **{
-        ("kueue.x-k8s.io", kind): _crds(
-            ("v1beta2", "v1beta1"), "Kueue v0.19.2", _KUEUE.format(kind.lower())
-        )
-        for kind in ("LocalQueue", "Workload", "ClusterQueue", "ResourceFlavor", "Cohort")
-    },
-}
-"""(group, kind) -> the versions the operator's CRD serves, per release (`served: true` in the
-CRD file at the tag; ../shared/crds/SOURCES.md lists the same files for the tests)."""
 
 
 def gate(request: Request, *, source: str | None = None) -> Outcome:
@@ -151,7 +79,7 @@ def gate(request: Request, *, source: str | None = None) -> Outcome:
     group, _, version = api_version.rpartition("/")
     if group in api.groups():
         return _builtin(request, api, group, version, kind, source)
-    return _custom(obj, group, version, kind, source)
+    return _custom(request, group, version, kind, source)
 
 
 def no_match_message(obj: Mapping[str, Any], source: str) -> str:
@@ -298,24 +226,85 @@ def _decode_problem(
     return None
 
 
-def _custom(obj: Mapping[str, Any], group: str, version: str, kind: str, source: str) -> Outcome:
-    crds = OPERATOR_CRDS.get((group, kind))
-    if crds is None:
+def _custom(request: Request, group: str, version: str, kind: str, source: str) -> Outcome:
+    """A custom kind is served where an add-on the cluster declares defines it
+    (`renderer.model.operators`, the kinds each release's CRDs serve) at the object's version;
+    kubectl finds no REST mapping for it otherwise (apimachinery `meta.NoKindMatchError`)."""
+    obj = request.obj
+    known = servers(group, kind)
+    if not known:
         note = (
-            f"{kind} {obj.get('apiVersion')} is no built-in kind and gpuplane does not know its "
-            "CRD: if the cluster has none serving it, kubectl answers: "
+            f"cannot tell whether the cluster serves {kind} {obj.get('apiVersion')}: it is no "
+            "built-in kind, no add-on gpuplane knows serves it, and gpuplane does not know its "
+            "CRD; if the cluster has none serving it, kubectl answers: "
             + no_match_message(obj, source).replace("\n", " ")
         )
         return Outcome(Step.DISCOVERY, "passed", notes=(note,))
-    if version in crds.versions:
+    addons = request.cluster.addons
+    declared = [o for o in known if addons is None or o.addon in addons]
+    if any(version in served_versions(o, group, kind) for o in declared):
         return Outcome(Step.DISCOVERY, "passed")
+    message = no_match_message(obj, source)
+    if declared:
+        fix = _other_version(declared[0], group, version, kind)
+        return Outcome(Step.DISCOVERY, "refused", (Refusal(SOURCE, message, fix),))
+    operator = serving(group, kind, version)
+    assert operator is not None  # `known` is not empty
+    fix, addon = _undeclared(request.cluster.name, operator, group, version, kind)
+    assumed = (
+        (f"cluster {request.cluster.name} declares `{addon}: {{version: {operator.release}}}`",)
+        if addon is not None
+        else ()
+    )
+    refusal = Refusal(SOURCE, message, fix)
+    return Outcome(Step.DISCOVERY, "refused", (refusal,), assumed, addon=addon)
+
+
+def _preferred(operator: Operator, group: str, kind: str) -> str:
+    """The version to write: the one the API server prefers of those the release serves."""
+    return sorted(served_versions(operator, group, kind), key=kube_version_key)[0]
+
+
+def _other_version(operator: Operator, group: str, version: str, kind: str) -> str:
+    """The fix where an add-on the cluster declares serves the kind, at other versions."""
+    versions = ", ".join(f"{group}/{v}" for v in served_versions(operator, group, kind))
     fix = (
-        f"use apiVersion: {group}/{crds.versions[0]}: the {kind} CRD of {crds.operator} serves "
-        f"{', '.join(crds.versions)} ({crds.source}); check the fields against that version"
+        f"use apiVersion: {group}/{_preferred(operator, group, kind)}: {operator.title} "
+        f"{operator.release}, which the cluster runs, serves {kind} as {versions}; check the "
+        "fields against that version"
     )
-    return Outcome(
-        Step.DISCOVERY, "refused", (Refusal(SOURCE, no_match_message(obj, source), fix),)
-    )
+    other = serving(group, kind, version)
+    if other is not None and other is not operator:
+        fix += (
+            f" ({other.title} serves {group}/{version}, and defines the same CRD: a cluster "
+            "runs one of the two)"
+        )
+    return fix
 
 
-__all__ = ["OPERATOR_CRDS", "STDIN", "OperatorCrds", "gate", "no_match_message"]
+def _undeclared(
+    cluster: str, operator: Operator, group: str, version: str, kind: str
+) -> tuple[str, str | None]:
+    """The fix where no add-on the cluster declares serves the kind, and the add-on the chain
+    goes on as if declared (None for a platform add-on: a cluster runs Kueue or Volcano)."""
+    versions = ", ".join(f"{group}/{v}" for v in served_versions(operator, group, kind))
+    serves = f"{operator.title} serves {kind} ({versions})"
+    if operator.addon not in OPTIONAL_ADDONS:
+        return (
+            f"cluster {cluster} does not run {operator.title}, and {kind} is served by no "
+            f"add-on it declares: {serves}; submit it to a cluster that runs "
+            f"{operator.title}",
+            None,
+        )
+    fix = (
+        f"{kind} is served by no add-on cluster {cluster} declares: {serves}. Ask the platform "
+        f"team to declare `{operator.addon}: {{version: {operator.release}}}` under spec.addons "
+        f"of the cluster's file (`{operator.addon}: {{enabled: false}}` where it already runs "
+        "there)"
+    )
+    if version not in served_versions(operator, group, kind):
+        fix += f", and use apiVersion: {group}/{_preferred(operator, group, kind)}"
+    return fix, operator.addon
+
+
+__all__ = ["STDIN", "gate", "no_match_message"]

@@ -82,6 +82,9 @@ class Outcome:
     that can be done mechanically; None leaves it as it came."""
     notes: tuple[str, ...] = ()
     """Warnings the API server would return (Pod Security's `warn` level, deprecations)."""
+    addon: str | None = None
+    """The add-on the cluster would have to declare for the step to pass, where the object's
+    kind is served by no add-on it declares (discovery): the chain goes on as if declared."""
 
     @property
     def refused(self) -> bool:
@@ -108,6 +111,10 @@ class RenderedCluster:
     values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """The Helm values gpuplane writes per chart (`kueue`: its `managerConfig`, whose
     Configuration holds `deviceClassMappings`, the enabled integrations, `waitForPodsReady` ...)."""
+    addons: frozenset[str] | None = None
+    """The add-ons whose kinds the cluster serves (`renderer.model.operators.installed`: the
+    keys its file declares under `spec.addons`), which decide what the discovery step finds
+    served; None where unknown (a cluster made up for a test): every operator's kinds count."""
 
     def of_kind(self, kind: str, group: str | None = None) -> list[Mapping[str, Any]]:
         """The objects of `kind` (and of API `group`, when given: "" for the core group)."""

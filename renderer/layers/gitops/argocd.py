@@ -47,9 +47,11 @@ from renderer.model.operators import (
     JOBSET_ADDON,
     KUBERAY_ADDON,
     LWS_ADDON,
+    MPI_OPERATOR_ADDON,
     NETWORK_OPERATOR_ADDON,
     OPENCOST_ADDON,
     TRAINER_ADDON,
+    TRAINING_OPERATOR_ADDON,
 )
 from renderer.model.platform import Cluster, Repository
 from renderer.model.view import ClusterView, Tenant
@@ -280,6 +282,38 @@ APPWRAPPER = Chart(
     path="config/default",
     images=("controller=quay.io/ibm/appwrapper:{version}",),
 )
+TRAINING_OPERATOR = Chart(
+    addon=TRAINING_OPERATOR_ADDON,
+    chart="training-operator",
+    # kubeflow/training-operator was renamed kubeflow/trainer; its v1 tags live there
+    repository="https://github.com/kubeflow/trainer.git",
+    namespace="kubeflow",  # the overlay's `namespace:`, and its namespace.yaml
+    release="training-operator",
+    server_side_apply=True,  # each of its six CRDs is about 600 kB
+    privileged=False,
+    # its cert controller (pkg/cert) writes the CA into its ValidatingWebhookConfiguration
+    ignore_differences=WEBHOOK_CA,
+    values=False,
+    tagged_v=True,
+    # No Helm chart: the project installs `kubectl apply -k
+    # manifests/overlays/standalone?ref=<tag>`; the overlay pins the operator's image itself
+    # (`images: newTag`), so no override is needed.
+    path="manifests/overlays/standalone",
+)
+MPI_OPERATOR = Chart(
+    addon=MPI_OPERATOR_ADDON,
+    chart="mpi-operator",
+    repository="https://github.com/kubeflow/mpi-operator.git",
+    namespace="mpi-operator",  # the overlay's `namespace:`, and its namespace.yaml
+    release="mpi-operator",
+    server_side_apply=True,  # as the release's README asks (`kubectl apply --server-side`)
+    privileged=False,
+    values=False,
+    tagged_v=True,
+    # No Helm chart: the release's deploy/v2beta1/mpi-operator.yaml is `kustomize build
+    # manifests/overlays/standalone` (hack/generate-manifest.sh), which pins the image tag.
+    path="manifests/overlays/standalone",
+)
 NETWORK_OPERATOR = Chart(
     addon=NETWORK_OPERATOR_ADDON,
     chart="network-operator",
@@ -314,6 +348,8 @@ OPERATOR_CHARTS: tuple[Chart, ...] = (
     TRAINER,
     LWS,
     APPWRAPPER,
+    TRAINING_OPERATOR,
+    MPI_OPERATOR,
     NETWORK_OPERATOR,
     DRA_DRIVER,
     OPENCOST,
