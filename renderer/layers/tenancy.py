@@ -27,7 +27,9 @@ from renderer.model.operators import (
     JOBSET_ADDON,
     KUBERAY_ADDON,
     LWS_ADDON,
+    MPI_OPERATOR_ADDON,
     TRAINER_ADDON,
+    TRAINING_OPERATOR_ADDON,
     serves_here,
 )
 from renderer.model.platform import Cluster, EgressRule, Namespace, Team
@@ -66,6 +68,12 @@ OPERATOR_WORKLOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (LWS_ADDON, "leaderworkerset.x-k8s.io", ("leaderworkersets",)),
     (APPWRAPPER_ADDON, "workload.codeflare.dev", ("appwrappers",)),
     (VOLCANO_ADDON, "batch.volcano.sh", ("jobs",)),
+    (
+        TRAINING_OPERATOR_ADDON,
+        "kubeflow.org",
+        ("jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"),
+    ),
+    (MPI_OPERATOR_ADDON, "kubeflow.org", ("mpijobs",)),
 )
 """The workload kinds of the operators (`renderer.model.operators`), each granted only on a
 cluster that serves its add-on's kinds (`operators.serves_here`): a rule for a kind the cluster

@@ -42,9 +42,11 @@ from renderer.model.operators import (
     JOBSET_ADDON,
     KUBERAY_ADDON,
     LWS_ADDON,
+    MPI_OPERATOR_ADDON,
     NETWORK_OPERATOR_ADDON,
     OPENCOST_ADDON,
     TRAINER_ADDON,
+    TRAINING_OPERATOR_ADDON,
 )
 
 _LEADING_RELEASE = re.compile(r"^[vV]?(\d+(?:\.\d+){0,2})")
@@ -409,6 +411,14 @@ UNSTATED: Mapping[str, str] = MappingProxyType(
             "test matrix, not a supported range"
         ),
         DCGM_EXPORTER_ADDON: "runs inside the GPU Operator, whose row covers it",
+        TRAINING_OPERATOR_ADDON: (
+            "kubeflow/trainer at v1.9.4 (README.md, Version Matrix) stops at v1.8.x (1.27+); its "
+            "`latest (master HEAD)` row is the branch's, not a statement about a v1.9 release"
+        ),
+        MPI_OPERATOR_ADDON: (
+            "kubeflow/mpi-operator at v0.8.0 (README.md) names no Kubernetes version it supports "
+            "(only that kubectl has had kustomize since 1.14)"
+        ),
     }
 )
 """The add-ons with no row, and why: no check is made for them."""
