@@ -185,7 +185,7 @@ def test_the_project_is_installed_with_its_probes_and_s3_extras(
 def suite_jobs() -> list[list[dict[str, Any]]]:
     """The Jobs of every acceptance and benchmark suite of the example platform, per suite."""
     loaded = load_platform(REPO)
-    assert not loaded.diagnostics
+    assert not [d for d in loaded.diagnostics if d.severity.value == "error"], loaded.diagnostics
     platform = loaded.platform
     found = []
     for name in sorted(platform.clusters):

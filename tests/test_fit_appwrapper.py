@@ -281,10 +281,12 @@ def test_a_wrapped_kind_appwrapper_cannot_infer_is_refused_at_admission(
     (workload,) = answer["workloads"]
     assert (answer["verdict"], answer["admissible"]) == ("never", False)
     sources = [r["source"] for step in workload["chain"] for r in step["refusals"]]
-    assert sources == ["RBAC", "AppWrapper's webhook"]  # the webhook is a step of the chain
+    # the cluster declares AppWrapper, so the team roles grant it: the webhook, a step of the
+    # chain, is the only refusal
+    assert sources == ["AppWrapper's webhook"]
     assert workload["kueueVerdict"] == "never"
     assert workload["summary"] == (
-        "2 refusals before Kueue (rbac, kueue-webhook); as if changed, Kueue: never: refused "
+        "refused before Kueue (kueue-webhook); as if changed, Kueue: never: refused "
         "at admission"
     )
     assert workload["messageFrom"] == "AppWrapper's webhook"

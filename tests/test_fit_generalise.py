@@ -17,10 +17,9 @@ l40s-infer only). Both namespaces have only the LocalQueue `default` and the Lim
 `gpuplane-defaults` (defaultRequest cpu 2, memory 8Gi, no default limit).
 
 Each manifest gets what the platform's admission policies ask of it (team llm's labels, a TTL
-on a JobSet; `tests.compliance`), so the answer is Kueue's. An AppWrapper is refused anyway:
-the example clusters declare no `appwrapper` add-on, so RBAC lets no team member create one
-(renderer/layers/tenancy.py `workload_kinds`), and those tests assert Kueue's answer as if an
-administrator had created it.
+on a JobSet; `tests.compliance`), so the answer is Kueue's: prod-east declares the MPI Operator
+and AppWrapper, so the team roles grant MPIJobs and AppWrappers (renderer/layers/tenancy.py
+`workload_kinds`) and nothing before Kueue refuses them.
 """
 
 from __future__ import annotations
@@ -103,8 +102,8 @@ def container(name: str, **resources: dict[str, str]) -> dict[str, Any]:
 SMALL = {"cpu": "1", "memory": "1Gi"}
 
 
-RBAC = ("RBAC",)
-"""A team member may not create an AppWrapper (see above)."""
+RBAC: tuple[str, ...] = ()
+"""No step before Kueue refuses an AppWrapper here: the cluster serves it, the roles grant it."""
 
 
 def appwrapper(name: str, component: dict[str, Any]) -> dict[str, Any]:
@@ -162,8 +161,8 @@ def test_appwrapper_declared_pod_sets_are_counted_as_declared(
     for role in ("leaderTemplate", "workerTemplate"):
         restricted(template[role]["spec"])  # llm-serve enforces Pod Security's restricted level
     workload = only_workload(fit(platform, tmp_path, document, "llm-serve", RBAC))
-    # refused at RBAC by design; Kueue, as if an administrator had created it, admits it
-    assert (workload["verdict"], workload["kueueVerdict"]) == ("never", "fits"), workload
+    # the cluster serves AppWrappers and the roles grant them: Kueue admits it
+    assert (workload["verdict"], workload["kueueVerdict"]) == ("fits", "fits"), workload
     assert counts(workload) == {"lws-0": 2, "lws-1": 3}
 
 
@@ -382,11 +381,10 @@ def test_mpijob_on_a_tas_only_queue_takes_the_first_flavor(platform: Path, tmp_p
             }
         },
     }
-    workload = only_workload(fit(platform, tmp_path, document, "llm-train", ("RBAC",)))
-    # no add-on installs the MPI Operator, so no team role grants MPIJobs (tenancy
-    # `workload_kinds`): refused at RBAC; Kueue's answer, as if an administrator had created
-    # it, is what this test is about
-    assert (workload["verdict"], workload["kueueVerdict"]) == ("never", "fits"), workload
+    workload = only_workload(fit(platform, tmp_path, document, "llm-train", ()))
+    # prod-east declares the MPI Operator, so the team roles grant MPIJobs (tenancy
+    # `workload_kinds`): Kueue's answer is the answer
+    assert (workload["verdict"], workload["kueueVerdict"]) == ("fits", "fits"), workload
     assert {ps["name"]: ps["flavor"] for ps in workload["podSets"]} == {
         "launcher": "h100-train",
         "worker": "h100-train",

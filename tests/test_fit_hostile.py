@@ -51,7 +51,7 @@ form, a bidi override, HTML and Markdown: every output form must print it inert.
 @pytest.fixture(scope="module")
 def platform() -> Platform:
     loaded = load_platform(REPO)
-    assert not loaded.diagnostics, loaded.diagnostics
+    assert not [d for d in loaded.diagnostics if d.severity.value == "error"], loaded.diagnostics
     return loaded.platform
 
 

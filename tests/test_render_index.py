@@ -33,7 +33,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_cluster_renders_the_same_from_its_slice(which: str, generated: Path) -> None:
     root = REPO if which == "example" else generated
     loaded = load_platform(root)
-    assert not loaded.diagnostics
+    assert not [d for d in loaded.diagnostics if d.severity.value == "error"], loaded.diagnostics
     platform = loaded.platform
     for name in sorted(platform.clusters):
         cluster = platform.clusters[name]

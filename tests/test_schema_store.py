@@ -33,7 +33,8 @@ KUEUE = SHARED_CRDS / "kueue"
 # The custom kinds the example platform renders, from its layers: Kueue's six (no AdmissionCheck),
 # the ClusterPolicy the GPU Operator's values imply, DCGM's ServiceMonitor, the observability
 # layer's PrometheusRules, the acceptance suites' three Argo Workflows kinds, and Argo CD's
-# Application and AppProject, External Secrets' SecretStore, the Network Operator's policy.
+# Application and AppProject, External Secrets' SecretStore, the Network Operator's policy,
+# the templates' JobSet, RayJob and TrainJob, and Trainer's ClusterTrainingRuntime.
 EXAMPLE_CUSTOM_KINDS = {
     "kueue.x-k8s.io/v1beta2 ClusterQueue",
     "kueue.x-k8s.io/v1beta2 Cohort",
@@ -51,6 +52,11 @@ EXAMPLE_CUSTOM_KINDS = {
     "argoproj.io/v1alpha1 AppProject",
     "external-secrets.io/v1 SecretStore",  # prod-east declares a secret store
     "mellanox.com/v1alpha1 NicClusterPolicy",  # prod-east's RDMA pools, the Network Operator
+    # the workload templates, checked like applied objects, and Kubeflow Trainer's runtime
+    "jobset.x-k8s.io/v1alpha2 JobSet",
+    "ray.io/v1 RayJob",
+    "trainer.kubeflow.org/v1alpha1 TrainJob",
+    "trainer.kubeflow.org/v1alpha1 ClusterTrainingRuntime",
 }
 
 
@@ -334,6 +340,9 @@ def test_gpuplane_yaml_schemas_list_is_read_relative_to_the_repository(repo: Pat
         "prometheus-operator",
         "external-secrets",
         "network-operator",
+        "jobset",
+        "kuberay",
+        "kubeflow-trainer",
     ):
         for path in (SHARED_CRDS / folder).glob("*.yaml"):
             (repo / "crds" / path.name).write_bytes(path.read_bytes())

@@ -59,6 +59,9 @@ SCHEMA_OPERATORS = {
     "trainer.kubeflow.org": TRAINER_ADDON,
     "leaderworkerset.x-k8s.io": LWS_ADDON,
     "workload.codeflare.dev": APPWRAPPER_ADDON,
+    # the training operator v1's kinds; its MPIJob v1 and the MPI Operator's v2beta1 share the
+    # CRD name mpijobs.kubeflow.org, and a cluster declares one of the two (operator-conflict)
+    "kubeflow.org": TRAINING_OPERATOR_ADDON,
     "mellanox.com": NETWORK_OPERATOR_ADDON,
     "resource.nvidia.com": DRA_DRIVER_ADDON,
 }
@@ -79,6 +82,8 @@ OPERATOR_TITLES = {
     TRAINER_ADDON: "Kubeflow Trainer",
     LWS_ADDON: "LeaderWorkerSet",
     APPWRAPPER_ADDON: "AppWrapper",
+    TRAINING_OPERATOR_ADDON: "Kubeflow Training Operator",
+    MPI_OPERATOR_ADDON: "MPI Operator",
     NETWORK_OPERATOR_ADDON: "NVIDIA Network Operator",
     DRA_DRIVER_ADDON: "NVIDIA DRA Driver for GPUs",
     OPENCOST_ADDON: "OpenCost",
