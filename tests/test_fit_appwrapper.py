@@ -286,8 +286,7 @@ def test_a_wrapped_kind_appwrapper_cannot_infer_is_refused_at_admission(
     assert sources == ["AppWrapper's webhook"]
     assert workload["kueueVerdict"] == "never"
     assert workload["summary"] == (
-        "refused before Kueue (kueue-webhook); as if changed, Kueue: never: refused "
-        "at admission"
+        "refused before Kueue (kueue-webhook); as if changed, Kueue: never: refused at admission"
     )
     assert workload["messageFrom"] == "AppWrapper's webhook"
     assert workload["message"] == (

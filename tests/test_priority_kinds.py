@@ -275,7 +275,9 @@ def _platform(factory: pytest.TempPathFactory, name: str, *, at_136: bool = Fals
         kinds, addons = OPERATORS[name]
         submits(root, "llm-train", kinds, addons)
     rendered = render_platform(root, OutputValidator([SHARED_CRDS]))
-    assert not [d for d in rendered.diagnostics if d.severity.value == "error"], rendered.diagnostics
+    assert not [d for d in rendered.diagnostics if d.severity.value == "error"], (
+        rendered.diagnostics
+    )
     return rendered
 
 

@@ -46,7 +46,9 @@ def test_every_job_count_writes_the_same_tree(
     # the path `diff` and the tests take, one process and in memory, gives the same files
     root = tmp_path / "jobs-1"
     rendered = render_platform(root, OutputValidator([crds], strict_schemas=True))
-    assert not [d for d in rendered.diagnostics if d.severity.value == "error"], rendered.diagnostics
+    assert not [d for d in rendered.diagnostics if d.severity.value == "error"], (
+        rendered.diagnostics
+    )
     assert build_tree(rendered.manifests, rendered.readmes, rendered.values) == trees[0]
     if platform_kind == "example":
         assert trees[0] == tree(REPO / "rendered")
