@@ -33,6 +33,7 @@ from renderer.layers import (
     observability,
     queueing,
     security,
+    serving,
     tenancy,
     training,
     workload_templates,
@@ -85,6 +86,7 @@ LAYERS: tuple[tuple[str, Layer], ...] = (
     ("gpu", gpu.render),
     (training.LAYER, training.render),
     (observability.LAYER, observability.render),
+    (serving.LAYER, serving.render),
     ("templates", workload_templates.render),
     ("workflows", render_workflows),
 )
@@ -97,6 +99,7 @@ APPLY_ORDER = (
     "gpu",
     training.LAYER,
     observability.LAYER,
+    serving.LAYER,
     argocd.LAYER,
     "templates",
     "workflows",

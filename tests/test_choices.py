@@ -19,12 +19,15 @@ import pytest
 from renderer.model import choices, metrics
 from renderer.model.platform import (
     AllowedEgress,
+    Autoscaling,
     Cluster,
     EgressRule,
+    Endpoint,
     Namespace,
     Pool,
     Queue,
     SecretStore,
+    Slo,
     Taint,
     Team,
 )
@@ -105,6 +108,15 @@ TYPED: dict[tuple[str, str], tuple[Any, tuple[tuple[type, str], ...]]] = {
         choices.AcceptedUnit,
         ((Team, "accepted_unit"),),
     ),
+    ("team", "/$defs/endpoint/properties/server"): (choices.ServerKind, ((Endpoint, "server"),)),
+    ("team", "/$defs/endpoint/properties/slo/properties/metric"): (
+        choices.SloMetric,
+        ((Slo, "metric"),),
+    ),
+    ("team", "/$defs/endpoint/properties/autoscaling/properties/signal"): (
+        choices.ScalingSignal,
+        ((Autoscaling, "signal"),),
+    ),
 }
 
 UNTYPED = {
@@ -184,6 +196,9 @@ def test_value_tuples_list_every_value_in_order() -> None:
         choices.WorkloadKind: choices.WORKLOAD_KINDS,
         choices.PodSecurityLevel: choices.POD_SECURITY_LEVELS,
         choices.AcceptedUnit: choices.ACCEPTED_UNIT_KINDS,
+        choices.ServerKind: choices.SERVER_KINDS,
+        choices.SloMetric: choices.SLO_METRICS,
+        choices.ScalingSignal: choices.SCALING_SIGNALS,
     }
     assert {alias for alias, _ in TYPED.values()} == set(pairs)
     for alias, values in pairs.items():

@@ -58,6 +58,12 @@ WorkloadKind = Literal[
 PodSecurityLevel = Literal["baseline", "restricted"]
 """The Pod Security levels a namespace may enforce (`privileged` is never offered)."""
 AcceptedUnit = Literal["completed-training-runs", "accepted-model-outputs", "requests-served"]
+ServerKind = Literal["vllm", "sglang", "triton"]
+"""The model server behind an endpoint (`endpoints[].server`)."""
+SloMetric = Literal["ttft", "latency"]
+"""What an endpoint's SLO bounds: time to first token, or the whole request."""
+ScalingSignal = Literal["queue-depth", "kv-cache", "ttft"]
+"""The server's own signal an endpoint's autoscaler follows."""
 
 # --- every value of each, in the schema's order -------------------------------------------------
 
@@ -79,6 +85,9 @@ PURPOSES: Final[tuple[Purpose, ...]] = get_args(Purpose)
 WORKLOAD_KINDS: Final[tuple[WorkloadKind, ...]] = get_args(WorkloadKind)
 POD_SECURITY_LEVELS: Final[tuple[PodSecurityLevel, ...]] = get_args(PodSecurityLevel)
 ACCEPTED_UNIT_KINDS: Final[tuple[AcceptedUnit, ...]] = get_args(AcceptedUnit)
+SERVER_KINDS: Final[tuple[ServerKind, ...]] = get_args(ServerKind)
+SLO_METRICS: Final[tuple[SloMetric, ...]] = get_args(SloMetric)
+SCALING_SIGNALS: Final[tuple[ScalingSignal, ...]] = get_args(ScalingSignal)
 
 # --- subsets several stages test for ------------------------------------------------------------
 

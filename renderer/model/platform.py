@@ -25,9 +25,12 @@ from renderer.model.choices import (
     PROVIDERS,
     PURPOSES,
     QUEUE_STRATEGIES,
+    SCALING_SIGNALS,
     SCHEDULERS,
     SECRET_STORE_PROVIDERS,
+    SERVER_KINDS,
     SHARINGS,
+    SLO_METRICS,
     TAINT_EFFECTS,
     TIME_SHARED,
     TOPOLOGY_FORMS,
@@ -44,9 +47,12 @@ from renderer.model.choices import (
     Provider,
     Purpose,
     QueueStrategy,
+    ScalingSignal,
     Scheduler,
     SecretStoreProvider,
+    ServerKind,
     Sharing,
+    SloMetric,
     TaintEffect,
     TopologyForm,
     VaultVersion,
@@ -56,6 +62,7 @@ from renderer.model.choices import (
     optional_one_of,
 )
 from renderer.model.metrics import ALERT_DEFAULTS, DEFAULT_ACCEPTED_UNIT
+from renderer.model.serving import DEFAULT_SIGNAL, DEFAULT_TARGET, SERVERS, seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +278,48 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class Slo:
+    """An endpoint's objective: 95% of requests within `p95_seconds` (`slo`)."""
+
+    metric: SloMetric
+    p95_seconds: float
+    text: str
+    """The objective as the file spells it (`500ms`), for messages and alert texts."""
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Autoscaling:
+    """The server's own signal the endpoint's autoscaler holds at `target` per replica."""
+
+    signal: ScalingSignal
+    target: float
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One model an inference namespace serves behind the platform Gateway (`endpoints[]`).
+    Defaults are resolved here (the server's port, the SLO's metric, the autoscaling signal), so
+    every stage reads the effective value."""
+
+    name: str
+    server: ServerKind
+    model: str
+    pool: str
+    profile: str | None
+    gpus: int
+    port: int
+    host: str
+    path: str
+    min_replicas: int
+    max_replicas: int
+    slo: Slo
+    autoscaling: Autoscaling
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
 class Namespace:
     name: str
     cluster: str
@@ -281,6 +330,8 @@ class Namespace:
     """This namespace's share of the team's caps (`resources`), where the file sets one."""
     kinds: tuple[WorkloadKind, ...] = ()
     """`kinds`: operator kinds the team submits here beyond its templates."""
+    endpoints: tuple[Endpoint, ...] = ()
+    """`endpoints`: the models this (inference) namespace serves behind the platform Gateway."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +370,8 @@ class Team:
     """What one unit of the team's useful output is (`spec.acceptedUnit.kind`)."""
     accepted_per: int = 1
     """`gpuplane cost` reports the cost of this many units (`spec.acceptedUnit.per`)."""
+    domains: tuple[str, ...] = ()
+    """`spec.domains`: the DNS domains the team's endpoint hosts lie in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,6 +650,10 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
                 origin=origin.child("spec", "namespaces", index),
                 resources=_frozen(ns.get("resources", {})),
                 kinds=tuple(one_of(kind, WORKLOAD_KINDS) for kind in ns.get("kinds", ())),
+                endpoints=tuple(
+                    endpoint_from(item, origin.child("spec", "namespaces", index, "endpoints", at))
+                    for at, item in enumerate(ns.get("endpoints", ()))
+                ),
             )
             for index, ns in enumerate(spec["namespaces"])
         ),
@@ -621,6 +678,39 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
             spec.get("acceptedUnit", {}).get("kind", DEFAULT_ACCEPTED_UNIT), ACCEPTED_UNIT_KINDS
         ),
         accepted_per=spec.get("acceptedUnit", {}).get("per", 1),
+        domains=tuple(spec.get("domains", ())),
+    )
+
+
+def endpoint_from(data: Mapping[str, Any], origin: Origin) -> Endpoint:
+    """An endpoint with its server's defaults filled in (model/serving.py)."""
+    server = SERVERS[one_of(data["server"], SERVER_KINDS)]
+    slo = data["slo"]
+    scaling = data.get("autoscaling", {})
+    return Endpoint(
+        name=data["name"],
+        server=server.kind,
+        model=data["model"],
+        pool=data["pool"],
+        profile=data.get("profile"),
+        gpus=data.get("gpus", 1),
+        port=data.get("port", server.port),
+        host=data["host"],
+        path=data.get("path", "/"),
+        min_replicas=data["replicas"]["min"],
+        max_replicas=data["replicas"]["max"],
+        slo=Slo(
+            metric=one_of(slo.get("metric", server.slo_metrics[0]), SLO_METRICS),
+            p95_seconds=seconds(slo["p95"]),
+            text=slo["p95"],
+            origin=origin.child("slo"),
+        ),
+        autoscaling=Autoscaling(
+            signal=one_of(scaling.get("signal", DEFAULT_SIGNAL), SCALING_SIGNALS),
+            target=float(scaling.get("target", DEFAULT_TARGET)),
+            origin=origin.child("autoscaling") if scaling else origin,
+        ),
+        origin=origin,
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from renderer.model.platform import Cluster, Namespace, Platform, Pool, Queue, Team
+from renderer.model.platform import Cluster, Endpoint, Namespace, Platform, Pool, Queue, Team
 
 T = TypeVar("T")
 
@@ -18,6 +18,29 @@ class Tenant:
 
     team: Team
     namespaces: tuple[Namespace, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """One endpoint with what it is served from: its team, namespace and (if declared) pool."""
+
+    team: Team
+    namespace: Namespace
+    endpoint: Endpoint
+    pool: Pool | None
+
+    @property
+    def name(self) -> str:
+        return self.endpoint.name
+
+
+def served(platform: Platform) -> Iterator[Served]:
+    """Every endpoint of the platform, by team, namespace and declaration order."""
+    for team_name in sorted(platform.teams):
+        team = platform.teams[team_name]
+        for ns in team.namespaces:
+            for endpoint in ns.endpoints:
+                yield Served(team, ns, endpoint, platform.pools.get(endpoint.pool))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +93,15 @@ class ClusterView:
 
     def queue_of(self, team: Team) -> Queue | None:
         return self.platform.queues.get(team.queue)
+
+    def endpoints(self) -> tuple[Served, ...]:
+        """The endpoints of this cluster's namespaces, by namespace then declaration order."""
+        return tuple(
+            Served(tenant.team, ns, endpoint, self.platform.pools.get(endpoint.pool))
+            for tenant in self.tenants
+            for ns in tenant.namespaces
+            for endpoint in ns.endpoints
+        )
 
 
 def cluster_slice(platform: Platform, name: str) -> Platform:

@@ -12,8 +12,10 @@ from renderer.policy import (
     allowlists,
     cleanup,
     delivery,
+    endpoints,
     gpus,
     guardrails,
+    hosts,
     identities,
     limits,
     operator_versions,
@@ -24,6 +26,7 @@ from renderer.policy import (
     reach,
     references,
     secrets,
+    slo,
     tenancy,
 )
 from renderer.policy.rule import POLICY
@@ -45,6 +48,9 @@ TOPICS = (
     guardrails,
     allowlists,
     limits,
+    endpoints,
+    hosts,
+    slo,
 )
 """The topic modules; importing them registers their rules in `POLICY`."""
 

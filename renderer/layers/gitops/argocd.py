@@ -96,6 +96,7 @@ LAYER_WAVES: Mapping[str, int] = {
     "gpu": 1,
     "training": 1,
     "observability": 2,
+    "serving": 2,
     "workflows": 3,
 }
 """The security layer's admission policies right after the add-ons (wave -1), so that no team
@@ -104,8 +105,9 @@ because the queueing and GPU layers put
 LocalQueues, ConfigMaps and claim templates into team namespaces; platform objects next (1:
 flavors and queues, GPU configuration, the Kubeflow Trainer runtimes, whose CRD and validating
 webhook come with the Trainer add-on);
-the observability layer's rules and dashboards once the add-ons and the queues they watch exist
-(2); workflows, which exercise all of it, last (3). A layer missing here syncs with the
+the observability layer's rules and dashboards once the add-ons and the queues they watch exist,
+and the serving layer's routes, autoscalers and monitors once the namespaces and the add-ons
+serving their kinds (Envoy Gateway, KEDA, the Prometheus Operator) do (2); workflows, which exercise all of it, last (3). A layer missing here syncs with the
 platform."""
 DEFAULT_LAYER_WAVE = 1
 

@@ -1,0 +1,118 @@
+"""What gpuplane knows of each model server an endpoint may run (`endpoints[].server`), and the
+names the serving layer, the autoscaler and the telemetry share.
+
+One row per server: its default serving port, where it serves its metrics, the path that
+answers only once the model is loaded, the image name the Deployment template pulls from the
+team's registry, whether it speaks the OpenAI-compatible LLM protocol (an InferencePool fits),
+the autoscaling signals it exposes and the latency its SLO can bound. Sources, per field, in
+docs/serving.md.
+
+The recorded series are the contract between the observability layer's recording rules (which
+compute them from each server's own metric names, with gpuplane's labels) and the consumers
+(the autoscaler's queries, the panel, the SLO alert): each carries the labels in
+ENDPOINT_SERIES_LABELS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from types import MappingProxyType
+
+from renderer.model.choices import ScalingSignal, ServerKind, SloMetric
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    kind: ServerKind
+    title: str
+    port: int
+    """The default serving (HTTP) port."""
+    metrics_port: int | None
+    """Where Prometheus reads /metrics; None: the serving port."""
+    metrics_path: str
+    ready_path: str
+    """Answers 200 only once the model is loaded and the server takes requests."""
+    image: str
+    """The image's name under the team's registry prefix."""
+    llm: bool
+    """An OpenAI-compatible LLM server: the Inference Extension's InferencePool fits it."""
+    signals: tuple[ScalingSignal, ...]
+    slo_metrics: tuple[SloMetric, ...]
+    """The latencies an SLO may bound; the first is the default."""
+
+    def metrics_port_of(self, port: int) -> int:
+        """The metrics port of an endpoint serving on `port`."""
+        return port if self.metrics_port is None else self.metrics_port
+
+
+SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
+    {
+        "vllm": Server(
+            kind="vllm",
+            title="vLLM",
+            port=8000,
+            metrics_port=None,
+            metrics_path="/metrics",
+            ready_path="/health",
+            image="vllm-openai",
+            llm=True,
+            signals=("queue-depth", "kv-cache", "ttft"),
+            slo_metrics=("ttft", "latency"),
+        ),
+        "sglang": Server(
+            kind="sglang",
+            title="SGLang",
+            port=30000,
+            metrics_port=None,
+            metrics_path="/metrics",
+            ready_path="/health",
+            image="sglang",
+            llm=True,
+            signals=("queue-depth", "kv-cache", "ttft"),
+            slo_metrics=("ttft", "latency"),
+        ),
+        "triton": Server(
+            kind="triton",
+            title="Triton Inference Server",
+            port=8000,
+            metrics_port=8002,
+            metrics_path="/metrics",
+            ready_path="/v2/health/ready",
+            image="tritonserver",
+            llm=False,
+            signals=("queue-depth",),
+            slo_metrics=("latency",),
+        ),
+    }
+)
+
+DEFAULT_SIGNAL: ScalingSignal = "queue-depth"
+DEFAULT_TARGET = 4.0
+"""Without `autoscaling`: hold the waiting requests at four per replica."""
+
+ENDPOINT_LABEL = "gpuplane.dev/endpoint"
+"""On an endpoint's pods, Service, route, PDB, autoscaler and PodMonitor: its name."""
+
+ENDPOINT_SERIES_LABELS = ("team", "namespace", "endpoint", "pool", "server")
+"""The labels every recorded endpoint series carries."""
+
+SIGNAL_SERIES: Mapping[ScalingSignal, str] = MappingProxyType(
+    {
+        "queue-depth": "gpuplane_endpoint:requests_waiting:sum",
+        "kv-cache": "gpuplane_endpoint:kv_cache_usage:sum",
+        "ttft": "gpuplane_endpoint:time_to_first_token_seconds:p95",
+    }
+)
+"""The recorded series each autoscaling signal reads: waiting requests summed over the
+endpoint's pods, KV-cache use (0-1 per pod) summed over them, and the p95 time to first token
+over the last five minutes."""
+
+_UNITS = {"ms": Decimal("0.001"), "s": Decimal(1)}
+
+
+def seconds(text: str) -> float:
+    """`500ms` or `2s` (the schema's pattern) in seconds."""
+    unit = "ms" if text.endswith("ms") else "s"
+    return float(Decimal(text.removesuffix(unit)) * _UNITS[unit])

@@ -1,0 +1,3 @@
+"""Policy on endpoints: endpoints (to be written)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Policy on endpoints: hosts (to be written)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Policy on endpoints: slo (to be written)."""
+
+from __future__ import annotations
