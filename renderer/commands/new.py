@@ -92,6 +92,7 @@ def scaffold(kind: str, name: str, root: Path) -> Scaffold:
         one_of=_enumerator(KIND_FOLDERS[KINDS[kind]]),
         choices=_choices(known),
         accelerators=", ".join(sorted(catalog.CATALOG)),
+        serving=_serving_pool(root, known.get("pools", ())),
     )
     paths = _paths(text)
     blanks = tuple(
@@ -158,6 +159,22 @@ class _Network:
     cidr: str
     shown: str
     port: int
+
+
+def _serving_pool(root: Path, pools: Sequence[str]) -> tuple[str, str]:
+    """The first pool in `pools/` whose workload is online inference, and its cluster, for the
+    commented endpoint of a new team file (names only, checked as names: no free text of the
+    file goes into the scaffold)."""
+    for name in pools:
+        loaded = load_file(root / "pools" / f"{name}.yaml", f"pools/{name}.yaml")
+        data = loaded.document.data if loaded.document is not None else None
+        spec = data.get("spec") if isinstance(data, Mapping) else None
+        if not isinstance(spec, Mapping) or spec.get("workload") != "online-inference":
+            continue
+        cluster = spec.get("cluster")
+        if isinstance(cluster, str) and NAME.match(cluster) and len(cluster) <= 63:
+            return name, cluster
+    return "an-inference-pool", "its-cluster"
 
 
 def _allowed(root: Path) -> tuple[list[str], list[_Network]]:
