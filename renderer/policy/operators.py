@@ -68,8 +68,9 @@ def needed_operators_declared(p: Platform) -> Iterator[Diagnostic]:
     `trainer: {version: 2.3.0}`, `lws: {version: 0.10.0}`, `appwrapper: {version: v1.2.1}`,
     `networkOperator: {version: 26.4.1}`, `draDriver: {version: 25.12.0}`, `opencost:
     {version: 2.5.17}`, `keda: {version: 2.20.2}`, `trainingOperator: {version: v1.9.4}`
-    (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob), `mpiOperator: {version: v0.8.0}` (MPIJob v2beta1). Where the cluster
-    already runs the operator (installed outside gpuplane), declare it with `enabled: false`.
+    (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob), `mpiOperator: {version: v0.8.0}`
+    (MPIJob v2beta1). Where the cluster already runs the operator (installed outside
+    gpuplane), declare it with `enabled: false`.
     Or remove the need: the kind from the namespace's `kinds`, the pool's `rdma` or
     `exposure: dra`, an endpoint's autoscaling (`replicas.max` equal to `replicas.min`).
     """
