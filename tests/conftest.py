@@ -429,4 +429,5 @@ ADDON_TITLES = {
     "lws": "LeaderWorkerSet",
     "networkOperator": "NVIDIA Network Operator",
     "opencost": "OpenCost",
+    "keda": "KEDA",
 }

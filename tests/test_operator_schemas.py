@@ -19,6 +19,7 @@ from renderer.model.operators import (
     BY_ADDON,
     DRA_DRIVER_ADDON,
     JOBSET_ADDON,
+    KEDA_ADDON,
     KUBERAY_ADDON,
     LWS_ADDON,
     NETWORK_OPERATOR_ADDON,
@@ -37,6 +38,7 @@ PROJECT_ADDONS = {
     "appwrapper": APPWRAPPER_ADDON,  # project-codeflare/appwrapper
     "network-operator": NETWORK_OPERATOR_ADDON,  # Mellanox/network-operator v26.4.1
     "k8s-dra-driver-gpu": DRA_DRIVER_ADDON,  # NVIDIA/k8s-dra-driver-gpu v25.12.0
+    "keda": KEDA_ADDON,  # kedacore/keda v2.20.2
 }
 """The CRD folders of the operators gpuplane installs for workload kinds, fabrics and devices,
 and the add-on key that installs each project's release."""

@@ -42,6 +42,7 @@ INSTALLED_BY = {
     "workload.codeflare.dev": "https://github.com/project-codeflare/appwrapper.git",
     "mellanox.com": "network-operator",
     "resource.nvidia.com": "nvidia-dra-driver-gpu",
+    "keda.sh": "keda",  # kedacore/charts v2.20.2: keda/Chart.yaml name
 }
 ARGO_CD_KINDS = {"Application", "AppProject", "ApplicationSet"}  # Argo CD runs before any of it
 

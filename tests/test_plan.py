@@ -394,8 +394,9 @@ def test_markdown_through_the_cli(gpuplane) -> None:
         assert f"\n## {cluster} (" in text
     # every table row has as many cells as its header
     tables = re.findall(r"((?:^\|.*\|\n)+)", text, re.MULTILINE)
-    # pools, teams and ClusterQueues per cluster
-    assert len(tables) == 3 * len(list((REPO / "clusters").glob("*.yaml")))
+    # pools, teams and ClusterQueues per cluster, and its endpoints at their maximum (both
+    # example clusters declare endpoints: teams/llm.yaml, recsys.yaml, llm-eval.yaml)
+    assert len(tables) == 4 * len(list((REPO / "clusters").glob("*.yaml")))
     for table in tables:
         lines = table.splitlines()
         assert re.fullmatch(r"\|(-{3}:?\|)+", lines[1])
@@ -463,8 +464,8 @@ def test_tables_are_rich_renderables() -> None:
 
     out = plan_tables(_plan(REPO))
     assert all(isinstance(r, Table | Text) for r in out)
-    # at no width limit: pools, teams and ClusterQueues, one table each per cluster
-    assert sum(isinstance(r, Table) for r in out) == 3 * len(_plan(REPO).clusters)
+    # at no width limit: pools, teams, ClusterQueues and endpoints, one table each per cluster
+    assert sum(isinstance(r, Table) for r in out) == 4 * len(_plan(REPO).clusters)
 
 
 def test_invalid_platform_exits_1_with_findings(platform: Path, gpuplane) -> None:

@@ -34,6 +34,29 @@ CASES = [
         "    opencost:\n",
         "    trainingOperator: {version: v1.9.4}\n    mpiOperator: {version: v0.8.0}\n    opencost:\n",
     ),
+    # the endpoint rules, with their hints applied: tests/test_endpoint_policy.py
+    (
+        "endpoint-purpose",
+        "teams/llm-eval.yaml",
+        "staging-west\n      purpose: inference",
+        "staging-west\n      purpose: batch",
+    ),
+    (
+        "endpoint-pool",
+        "teams/llm.yaml",
+        "pool: l40s-infer\n          host",
+        "pool: h100-train\n          host",
+    ),
+    ("endpoint-replicas", "teams/llm.yaml", "{min: 2, max: 8}", "{min: 2, max: 1}"),
+    (
+        "endpoint-name-duplicate",
+        "teams/llm.yaml",
+        "    - {name: llm-notebooks,",
+        "        - {name: chat, server: vllm, model: m, pool: l40s-infer, host: c.llm.example.com,"
+        " replicas: {min: 1, max: 1}, slo: {p95: 1s}}\n    - {name: llm-notebooks,",
+    ),
+    ("endpoint-signal", "teams/llm-eval.yaml", "target: 0.8}", "target: 80}"),
+    ("endpoint-quota", "teams/llm.yaml", "{min: 2, max: 8}", "{min: 2, max: 40}"),
     ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
     ("unknown-reference", "pools/l4-serve.yaml", "cluster: staging-west", "cluster: staging-wst"),
     (

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from renderer.admission import chain as admission_chain
-from renderer.admission import needed
+from renderer.admission import endpoints, needed
 from renderer.admission.answer.result import (
     ERROR,
     NEVER,
@@ -490,6 +490,7 @@ class FileChecker:
             if not parsed.workload:
                 return Ignored(obj.kind, obj.name, parsed.reason)
             return self.unreadable(obj, parsed, cluster)
+        parsed = endpoints.at_maximum(self.platform, parsed, obj.data, self.namespace)
         if run is not None:
             parsed = _priority_admission(parsed, run)
         refused = self.refused_on_create(obj, parsed, cluster)

@@ -26,6 +26,7 @@ from renderer.layers.queueing.kueue import DEFAULT_LOCAL_QUEUE
 from renderer.model.capacity import Offer, maximum_holding, pool_offers, quota_offer
 from renderer.model.platform import GpuQuota, Platform, Pool, Queue, Team
 from renderer.model.queue_plans import cluster_queues, cohorts, potential_available
+from renderer.model.serving_quota import SURGE, endpoint_quotas
 from renderer.model.view import ClusterView
 from renderer.output.canonical import sorted_keys
 
@@ -184,6 +185,34 @@ class QueueRow:
 
 
 @dataclass(frozen=True, slots=True)
+class EndpointRow:
+    """One endpoint at its maximum against its team's nominal quota on the pool
+    (`renderer.model.serving_quota`): `(max + 1 surge) x gpus`, and all the team's endpoints
+    there together."""
+
+    team: str
+    namespace: str
+    endpoint: str
+    pool: str
+    resource: str
+    profile: str | None
+    unit: str
+    gpus: int
+    """Units per replica."""
+    min_replicas: int
+    max_replicas: int
+    at_max: int
+    """(max + 1 surge) x gpus: what it holds at its maximum during a rolling update."""
+    team_total: int
+    """What all the team's endpoints on this pool (and resource) hold at their maximum."""
+    nominal: int
+
+    @property
+    def fits(self) -> bool:
+        return self.team_total <= self.nominal
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterPlan:
     name: str
     environment: str
@@ -191,6 +220,7 @@ class ClusterPlan:
     pools: tuple[PoolRow, ...]
     teams: tuple[TeamRow, ...]
     queues: tuple[QueueRow, ...] = ()
+    endpoints: tuple[EndpointRow, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +414,32 @@ def _queue_rows(view: ClusterView) -> list[QueueRow]:
     ]
 
 
+def _endpoint_rows(platform: Platform, name: str) -> list[EndpointRow]:
+    """Every endpoint of the cluster with a quota to draw on, at its maximum."""
+    found = [e for e in endpoint_quotas(platform) if e.pool.cluster == name]
+    totals: dict[tuple[str, str, str], int] = {}
+    for entry in found:
+        totals[entry.key] = totals.get(entry.key, 0) + entry.at_max
+    return [
+        EndpointRow(
+            team=e.team.name,
+            namespace=e.namespace.name,
+            endpoint=e.endpoint.name,
+            pool=e.pool.name,
+            resource=e.offer.resource,
+            profile=e.offer.profile,
+            unit=e.offer.unit,
+            gpus=e.endpoint.gpus,
+            min_replicas=e.endpoint.min_replicas,
+            max_replicas=e.endpoint.max_replicas,
+            at_max=e.at_max,
+            team_total=totals[e.key],
+            nominal=e.quota.nominal,
+        )
+        for e in found
+    ]
+
+
 def _cluster_plan(platform: Platform, name: str) -> ClusterPlan:
     cluster = platform.clusters[name]
     view = ClusterView.of(platform, cluster)
@@ -414,6 +470,7 @@ def _cluster_plan(platform: Platform, name: str) -> ClusterPlan:
         pools=tuple(pool_rows),
         teams=tuple(sorted(team_rows, key=lambda r: (r.team, r.pool, r.resource))),
         queues=tuple(sorted(_queue_rows(view), key=lambda q: (q.team, q.name))),
+        endpoints=tuple(_endpoint_rows(platform, name)),
     )
 
 
@@ -435,10 +492,21 @@ def _focused(cluster: ClusterPlan, teams: set[str], pools: set[str]) -> ClusterP
         for q in cluster.queues
         if (not teams or q.team in teams) and (not pools or pools & {*q.pools, *q.shared})
     )
+    endpoint_rows = tuple(
+        e
+        for e in cluster.endpoints
+        if (not teams or e.team in teams) and (not pools or e.pool in pools)
+    )
     if not (team_rows or pool_rows or queue_rows):
         return None
     return ClusterPlan(
-        cluster.name, cluster.environment, cluster.scheduler, pool_rows, team_rows, queue_rows
+        cluster.name,
+        cluster.environment,
+        cluster.scheduler,
+        pool_rows,
+        team_rows,
+        queue_rows,
+        endpoint_rows,
     )
 
 
@@ -548,9 +616,29 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
             }
             for q in cluster.queues
         ]
+        endpoints = [
+            {
+                "team": e.team,
+                "namespace": e.namespace,
+                "endpoint": e.endpoint,
+                "pool": e.pool,
+                "resource": e.resource,
+                "profile": e.profile,
+                "unit": e.unit,
+                "gpusPerReplica": e.gpus,
+                "replicas": {"min": e.min_replicas, "max": e.max_replicas},
+                "surge": SURGE,
+                "atMax": e.at_max,
+                "teamAtMax": e.team_total,
+                "nominal": e.nominal,
+                "fits": e.fits,
+            }
+            for e in cluster.endpoints
+        ]
         clusters.append(
             {
                 "name": cluster.name,
+                "endpoints": endpoints,
                 "environment": cluster.environment,
                 "scheduler": cluster.scheduler,
                 "pools": pools,

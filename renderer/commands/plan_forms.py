@@ -1,6 +1,6 @@
 """The plan for people: rich tables for a terminal and GitHub-flavoured Markdown for a comment.
 
-Per cluster three tables: pools (capacity and what is promised on them), teams (each quota
+Per cluster three tables (four where endpoints are: each at its maximum): pools (capacity and what is promised on them), teams (each quota
 entry: guaranteed, nominal, what it can borrow and hold) and ClusterQueues (which namespace
 submits where). A table is laid out for the terminal's width: at its natural width when that
 fits; else with shorter headers, wrapped cells and a `!` for a row's notes (their codes and
@@ -23,14 +23,23 @@ from rich.text import Text
 
 from renderer.commands.plan import (
     ClusterPlan,
+    EndpointRow,
     PlanReport,
     PlanWarning,
     PoolRow,
     QueueRow,
     TeamRow,
 )
+from renderer.model.serving_quota import SURGE
 from renderer.output.markdown_escape import cell as markdown_cell
 from renderer.output.markdown_escape import code as markdown_code
+
+ENDPOINT_LEGEND = (
+    "An endpoint at its maximum holds (replicas.max + 1 surge replica for a rolling update) x "
+    "units per replica, each replica admitted by Kueue as a Workload of its own; the team's "
+    "endpoints on a pool together must fit its nominal quota there (borrowed quota is "
+    "reclaimable: rule endpoint-quota)."
+)
 
 # --- shared cell text -------------------------------------------------------------------------
 
@@ -384,6 +393,45 @@ def _queue_grid(cluster: ClusterPlan, *, one_team: bool) -> _Grid:
     return _without(grid, "team" if one_team else None)
 
 
+def _at_max(row: EndpointRow) -> str:
+    """`(8 + 1) x 1 = 9`: the endpoint's maximum, its surge replica and its units per replica."""
+    return f"({row.max_replicas} + {SURGE}) x {row.gpus} = {row.at_max}"
+
+
+def _of_quota(row: EndpointRow) -> str:
+    """`9 of 32`, and `over` where the team's endpoints there outgrow its nominal quota."""
+    return f"{row.team_total} of {row.nominal}" + ("" if row.fits else " over")
+
+
+def _endpoint_grid(cluster: ClusterPlan, *, one_team: bool, one_pool: bool) -> _Grid:
+    columns = (
+        _Column("team", key=True),
+        _Column("namespace", key=True),
+        _Column("endpoint", key=True),
+        _Column("pool", group=1),
+        _Column("resource", group=1, resource=True),
+        _Column("replicas", numeric=True, group=2),
+        _Column("at max\n(max + surge) x per replica", "at max", group=2),
+        _Column("team's endpoints\nat max, of nominal", "of\nnominal", group=2),
+    )
+    rows = tuple(
+        _cells(
+            e.team,
+            e.namespace,
+            e.endpoint,
+            e.pool,
+            e.resource,
+            f"{e.min_replicas}..{e.max_replicas}",
+            _at_max(e),
+            _of_quota(e),
+        )
+        for e in cluster.endpoints
+    )
+    grid = _Grid("endpoints at their maximum, in the unit of the pool's row", columns, rows)
+    grid = _without(grid, "team" if one_team else None)
+    return _without(grid, "pool" if one_pool else None)
+
+
 def _without(grid: _Grid, header: str | None) -> _Grid:
     """The grid without the column of that header (one the focus makes the same on every row)."""
     if header is None:
@@ -427,6 +475,9 @@ def plan_tables(report: PlanReport, width: int | None = None) -> list[Renderable
             out += [Text(f"no quota entry of {focus} here", style="yellow"), Text("")]
         if cluster.queues:
             out += [*_laid_out(_queue_grid(cluster, one_team=one_team), width), Text("")]
+        if cluster.endpoints:
+            grid = _endpoint_grid(cluster, one_team=one_team, one_pool=one_pool)
+            out += [*_laid_out(grid, width), Text(ENDPOINT_LEGEND, style="dim"), Text("")]
     return out
 
 
@@ -540,6 +591,34 @@ def _md_queues(cluster: ClusterPlan) -> list[str]:
     )
 
 
+def _md_endpoints(cluster: ClusterPlan) -> list[str]:
+    return _md_table(
+        (
+            ("team", False),
+            ("namespace", False),
+            ("endpoint", False),
+            ("pool", False),
+            ("resource", False),
+            ("replicas", True),
+            ("at max: (max + surge) x per replica", True),
+            ("team's endpoints at max, of nominal", True),
+        ),
+        [
+            [
+                markdown_cell(e.team),
+                markdown_cell(e.namespace),
+                markdown_cell(e.endpoint),
+                markdown_cell(e.pool),
+                markdown_code(e.resource, table=True),
+                f"{e.min_replicas}..{e.max_replicas}",
+                _at_max(e),
+                _of_quota(e),
+            ]
+            for e in cluster.endpoints
+        ],
+    )
+
+
 def plan_markdown(report: PlanReport) -> str:
     """The plan as GitHub-flavoured Markdown, for a pull-request comment."""
     focus = _focus(report)
@@ -557,6 +636,9 @@ def plan_markdown(report: PlanReport) -> str:
             submits = markdown_cell(_submits(cluster))
             lines += [f"### {kind}s", "", f"{submits[:1].upper()}{submits[1:]}.", ""]
             lines += [*_md_queues(cluster), ""]
+        if cluster.endpoints:
+            lines += ["### Endpoints at their maximum", "", f"{ENDPOINT_LEGEND}", ""]
+            lines += [*_md_endpoints(cluster), ""]
     lines += [
         "Counts are in each pool row's unit: GPUs, MIG instances or time-slicing replicas.",
         "",

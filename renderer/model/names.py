@@ -32,6 +32,7 @@ DRA_DRIVER_ADDON = "draDriver"
 OPENCOST_ADDON = "opencost"
 TRAINING_OPERATOR_ADDON = "trainingOperator"
 MPI_OPERATOR_ADDON = "mpiOperator"
+KEDA_ADDON = "keda"
 EXTERNAL_SECRETS_NAMESPACE = "external-secrets"
 """Where the External Secrets Operator's chart runs (its controller, webhook and cert controller)."""
 
@@ -64,6 +65,7 @@ SCHEMA_OPERATORS = {
     "kubeflow.org": TRAINING_OPERATOR_ADDON,
     "mellanox.com": NETWORK_OPERATOR_ADDON,
     "resource.nvidia.com": DRA_DRIVER_ADDON,
+    "keda.sh": KEDA_ADDON,
 }
 """The add-on whose release pins the CRDs of each API group (the groups of
 `renderer.model.operators.OPERATORS`' kinds; OpenCost serves none)."""
@@ -87,6 +89,7 @@ OPERATOR_TITLES = {
     NETWORK_OPERATOR_ADDON: "NVIDIA Network Operator",
     DRA_DRIVER_ADDON: "NVIDIA DRA Driver for GPUs",
     OPENCOST_ADDON: "OpenCost",
+    KEDA_ADDON: "KEDA",
 }
 """How findings, `schemas list` and the platform drawing name each operator (the new operators'
 titles are `OPERATORS`' own; a test holds them equal)."""
@@ -112,6 +115,8 @@ ARGO_WORKFLOWS_NAMESPACE = "argo"
 """The argo-workflows chart's controller (the suites' Workflows run in SUITE_NAMESPACE)."""
 PROMETHEUS_NAMESPACE = "monitoring"
 """kube-prometheus-stack's namespace."""
+KEDA_NAMESPACE = "keda"
+"""KEDA's operator, metrics API server and admission webhooks (the chart's documented namespace)."""
 SUITE_NAMESPACE = "gpuplane-acceptance"
 """The acceptance and benchmark suites' Workflows, their service account and results."""
 

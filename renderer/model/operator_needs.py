@@ -7,6 +7,7 @@ operator, why it is there. A need comes from:
 - a team namespace's templates: training and batch namespaces on a Kueue cluster, with GPU quota
   there, get the JobSet and RayJob templates (`renderer.layers.workload_templates`);
 - a team namespace's `kinds`, the operator kinds the team submits there beyond its templates;
+- a team namespace's endpoints: one that autoscales (`replicas.max` above `min`) needs KEDA;
 - a pool: its RDMA resource comes from a device plugin (the Network Operator's, on-prem), its
   devices through DRA from the NVIDIA DRA driver;
 - another add-on: Kubeflow Trainer runs TrainJobs as JobSets; OpenCost reads Prometheus; the
@@ -27,6 +28,7 @@ from renderer.model.operators import (
     BY_ADDON,
     DRA_DRIVER_ADDON,
     JOBSET_ADDON,
+    KEDA_ADDON,
     KUBERAY_ADDON,
     OPENCOST_ADDON,
     OPERATORS,
@@ -107,6 +109,13 @@ def _namespace_needs(
     ):
         for addon, kind in TEMPLATE_OPERATORS:
             yield Need(addon, f"the {kind} template of namespace {ns.name}", at)
+    for position, endpoint in enumerate(ns.endpoints):
+        if endpoint.max_replicas > endpoint.min_replicas:
+            yield Need(
+                KEDA_ADDON,
+                f"the autoscaler of endpoint {endpoint.name} in namespace {ns.name}",
+                team.origin.at("spec", "namespaces", index, "endpoints", position, "replicas"),
+            )
     for position, kind in enumerate(ns.kinds):
         needed = kind_operator(kind, cluster)
         if needed is not None:

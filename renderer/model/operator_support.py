@@ -40,6 +40,7 @@ from renderer.model.operators import (
     APPWRAPPER_ADDON,
     DRA_DRIVER_ADDON,
     JOBSET_ADDON,
+    KEDA_ADDON,
     KUBERAY_ADDON,
     LWS_ADDON,
     MPI_OPERATOR_ADDON,
@@ -199,6 +200,8 @@ def _volcano(line: Releases, minimum: str, maximum: str) -> KubernetesSupport:
     )
 
 
+_KEDA_DOCS = "content/docs/{}/operate/cluster.md"
+
 KUBERNETES_SUPPORT: Mapping[str, tuple[KubernetesSupport, ...]] = MappingProxyType(
     {
         KUEUE_ADDON: (
@@ -316,6 +319,33 @@ KUBERNETES_SUPPORT: Mapping[str, tuple[KubernetesSupport, ...]] = MappingProxyTy
                     "v25.8.1",
                     "README.md",
                     "For Kubernetes 1.32 or newer",
+                ),
+            ),
+        ),
+        KEDA_ADDON: (
+            # The keda-docs repository tags nothing: its main branch at a55c5d3 (2026-08-20)
+            # keeps one folder per release line; the "tested" matrix is the same on every
+            # line's page. (The chart's own kubeVersion, ">=v1.23.0-0" at v2.20.2, is looser.)
+            KubernetesSupport(
+                Releases("2.20.0", "2.21.0", "2.20.2"),
+                "1.33",
+                "1.35",
+                Source(
+                    "kedacore/keda-docs",
+                    "a55c5d3",
+                    _KEDA_DOCS.format("2.20"),
+                    "| v2.20 | v1.33 - v1.35 |",
+                ),
+            ),
+            KubernetesSupport(
+                Releases("2.19.0", "2.20.0", "2.19.0"),
+                "1.32",
+                "1.34",
+                Source(
+                    "kedacore/keda-docs",
+                    "a55c5d3",
+                    _KEDA_DOCS.format("2.19"),
+                    "| v2.19 | v1.32 - v1.34 |",
                 ),
             ),
         ),

@@ -33,6 +33,7 @@ from renderer.model.names import (
 )
 from renderer.model.names import DRA_DRIVER_ADDON as DRA_DRIVER_ADDON
 from renderer.model.names import JOBSET_ADDON as JOBSET_ADDON
+from renderer.model.names import KEDA_ADDON as KEDA_ADDON
 from renderer.model.names import KUBERAY_ADDON as KUBERAY_ADDON
 from renderer.model.names import LWS_ADDON as LWS_ADDON
 from renderer.model.names import MPI_OPERATOR_ADDON as MPI_OPERATOR_ADDON
@@ -270,6 +271,20 @@ OPERATORS: tuple[Operator, ...] = (
         "2.5.17",
         purpose="reads the pools' pricing file: cost per namespace and pod",
     ),
+    Operator(
+        KEDA_ADDON,
+        "KEDA",
+        "2.20.2",
+        _apis(
+            "keda.sh",
+            ("v1alpha1",),
+            "ScaledObject",
+            "ScaledJob",
+            "TriggerAuthentication",
+            "ClusterTriggerAuthentication",
+        ),
+        purpose="scales each endpoint's Deployment on its server's own signal, up to its maximum",
+    ),
 )
 """Every add-on a cluster can declare, in the order its Applications and README rows are
 listed. The DCGM exporter runs inside the GPU Operator and is not listed: it has no chart of
@@ -287,6 +302,7 @@ OPTIONAL_ADDONS = frozenset(
         NETWORK_OPERATOR_ADDON,
         DRA_DRIVER_ADDON,
         OPENCOST_ADDON,
+        KEDA_ADDON,
         TRAINING_OPERATOR_ADDON,
         MPI_OPERATOR_ADDON,
     }

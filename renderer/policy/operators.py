@@ -59,18 +59,20 @@ def needed_operators_declared(p: Platform) -> Iterator[Diagnostic]:
     RayJob templates of training and batch namespaces on Kueue clusters (JobSet, KubeRay), the
     kinds a namespace lists under `kinds`, a pool's `rdma/` resource on a cluster that brings
     no device plugin of its own (the NVIDIA Network Operator), a pool exposed through DRA (the
-    NVIDIA DRA driver), Kubeflow Trainer (JobSet), the Prometheus stack's pricing file (OpenCost)
-    and OpenCost itself (the Prometheus stack). The finding sits on the line that needs it.
+    NVIDIA DRA driver), Kubeflow Trainer (JobSet), the Prometheus stack's pricing file (OpenCost),
+    OpenCost itself (the Prometheus stack) and an endpoint that autoscales (KEDA). The finding
+    sits on the line that needs it.
 
     To satisfy it: declare the add-on the finding names under `spec.addons` of the cluster file,
     pinned on production: for example `jobset: {version: 0.12.0}`, `kuberay: {version: 1.7.0}`,
     `trainer: {version: 2.3.0}`, `lws: {version: 0.10.0}`, `appwrapper: {version: v1.2.1}`,
     `networkOperator: {version: 26.4.1}`, `draDriver: {version: 25.12.0}`, `opencost:
-    {version: 2.5.17}`, `trainingOperator: {version: v1.9.4}` (PyTorchJob, TFJob, XGBoostJob,
-    PaddleJob, JAXJob), `mpiOperator: {version: v0.8.0}` (MPIJob v2beta1). Where the cluster
-    already runs the operator (installed outside gpuplane), declare it with `enabled: false`.
+    {version: 2.5.17}`, `keda: {version: 2.20.2}`, `trainingOperator: {version: v1.9.4}`
+    (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob), `mpiOperator: {version: v0.8.0}`
+    (MPIJob v2beta1). Where the cluster already runs the operator (installed outside
+    gpuplane), declare it with `enabled: false`.
     Or remove the need: the kind from the namespace's `kinds`, the pool's `rdma` or
-    `exposure: dra`.
+    `exposure: dra`, an endpoint's autoscaling (`replicas.max` equal to `replicas.min`).
     """
     for cluster in p.clusters.values():
         reported: set[tuple[str, str]] = set()
