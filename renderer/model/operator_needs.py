@@ -7,6 +7,7 @@ operator, why it is there. A need comes from:
 - a team namespace's templates: training and batch namespaces on a Kueue cluster, with GPU quota
   there, get the JobSet and RayJob templates (`renderer.layers.workload_templates`);
 - a team namespace's `kinds`, the operator kinds the team submits there beyond its templates;
+- a team namespace's `endpoints`: each is routed from the platform Gateway (Envoy Gateway's);
 - a pool: its RDMA resource comes from a device plugin (the Network Operator's, on-prem), its
   devices through DRA from the NVIDIA DRA driver;
 - another add-on: Kubeflow Trainer runs TrainJobs as JobSets; OpenCost reads Prometheus; the
@@ -26,6 +27,7 @@ from renderer.model.names import DCGM_EXPORTER_ADDON, PROMETHEUS_ADDON
 from renderer.model.operators import (
     BY_ADDON,
     DRA_DRIVER_ADDON,
+    ENVOY_GATEWAY_ADDON,
     JOBSET_ADDON,
     KUBERAY_ADDON,
     OPENCOST_ADDON,
@@ -115,6 +117,12 @@ def _namespace_needs(
                 f"{kind} in namespace {ns.name}",
                 team.origin.at("spec", "namespaces", index, "kinds", position),
             )
+    for position, endpoint in enumerate(ns.endpoints):
+        yield Need(
+            ENVOY_GATEWAY_ADDON,
+            f"endpoint {endpoint.name} of namespace {ns.name}",
+            team.origin.at("spec", "namespaces", index, "endpoints", position),
+        )
 
 
 def _addon_needs(cluster: Cluster) -> Iterator[Need]:

@@ -31,6 +31,7 @@ from renderer.model.guardrails import argocd_blacklist
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
     ARGO_WORKFLOWS_NAMESPACE,
+    ENVOY_GATEWAY_NAMESPACE,
     EXTERNAL_SECRETS_ADDON,
     EXTERNAL_SECRETS_NAMESPACE,
     GPU_OPERATOR_ADDON,
@@ -44,6 +45,7 @@ from renderer.model.names import (
 from renderer.model.operators import (
     APPWRAPPER_ADDON,
     DRA_DRIVER_ADDON,
+    ENVOY_GATEWAY_ADDON,
     JOBSET_ADDON,
     KUBERAY_ADDON,
     LWS_ADDON,
@@ -343,6 +345,21 @@ OPENCOST = Chart(
     server_side_apply=False,
     privileged=False,
 )
+ENVOY_GATEWAY = Chart(
+    addon=ENVOY_GATEWAY_ADDON,
+    chart="gateway-helm",
+    # envoyproxy/gateway v1.9.0 .github/workflows/release.yaml: `make helm-push` pushes the chart
+    # to oci://docker.io/envoyproxy as v1.9.0 (and 1.9.0); the docs install `--version v1.9.0`
+    repository="docker.io/envoyproxy",
+    namespace=ENVOY_GATEWAY_NAMESPACE,
+    release="eg",
+    server_side_apply=True,  # the bundled HTTPRoute CRD (430 kB) is over the annotation limit
+    privileged=False,  # the controller and the Envoy proxies run as non-root, unprivileged
+    # its certgen Job writes the CA into the topology injector's MutatingWebhookConfiguration
+    ignore_differences=WEBHOOK_CA,
+    values=False,  # the chart's defaults: the controller runs the proxies in its own namespace
+    tagged_v=True,
+)
 SCHEDULER_CHARTS: Mapping[Scheduler, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
 OPERATOR_CHARTS: tuple[Chart, ...] = (
     JOBSET,
@@ -355,6 +372,7 @@ OPERATOR_CHARTS: tuple[Chart, ...] = (
     NETWORK_OPERATOR,
     DRA_DRIVER,
     OPENCOST,
+    ENVOY_GATEWAY,
 )
 """The operators of workload kinds, fabrics, devices and cost (`renderer.model.operators`)."""
 
