@@ -11,7 +11,7 @@ helpers.go`). The tenancy layer admits exactly those pods to the endpoints' serv
 
 The Gateway lives in the controller's namespace too (`envoy-gateway-system`, reserved). It has
 one HTTP listener per (team, domain) of the teams serving on the cluster, hostname
-`*.<domain>`, admitting HTTPRoutes only from that team's inference namespaces (a selector on
+`*.<domain>` (and one for the domain itself where an endpoint's host is the domain), admitting HTTPRoutes only from that team's inference namespaces (a selector on
 the labels the tenancy layer writes on every team namespace, which teams cannot change): a
 route can claim a host only inside its own team's domains, even written by hand, and the
 policy (`renderer.policy.hosts`) refuses the same earlier, on the input line.
@@ -75,27 +75,31 @@ def serving_teams(view: ClusterView) -> tuple[Team, ...]:
 
 
 def listeners(view: ClusterView) -> list[dict[str, Any]]:
-    """One HTTP listener per team domain: `*.<domain>`, routes from that team's inference
-    namespaces only."""
+    """One HTTP listener per team domain: `*.<domain>` (and the domain itself where a host is
+    it), routes from that team's inference namespaces only. A Gateway holds at most 64
+    listeners (the CRD's maxItems): a cluster with more team domains than that needs a second
+    Gateway, which gpuplane does not render yet."""
+    hosts = {served.endpoint.host.lower() for served in view.endpoints()}
     found = []
     for team in serving_teams(view):
         for index, domain in enumerate(team.domains):
-            found.append(
-                {
-                    "name": f"{team.name}-{index}",
-                    "hostname": f"*.{domain}",
-                    "port": HTTP_PORT,
-                    "protocol": "HTTP",
-                    "allowedRoutes": {
-                        "namespaces": {
-                            "from": "Selector",
-                            "selector": team_namespaces_selector(team.name),
-                        },
-                        "kinds": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute"}],
-                    },
-                }
-            )
+            found.append(_listener(team, f"{team.name}-{index}", f"*.{domain}"))
+            if domain.lower() in hosts:  # `*.d` does not match `d` itself
+                found.append(_listener(team, f"{team.name}-{index}-apex", domain))
     return found
+
+
+def _listener(team: Team, name: str, hostname: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "hostname": hostname,
+        "port": HTTP_PORT,
+        "protocol": "HTTP",
+        "allowedRoutes": {
+            "namespaces": {"from": "Selector", "selector": team_namespaces_selector(team.name)},
+            "kinds": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute"}],
+        },
+    }
 
 
 def render(view: ClusterView) -> Iterator[Output]:
