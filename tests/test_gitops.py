@@ -299,6 +299,14 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
         if "trainer" in declared.addons:  # the Kubeflow Trainer runtimes, after Trainer itself
             layers.add("training")
             assert wave["kubeflow-trainer"] < wave["training"] < wave["workflows"]
+        if any(
+            ns.endpoints
+            for t in example.platform.teams.values()
+            for ns in t.namespaces
+            if ns.cluster == cluster
+        ):  # the serving layer: routes after namespaces, add-ons
+            layers.add("serving")
+            assert wave["tenancy"] < wave["serving"] and wave["eg"] < wave["serving"]
         assert set(wave) == {*addons, *layers}
         operators = max(wave[a] for a in addons)
         assert operators < wave["security"] < wave["tenancy"] < wave["queueing"]

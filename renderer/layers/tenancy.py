@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from renderer.layers.security import secrets
+from renderer.layers.serving.gateway import GATEWAY_NAMESPACE, proxy_pod_labels
 from renderer.model.capacity import (
     DRA_DEVICE_CLASS,
     DRA_MIG_DEVICE_CLASS,
@@ -21,7 +22,7 @@ from renderer.model.capacity import (
 )
 from renderer.model.caps import namespace_shares, quota_text
 from renderer.model.choices import TIME_SHARED
-from renderer.model.names import DEFAULT_POD_SECURITY, VOLCANO_ADDON
+from renderer.model.names import DEFAULT_POD_SECURITY, PROMETHEUS_NAMESPACE, VOLCANO_ADDON
 from renderer.model.operators import (
     APPWRAPPER_ADDON,
     JOBSET_ADDON,
@@ -34,6 +35,7 @@ from renderer.model.operators import (
 )
 from renderer.model.platform import Cluster, EgressRule, Namespace, Team
 from renderer.model.queue_plans import cluster_queue_name
+from renderer.model.serving import ENDPOINT_LABEL, SERVERS
 from renderer.model.view import ClusterView, Tenant
 from renderer.output.manifest import Manifest, metadata
 
@@ -306,7 +308,7 @@ def _namespace_objects(view: ClusterView, tenant: Tenant, ns: Namespace) -> Iter
     )
     yield from (
         manifest("NetworkPolicy", "networking.k8s.io/v1", name, {"spec": spec})
-        for name, spec in _network_policies(view, team)
+        for name, spec in (*_network_policies(view, team), *endpoint_policies(ns))
     )
     yield from secrets.namespace_objects(view, team, ns, LAYER)
 
@@ -439,3 +441,50 @@ def _network_policies(view: ClusterView, team: Team) -> Iterator[tuple[str, dict
                 "egress": [_egress_rule(r) for r in team.egress],
             },
         )
+
+
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
+"""The label the API server puts on every namespace, its name (immutable, Kubernetes >= 1.22)."""
+
+PROMETHEUS_POD_LABELS: dict[str, str] = {
+    "app.kubernetes.io/name": "prometheus",
+    "operator.prometheus.io/name": "kube-prometheus-stack-prometheus",
+}
+"""The Prometheus pods of the kube-prometheus-stack release gpuplane installs: the Prometheus
+Operator (v0.86.2, the chart's appVersion) labels each pod of a Prometheus `app.kubernetes.io/name:
+prometheus` and `operator.prometheus.io/name: <its name>` (pkg/prometheus/server/operator.go
+`makeSelectorLabels`); chart 79.6.1 names its Prometheus `<fullname>-prometheus`
+(`_helpers.tpl` `kube-prometheus-stack.prometheus.crname`, `cleanPrometheusOperatorObjectNames`
+false), its fullname the release `kube-prometheus-stack`."""
+
+
+def endpoint_policies(ns: Namespace) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Per endpoint of the namespace: its pods (`ENDPOINT_LABEL`) take the serving port from the
+    platform Gateway's Envoy proxies only, and the metrics port from Prometheus only; every other
+    peer outside the namespace stays denied (`default-deny`). Added to the namespace's others, so
+    the namespace's own pods still reach the endpoint (`allow-same-namespace`)."""
+    for endpoint in ns.endpoints:
+        metrics = SERVERS[endpoint.server].metrics_port_of(endpoint.port)
+        yield (
+            f"allow-endpoint-{endpoint.name}",
+            {
+                "podSelector": {"matchLabels": {ENDPOINT_LABEL: endpoint.name}},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    _from(GATEWAY_NAMESPACE, proxy_pod_labels(), endpoint.port),
+                    _from(PROMETHEUS_NAMESPACE, PROMETHEUS_POD_LABELS, metrics),
+                ],
+            },
+        )
+
+
+def _from(namespace: str, pod_labels: dict[str, str], port: int) -> dict[str, Any]:
+    return {
+        "from": [
+            {
+                "namespaceSelector": {"matchLabels": {NAMESPACE_NAME: namespace}},
+                "podSelector": {"matchLabels": dict(pod_labels)},
+            }
+        ],
+        "ports": [{"protocol": "TCP", "port": port}],
+    }

@@ -33,6 +33,10 @@ OPENCOST_ADDON = "opencost"
 TRAINING_OPERATOR_ADDON = "trainingOperator"
 MPI_OPERATOR_ADDON = "mpiOperator"
 KEDA_ADDON = "keda"
+ENVOY_GATEWAY_ADDON = "envoyGateway"
+ENVOY_GATEWAY_NAMESPACE = "envoy-gateway-system"
+"""Where Envoy Gateway's chart runs its controller, and where the controller runs the Envoy proxy
+pods of every Gateway (its default: `GatewayNamespaceMode` off)."""
 EXTERNAL_SECRETS_NAMESPACE = "external-secrets"
 """Where the External Secrets Operator's chart runs (its controller, webhook and cert controller)."""
 
@@ -66,6 +70,8 @@ SCHEMA_OPERATORS = {
     "mellanox.com": NETWORK_OPERATOR_ADDON,
     "resource.nvidia.com": DRA_DRIVER_ADDON,
     "keda.sh": KEDA_ADDON,
+    "gateway.networking.k8s.io": ENVOY_GATEWAY_ADDON,
+    "gateway.envoyproxy.io": ENVOY_GATEWAY_ADDON,
 }
 """The add-on whose release pins the CRDs of each API group (the groups of
 `renderer.model.operators.OPERATORS`' kinds; OpenCost serves none)."""
@@ -90,6 +96,7 @@ OPERATOR_TITLES = {
     DRA_DRIVER_ADDON: "NVIDIA DRA Driver for GPUs",
     OPENCOST_ADDON: "OpenCost",
     KEDA_ADDON: "KEDA",
+    ENVOY_GATEWAY_ADDON: "Envoy Gateway",
 }
 """How findings, `schemas list` and the platform drawing name each operator (the new operators'
 titles are `OPERATORS`' own; a test holds them equal)."""

@@ -8,6 +8,7 @@ operator, why it is there. A need comes from:
   there, get the JobSet and RayJob templates (`renderer.layers.workload_templates`);
 - a team namespace's `kinds`, the operator kinds the team submits there beyond its templates;
 - a team namespace's endpoints: one that autoscales (`replicas.max` above `min`) needs KEDA;
+- a team namespace's `endpoints`: each is routed from the platform Gateway (Envoy Gateway's);
 - a pool: its RDMA resource comes from a device plugin (the Network Operator's, on-prem), its
   devices through DRA from the NVIDIA DRA driver;
 - another add-on: Kubeflow Trainer runs TrainJobs as JobSets; OpenCost reads Prometheus; the
@@ -27,6 +28,7 @@ from renderer.model.names import DCGM_EXPORTER_ADDON, PROMETHEUS_ADDON
 from renderer.model.operators import (
     BY_ADDON,
     DRA_DRIVER_ADDON,
+    ENVOY_GATEWAY_ADDON,
     JOBSET_ADDON,
     KEDA_ADDON,
     KUBERAY_ADDON,
@@ -124,6 +126,12 @@ def _namespace_needs(
                 f"{kind} in namespace {ns.name}",
                 team.origin.at("spec", "namespaces", index, "kinds", position),
             )
+    for position, endpoint in enumerate(ns.endpoints):
+        yield Need(
+            ENVOY_GATEWAY_ADDON,
+            f"endpoint {endpoint.name} of namespace {ns.name}",
+            team.origin.at("spec", "namespaces", index, "endpoints", position),
+        )
 
 
 def _addon_needs(cluster: Cluster) -> Iterator[Need]:

@@ -32,6 +32,7 @@ from renderer.model.names import (
     VOLCANO_ADDON,
 )
 from renderer.model.names import DRA_DRIVER_ADDON as DRA_DRIVER_ADDON
+from renderer.model.names import ENVOY_GATEWAY_ADDON as ENVOY_GATEWAY_ADDON
 from renderer.model.names import JOBSET_ADDON as JOBSET_ADDON
 from renderer.model.names import KEDA_ADDON as KEDA_ADDON
 from renderer.model.names import KUBERAY_ADDON as KUBERAY_ADDON
@@ -285,6 +286,40 @@ OPERATORS: tuple[Operator, ...] = (
         ),
         purpose="scales each endpoint's Deployment on its server's own signal, up to its maximum",
     ),
+    Operator(
+        ENVOY_GATEWAY_ADDON,
+        "Envoy Gateway",
+        # envoyproxy/gateway v1.9.0: the chart (gateway-helm) is pushed to oci://docker.io/envoyproxy
+        # as v1.9.0; it vendors the Gateway API CRDs of go.mod's sigs.k8s.io/gateway-api v1.6.1
+        # (charts/gateway-helm/charts/crds/crds/gatewayapi-crds.yaml, standard channel) and its
+        # own gateway.envoyproxy.io CRDs (charts/crds/crds/generated/).
+        "v1.9.0",
+        _apis("gateway.networking.k8s.io", ("v1", "v1beta1"), "GatewayClass", "Gateway")
+        + _apis("gateway.networking.k8s.io", ("v1", "v1beta1"), "HTTPRoute", "ReferenceGrant")
+        + _apis(
+            "gateway.networking.k8s.io",
+            ("v1",),
+            "GRPCRoute",
+            "BackendTLSPolicy",
+            "ListenerSet",
+            "TCPRoute",
+            "TLSRoute",
+            "UDPRoute",
+        )
+        + _apis(
+            "gateway.envoyproxy.io",
+            ("v1alpha1",),
+            "Backend",
+            "BackendTrafficPolicy",
+            "ClientTrafficPolicy",
+            "EnvoyExtensionPolicy",
+            "EnvoyPatchPolicy",
+            "EnvoyProxy",
+            "HTTPRouteFilter",
+            "SecurityPolicy",
+        ),
+        purpose="the platform Gateway: routes from the gateway to the teams' inference endpoints",
+    ),
 )
 """Every add-on a cluster can declare, in the order its Applications and README rows are
 listed. The DCGM exporter runs inside the GPU Operator and is not listed: it has no chart of
@@ -305,6 +340,7 @@ OPTIONAL_ADDONS = frozenset(
         KEDA_ADDON,
         TRAINING_OPERATOR_ADDON,
         MPI_OPERATOR_ADDON,
+        ENVOY_GATEWAY_ADDON,
     }
 )
 """The operators a cluster installs because something on it needs them (rules

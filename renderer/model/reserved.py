@@ -25,6 +25,7 @@ from renderer.model.identifiers import skeleton
 from renderer.model.names import (
     ARGO_CD_NAMESPACE,
     ARGO_WORKFLOWS_NAMESPACE,
+    ENVOY_GATEWAY_NAMESPACE,
     EXTERNAL_SECRETS_NAMESPACE,
     KUEUE_NAMESPACE,
     PROMETHEUS_NAMESPACE,
@@ -50,6 +51,7 @@ COMPONENT_NAMESPACES: Mapping[str, str] = MappingProxyType(
         ARGO_WORKFLOWS_NAMESPACE: "Argo Workflows",
         PROMETHEUS_NAMESPACE: "kube-prometheus-stack (monitoring)",
         EXTERNAL_SECRETS_NAMESPACE: "the External Secrets Operator",
+        ENVOY_GATEWAY_NAMESPACE: "Envoy Gateway (the platform Gateway and its proxies)",
         SUITE_NAMESPACE: "the acceptance suites",
         SUITE_JOBS_NAMESPACE: "the acceptance suites' Jobs",
     }
@@ -63,7 +65,6 @@ INFRASTRUCTURE_NAMESPACES: Mapping[str, str] = MappingProxyType(
             ("cert-manager", "cert-manager"),
             ("ingress-nginx", "the NGINX ingress controller"),
             ("istio-system", "Istio"),
-            ("envoy-gateway-system", "Envoy Gateway"),
             ("vault", "HashiCorp Vault"),
             ("external-dns", "ExternalDNS"),
             ("gatekeeper-system", "OPA Gatekeeper"),
@@ -286,3 +287,60 @@ def sentinel_owner(value: str) -> str | None:
     platform's in a report."""
     uses = [use for sentinel, use in SENTINEL_USES if looks(sentinel) == looks(value)]
     return "; ".join(uses) if uses else None
+
+
+# --- host names: what an endpoint's `host` may never be ------------------------------------------
+
+RESERVED_HOST_LABELS: Mapping[str, str] = MappingProxyType(
+    {
+        "argocd": "Argo CD's UI and API",
+        "argo-cd": "Argo CD's UI and API",
+        "argo": "Argo Workflows' UI",
+        "workflows": "Argo Workflows' UI",
+        "grafana": "Grafana",
+        "prometheus": "Prometheus",
+        "alertmanager": "Alertmanager",
+        "thanos": "Thanos",
+        "opencost": "OpenCost's UI",
+        "kueue": "Kueue's dashboard (kueueviz)",
+        "vault": "the secret store (Vault)",
+        "dex": "the identity provider (Dex)",
+        "auth": "the identity provider",
+        "login": "the identity provider",
+        "sso": "the identity provider",
+        "oauth": "the identity provider",
+        "keycloak": "the identity provider (Keycloak)",
+        "dashboard": "the Kubernetes dashboard",
+        "gateway": "the platform Gateway itself",
+        "kubernetes": "the Kubernetes API server",
+        "registry": "the image registry",
+    }
+)
+"""The first labels of the platform's own host names (`argocd.example.com`, `grafana.ml.example.com`):
+the UIs and APIs of the components gpuplane installs or sits beside. An endpoint's host may not
+start with one, under any domain (rule `endpoint-host-reserved`): a team that owns a domain
+could otherwise publish a `grafana.<domain>` or `login.<domain>` that users mistake for the
+platform's and type their credentials into. Chosen like the reserved namespaces: every name, on
+every cluster, whether or not the component runs there."""
+
+RESERVED_HOST_SUFFIXES: Mapping[str, str] = MappingProxyType(
+    {
+        "localhost": "the loopback name (RFC 6761)",
+        "local": "multicast DNS (RFC 6762)",
+        "svc": "the cluster's Service DNS (`<service>.<namespace>.svc`)",
+        "cluster.local": "the cluster's Service DNS",
+        "internal": "private-use names (ICANN's .internal)",
+    }
+)
+"""Names no public host may lie in: in-cluster and private DNS, which the Gateway would route to
+a team while resolving elsewhere for everyone else."""
+
+
+def reserved_host(host: str) -> str | None:
+    """What a host name is reserved for, None where it is free."""
+    labels = host.lower().rstrip(".").split(".")
+    for suffix, owner in RESERVED_HOST_SUFFIXES.items():
+        parts = suffix.split(".")
+        if labels[-len(parts) :] == parts:
+            return owner
+    return RESERVED_HOST_LABELS.get(labels[0])

@@ -57,7 +57,22 @@ KNOWN_BUILTIN_GROUPS = frozenset(
 )
 
 
+CUSTOM_K8S_GROUPS = frozenset(
+    {
+        "gateway.networking.k8s.io",
+        "inference.networking.k8s.io",
+        "snapshot.storage.k8s.io",
+        "policy.networking.k8s.io",
+    }
+)
+"""Groups under `k8s.io` that Kubernetes SIGs serve as CRDs, never kube-apiserver: the Gateway API
+(the serving layer's Gateway and HTTPRoutes), its Inference Extension, volume snapshots, and
+AdminNetworkPolicy. Checked against their CRDs like any custom kind."""
+
+
 def is_builtin_group(group: str) -> bool:
+    if group in CUSTOM_K8S_GROUPS:
+        return False
     return group in KNOWN_BUILTIN_GROUPS or group.endswith(".k8s.io")
 
 

@@ -60,6 +60,7 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
     every other `kube-*` name; Argo CD's namespace (`argocd`,
     and gpuplane.yaml's `spec.argocdNamespace`); `gpu-operator`, `kueue-system`,
     `volcano-system`, `argo` (Argo Workflows), `monitoring`, `external-secrets`,
+    `envoy-gateway-system` (the platform Gateway),
     `gpuplane-acceptance` and `gpuplane-acceptance-jobs`, whether or not the cluster runs that
     component today. Reserved on one cluster: its `spec.dns.namespace` and every name in its
     `spec.reservedNamespaces`, and the namespaces its managed provider (`spec.provider`) runs

@@ -31,6 +31,7 @@ from renderer.model.guardrails import argocd_blacklist
 from renderer.model.names import (
     ARGO_WORKFLOWS_ADDON,
     ARGO_WORKFLOWS_NAMESPACE,
+    ENVOY_GATEWAY_NAMESPACE,
     EXTERNAL_SECRETS_ADDON,
     EXTERNAL_SECRETS_NAMESPACE,
     GPU_OPERATOR_ADDON,
@@ -45,6 +46,7 @@ from renderer.model.names import (
 from renderer.model.operators import (
     APPWRAPPER_ADDON,
     DRA_DRIVER_ADDON,
+    ENVOY_GATEWAY_ADDON,
     JOBSET_ADDON,
     KEDA_ADDON,
     KUBERAY_ADDON,
@@ -109,8 +111,8 @@ flavors and queues, GPU configuration, the Kubeflow Trainer runtimes, whose CRD 
 webhook come with the Trainer add-on);
 the observability layer's rules and dashboards once the add-ons and the queues they watch exist,
 and the serving layer's routes, autoscalers and monitors once the namespaces and the add-ons
-serving their kinds (Envoy Gateway, KEDA, the Prometheus Operator) do (2); workflows, which exercise all of it, last (3). A layer missing here syncs with the
-platform."""
+serving their kinds (Envoy Gateway, KEDA, the Prometheus Operator) do (2); workflows, which
+exercise all of it, last (3). A layer missing here syncs with the platform."""
 DEFAULT_LAYER_WAVE = 1
 
 HOOK_LAYERS = frozenset({"workflows"})
@@ -366,6 +368,21 @@ KEDA = Chart(
     ),
     values=False,  # the chart's defaults: nothing here needs changing (docs/serving-autoscaling.md)
 )
+ENVOY_GATEWAY = Chart(
+    addon=ENVOY_GATEWAY_ADDON,
+    chart="gateway-helm",
+    # envoyproxy/gateway v1.9.0 .github/workflows/release.yaml: `make helm-push` pushes the chart
+    # to oci://docker.io/envoyproxy as v1.9.0 (and 1.9.0); the docs install `--version v1.9.0`
+    repository="docker.io/envoyproxy",
+    namespace=ENVOY_GATEWAY_NAMESPACE,
+    release="eg",
+    server_side_apply=True,  # the bundled HTTPRoute CRD (430 kB) is over the annotation limit
+    privileged=False,  # the controller and the Envoy proxies run as non-root, unprivileged
+    # its certgen Job writes the CA into the topology injector's MutatingWebhookConfiguration
+    ignore_differences=WEBHOOK_CA,
+    values=False,  # the chart's defaults: the controller runs the proxies in its own namespace
+    tagged_v=True,
+)
 SCHEDULER_CHARTS: Mapping[Scheduler, Chart] = {"kueue": KUEUE, "volcano": VOLCANO}
 OPERATOR_CHARTS: tuple[Chart, ...] = (
     JOBSET,
@@ -379,6 +396,7 @@ OPERATOR_CHARTS: tuple[Chart, ...] = (
     DRA_DRIVER,
     OPENCOST,
     KEDA,
+    ENVOY_GATEWAY,
 )
 """The operators of workload kinds, fabrics, devices and cost (`renderer.model.operators`)."""
 
