@@ -35,6 +35,8 @@ CASES = [
         "    trainingOperator: {version: v1.9.4}\n    mpiOperator: {version: v0.8.0}\n    opencost:\n",
     ),
     ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
+    ("endpoint-slo-bucket", "teams/llm.yaml", "slo: {p95: 500ms}", "slo: {p95: 450ms}"),
+    ("endpoint-slo-metric", "teams/recsys.yaml", "p95: 100ms}", "p95: 100ms, metric: ttft}"),
     ("unknown-reference", "pools/l4-serve.yaml", "cluster: staging-west", "cluster: staging-wst"),
     (
         "queue-pool-elsewhere",
