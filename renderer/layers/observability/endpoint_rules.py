@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from renderer.layers.observability.info import number, record
+from renderer.layers.observability import info
+from renderer.layers.observability.info import number
 from renderer.model import server_metrics as sm
 from renderer.model.choices import ServerKind
 from renderer.model.serving import ENDPOINT_SERIES_LABELS
@@ -60,6 +61,12 @@ def _batch(metrics: sm.ServerMetrics) -> str | None:
 def server_rules(view: ClusterView, kind: ServerKind) -> list[dict[str, Any]]:
     """The `gpuplane_endpoint:*` series from one server kind's own metrics."""
     mx = sm.SERVER_METRICS[kind]
+
+    def record(view: ClusterView, name: str, expr: str) -> dict[str, Any]:
+        """A rule of this server's group: its static `server` label (the value its expression
+        keeps anyway) tells it from the same series of another server's group."""
+        return info.record(view, name, expr, server=kind)
+
     found = [
         record(view, sm.WAITING, f"sum by ({BY}) ({_sel(mx.waiting, kind)})"),
         record(view, sm.REQUESTS_RATE, _rate(mx.requests, kind)),
@@ -120,7 +127,10 @@ def slo_misses(view: ClusterView, served: Served, window: str) -> dict[str, Any]
     within = f"rate({_sel(histogram, kind, '_bucket', *matchers, sm.le_matcher(bound))}[{window}])"
     every = f"rate({_sel(histogram, kind, '_count', *matchers)}[{window}])"
     expr = f"1 - (\n  sum by ({BY}) ({within})\n/\n  (sum by ({BY}) ({every}) > 0)\n)"
-    return record(view, sm.slo_misses(window), expr)
+    # static labels as the expression's: one rule per endpoint, told apart (promtool's lint)
+    return info.record(
+        view, sm.slo_misses(window), expr, namespace=served.namespace.name, endpoint=served.name
+    )
 
 
 def slo_rules(view: ClusterView) -> list[dict[str, Any]]:
@@ -148,7 +158,7 @@ def burn_expr(served: Served) -> str | None:
     if slo_histogram(served) is None:
         return None
     budget = number(round(1 - sm.SLO_OBJECTIVE, 9))
-    matchers = ", ".join(_endpoint_matchers(served))
+    matchers = ", ".join((f'team="{served.team.name}"', *_endpoint_matchers(served)))
     pairs = []
     for long, short, rate in sm.BURN_RULES:
         threshold = number(rate)
