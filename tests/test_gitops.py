@@ -299,6 +299,13 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
         if "trainer" in declared.addons:  # the Kubeflow Trainer runtimes, after Trainer itself
             layers.add("training")
             assert wave["kubeflow-trainer"] < wave["training"] < wave["workflows"]
+        if any(  # the serving layer, where the cluster serves an endpoint
+            ns.endpoints
+            for team in example.platform.teams.values()
+            for ns in team.namespaces
+            if ns.cluster == cluster
+        ):
+            layers.add("serving")
         assert set(wave) == {*addons, *layers}
         operators = max(wave[a] for a in addons)
         assert operators < wave["security"] < wave["tenancy"] < wave["queueing"]
