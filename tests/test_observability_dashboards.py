@@ -69,7 +69,10 @@ RECORDED_LABELS: dict[str, set[str]] = {
     "gpuplane:cluster_queue:info": {"team"},
     "gpuplane:cluster_queue:": set(),
     "gpuplane:cluster_queue_pool:": {"pool"},
+    # renderer/model/serving.py ENDPOINT_SERIES_LABELS (server too, which no variable filters)
+    "gpuplane_endpoint:": {"team", "namespace", "endpoint", "pool"},
 }
+RECORDED_PREFIXES = ("gpuplane:", "gpuplane_endpoint:")
 
 
 def recorded_labels(series: str) -> set[str]:
@@ -139,6 +142,7 @@ def substitute(expr: str, board: dict[str, Any], cluster: str) -> str:
         "team": "(vision|platform)",
         "pool": "(h100-train|a100-mig)",
         "namespace": "(vision-train)",
+        "endpoint": "(chat|ranker)",
         **GRAFANA_GLOBALS,
     }
     defined = {v["name"] for v in board["templating"]["list"]} | set(GRAFANA_GLOBALS)
@@ -356,7 +360,7 @@ def test_raw_and_recorded_series_match_the_cluster_as_they_carry_it(
         for panel in query_panels(board):
             for name, matchers in (s for t in panel["targets"] for s in selectors(t["expr"])):
                 exact = 'cluster="$cluster"' in matchers
-                assert exact == name.startswith("gpuplane:"), f"{name}{{{matchers}}}"
+                assert exact == name.startswith(RECORDED_PREFIXES), f"{name}{{{matchers}}}"
 
 
 # --- layout and the ConfigMaps -------------------------------------------------------------------

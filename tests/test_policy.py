@@ -58,6 +58,8 @@ CASES = [
     ("endpoint-signal", "teams/llm-eval.yaml", "target: 0.8}", "target: 80}"),
     ("endpoint-quota", "teams/llm.yaml", "{min: 2, max: 8}", "{min: 2, max: 40}"),
     ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
+    ("endpoint-slo-bucket", "teams/llm.yaml", "slo: {p95: 500ms}", "slo: {p95: 450ms}"),
+    ("endpoint-slo-metric", "teams/recsys.yaml", "p95: 100ms}", "p95: 100ms, metric: ttft}"),
     ("unknown-reference", "pools/l4-serve.yaml", "cluster: staging-west", "cluster: staging-wst"),
     (
         "queue-pool-elsewhere",

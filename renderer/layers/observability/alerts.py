@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from renderer.layers.observability import endpoint_rules
 from renderer.layers.observability.info import number
 from renderer.layers.observability.recording import prometheus_rule, uses_kueue
 from renderer.model import metrics as m
@@ -361,6 +362,38 @@ def acceptance_alerts() -> list[Alert]:
     ]
 
 
+SLO_ALERT = "EndpointSLOBurn"
+
+
+def slo_alerts(view: ClusterView) -> list[Alert]:
+    """EndpointSLOBurn: one rule per endpoint whose SLO can be counted (its bound a bucket of
+    the server's histogram), naming the team, endpoint and pool."""
+    found: list[Alert] = []
+    for served in view.endpoints():
+        expr = endpoint_rules.burn_expr(served)
+        if expr is None:
+            continue
+        slo = served.endpoint.slo
+        objective = f"95% of requests within {slo.text} ({slo.metric})"
+        found.append(
+            Alert(
+                SLO_ALERT,
+                with_runbook(expr, SLO_ALERT),
+                "critical",
+                "Endpoint {{ $labels.namespace }}/{{ $labels.endpoint }} of team "
+                "{{ $labels.team }} (pool {{ $labels.pool }}) burns its SLO budget "
+                '{{ $value | printf "%.1f" }} times too fast',
+                "Endpoint {{ $labels.endpoint }} ({{ $labels.server }}, namespace "
+                "{{ $labels.namespace }}, team {{ $labels.team }}, pool {{ $labels.pool }}) "
+                f"misses its objective, {objective}: its error budget of 5% burns "
+                '{{ $value | printf "%.1f" }} times faster than the objective allows '
+                "(1h and 5m over 14.4 times, or 6h and 30m over 6 times).",
+                extra=(("endpoint", served.name), ("slo", slo.text)),
+            )
+        )
+    return found
+
+
 def groups(view: ClusterView) -> list[dict[str, Any]]:
     found: list[tuple[str, list[Alert]]] = [
         ("gpuplane.alerts.usage", [*idle_alerts(view), *usage_alerts()]),
@@ -370,6 +403,9 @@ def groups(view: ClusterView) -> list[dict[str, Any]]:
     if uses_kueue(view):
         found.append(("gpuplane.alerts.queues", queue_alerts()))
     found.append(("gpuplane.alerts.acceptance", acceptance_alerts()))
+    serving = slo_alerts(view)
+    if serving:
+        found.append(("gpuplane.alerts.serving", serving))
     return [{"name": n, "rules": [a.rule(view) for a in alerts]} for n, alerts in found]
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from renderer.model import metrics
+from renderer.model.server_metrics import REQUESTS_RATE as ENDPOINT_SERIES
 
 DATASOURCE: dict[str, str] = {"type": "prometheus", "uid": "prometheus"}
 """kube-prometheus-stack's default Prometheus datasource (`grafana.sidecar.datasources.uid`)."""
@@ -30,6 +31,8 @@ CLUSTER_VAR = "cluster"
 TEAM_VAR = "team"
 POOL_VAR = "pool"
 NAMESPACE_VAR = "namespace"
+ENDPOINT_VAR = "endpoint"
+"""The workload view's inference endpoints (the `endpoint` label of the recorded series)."""
 
 STEP = f"{metrics.EXPORT_STEP_SECONDS // 60}m"
 """The subquery step of the GPU-hour panels: the usage export's (`gpuplane cost` reads the same)."""
@@ -163,6 +166,15 @@ def variables(cluster: str, *, namespace: bool) -> list[dict[str, Any]]:
                 "Namespace",
                 f'label_values({metrics.NAMESPACE_INFO}{{cluster="$cluster", team=~"$team"}},'
                 " namespace)",
+                multi=True,
+            )
+        )
+        result.append(
+            query_variable(
+                ENDPOINT_VAR,
+                "Endpoint",
+                f'label_values({ENDPOINT_SERIES}{{cluster="$cluster", team=~"$team",'
+                ' namespace=~"$namespace"}, endpoint)',
                 multi=True,
             )
         )

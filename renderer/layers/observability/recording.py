@@ -1,12 +1,15 @@
 """The PrometheusRule `gpuplane-recording`: gpuplane's labels on the DCGM, kube-state-metrics and
 Kueue series, and the series `gpuplane cost` and the dashboards read (`renderer.model.metrics`).
 
-Four groups, evaluated in this order within each group (Prometheus evaluates a group's rules one
+The groups, evaluated in this order within each group (Prometheus evaluates a group's rules one
 after the other, each seeing the ones before it at the same timestamp):
 - `gpuplane.info`: the model's static series (`info.py`);
 - `gpuplane.joins`: namespace -> team, the busy ratio, the per-pod and per-team GPU series, the
   per-pool totals;
 - `gpuplane.kueue`: Kueue's queue series with the ClusterQueue's team (only on Kueue clusters);
+- `gpuplane.serving.<server>`, `gpuplane.serving.slo`: the inference endpoints' series from
+  their servers' own metrics, and the share of requests over each SLO (`endpoint_rules.py`;
+  only on clusters that serve endpoints);
 - `gpuplane.failed-runs`: GPU-hours of pods that failed, every 5 minutes (a 7-day subquery).
 
 Upstream names, checked where they are defined: dcgm-exporter exports what
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from renderer.layers.observability import info
+from renderer.layers.observability import endpoint_rules, info
 from renderer.layers.observability.info import record
 from renderer.model import metrics as m
 from renderer.model.names import PROMETHEUS_ADDON, PROMETHEUS_NAMESPACE
@@ -217,6 +220,7 @@ def groups(view: ClusterView) -> list[dict[str, Any]]:
     ]
     if uses_kueue(view):
         found.append({"name": "gpuplane.kueue", "rules": kueue(view)})
+    found.extend(endpoint_rules.groups(view))
     found.append(
         {
             "name": "gpuplane.failed-runs",

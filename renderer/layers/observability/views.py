@@ -13,6 +13,7 @@ from typing import Any
 from renderer.layers.observability import panels as p
 from renderer.layers.observability.panels import Query, sel
 from renderer.model import metrics as m
+from renderer.model import server_metrics as sm
 
 COST_COMMAND = (
     "Cost per accepted unit needs what each team accepted (completed training runs, accepted "
@@ -390,6 +391,7 @@ def workload() -> p.Grid:
     _gpus_held(g)
     _owner_image_runtime(g)
     _retries_and_failures(g)
+    _inference(g)
     return g
 
 
@@ -633,3 +635,97 @@ def financial() -> p.Grid:
         8,
     )
     return g
+
+
+# --- workload: inference endpoints -------------------------------------------------------------
+
+ENDPOINT_LEGEND = "{{namespace}}/{{endpoint}}"
+ABSENT = (
+    " A server that does not measure it has no series here (Triton: no tokens, no time to first"
+    " token, no inter-token latency, no KV cache)."
+)
+
+
+def _endpoint(metric: str) -> str:
+    """A recorded endpoint series, filtered by team, pool, namespace and endpoint."""
+    return sel(
+        metric,
+        team=True,
+        pool=True,
+        namespace=True,
+        extra=(f'{p.ENDPOINT_VAR}=~"${p.ENDPOINT_VAR}"',),
+    )
+
+
+def _series(metric: str, legend: str = "") -> Query:
+    return Query(_endpoint(metric), f"{ENDPOINT_LEGEND}{legend}")
+
+
+def _inference(g: p.Grid) -> None:
+    """Row: each endpoint's latency, throughput, errors, cache, queue and batch, from its
+    server's own metrics (recording rules `gpuplane.serving.<server>`)."""
+    g.row("Inference endpoints")
+    panels = (
+        (
+            "Time to first token (p95)",
+            "95th percentile over 5 minutes of the time to the first token." + ABSENT,
+            "s",
+            (_series(sm.TTFT_P95),),
+        ),
+        (
+            "Inter-token latency (p95)",
+            "95th percentile over 5 minutes of the time between output tokens." + ABSENT,
+            "s",
+            (_series(sm.INTER_TOKEN_P95),),
+        ),
+        (
+            "Request latency (p95)",
+            "95th percentile over 5 minutes of the whole request (Triton: to its response).",
+            "s",
+            (_series(sm.LATENCY_P95),),
+        ),
+        (
+            "Tokens per second",
+            "Prompt (prefill) and generated tokens per second over 5 minutes." + ABSENT,
+            "short",
+            (
+                _series(sm.PROMPT_TOKENS_RATE, " prompt"),
+                _series(sm.GENERATION_TOKENS_RATE, " generated"),
+            ),
+        ),
+        (
+            "Requests and errors per second",
+            "Requests the server completed and failed (vLLM: HTTP 5xx; SGLang: aborted;"
+            " Triton: failed) per second over 5 minutes.",
+            "reqps",
+            (_series(sm.REQUESTS_RATE, " completed"), _series(sm.ERRORS_RATE, " failed")),
+        ),
+        (
+            "Error ratio",
+            "Failed over all requests in the last 5 minutes.",
+            "percentunit",
+            (_series(sm.ERROR_RATIO),),
+        ),
+        (
+            "KV-cache use",
+            "The KV cache's use, averaged over the endpoint's pods (1: full)." + ABSENT,
+            "percentunit",
+            (_series(sm.KV_CACHE_AVG),),
+        ),
+        (
+            "Queue depth",
+            "Requests waiting, not yet running, summed over the endpoint's pods: the"
+            " queue-depth autoscaling signal.",
+            "short",
+            (_series(sm.WAITING),),
+        ),
+        (
+            "Batch size",
+            "Requests in a running batch, averaged over the endpoint's pods (Triton:"
+            " inferences per model execution).",
+            "short",
+            (_series(sm.BATCH_SIZE),),
+        ),
+    )
+    for title, description, unit, queries in panels:
+        g.add(p.timeseries(title, description, queries, unit), 8, 8)
