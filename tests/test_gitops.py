@@ -299,6 +299,14 @@ def test_sync_waves_order_operators_then_tenancy_then_platform_objects(example: 
         if "trainer" in declared.addons:  # the Kubeflow Trainer runtimes, after Trainer itself
             layers.add("training")
             assert wave["kubeflow-trainer"] < wave["training"] < wave["workflows"]
+        if any(
+            ns.endpoints
+            for t in example.platform.teams.values()
+            for ns in t.namespaces
+            if ns.cluster == cluster
+        ):  # the serving layer: once namespaces and queues exist
+            layers.add("serving")
+            assert wave["queueing"] < wave["serving"] < wave["workflows"]
         assert set(wave) == {*addons, *layers}
         operators = max(wave[a] for a in addons)
         assert operators < wave["security"] < wave["tenancy"] < wave["queueing"]
