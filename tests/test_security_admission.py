@@ -1320,6 +1320,7 @@ BUILTIN_PLURALS = {
     ("apps", "Deployment"): "deployments",
     ("batch", "Job"): "jobs",
     ("networking.k8s.io", "NetworkPolicy"): "networkpolicies",
+    ("policy", "PodDisruptionBudget"): "poddisruptionbudgets",
     ("rbac.authorization.k8s.io", "Role"): "roles",
     ("rbac.authorization.k8s.io", "RoleBinding"): "rolebindings",
     ("resource.k8s.io", "ResourceClaimTemplate"): "resourceclaimtemplates",

@@ -153,6 +153,9 @@ def test_templates_are_values_in_the_namespace_folder(case: Any) -> None:
         assert item.source == ns.origin.location
         if item.body["kind"] == "PersistentVolumeClaim":
             assert item.chart == "persistentvolumeclaim-shared-data"
+        elif ns.endpoints:  # a template per endpoint, named after it (test_serving_templates)
+            assert item.chart == f"deployment-{item.body['metadata']['name']}"
+            assert item.body["metadata"]["name"] in {e.name for e in ns.endpoints}
         else:
             assert item.chart == f"{item.body['kind'].lower()}-{_pool_of(item)}"
         assert item.path == f"templates/{namespace}/{item.chart}.yaml"
@@ -635,8 +638,9 @@ def test_images_use_the_team_prefix_and_a_placeholder_tag(case: Any) -> None:
 
 
 def test_vllm_takes_only_its_share_of_a_time_shared_gpu(case: Any) -> None:
+    """The pool's generic vLLM template (an endpoint's: tests/test_serving_templates.py)."""
     for view, item in _templates(case):
-        if item.body["kind"] != "Deployment":
+        if item.body["kind"] != "Deployment" or item.body["metadata"]["name"] in _endpoints(view):
             continue
         pool = view.platform.pools[_pool_of(item)]
         (container,) = item.body["spec"]["template"]["spec"]["containers"]
@@ -647,6 +651,10 @@ def test_vllm_takes_only_its_share_of_a_time_shared_gpu(case: Any) -> None:
         probe = container["readinessProbe"]["httpGet"]
         assert probe == {"path": "/health", "port": "http"}
         assert {"name": "http", "containerPort": 8000} in container["ports"]
+
+
+def _endpoints(view: ClusterView) -> set[str]:
+    return {served.name for served in view.endpoints()}
 
 
 def test_output_has_no_yaml_anchors(case: Any) -> None:

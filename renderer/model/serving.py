@@ -55,6 +55,9 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
             port=8000,
             metrics_port=None,
             metrics_path="/metrics",
+            # vLLM v0.34.0: the server listens only once the engine is built (model loaded,
+            # launchers/api_server/entry.py), then /health answers 200, 503 when the engine died
+            # (serve/instrumentator/health.py)
             ready_path="/health",
             image="vllm-openai",
             llm=True,
@@ -67,7 +70,10 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
             port=30000,
             metrics_port=None,
             metrics_path="/metrics",
-            ready_path="/health",
+            # SGLang v0.5.23 http_server.py: /ready answers 200 once the server is Up (model
+            # loaded, warm-up request done) and neither paused nor draining after SIGTERM;
+            # /health runs a one-token generation on an idle server (a liveness check)
+            ready_path="/ready",
             image="sglang",
             llm=True,
             signals=("queue-depth", "kv-cache", "ttft"),
@@ -79,6 +85,8 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
             port=8000,
             metrics_port=8002,
             metrics_path="/metrics",
+            # Triton v2.71.0: with --strict-readiness (default true) /v2/health/ready answers 200
+            # only when every model loaded is ready (src/command_line_parser.cc)
             ready_path="/v2/health/ready",
             image="tritonserver",
             llm=False,
@@ -87,6 +95,23 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
         ),
     }
 )
+
+HTTP_PORT_NAME = "http"
+"""The name of the serving port on an endpoint's pods (the Service's targetPort)."""
+METRICS_PORT_NAME = "metrics"
+"""The name of the metrics port where it is not the serving port (Triton's 8002); vLLM and
+SGLang serve /metrics on `http`."""
+
+
+def metrics_port_name(server: Server) -> str:
+    """The container port name a PodMonitor scrapes on the server's pods."""
+    return HTTP_PORT_NAME if server.metrics_port is None else METRICS_PORT_NAME
+
+
+ROLLOUT_SURGE = 1
+"""Replicas a rolling update adds above the current count (the Deployment template's
+`maxSurge`, with `maxUnavailable: 0`): a rollout at replicas.max runs max + 1 replicas for a
+while, and the quota must hold them (rule endpoint-quota)."""
 
 DEFAULT_SIGNAL: ScalingSignal = "queue-depth"
 DEFAULT_TARGET = 4.0

@@ -21,7 +21,7 @@ from renderer.model import quantity
 from renderer.model.capacity import Offer, rdma_requests
 from renderer.model.names import DEFAULT_FINISHED_JOBS, PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.nodes import PREFIX, tolerations
-from renderer.model.platform import Cluster, Namespace, Pool, Team
+from renderer.model.platform import Cluster, Endpoint, Namespace, Pool, Team
 from renderer.model.queue_plans import ClusterQueuePlan, node_share
 from renderer.model.topology import PREFERRED as PREFERRED_TOPOLOGY
 from renderer.model.topology import widest_level
@@ -93,6 +93,8 @@ class Target:
     most: int
     others: tuple[str, ...]
     """Other resources this namespace may request on the pool (other MIG profiles)."""
+    endpoint: Endpoint | None = None
+    """The endpoint the template serves (a Deployment named after it); None: a pool's."""
 
     @property
     def kueue(self) -> bool:
@@ -108,10 +110,16 @@ class Target:
         return self.offer.device_class is not None
 
     def chart(self, kind: str) -> str:
-        return f"{kind.lower()}-{self.pool.name}"
+        """`<kind>-<pool>`, or an endpoint's `<kind>-<endpoint>` (its file name, as a rendered
+        object's is `<kind>-<name>`)."""
+        owner = self.endpoint.name if self.endpoint is not None else self.pool.name
+        return f"{kind.lower()}-{owner}"
 
     def name(self, prefix: str, limit: int = LABEL_VALUE_MAX) -> str:
-        """`<prefix>-<pool>`, shortened with a digest when a long pool name would break a limit."""
+        """`<prefix>-<pool>`, shortened with a digest when a long pool name would break a limit;
+        an endpoint's template is named after the endpoint."""
+        if self.endpoint is not None:
+            return self.endpoint.name
         return short(f"{prefix}-{self.pool.name}", limit)
 
     def units_per_pod(self, pods: int) -> int:
@@ -205,6 +213,13 @@ def _note(target: Target, kind: str) -> str:
         parts.append(
             f"It mounts PersistentVolumeClaim {SHARED_CLAIM} at {SHARED_PATH}: create it once "
             f"from persistentvolumeclaim-{SHARED_CLAIM}.yaml in this folder."
+        )
+    if target.endpoint is not None:
+        parts.append(
+            f"It runs endpoint {target.endpoint.name}, whose Service, route, "
+            "PodDisruptionBudget, autoscaler and PodMonitor the platform renders "
+            "(docs/serving-rollouts.md): keep its name, labels and ports; once applied the "
+            "autoscaler owns spec.replicas, so a tool that re-applies this file must leave it out."
         )
     if target.others:
         parts.append(

@@ -18,7 +18,7 @@ from renderer.layers.workload_templates.pieces import (
     Target,
     common_labels,
 )
-from renderer.layers.workload_templates.serving import deployment
+from renderer.layers.workload_templates.serving import deployment, endpoint_deployment
 from renderer.model import quantity
 from renderer.model.capacity import Offer, how_to_request, maximum_holding, usable_quotas
 from renderer.model.caps import namespace_shares
@@ -52,25 +52,33 @@ def render(view: ClusterView) -> Iterator[Values]:
             plan = by_namespace.get(ns.name)
             if plan is None:
                 continue
-            targets = _targets(view, by_cohort[plan.queue.name], plan, tenant.team, ns)
+            entries = _entries(view, by_cohort[plan.queue.name], plan, tenant.team, ns)
+            targets = _targets(view, plan, tenant.team, ns, entries)
             if not targets:
                 continue
             if view.cluster.shared_class is not None:
                 claim = _shared_claim(targets[0])
                 yield _values(targets[0], f"persistentvolumeclaim-{SHARED_CLAIM}", claim)
+            if ns.purpose == "inference" and ns.endpoints:
+                for target in _endpoint_targets(view, plan, tenant.team, ns, entries):
+                    yield _values(target, target.chart("Deployment"), endpoint_deployment(target))
+                continue
             for target in targets:
                 yield from _templates(target)
 
 
-def _targets(
+_Entries = dict[str, list[tuple[Pool, Offer, int]]]
+"""Per pool the namespace may use, each resource it may request there with the most of it the
+namespace's ClusterQueue can ever be admitted."""
+
+
+def _entries(
     view: ClusterView,
     cohort: Cohort,
     plan: ClusterQueuePlan,
     team: Team,
     ns: Namespace,
-) -> list[Target]:
-    """Per pool the namespace may use, the offer with the most room (first in the team file on
-    a tie); pools where the ClusterQueue can never be admitted one unit are left out."""
+) -> _Entries:
     flavors = {f.pool.name for f in plan.flavors}
     by_pool: dict[str, list[tuple[Pool, Offer, int]]] = {}
     holding: dict[str, int] = {}  # what the namespace ResourceQuota allows, per resource
@@ -85,6 +93,14 @@ def _targets(
         entries = by_pool.setdefault(pool.name, [])
         if all(o.resource != offer.resource for _, o, _ in entries):
             entries.append((pool, offer, most))
+    return by_pool
+
+
+def _targets(
+    view: ClusterView, plan: ClusterQueuePlan, team: Team, ns: Namespace, by_pool: _Entries
+) -> list[Target]:
+    """Per pool the namespace may use, the offer with the most room (first in the team file on
+    a tie); pools where the ClusterQueue can never be admitted one unit are left out."""
     targets = []
     for name in sorted(by_pool):
         entries = by_pool[name]
@@ -94,6 +110,27 @@ def _targets(
         others = tuple(how_to_request(o) for _, o, _ in entries if o is not offer)
         targets.append(Target(view.cluster, team, ns, plan, pool, offer, most, others))
     return targets
+
+
+def _endpoint_targets(
+    view: ClusterView, plan: ClusterQueuePlan, team: Team, ns: Namespace, by_pool: _Entries
+) -> Iterator[Target]:
+    """Per endpoint of the namespace, its pool as the namespace can use it: on a MIG pool the
+    offer of its profile, elsewhere the offer with the most room. An endpoint on a pool or
+    profile the namespace cannot use gets no template: rule endpoint-pool reports it."""
+    for endpoint in ns.endpoints:
+        entries = [
+            entry
+            for entry in by_pool.get(endpoint.pool, [])
+            if endpoint.profile is None or entry[1].profile == endpoint.profile
+        ]
+        if not entries:
+            continue
+        pool, offer, most = max(entries, key=lambda e: e[2])
+        if most < 1:
+            continue
+        others = tuple(how_to_request(o) for _, o, _ in by_pool[pool.name] if o is not offer)
+        yield Target(view.cluster, team, ns, plan, pool, offer, most, others, endpoint)
 
 
 def _templates(target: Target) -> Iterator[Values]:
