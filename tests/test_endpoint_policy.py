@@ -5,7 +5,7 @@ The numbers are the example's, worked out by hand: teams/llm.yaml's chat is vLLM
 (time-sliced, 4 replicas per GPU: the quota counts slices), 1 slice per replica, 2..8
 replicas, against llm's nominal 32 there; teams/recsys.yaml's ranker is Triton on l40s-infer,
 4..12, against recsys's nominal 24; teams/llm-eval.yaml's candidate is SGLang on l4-serve,
-1..2, against llm-eval's nominal 4.
+2..3, against llm-eval's nominal 4.
 """
 
 from __future__ import annotations
@@ -218,3 +218,32 @@ def test_names_unique_in_a_namespace(gpuplane, platform) -> None:
         "        - name: chat-2\n          server: vllm\n          model: llama-3.1-8b-instruct\n          pool: l40s-infer\n          host: chat2",
     )
     assert not _found(_validate(gpuplane, platform), "endpoint-name-duplicate")
+
+
+def test_two_slices_of_a_time_shared_gpu_are_refused_on_the_gpus_line(gpuplane, platform) -> None:
+    """l40s-infer is time-sliced: the device plugin refuses a container asking for two
+    slices (failRequestsGreaterThanOne); the hint's `gpus: 1` clears it."""
+    team = platform / "teams" / "llm.yaml"
+    edit_once(
+        team,
+        "pool: l40s-infer\n          host",
+        "pool: l40s-infer\n          gpus: 2\n          host",
+    )
+    found = _one(gpuplane, platform, "endpoint-shared-gpus")
+    assert (found["file"], found["line"]) == ("teams/llm.yaml", _line_of(team, "gpus: 2"))
+    assert "time-slicing" in found["message"]
+    edit_once(team, "gpus: 2", _backticked(found["hint"]))
+    assert not _found(_validate(gpuplane, platform), "endpoint-shared-gpus")
+
+
+def test_a_single_replica_endpoint_is_warned_and_the_hint_clears_it(gpuplane, platform) -> None:
+    """ranker at min 1: its PDB (minAvailable 1) would allow no eviction of a lone replica."""
+    team = platform / "teams" / "recsys.yaml"
+    edit_once(team, RANKER_REPLICAS, "          replicas: {min: 1, max: 12}\n")
+    found = _one(gpuplane, platform, "endpoint-single-replica")
+    assert found["severity"] == "warning"
+    assert (found["file"], found["line"]) == ("teams/recsys.yaml", _line_of(team, "{min: 1,"))
+    assert _backticked(found["hint"]) == "replicas: {min: 2, max: 12}"
+    edit_once(team, "replicas: {min: 1, max: 12}", _backticked(found["hint"]))
+    report = _validate(gpuplane, platform)
+    assert not [d for d in report["diagnostics"] if d["rule"].startswith("endpoint-")]

@@ -57,6 +57,13 @@ CASES = [
     ),
     ("endpoint-signal", "teams/llm-eval.yaml", "target: 0.8}", "target: 80}"),
     ("endpoint-quota", "teams/llm.yaml", "{min: 2, max: 8}", "{min: 2, max: 40}"),
+    (
+        "endpoint-shared-gpus",
+        "teams/llm.yaml",
+        "pool: l40s-infer\n          host",
+        "pool: l40s-infer\n          gpus: 2\n          host",
+    ),
+    ("endpoint-single-replica", "teams/recsys.yaml", "{min: 4, max: 12}", "{min: 1, max: 12}"),
     ("unknown-reference", "teams/vision.yaml", "queue: prod\n", "queue: prd\n"),
     ("endpoint-slo-bucket", "teams/llm.yaml", "slo: {p95: 500ms}", "slo: {p95: 450ms}"),
     ("endpoint-slo-metric", "teams/recsys.yaml", "p95: 100ms}", "p95: 100ms, metric: ttft}"),
@@ -157,8 +164,8 @@ CASES = [
     (
         "quota-needs-namespace",
         "teams/llm-eval.yaml",
-        "cluster: staging-west, purpose: training}\n    - {name: llm-eval-serve, cluster: staging-west,",
-        "cluster: prod-east, purpose: training}\n    - {name: llm-eval-serve, cluster: prod-east,",
+        "cluster: staging-west, purpose: training}\n    - name: llm-eval-serve\n      cluster: staging-west\n",
+        "cluster: prod-east, purpose: training}\n    - name: llm-eval-serve\n      cluster: prod-east\n",
     ),
     (
         "training-inference-separation",
@@ -318,8 +325,8 @@ CASES = [
     (
         "pod-security-loosened",
         "teams/llm-eval.yaml",
-        "cluster: staging-west, purpose: inference}",
-        "cluster: staging-west, purpose: inference, podSecurity: baseline}",
+        "      cluster: staging-west\n      purpose: inference\n",
+        "      cluster: staging-west\n      purpose: inference\n      podSecurity: baseline\n",
     ),
     (
         "secret-literal",
@@ -404,6 +411,7 @@ CASES = [
 
 
 WARNINGS = {
+    "endpoint-single-replica",
     "queue-settings-differ",
     "acceptance-image-differs",
     "pool-unused",
@@ -419,6 +427,11 @@ def test_every_policy_rule_has_a_case() -> None:
         "reserved-queue-name",
         "quota-caps-missing",
         "cohort-name-taken",
+        # the host rules, each with its hint applied: tests/test_endpoint_hosts.py
+        "endpoint-host-duplicate",
+        "endpoint-host-domain",
+        "endpoint-host-reserved",
+        "team-domain-overlap",
     }
     assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | tested_elsewhere
 

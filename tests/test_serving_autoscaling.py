@@ -2,7 +2,7 @@
 the example's inputs and the upstream projects, not against gpuplane's own output:
 
 - the endpoints are read from teams/*.yaml (chat 2..8 queue-depth 4; ranker 4..12, Triton's
-  default queue-depth 4; candidate 1..2 kv-cache 0.8);
+  default queue-depth 4; candidate 2..3 kv-cache 0.8);
 - the Prometheus address from kube-prometheus-stack 79.6.1's values.yaml (`prometheus.service.
   port`) and the release the stack's Argo CD Application installs (`templates/prometheus/
   service.yaml` names the Service `<fullname>-prometheus`; the fullname is the release name);
@@ -35,7 +35,7 @@ CHARTS = REPO.parent / "shared" / "charts"
 EXAMPLE = [
     ("prod-east", "llm-serve", "chat", 2, 8, "queue-depth", 4.0),
     ("prod-east", "recsys-serve", "ranker", 4, 12, "queue-depth", 4.0),
-    ("staging-west", "llm-eval-serve", "candidate", 1, 2, "kv-cache", 0.8),
+    ("staging-west", "llm-eval-serve", "candidate", 2, 3, "kv-cache", 0.8),
 ]
 
 
@@ -206,7 +206,7 @@ def test_keda_missing_is_found_on_the_endpoint_and_the_hint_declares_it(
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
     found = [d for d in json.loads(result.output)["diagnostics"] if d["rule"] == "operator-missing"]
     team = (platform / "teams" / "llm-eval.yaml").read_text().splitlines()
-    replicas = next(i for i, x in enumerate(team, 1) if "replicas: {min: 1, max: 2}" in x)
+    replicas = next(i for i, x in enumerate(team, 1) if "replicas: {min: 2, max: 3}" in x)
     assert [(d["file"], d["line"]) for d in found] == [("teams/llm-eval.yaml", replicas)]
     assert "`keda: {version: 2.20.2}`" in found[0]["hint"]
     edit_once(

@@ -5,8 +5,8 @@ commands/plan.py's EndpointRow), with numbers worked out by hand from the exampl
   At max 8 pods, 8 slices; with the rolling update's surge (8 + 1) x 1 = 9 of 32.
 - ranker (teams/recsys.yaml): 4..12 of 1 slice on l40s-infer; recsys's nominal 24:
   (12 + 1) x 1 = 13 of 24.
-- candidate (teams/llm-eval.yaml): 1..2 of 1 L4 on l4-serve; llm-eval's nominal 4:
-  (2 + 1) x 1 = 3 of 4.
+- candidate (teams/llm-eval.yaml): 2..3 of 1 L4 on l4-serve; llm-eval's nominal 4:
+  (3 + 1) x 1 = 4 of 4.
 """
 
 from __future__ import annotations
@@ -20,19 +20,21 @@ import yaml
 from tests.conftest import REPO
 
 TEMPLATE = (
-    REPO / "rendered" / "prod-east" / "templates" / "llm-serve" / "deployment-l40s-infer.yaml"
+    REPO / "rendered" / "prod-east" / "templates" / "llm-serve" / "deployment-chat.yaml"
 )
 ENDPOINT_LABEL = "gpuplane.dev/endpoint"  # docs: the label on an endpoint's pods
 
 
 def _deployment(tmp_path: Path, *, endpoint: str | None, replicas: int = 1) -> Path:
-    """The namespace's vLLM template, made the Deployment of `endpoint` as a team ships it."""
+    """chat's vLLM template, as a team ships it for `endpoint`, or, without one, as a plain
+    Deployment of no endpoint (its endpoint label removed)."""
     body: dict[str, Any] = yaml.safe_load(TEMPLATE.read_text())
     body["spec"]["replicas"] = replicas
-    if endpoint is not None:
-        body["metadata"]["name"] = endpoint
-        body["metadata"]["labels"][ENDPOINT_LABEL] = endpoint
-        body["spec"]["template"]["metadata"]["labels"][ENDPOINT_LABEL] = endpoint
+    for labels in (body["metadata"]["labels"], body["spec"]["template"]["metadata"]["labels"]):
+        labels.pop(ENDPOINT_LABEL, None)
+        if endpoint is not None:
+            labels[ENDPOINT_LABEL] = endpoint
+    body["metadata"]["name"] = endpoint or "plain"
     path = tmp_path / "deployment.yaml"
     path.write_text(yaml.safe_dump(body))
     return path
@@ -83,7 +85,7 @@ def test_plan_json_shows_each_endpoint_at_its_maximum(gpuplane) -> None:
     assert got == {
         "chat": ("l40s-infer", 9, 9, 32),
         "ranker": ("l40s-infer", 13, 13, 24),
-        "candidate": ("l4-serve", 3, 3, 4),
+        "candidate": ("l4-serve", 4, 4, 4),
     }
     assert rows["chat"]["replicas"] == {"min": 2, "max": 8}
     assert all(r["fits"] and r["surge"] == 1 for r in rows.values())
@@ -95,7 +97,7 @@ def test_plan_text_and_markdown_show_the_arithmetic(gpuplane) -> None:
     for out in (text, markdown):
         assert "(8 + 1) x 1 = 9" in out and "9 of 32" in out
         assert "(12 + 1) x 1 = 13" in out and "13 of 24" in out
-        assert "(2 + 1) x 1 = 3" in out and "3 of 4" in out
+        assert "(3 + 1) x 1 = 4" in out and "4 of 4" in out
     assert "### Endpoints at their maximum" in markdown
 
 

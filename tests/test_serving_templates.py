@@ -97,9 +97,14 @@ def _declared(root: Path = REPO) -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
-def _render(root: Path) -> tuple[Platform, list[tuple[ClusterView, Values]]]:
+def _render(
+    root: Path, *, refused: str | None = None
+) -> tuple[Platform, list[tuple[ClusterView, Values]]]:
+    """The templates of the platform at `root`, which validates with no error but, where
+    given, the one of rule `refused` (rendered anyway, to show what the cluster would do)."""
     loaded = load_platform(root)
-    assert not [d for d in loaded.diagnostics if d.severity.value == "error"], loaded.diagnostics
+    errors = [d for d in loaded.diagnostics if d.severity.value == "error"]
+    assert [d.rule for d in errors] == ([refused] if refused else []), loaded.diagnostics
     platform = loaded.platform
     out = []
     for name in sorted(platform.clusters):
@@ -233,6 +238,8 @@ def test_sglang_takes_only_its_share_of_a_time_shared_gpu(tmp_path: Path) -> Non
     memory; on whole GPUs SGLang's own default stands."""
     root = copy_inputs(REPO, tmp_path / "repo")
     edit_once(root / "teams/llm.yaml", "server: vllm", "server: sglang")
+    # a bound of SGLang's TTFT histogram (rule endpoint-slo-bucket): 500ms is vLLM's only
+    edit_once(root / "teams/llm.yaml", "slo: {p95: 500ms}", "slo: {p95: 400ms}")
     _, rendered = _render(root)
     flags = {
         item.body["metadata"]["name"]: _flags(_container(item)["args"])
@@ -312,9 +319,11 @@ def test_pods_pass_pod_security_restricted(example: Any) -> None:
         assert result.allowed, (item.path, result.forbidden_detail(), template)
 
 
-def test_fit_admits_every_endpoint_template_at_replicas_min(example: Any, tmp_path: Path) -> None:
+def test_fit_admits_every_endpoint_template_at_replicas_max(example: Any, tmp_path: Path) -> None:
     """The whole chain: the API server's gates (Pod Security at the namespace's level, the
-    platform's ValidatingAdmissionPolicies), then Kueue, each replica a Workload of its own."""
+    platform's ValidatingAdmissionPolicies), then Kueue, each replica a Workload of its own,
+    as many as the autoscaler may reach (`fit` sizes an endpoint's Deployment at its
+    replicas.max: renderer/admission/endpoints.py)."""
     platform = example[0]
     for view, item, endpoint in _templates(example):
         path = tmp_path / view.cluster.name / item.path
@@ -323,7 +332,7 @@ def test_fit_admits_every_endpoint_template_at_replicas_min(example: Any, tmp_pa
         result = check_fit(platform, path)
         assert result.admissible and not result.refusals, result
         assert result.kueue_verdict in ("fits", "borrows"), result
-        assert result.replicas == endpoint["replicas"]["min"]
+        assert result.replicas == endpoint["replicas"]["max"]
         assert result.admitted_replicas == result.replicas
 
 
@@ -336,9 +345,11 @@ def test_more_than_one_gpu_on_a_time_sliced_pool_is_refused(tmp_path: Path) -> N
     edit_once(
         root / "teams/llm.yaml", "pool: l40s-infer\n", "pool: l40s-infer\n          gpus: 2\n"
     )
-    platform, rendered = _render(root)
+    # the policy refuses it first, on the gpus line (rule endpoint-shared-gpus) ...
+    platform, rendered = _render(root, refused="endpoint-shared-gpus")
     (item,) = [i for _, i in rendered if i.path == "templates/llm-serve/deployment-chat.yaml"]
     assert _flags(_container(item)["args"])["--tensor-parallel-size"] == "2"
+    # ... and the cluster would too: the device plugin refuses the template's pods
     path = tmp_path / "prod-east" / item.path
     path.parent.mkdir(parents=True)
     path.write_text(dump(item.body))
@@ -357,6 +368,8 @@ def test_a_mig_endpoint_requests_its_profile(tmp_path: Path) -> None:
         "pool: l40s-infer\n",
         "pool: a100-mig\n          profile: 3g.40gb\n",
     )
+    # llm's nominal on 3g.40gb is 8: (7 + 1 surge) x 1 fits it (rule endpoint-quota)
+    edit_once(root / "teams/llm.yaml", "{min: 2, max: 8}", "{min: 2, max: 7}")
     _, rendered = _render(root)
     (item,) = [i for _, i in rendered if i.path == "templates/llm-serve/deployment-chat.yaml"]
     requests = _container(item)["resources"]["requests"]

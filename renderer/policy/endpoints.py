@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from renderer.findings.diagnostics import Diagnostic
+from renderer.findings.diagnostics import Diagnostic, Severity
 from renderer.model.capacity import serves, usable_quotas
-from renderer.model.choices import Workload
+from renderer.model.choices import TIME_SHARED, Workload
 from renderer.model.platform import Endpoint, Namespace, Platform, Pool, Team
 from renderer.model.serving import SERVERS
 from renderer.model.serving_quota import (
@@ -231,6 +231,64 @@ def endpoint_signal_offered(p: Platform) -> Iterator[Diagnostic]:
                 f"{scaling.target:g} is above 1",
                 scaling.origin.at("target"),
                 "set `target:` between 0 and 1, for example 0.8",
+            )
+
+
+@rule("endpoint-shared-gpus")
+def endpoint_gpus_on_shared_pools(p: Platform) -> Iterator[Diagnostic]:
+    """An endpoint on a shared pool (time-slicing, MPS or MIG) asks for one unit per replica.
+
+    On time-slicing and MPS pools the GPU Operator's device plugin runs with
+    `failRequestsGreaterThanOne` (layers/gpu/sharing.py): a container asking for two shared
+    replicas is refused at admission to the node, since two slices of one GPU are not twice the
+    GPU. On a MIG pool, vLLM's and SGLang's tensor parallelism runs NCCL between the devices,
+    which MIG instances do not support; a bigger model needs a bigger profile, not two small
+    ones. The Deployment template would be rendered, admitted by Kueue, and never run.
+
+    To satisfy it: set `gpus: 1` (and a model that fits one slice or instance), choose a larger
+    MIG `profile`, or serve the endpoint from a full-GPU pool.
+    """
+    for _, _, endpoint in _endpoints(p):
+        pool = p.pools.get(endpoint.pool)
+        if pool is None or endpoint.gpus <= 1 or pool.sharing == "full-gpu":
+            continue
+        why = (
+            "MIG instances do not run tensor parallelism across each other"
+            if pool.sharing == "mig"
+            else f"its device plugin refuses more than one {pool.sharing} replica per container"
+        )
+        alternative = "a larger `profile`" if pool.sharing == "mig" else "a full-GPU inference pool"
+        yield error(
+            "endpoint-shared-gpus",
+            f"endpoint '{endpoint.name}' asks for {endpoint.gpus} units per replica of pool "
+            f"'{pool.name}' ({pool.sharing}): {why}",
+            endpoint.origin.at("gpus"),
+            f"set `gpus: 1`, or serve it with {alternative}",
+        )
+
+
+@rule("endpoint-single-replica")
+def endpoint_survives_a_drain(p: Platform) -> Iterator[Diagnostic]:
+    """An endpoint keeps at least two replicas, or says it accepts a drain that waits.
+
+    Its PodDisruptionBudget holds `replicas.min` replicas available: with `min: 1` and one
+    replica, no eviction is ever allowed, so `kubectl drain` of its node (a driver upgrade, a
+    node image roll) waits until someone restarts the endpoint by hand. A warning: a staging
+    endpoint may accept that.
+
+    To satisfy it: set `replicas.min` to 2 (and `replicas.max` to at least 2), so one replica
+    serves while the other moves; the quota must hold the extra replica (rule endpoint-quota).
+    """
+    for _, _, endpoint in _endpoints(p):
+        if endpoint.min_replicas == 1:
+            yield Diagnostic(
+                "endpoint-single-replica",
+                f"endpoint '{endpoint.name}' keeps replicas.min 1: its PodDisruptionBudget "
+                "allows no eviction of that replica, so a drain of its node waits for a manual "
+                "restart",
+                endpoint.origin.at("replicas", "min"),
+                hint=(f"set `replicas: {{min: 2, max: {max(2, endpoint.max_replicas)}}}`"),
+                severity=Severity.WARNING,
             )
 
 
