@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from renderer.findings.diagnostics import Diagnostic, Severity
 from renderer.model.capacity import serves, usable_quotas
-from renderer.model.choices import TIME_SHARED, Workload
+from renderer.model.choices import Workload
 from renderer.model.platform import Endpoint, Namespace, Platform, Pool, Team
 from renderer.model.serving import SERVERS
 from renderer.model.serving_quota import (
