@@ -19,9 +19,7 @@ import yaml
 
 from tests.conftest import REPO
 
-TEMPLATE = (
-    REPO / "rendered" / "prod-east" / "templates" / "llm-serve" / "deployment-chat.yaml"
-)
+TEMPLATE = REPO / "rendered" / "prod-east" / "templates" / "llm-serve" / "deployment-chat.yaml"
 ENDPOINT_LABEL = "gpuplane.dev/endpoint"  # docs: the label on an endpoint's pods
 
 
