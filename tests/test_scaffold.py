@@ -223,3 +223,32 @@ def test_new_in_an_empty_repository_creates_the_folder(tmp_path: Path, gpuplane)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "queues/first.yaml").is_file()
     assert "none yet: `gpuplane new cluster NAME`" in result.output
+
+
+def test_the_commented_endpoint_serves_once_uncommented(repo: Path, gpuplane) -> None:
+    """The scaffold's inference namespace and endpoint, uncommented as its comment says, with
+    quota on an inference pool that has room (the example's l4-serve is fully promised, so on
+    prod-east's l40s-infer) and the domain, validate with no finding: every rule an endpoint
+    meets (pool, quota at the maximum, host, SLO bucket, operators) is satisfied by the
+    scaffold's suggestions."""
+    blanks = new(gpuplane, repo, "team", "ranking")
+    path = repo / "teams/ranking.yaml"
+    text = path.read_text()
+    assert re.search(r"^    #       pool: \S+$", text, re.M), "the scaffold suggests a pool"
+    assert re.search(r"^    #   cluster: \S+$", text, re.M), "and its cluster"
+    # replicas {min: 2, max: 4} at their maximum with the surge: (4 + 1) x 1 slices
+    fill(path, blanks, {**TEAM, "spec.gpus[0].pool": "l40s-infer", "spec.gpus[0].nominal": "5"})
+    lines = path.read_text().splitlines(keepends=True)
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith("    # - name: ranking-serve")
+    )
+    end = next(i for i, line in enumerate(lines) if "#       autoscaling:" in line)
+    for i in range(start, end + 1):
+        if lines[i].startswith("    # "):
+            lines[i] = "    " + lines[i][len("    # ") :]
+    text = "".join(lines).replace("  # domains: [", "  domains: [")
+    text = re.sub(r"(?m)^(      cluster: )\S+$", r"\1prod-east", text)
+    text = re.sub(r"(?m)^(          pool: )\S+$", r"\1l40s-infer", text)
+    path.write_text(text)
+    assert "endpoints:" in text and "\n  domains: [ranking.example.com]" in text
+    assert findings(gpuplane, repo) == []
