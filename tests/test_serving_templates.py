@@ -15,8 +15,11 @@ and from the servers' own source at the releases the templates pin:
   SGLANG_HEALTH_CHECK_TIMEOUT = 20 s (srt/entrypoints/http_server.py).
 - Triton v2.71.0 (src/command_line_parser.{cc,h}): --model-repository, --model-control-mode
   (explicit: only --load-model models load), --load-model, --http-port (8000), --metrics-port
-  (8002), --allow-grpc, --exit-timeout-secs (default 30); /v2/health/ready, /v2/health/live
-  (src/http_server.cc `server_regex_`).
+  (8002), --allow-grpc, --exit-timeout-secs (default 30), --metrics-config=<setting>=<value>
+  (ParseMetricsConfigOption; core src/metric_model_reporter.cc turns the latency histograms on
+  only for `histogram_latencies` = `true`); /v2/health/ready, /v2/health/live
+  (src/http_server.cc `server_regex_`). Server build.py at v2.71.0: release_version 2.71.0 is
+  triton_container_version 26.07, so the image is nvcr.io/nvidia/tritonserver:26.07-py3.
 - Kueue v0.19.2 pkg/controller/jobs/deployment/deployment_webhook.go: the webhook reads the
   queue name and WorkloadPriorityClass from the Deployment's own labels and copies them to the
   pod template, so each replica is queued.
@@ -37,7 +40,7 @@ from renderer.commands.fit import check_fit
 from renderer.layers.workload_templates import workloads
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.platform import Platform
-from renderer.model.serving import ENDPOINT_LABEL, ROLLOUT_SURGE
+from renderer.model.serving import ENDPOINT_LABEL, RELEASE_ANNOTATION, ROLLOUT_SURGE, SERVERS
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import Values
@@ -76,6 +79,7 @@ FLAGS = {
         "--metrics-port",
         "--allow-grpc",
         "--exit-timeout-secs",
+        "--metrics-config",
     },
 }
 """Every flag of the pinned release a template may pass (see the module docstring)."""
@@ -216,6 +220,25 @@ def test_command_lines_follow_each_servers_cli(example: Any) -> None:
             assert flags["--http-port"] == port
             assert flags["--metrics-port"] == str(TRITON_METRICS_PORT)
             assert int(flags["--exit-timeout-secs"]) > 0
+            # without it Triton exports no nv_inference_first_response_histogram_ms: no SLO data
+            assert flags["--metrics-config"] == "histogram_latencies=true"
+
+
+RELEASES = {
+    "vllm": ("v0.34.0", "docker.io/vllm/vllm-openai:v0.34.0"),
+    "sglang": ("v0.5.23", "docker.io/lmsysorg/sglang:v0.5.23"),
+    "triton": ("v2.71.0", "nvcr.io/nvidia/tritonserver:26.07-py3"),
+}
+"""The release each template's flags were read at (module docstring) and its upstream image."""
+
+
+def test_each_template_names_the_release_it_follows(example: Any) -> None:
+    for _, item, endpoint in _templates(example):
+        release, image = RELEASES[endpoint["server"]]
+        note = item.body["metadata"]["annotations"][RELEASE_ANNOTATION]
+        assert f" {release}: " in note and image in note
+        server = SERVERS[endpoint["server"]]
+        assert (server.release, server.upstream_image) == (release, image)
 
 
 def test_ports_are_named_for_the_service_and_the_monitor(example: Any) -> None:
@@ -233,6 +256,8 @@ def test_sglang_takes_only_its_share_of_a_time_shared_gpu(tmp_path: Path) -> Non
     memory; on whole GPUs SGLang's own default stands."""
     root = copy_inputs(REPO, tmp_path / "repo")
     edit_once(root / "teams/llm.yaml", "server: vllm", "server: sglang")
+    # SGLang's TTFT buckets (0.4, 0.6: metrics_collector.py) have no 0.5 s bound
+    edit_once(root / "teams/llm.yaml", "slo: {p95: 500ms}", "slo: {p95: 400ms}")
     _, rendered = _render(root)
     flags = {
         item.body["metadata"]["name"]: _flags(_container(item)["args"])
@@ -312,9 +337,11 @@ def test_pods_pass_pod_security_restricted(example: Any) -> None:
         assert result.allowed, (item.path, result.forbidden_detail(), template)
 
 
-def test_fit_admits_every_endpoint_template_at_replicas_min(example: Any, tmp_path: Path) -> None:
+def test_fit_admits_every_endpoint_template_at_replicas_max(example: Any, tmp_path: Path) -> None:
     """The whole chain: the API server's gates (Pod Security at the namespace's level, the
-    platform's ValidatingAdmissionPolicies), then Kueue, each replica a Workload of its own."""
+    platform's ValidatingAdmissionPolicies), then Kueue, each replica a Workload of its own; fit
+    answers for the endpoint at the most replicas its autoscaler may reach (issue 31: "`fit`
+    admits the endpoint's template at its maximum")."""
     platform = example[0]
     for view, item, endpoint in _templates(example):
         path = tmp_path / view.cluster.name / item.path
@@ -323,7 +350,7 @@ def test_fit_admits_every_endpoint_template_at_replicas_min(example: Any, tmp_pa
         result = check_fit(platform, path)
         assert result.admissible and not result.refusals, result
         assert result.kueue_verdict in ("fits", "borrows"), result
-        assert result.replicas == endpoint["replicas"]["min"]
+        assert result.replicas == endpoint["replicas"]["max"]
         assert result.admitted_replicas == result.replicas
 
 
@@ -357,6 +384,9 @@ def test_a_mig_endpoint_requests_its_profile(tmp_path: Path) -> None:
         "pool: l40s-infer\n",
         "pool: a100-mig\n          profile: 3g.40gb\n",
     )
+    # the team's quota there holds 8 slices: 7 replicas and the rollout's surge one (rule
+    # endpoint-quota)
+    edit_once(root / "teams/llm.yaml", "replicas: {min: 2, max: 8}", "replicas: {min: 2, max: 7}")
     _, rendered = _render(root)
     (item,) = [i for _, i in rendered if i.path == "templates/llm-serve/deployment-chat.yaml"]
     requests = _container(item)["resources"]["requests"]
