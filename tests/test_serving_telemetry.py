@@ -2,9 +2,22 @@
 rules that turn vLLM's, SGLang's and Triton's own metric names into gpuplane's series, the SLO
 burn-rate alert (under promtool), the workload view's inference panels and the SLO policy.
 
-Expected names and bounds come from the servers' source (renderer/model/server_metrics.py cites
-repo, revision and path): the raw series below are shaped as those servers expose them, with the
-labels the PodMonitor's relabelings write. The burn-rate thresholds are the Google SRE
+Expected names, labels and bounds come from the servers' source at the releases the templates
+pin (model/serving.py `Server.release`), read here, not from our rules:
+
+- vLLM v0.34.0 (PyPI wheel): vllm/v1/metrics/loggers.py `PrometheusStatLogger` (labels
+  `model_name`, `engine`; `vllm:request_success` adds `finished_reason`), vllm/v1/metrics/
+  buckets.py (INTER_TOKEN_LATENCY_BUCKETS 0.01 ... 80.0), and vllm/entrypoints/serve/
+  instrumentator/metrics.py: prometheus-fastapi-instrumentator's default `http_requests_total`
+  {method, status, handler}, status grouped to `5xx` (8.0.0 middleware.py).
+- SGLang v0.5.23 (PyPI wheel): sglang/srt/observability/metrics_collector.py (labels
+  `model_name`, `engine_type` "unified" without disaggregation, scheduler gauges add `tp_rank`,
+  `pp_rank`, `moe_ep_rank`; the TTFT histogram adds `is_streaming`).
+- Triton v2.71.0: core src/metrics.cc, src/metric_model_reporter.{h,cc} (labels `model`,
+  `version`), server docs/user_guide/metrics.md.
+
+The raw series below are shaped as those servers expose them, with the labels the PodMonitor's
+relabelings write. The burn-rate thresholds are the Google SRE
 workbook's ("Alerting on SLOs", alert 5): 1h and 5m at 14.4 times the budget rate, 6h and 30m at
 6 times, for a 95% objective a 5% budget.
 """
@@ -265,6 +278,13 @@ def test_signal_series_come_from_vllms_own_metrics(
             labels,
             {"0.25": 90, "0.5": 100, "0.75": 100, "+Inf": 100},
         )
+        # v0.34.0's inter-token histogram (buckets.py INTER_TOKEN_LATENCY_BUCKETS): 100 tokens
+        # a minute within 0.025 s, none within 0.01 s
+        series += histogram(
+            "vllm:inter_token_latency_seconds",
+            labels,
+            {"0.01": 0, "0.025": 100, "0.05": 100, "+Inf": 100},
+        )
     want = out(chat)
     exprs = [
         rounded(SIGNAL_SERIES["queue-depth"], want, 8),
@@ -275,6 +295,8 @@ def test_signal_series_come_from_vllms_own_metrics(
         rounded(sm.ERROR_RATIO, want, 0.05),
         # 2 pods x 3000 generated tokens a minute = 100 tokens/s
         rounded(sm.GENERATION_TOKENS_RATE, want, 100),
+        # all between 0.01 and 0.025 s: p95 = 0.01 + 0.95 * 0.015 = 0.02425
+        rounded(sm.INTER_TOKEN_P95, want, 0.024),
     ]
     unit_test(tmp_path, paths, order, series, exprs=exprs)
 
@@ -287,13 +309,15 @@ def test_signal_series_come_from_sglangs_own_metrics(
     """SGLang's `num_queue_reqs` and `token_usage` (the KV cache's share used)."""
     candidate = endpoints(views)["candidate"]
     paths, order = rule_files["staging-west"]
-    labels = labels_of(candidate, "candidate-0", model_name="llm-release-candidate")
+    model = {"model_name": "llm-release-candidate", "engine_type": "unified"}
+    labels = labels_of(candidate, "candidate-0", **model)
+    ranks = {"tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
     series = [
-        (sel("sglang:num_queue_reqs", labels), "6x20"),
-        (sel("sglang:token_usage", labels), "0.85x20"),
+        (sel("sglang:num_queue_reqs", {**labels, **ranks}), "6x20"),
+        (sel("sglang:token_usage", {**labels, **ranks}), "0.85x20"),
         *histogram(
             "sglang:time_to_first_token_seconds",
-            labels,
+            {**labels, "is_streaming": "true"},
             {"0.8": 0, "1.0": 60, "2.0": 60, "+Inf": 60},
         ),
     ]
@@ -511,3 +535,270 @@ def test_an_slo_the_server_cannot_count_is_refused_on_its_line(
     assert fired[0]["hint"] == hint
     path.write_text(text.replace(old, fixed, 1))
     assert not [d for d in _validate(gpuplane, platform) if d["rule"].startswith("endpoint-slo")]
+
+
+# --- what each template makes its server export --------------------------------------------------
+
+ALWAYS = ""
+HISTOGRAM = ("_bucket", "_count", "_sum")
+VLLM_EXPORTS = {
+    # vLLM v0.34.0 vllm/v1/metrics/loggers.py: PrometheusStatLogger runs unless
+    # --disable-log-stats (default False, vllm/engine/arg_utils.py); /metrics is mounted on the
+    # API server's own port (entrypoints/serve/instrumentator/metrics.py attach_router)
+    **dict.fromkeys(
+        [
+            "vllm:num_requests_running",
+            "vllm:num_requests_waiting",
+            "vllm:kv_cache_usage_perc",
+            "vllm:prompt_tokens_total",
+            "vllm:generation_tokens_total",
+            "vllm:request_success_total",
+            "http_requests_total",  # prometheus-fastapi-instrumentator, Instrumentator().add()
+        ],
+        ALWAYS,
+    ),
+    **{
+        f"{family}{suffix}": ALWAYS
+        for family in (
+            "vllm:time_to_first_token_seconds",
+            "vllm:inter_token_latency_seconds",
+            "vllm:request_time_per_output_token_seconds",
+            "vllm:e2e_request_latency_seconds",
+        )
+        for suffix in HISTOGRAM
+    },
+}
+SGLANG_EXPORTS = {
+    # SGLang v0.5.23 srt/observability/metrics_collector.py, served only with --enable-metrics
+    # (srt/entrypoints/http_server.py: add_prometheus_middleware under enable_metrics)
+    **dict.fromkeys(
+        [
+            "sglang:num_running_reqs",
+            "sglang:num_queue_reqs",
+            "sglang:token_usage",
+            "sglang:prompt_tokens_total",
+            "sglang:generation_tokens_total",
+            "sglang:num_requests_total",
+            "sglang:num_aborted_requests_total",
+        ],
+        "--enable-metrics",
+    ),
+    **{
+        f"{family}{suffix}": "--enable-metrics"
+        for family in (
+            "sglang:time_to_first_token_seconds",
+            "sglang:inter_token_latency_seconds",
+            "sglang:e2e_request_latency_seconds",
+        )
+        for suffix in HISTOGRAM
+    },
+}
+TRITON_EXPORTS = {
+    # Triton v2.71.0 core src/metrics.cc: on with --allow-metrics (default true) on
+    # --metrics-port; the latency histogram only with histogram_latencies=true
+    # (src/metric_model_reporter.cc), passed as --metrics-config=<setting>=<value>
+    # (server src/command_line_parser.cc ParseMetricsConfigOption)
+    **dict.fromkeys(
+        [
+            "nv_inference_request_success",
+            "nv_inference_request_failure",
+            "nv_inference_count",
+            "nv_inference_exec_count",
+            "nv_inference_pending_request_count",
+        ],
+        ALWAYS,
+    ),
+    **{
+        f"nv_inference_first_response_histogram_ms{suffix}": (
+            "--metrics-config=histogram_latencies=true"
+        )
+        for suffix in HISTOGRAM
+    },
+}
+EXPORTS: dict[str, dict[str, str]] = {
+    "vllm": VLLM_EXPORTS,
+    "sglang": SGLANG_EXPORTS,
+    "triton": TRITON_EXPORTS,
+}
+"""Per server, each metric its pinned release exports and the flag it needs ('' none)."""
+SILENCING = {"vllm": "--disable-log-stats", "sglang": "", "triton": "--allow-metrics=false"}
+"""A flag that would turn the server's metrics off."""
+
+_SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}")
+
+
+def raw_metrics(rules: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(server, metric) of every server-own series the serving groups' rules select."""
+    found = set()
+    for body in rules:
+        for group in body["spec"]["groups"]:
+            if not group["name"].startswith("gpuplane.serving."):
+                continue
+            for rule in group["rules"]:
+                for name, matchers in _SELECTOR.findall(rule["expr"]):
+                    if name.startswith("gpuplane_"):
+                        continue
+                    server = re.search(r'server="(\w+)"', matchers)
+                    assert server is not None, (name, rule["expr"])
+                    found.add((server[1], name))
+    return found
+
+
+def _endpoint_args(view: ClusterView) -> dict[str, list[str]]:
+    """Each endpoint's Deployment template arguments, by endpoint name."""
+    from renderer.layers.workload_templates import workloads
+
+    found = {}
+    for item in workloads.render(view):
+        body = item.body
+        if body.get("kind") != "Deployment" or ENDPOINT_LABEL not in body["metadata"]["labels"]:
+            continue
+        (container,) = body["spec"]["template"]["spec"]["containers"]
+        found[body["metadata"]["labels"][ENDPOINT_LABEL]] = container.get("args", [])
+    return found
+
+
+def test_every_metric_the_rules_read_is_one_the_template_makes_its_server_export(
+    views: dict[str, ClusterView],
+) -> None:
+    seen = set()
+    for view in views.values():
+        args = _endpoint_args(view)
+        read = raw_metrics(_rules(view))
+        for served in view.endpoints():
+            kind = served.endpoint.server
+            flags = args[served.name]
+            for server, metric in sorted(read):
+                if server != kind:
+                    continue
+                assert metric in EXPORTS[kind], f"{kind} {SERVERS[kind].release} has no {metric}"
+                need = EXPORTS[kind][metric]
+                assert need == ALWAYS or need in flags, (served.name, metric, need)
+                seen.add(kind)
+            assert not SILENCING[kind] or SILENCING[kind] not in flags
+    assert seen == {"vllm", "sglang", "triton"}
+
+
+def test_a_renamed_metric_would_be_caught() -> None:
+    """The check above fails on the v0.10 line's names the rules once read."""
+    rule = {"expr": 'rate(vllm:time_per_output_token_seconds_bucket{server="vllm"}[5m])'}
+    group = {"name": "gpuplane.serving.vllm", "rules": [rule]}
+    read = raw_metrics([{"spec": {"groups": [group]}}])
+    assert read == {("vllm", "vllm:time_per_output_token_seconds_bucket")}
+    assert "vllm:time_per_output_token_seconds_bucket" not in EXPORTS["vllm"]
+
+
+def test_the_server_metrics_table_names_only_what_the_release_exports() -> None:
+    for kind, mx in sm.SERVER_METRICS.items():
+        names: list[str] = []
+        for series in (
+            mx.prompt_tokens,
+            mx.generation_tokens,
+            mx.requests,
+            mx.errors,
+            mx.kv_cache,
+            mx.waiting,
+            mx.running,
+            *(mx.executions or ()),
+        ):
+            if series is not None:
+                names.append(series.name)
+        for hist in (mx.ttft, mx.inter_token, mx.latency):
+            if hist is not None:
+                names.extend(f"{hist.name}{suffix}" for suffix in HISTOGRAM)
+        assert set(names) <= set(EXPORTS[kind]), (kind, set(names) - set(EXPORTS[kind]))
+
+
+def test_histogram_bounds_are_the_pinned_releases_defaults() -> None:
+    """vllm/v1/metrics/buckets.py at v0.34.0; SGLang's TokenizerMetricsCollector defaults at
+    v0.5.23; Triton's metric_model_reporter.h."""
+    vllm, sglang = sm.SERVER_METRICS["vllm"], sm.SERVER_METRICS["sglang"]
+    assert vllm.inter_token is not None and vllm.inter_token.buckets == (
+        *(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0),
+        *(2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0),
+    )
+    assert vllm.ttft is not None and vllm.ttft.buckets == (
+        *(0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0),
+        *(2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0),
+    )
+    assert vllm.latency is not None and vllm.latency.buckets == (
+        *(0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0),
+        *(40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0),
+    )
+    base = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+    assert sglang.ttft is not None and sglang.ttft.buckets == base
+    assert sglang.latency is not None and sglang.latency.buckets == (
+        *base,
+        *(600, 1200, 1800, 2400),
+    )
+    assert sglang.inter_token is not None and sglang.inter_token.buckets == (
+        *(0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040),
+        *(0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0),
+    )
+
+
+# --- the PodMonitor's relabelings after the operator's -------------------------------------------
+
+
+def operator_relabelings(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Prometheus Operator v0.86.2's own relabelings of a PodMonitor endpoint without a port
+    (pkg/prometheus/promcfg.go generatePodMonitorConfig), in its order, before the endpoint's:
+    the running-pod filter, a `keep` per selector label, then namespace, container, pod, job."""
+    selector = body["spec"]["selector"]["matchLabels"]
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    found: list[dict[str, Any]] = [
+        {
+            "action": "drop",
+            "sourceLabels": ["__meta_kubernetes_pod_phase"],
+            "regex": "(Failed|Succeeded)",
+        },
+    ]
+    for label, value in selector.items():
+        meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^A-Za-z0-9_]", "_", label)
+        found.append({"action": "keep", "sourceLabels": [meta], "regex": value})
+    for source, target in (
+        ("__meta_kubernetes_namespace", "namespace"),
+        ("__meta_kubernetes_pod_container_name", "container"),
+        ("__meta_kubernetes_pod_name", "pod"),
+    ):
+        found.append({"action": "replace", "sourceLabels": [source], "targetLabel": target})
+    found.append({"action": "replace", "targetLabel": "job", "replacement": f"{namespace}/{name}"})
+    return found
+
+
+def test_the_monitors_relabelings_run_after_the_operators_and_still_see_the_port(
+    views: dict[str, ClusterView],
+) -> None:
+    for served in endpoints(views).values():
+        body = monitors.pod_monitor(served)
+        (entry,) = body["spec"]["podMetricsEndpoints"]
+        port = SERVERS[served.endpoint.server].metrics_port_of(served.endpoint.port)
+        target = {
+            "__meta_kubernetes_namespace": served.namespace.name,
+            "__meta_kubernetes_pod_name": f"{served.name}-0",
+            "__meta_kubernetes_pod_container_name": served.endpoint.server,
+            "__meta_kubernetes_pod_phase": "Running",
+            "__meta_kubernetes_pod_label_gpuplane_dev_endpoint": served.name,
+            monitors.PORT_NUMBER_META: str(port),
+        }
+        rules = operator_relabelings(body) + entry["relabelings"]
+        kept = relabel_all(target, rules)
+        assert kept is not None, served.name
+        assert kept["namespace"] == served.namespace.name
+        assert kept["job"] == f"{served.namespace.name}/{body['metadata']['name']}"
+        assert {k: kept[k] for k in ENDPOINT_SERIES_LABELS} == monitors.series_labels(served)
+        other = {**target, monitors.PORT_NUMBER_META: str(port + 1)}
+        assert relabel_all(other, rules) is None
+
+
+def relabel_all(target: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
+    """`relabel` with `drop` too."""
+    kept: list[dict[str, Any]] = []
+    for r in rules:
+        if r["action"] == "drop":
+            value = ";".join(target.get(s, "") for s in r["sourceLabels"])
+            if re.fullmatch(r["regex"], value):
+                return None
+            continue
+        kept.append(r)
+    return relabel(target, kept)

@@ -15,8 +15,11 @@ and from the servers' own source at the releases the templates pin:
   SGLANG_HEALTH_CHECK_TIMEOUT = 20 s (srt/entrypoints/http_server.py).
 - Triton v2.71.0 (src/command_line_parser.{cc,h}): --model-repository, --model-control-mode
   (explicit: only --load-model models load), --load-model, --http-port (8000), --metrics-port
-  (8002), --allow-grpc, --exit-timeout-secs (default 30); /v2/health/ready, /v2/health/live
-  (src/http_server.cc `server_regex_`).
+  (8002), --allow-grpc, --exit-timeout-secs (default 30), --metrics-config=<setting>=<value>
+  (ParseMetricsConfigOption; core src/metric_model_reporter.cc turns the latency histograms on
+  only for `histogram_latencies` = `true`); /v2/health/ready, /v2/health/live
+  (src/http_server.cc `server_regex_`). Server build.py at v2.71.0: release_version 2.71.0 is
+  triton_container_version 26.07, so the image is nvcr.io/nvidia/tritonserver:26.07-py3.
 - Kueue v0.19.2 pkg/controller/jobs/deployment/deployment_webhook.go: the webhook reads the
   queue name and WorkloadPriorityClass from the Deployment's own labels and copies them to the
   pod template, so each replica is queued.
@@ -37,7 +40,7 @@ from renderer.commands.fit import check_fit
 from renderer.layers.workload_templates import workloads
 from renderer.model.names import PRIORITY_LABEL, QUEUE_LABEL
 from renderer.model.platform import Platform
-from renderer.model.serving import ENDPOINT_LABEL, ROLLOUT_SURGE
+from renderer.model.serving import ENDPOINT_LABEL, RELEASE_ANNOTATION, ROLLOUT_SURGE, SERVERS
 from renderer.model.view import ClusterView
 from renderer.output.canonical import dump
 from renderer.output.manifest import Values
@@ -76,6 +79,7 @@ FLAGS = {
         "--metrics-port",
         "--allow-grpc",
         "--exit-timeout-secs",
+        "--metrics-config",
     },
 }
 """Every flag of the pinned release a template may pass (see the module docstring)."""
@@ -221,6 +225,25 @@ def test_command_lines_follow_each_servers_cli(example: Any) -> None:
             assert flags["--http-port"] == port
             assert flags["--metrics-port"] == str(TRITON_METRICS_PORT)
             assert int(flags["--exit-timeout-secs"]) > 0
+            # without it Triton exports no nv_inference_first_response_histogram_ms: no SLO data
+            assert flags["--metrics-config"] == "histogram_latencies=true"
+
+
+RELEASES = {
+    "vllm": ("v0.34.0", "docker.io/vllm/vllm-openai:v0.34.0"),
+    "sglang": ("v0.5.23", "docker.io/lmsysorg/sglang:v0.5.23"),
+    "triton": ("v2.71.0", "nvcr.io/nvidia/tritonserver:26.07-py3"),
+}
+"""The release each template's flags were read at (module docstring) and its upstream image."""
+
+
+def test_each_template_names_the_release_it_follows(example: Any) -> None:
+    for _, item, endpoint in _templates(example):
+        release, image = RELEASES[endpoint["server"]]
+        note = item.body["metadata"]["annotations"][RELEASE_ANNOTATION]
+        assert f" {release}: " in note and image in note
+        server = SERVERS[endpoint["server"]]
+        assert (server.release, server.upstream_image) == (release, image)
 
 
 def test_ports_are_named_for_the_service_and_the_monitor(example: Any) -> None:

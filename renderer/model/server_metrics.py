@@ -1,31 +1,47 @@
 """Each model server's own Prometheus metric names, as its source defines them, and what
 gpuplane's recording rules make of them (`renderer.layers.observability.endpoint_rules`).
 
-Read at these revisions (the name, type, unit and bucket bounds of every metric below):
-- vLLM: vllm-project/vllm `vllm/v1/metrics/loggers.py`, commit 005a810bc40f (the v0.10 line:
-  `vllm:gpu_cache_usage_perc` still shown, deprecated for `vllm:kv_cache_usage_perc`), class
-  `PrometheusStatLogger`. prometheus_client appends `_total` to a Counter's name on exposition
-  (`vllm:prompt_tokens` is scraped as `vllm:prompt_tokens_total`). vLLM counts no failed request
-  in its engine metrics (`vllm:request_success` counts finished ones by `finished_reason`); its
-  OpenAI server mounts prometheus-fastapi-instrumentator (`vllm/entrypoints/openai/
-  api_server.py`, `mount_metrics`), whose `http_requests_total` counts responses by `handler`,
-  `method` and `status`, grouped as `2xx`, `4xx`, `5xx` (the instrumentator's default
-  `should_group_status_codes`): a 5xx is the server failing a request.
-- SGLang: sgl-project/sglang `python/sglang/srt/metrics/collector.py`, commit 00ae9c1590d2,
-  classes `SchedulerMetricsCollector` (gauges) and `TokenizerMetricsCollector` (counters,
-  histograms; default buckets when `--bucket-*` flags are not given). SGLang serves them only
-  when started with `--enable-metrics`.
-- Triton: triton-inference-server/core `src/metrics.cc` and `src/metric_model_reporter.{h,cc}`
-  at branch r26.06, and triton-inference-server/server `docs/user_guide/metrics.md` at r26.06.
-  prometheus-cpp adds no `_total`. Triton's only latency histogram is
+Read at the release each server's Deployment template runs (`renderer.model.serving.SERVERS`:
+`release`, `read_at`), so that a recording rule never reads a name the pinned server no longer
+exports (it would record nothing: an empty panel, an SLO alert that never fires):
+- vLLM v0.34.0 (the PyPI wheel): `vllm/v1/metrics/loggers.py`, class `PrometheusStatLogger`,
+  labels `model_name` and `engine` on every engine metric, and `vllm/v1/metrics/buckets.py`
+  (the default bounds, one family per histogram). The inter-token histogram is
+  `vllm:inter_token_latency_seconds` (the v0.10 line's `vllm:time_per_output_token_seconds` is
+  gone); the KV cache gauge `vllm:kv_cache_usage_perc` (`vllm:gpu_cache_usage_perc` is gone).
+  prometheus_client appends `_total` to a Counter's name on exposition (`vllm:prompt_tokens` is
+  scraped as `vllm:prompt_tokens_total`). vLLM counts no failed request in its engine metrics
+  (`vllm:request_success` counts finished ones by `finished_reason`); its API server mounts
+  prometheus-fastapi-instrumentator (`vllm/entrypoints/serve/instrumentator/metrics.py`,
+  `attach_router`: `Instrumentator(excluded_handlers=[...]).add()`, the defaults), whose
+  `http_requests_total` (prometheus-fastapi-instrumentator 8.0.0, the wheel's lower bound,
+  `metrics.default`) counts responses by `method`, `status` and `handler`, with the status
+  grouped as `2xx`, `4xx`, `5xx` (`should_group_status_codes=True`, middleware.py): a `5xx` is
+  the server failing a request. All on the serving port's /metrics, with no flag
+  (`--disable-log-stats` off by default, vllm/engine/arg_utils.py).
+- SGLang v0.5.23 (the PyPI wheel): `sglang/srt/observability/metrics_collector.py`, classes
+  `SchedulerMetricsCollector` (gauges; labels `model_name`, `engine_type`, `tp_rank`, ...,
+  recorded by TP rank 0 only without `--enable-metrics-for-all-schedulers`) and
+  `TokenizerMetricsCollector` (counters, histograms; labels `model_name`, `engine_type`, and
+  `is_streaming` on the token counters, the request counter, the TTFT and e2e histograms;
+  default buckets when `--bucket-*` flags are not given). SGLang serves them on the serving
+  port's /metrics only when started with `--enable-metrics` (`srt/entrypoints/http_server.py`,
+  `add_prometheus_middleware`; `srt/arg_groups/fields/observability.py`, default False).
+- Triton v2.71.0: triton-inference-server/core `src/metrics.cc` and
+  `src/metric_model_reporter.{h,cc}`, and triton-inference-server/server
+  `docs/user_guide/metrics.md` at v2.71.0. A v2.71.0 build takes core at branch r26.07
+  (server `build.py`: container 26.07, default repo-tag rYY.MM). The stored core ends at
+  main 73aad7c (2026-06-09), without r26.07: read there and at r26.06, which differ in no
+  metric file, and checked against the server's metrics.md and qa/L0_metrics, identical at
+  r26.06 (v2.70.0) and v2.71.0. prometheus-cpp adds no `_total`. Triton's only latency histogram is
   `nv_inference_first_response_histogram_ms` (milliseconds, default bounds 100, 500, 2000,
-  5000; `--metrics-config histogram_latencies=true` turns it on, a model's `model_metrics`
+  5000; only with `--metrics-config=histogram_latencies=true`, a model's `model_metrics`
   may change the bounds): for a model that answers once (not decoupled) the first response is
   the whole request, so it measures request latency. Triton has no token counters, no
   time-to-first-token or inter-token histogram, no KV cache and no running-requests gauge:
   those stay absent for a Triton endpoint (the panel shows no series, never a made-up one).
   Its batch size is inferences per model execution (`nv_inference_count` over
-  `nv_inference_exec_count`).
+  `nv_inference_exec_count`). All on the metrics port (8002) with no flag but the histogram's.
 """
 
 from __future__ import annotations
@@ -37,11 +53,15 @@ from types import MappingProxyType
 from renderer.model.choices import ServerKind, SloMetric
 from renderer.model.serving import SIGNAL_SERIES
 
-VLLM_SOURCE = "vllm-project/vllm@005a810bc40f vllm/v1/metrics/loggers.py"
-VLLM_HTTP_SOURCE = "vllm-project/vllm vllm/entrypoints/openai/api_server.py (mount_metrics)"
-SGLANG_SOURCE = "sgl-project/sglang@00ae9c1590d2 python/sglang/srt/metrics/collector.py"
-TRITON_SOURCE = "triton-inference-server/core@r26.06 src/metrics.cc"
-TRITON_HISTOGRAM_SOURCE = "triton-inference-server/core@r26.06 src/metric_model_reporter.h"
+VLLM_SOURCE = "vllm-project/vllm@v0.34.0 vllm/v1/metrics/loggers.py, buckets.py"
+VLLM_HTTP_SOURCE = (
+    "vllm-project/vllm@v0.34.0 vllm/entrypoints/serve/instrumentator/metrics.py (attach_router)"
+)
+SGLANG_SOURCE = "sgl-project/sglang@v0.5.23 python/sglang/srt/observability/metrics_collector.py"
+TRITON_SOURCE = "triton-inference-server/core@r26.07 src/metrics.cc (server v2.71.0)"
+TRITON_HISTOGRAM_SOURCE = (
+    "triton-inference-server/core@r26.07 src/metric_model_reporter.h (server v2.71.0)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +144,7 @@ SERVER_METRICS: Mapping[ServerKind, ServerMetrics] = MappingProxyType(
                 VLLM_SOURCE,
             ),
             inter_token=Histogram(
-                "vllm:time_per_output_token_seconds",
+                "vllm:inter_token_latency_seconds",
                 (
                     *(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0),
                     *(2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0),
@@ -137,7 +157,7 @@ SERVER_METRICS: Mapping[ServerKind, ServerMetrics] = MappingProxyType(
             prompt_tokens=Series("vllm:prompt_tokens_total", VLLM_SOURCE),
             generation_tokens=Series("vllm:generation_tokens_total", VLLM_SOURCE),
             requests=Series("vllm:request_success_total", VLLM_SOURCE),
-            errors=Series("http_requests_total", VLLM_HTTP_SOURCE, 'status=~"5.."'),
+            errors=Series("http_requests_total", VLLM_HTTP_SOURCE, 'status="5xx"'),
             kv_cache=Series("vllm:kv_cache_usage_perc", VLLM_SOURCE),
             waiting=Series("vllm:num_requests_waiting", VLLM_SOURCE),
             running=Series("vllm:num_requests_running", VLLM_SOURCE),

@@ -4,8 +4,10 @@ names the serving layer, the autoscaler and the telemetry share.
 One row per server: its default serving port, where it serves its metrics, the path that
 answers only once the model is loaded, the image name the Deployment template pulls from the
 team's registry, whether it speaks the OpenAI-compatible LLM protocol (an InferencePool fits),
-the autoscaling signals it exposes and the latency its SLO can bound. Sources, per field, in
-docs/serving.md.
+the autoscaling signals it exposes and the latency its SLO can bound, and the one release
+gpuplane follows: the Deployment template's command line and probes, and every metric name,
+label and bucket bound in `renderer.model.server_metrics`, were read at that release (`read_at`).
+Sources, per field, in docs/serving.md.
 
 The recorded series are the contract between the observability layer's recording rules (which
 compute them from each server's own metric names, with gpuplane's labels) and the consumers
@@ -41,6 +43,12 @@ class Server:
     signals: tuple[ScalingSignal, ...]
     slo_metrics: tuple[SloMetric, ...]
     """The latencies an SLO may bound; the first is the default."""
+    release: str
+    """The server release the template and the telemetry follow (the project's own tag)."""
+    upstream_image: str
+    """The project's image of that release: what a team mirrors under its registry prefix."""
+    read_at: str
+    """Where the release's facts were read: the source tree at that release."""
 
     def metrics_port_of(self, port: int) -> int:
         """The metrics port of an endpoint serving on `port`."""
@@ -63,6 +71,10 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
             llm=True,
             signals=("queue-depth", "kv-cache", "ttft"),
             slo_metrics=("ttft", "latency"),
+            release="v0.34.0",
+            # the project publishes vllm/vllm-openai:v<version> for each release
+            upstream_image="docker.io/vllm/vllm-openai:v0.34.0",
+            read_at="PyPI vllm==0.34.0 (wheel vllm-0.34.0-cp38-abi3-manylinux_2_28_x86_64)",
         ),
         "sglang": Server(
             kind="sglang",
@@ -78,6 +90,9 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
             llm=True,
             signals=("queue-depth", "kv-cache", "ttft"),
             slo_metrics=("ttft", "latency"),
+            release="v0.5.23",
+            upstream_image="docker.io/lmsysorg/sglang:v0.5.23",
+            read_at="PyPI sglang==0.5.23 (wheel sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64)",
         ),
         "triton": Server(
             kind="triton",
@@ -92,9 +107,27 @@ SERVERS: Mapping[ServerKind, Server] = MappingProxyType(
             llm=False,
             signals=("queue-depth",),
             slo_metrics=("latency",),
+            release="v2.71.0",
+            # server build.py at v2.71.0: release_version 2.71.0 is triton_container_version
+            # 26.07, and a release build takes core, common and backend at branch r26.07
+            upstream_image="nvcr.io/nvidia/tritonserver:26.07-py3",
+            read_at=(
+                "triton-inference-server/server tag v2.71.0 (819ee37770df), "
+                "triton-inference-server/core branch r26.07"
+            ),
         ),
     }
 )
+
+RELEASE_ANNOTATION = "gpuplane.dev/server-release"
+"""On an endpoint's Deployment template: the server release its command line, probes and
+telemetry follow, and the upstream image of that release."""
+
+
+def release_note(server: Server) -> str:
+    """The value of RELEASE_ANNOTATION for `server`."""
+    return f"{server.title} {server.release}: mirror {server.upstream_image} and use its tag"
+
 
 HTTP_PORT_NAME = "http"
 """The name of the serving port on an endpoint's pods (the Service's targetPort)."""

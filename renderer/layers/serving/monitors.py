@@ -11,10 +11,18 @@ namespace and carries no `release` label.
 Its one `podMetricsEndpoints` entry names no port: the Prometheus Operator then makes a target of
 every declared container port of the selected pods, and the first relabeling keeps only the
 server's metrics port (model/serving.py `SERVERS`), so the PodMonitor does not depend on what
-the Deployment template calls its ports. The other relabelings, applied after the operator's own
-(which set `namespace`, `pod`, `container`, `job`), write gpuplane's labels
+the Deployment template calls its ports. The other relabelings write gpuplane's labels
 (`ENDPOINT_SERIES_LABELS`) onto the target, and so onto every series scraped from it: the
-recording rules select and group by them. Rendered only where the cluster runs
+recording rules select and group by them.
+
+The order this relies on: kube-prometheus-stack 79.6.1 runs the Prometheus Operator v0.86.2 (the
+chart's appVersion; `prometheusOperator.image.tag` empty takes it), whose
+`pkg/prometheus/promcfg.go` `generatePodMonitorConfig` writes one scrape job per endpoint with
+its own relabelings first (the running-pod filter, the selector's `keep`s, `namespace`,
+`container`, `pod`, `job`, the scrape class's) and the endpoint's `relabelings` last
+(`labeler.GetRelabelingConfigs(..., ep.RelabelConfigs)` appended after them). Those only keep
+and write labels, so every `__meta_kubernetes_*` label, the container port number included, is
+still on the target when ours run, and ours win over any label the operator wrote. Rendered only where the cluster runs
 kube-prometheus-stack (the PodMonitor CRD comes with it).
 
 The NetworkPolicy that lets Prometheus reach the metrics port is the tenancy layer's.
@@ -34,7 +42,9 @@ LAYER = "serving"
 SCRAPE_INTERVAL = "15s"
 """As the DCGM exporter's: the SLO's 5-minute windows see 20 samples."""
 PORT_NUMBER_META = "__meta_kubernetes_pod_container_port_number"
-"""Prometheus's Kubernetes service discovery: a pod target's declared container port."""
+"""Prometheus's Kubernetes service discovery: a pod target's declared container port (there
+when the endpoint's relabelings run: prometheus-operator v0.86.2 promcfg.go appends them after
+its own, see the module docstring)."""
 
 
 def name_of(served: Served) -> str:

@@ -32,8 +32,10 @@ from renderer.model.serving import (
     ENDPOINT_LABEL,
     HTTP_PORT_NAME,
     METRICS_PORT_NAME,
+    RELEASE_ANNOTATION,
     ROLLOUT_SURGE,
     SERVERS,
+    release_note,
 )
 
 VLLM_PORT = 8000
@@ -88,13 +90,26 @@ def deployment(target: Target) -> dict[str, Any]:
 
 # --- a template per endpoint ---------------------------------------------------------------------
 #
-# Pinned releases whose command lines and endpoints the templates follow (read at these tags):
+# The release each template follows is the server's one pinned release (model/serving.py
+# `Server.release`, where its facts were read in `Server.read_at`); the Deployment names it and
+# the upstream image of that release (RELEASE_ANNOTATION). Read at those releases:
 #   vLLM v0.34.0     vllm/entrypoints/cli/serve.py, vllm/engine/arg_utils.py,
-#                    vllm/entrypoints/serve/instrumentator/health.py, .../launchers/launcher.py
+#                    vllm/entrypoints/serve/instrumentator/{health,metrics}.py,
+#                    .../launchers/launcher.py
 #   SGLang v0.5.23   sglang/launch_server.py, sglang/srt/arg_groups/fields/{model,serving,
 #                    parallel,schedule,observability}.py, sglang/srt/entrypoints/http_server.py,
 #                    sglang/srt/managers/tokenizer_manager.py (SignalHandler, sigterm_watchdog)
 #   Triton v2.71.0   src/command_line_parser.{cc,h}, src/http_server.cc, src/main.cc
+#                    (container 26.07, core r26.07: server build.py)
+#
+# What each must be told for the telemetry (model/server_metrics.py) to exist: vLLM serves its
+# metrics on the serving port with no flag; SGLang only with --enable-metrics; Triton serves
+# them on --metrics-port (8002, declared as the `metrics` port) but its latency histogram only
+# with --metrics-config=histogram_latencies=true.
+
+TRITON_HISTOGRAMS = "histogram_latencies=true"
+"""Triton's `--metrics-config=<setting>=<value>` (src/command_line_parser.cc,
+ParseMetricsConfigOption) that turns on nv_inference_first_response_histogram_ms."""
 
 PRESTOP_SECONDS = 15
 """A terminating pod keeps serving this long before the server gets SIGTERM: the gateway and
@@ -173,6 +188,7 @@ def endpoint_deployment(target: Target) -> dict[str, Any]:
     )
     meta = metadata(target, "Deployment", endpoint.name)
     meta["labels"][ENDPOINT_LABEL] = endpoint.name
+    meta["annotations"][RELEASE_ANNOTATION] = release_note(server)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -230,6 +246,9 @@ def _command_line(target: Target, endpoint: Endpoint) -> tuple[list[str], list[s
             f"--load-model={endpoint.model}",
             f"--http-port={endpoint.port}",
             f"--metrics-port={SERVERS['triton'].metrics_port}",
+            # the latency histogram the SLO and the p95 count from is off by default
+            # (core src/metric_model_reporter.cc: only histogram_latencies=true turns it on)
+            f"--metrics-config={TRITON_HISTOGRAMS}",
             "--allow-grpc=false",  # the route is HTTP; its 8001 would be one more open port
             f"--exit-timeout-secs={DRAIN_SECONDS}",
         ]
