@@ -19,6 +19,13 @@ cluster-external IPs, since Pod IPs are ephemeral and unpredictable", concepts/s
 CNI matches a pod's IP against an ipBlock is left to it (the same page: "it is not defined
 whether this happens before or after NetworkPolicy processing"), so the pods here get addresses
 that no ipBlock covers, and ipBlocks are compared on addresses outside the pods.
+
+Where nca is stricter than the API server: it refuses `policyTypes: [Egress, Ingress]` ("policyTypes
+has invalid value in spec"; nca/Parsers/K8sPolicyYamlParser.py accepts only [Ingress], [Egress]
+and [Ingress, Egress]), which Kubernetes accepts in either order (pkg/apis/networking/validation
+`ValidateNetworkPolicySpec`: at most two, each Ingress or Egress), and a policy with an `ingress`
+section but no Ingress in its policyTypes. gpuplane writes neither; were it to, nca's exit code
+fails these tests rather than letting them pass.
 """
 
 from __future__ import annotations
