@@ -32,6 +32,15 @@ $(VENV)/.dev: $(BIN)/gpuplane
 	$(BIN)/python -m pip install --quiet -e '.[dev,probes]'
 	@touch $@
 
+# IBM's network-config-analyzer, the real NetworkPolicy analyser tests/test_netpol_crosscheck.py
+# checks tests/netpol.py against: in its own virtualenv, as it pins PyYAML 6.0.2 and gpuplane 6.0.4
+NCA := build/nca
+$(NCA)/bin/nca: tests/nca/requirements.txt
+	@test -x $(NCA)/bin/python || $(PYTHON) -m venv $(NCA)
+	$(NCA)/bin/python -m pip install --quiet --upgrade pip==26.3
+	$(NCA)/bin/python -m pip install --quiet -r tests/nca/requirements.txt
+	@touch $@
+
 setup: $(BIN)/gpuplane ## Create .venv (if needed) with gpuplane and what rendering needs
 
 setup-dev: $(VENV)/.dev ## ... and what the tests, lint and types need (PyTorch for the probes)
@@ -42,7 +51,7 @@ render: setup ## Validate and render the platform in this folder into rendered/
 render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes nothing)
 	$(BIN)/gpuplane render --check $(STRICT_SCHEMAS)
 
-test: setup-dev ## Run the test suite
+test: setup-dev $(NCA)/bin/nca ## Run the test suite
 	$(BIN)/python -m pytest -q
 
 lint: setup-dev ## ruff lint and format check
