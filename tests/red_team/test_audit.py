@@ -77,8 +77,8 @@ def test_every_namespace_of_a_team_moved_to_new_names_on_the_managed_cluster(
     attempt.edit(
         LLM_EVAL,
         "    - {name: llm-eval-train, cluster: staging-west, purpose: training}\n"
-        "    - {name: llm-eval-serve, cluster: staging-west, purpose: inference}\n",
+        "    - name: llm-eval-serve\n",
         "    - {name: llm-eval-x, cluster: staging-west, purpose: training}\n"
-        "    - {name: llm-eval-y, cluster: staging-west, purpose: inference}\n",
+        "    - name: llm-eval-y\n",
     )
     assert hosts_of(attempt, "llm-eval") == {"staging-west"}

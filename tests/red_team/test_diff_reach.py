@@ -9,10 +9,12 @@ last guard), except where a later rule may refuse it outright, which is as good.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
+from tests.conftest import REPO
 from tests.red_team.diffing import commit_again, commit_base, diff_findings
 from tests.red_team.harness import Attempt, errors
 
@@ -20,11 +22,15 @@ LLM = "teams/llm.yaml"
 VISION_REGISTRY = "registry.example.com/vision/"
 """Another team's images: a path of the platform's own registry, but not llm's."""
 
-_NAMESPACES = (
-    "    - {name: llm-train, cluster: prod-east, purpose: training}\n"
-    "    - {name: llm-serve, cluster: prod-east, purpose: inference, podSecurity: restricted}\n"
-    "    - {name: llm-notebooks, cluster: prod-east, purpose: notebooks}\n"
-)
+
+def _namespaces() -> str:
+    """llm's `namespaces:` list as the example writes it (its serving namespace with the chat
+    endpoint), read from the file so that a reworded example is followed."""
+    text = (REPO / LLM).read_text()
+    return text[text.index("  namespaces:\n") + len("  namespaces:\n") : text.index("  domains:")]
+
+
+_NAMESPACES = _namespaces()
 
 
 @pytest.fixture
@@ -72,6 +78,17 @@ def _new_team(attempt: Attempt, name: str = "shadow", cost_center: str = "CC-199
     text = text.replace('["@example/llm"]', f'["@example/{name}"]')
     text = text.replace("costCenter: CC-1050", f"costCenter: {cost_center}")
     text = text.replace(text[text.index("  gpus:\n") : text.index("  resources:\n")], "")
+    # and without llm's endpoint and domains, which are llm's alone (rules endpoint-host-*,
+    # team-domain-overlap) and need the quota just removed
+    text = text.replace(
+        text[
+            text.index("      # The production chat API") : text.index(
+                f"    - {{name: {name}-notebooks"
+            )
+        ],
+        "",
+    )
+    text = re.sub(r"(?m)^  domains: .*\n", "", text)
     file = f"teams/{name}.yaml"
     attempt.write(file, text)
     return file
@@ -196,6 +213,7 @@ def test_a_team_moved_to_another_cluster_brings_its_reach_as_new(based: Attempt)
         "    - {pool: h200-tune, nominal: 4, borrowingLimit: 16, lendingLimit: 2}\n", ""
     )
     text = text.replace("{pool: l4-serve,", "{pool: l40s-infer,")
+    text = text.replace("pool: l4-serve\n", "pool: l40s-infer\n")  # its endpoint moves too
     based.write(file, text)
     found = [
         f for f in diff_findings(based) if f["team"] == "llm-eval" and f["cluster"] == "prod-east"
