@@ -150,42 +150,65 @@ def domains_disjoint(p: Platform) -> Iterator[Diagnostic]:
 
     A domain gives a team every host below it at the platform Gateway. A domain inside
     another team's (`chat.llm.example.com` inside `llm.example.com`) would let two teams claim
-    the same hosts, and the Gateway admit both teams' routes on them. Reported on the inner
-    domain (for two equal domains, on the later team by name): the outer one was there to
-    contain it. A team may hold several disjoint domains.
+    the same hosts, and the Gateway admit both teams' routes on them. Reported on the domain
+    the change being checked adds (a parent domain claimed over others' is reported on its
+    claimer's line), with the other as a note; without change information, on the inner
+    domain (for two equal domains, on the later team by name). A team may hold several
+    disjoint domains.
 
     To satisfy it: remove the domain from the team's `spec.domains`, or replace it with one
     that neither equals nor lies below another team's domain (e.g. `<team>.<parent domain>`).
     """
-    names = sorted(p.teams)
-    for name in names:
-        team = p.teams[name]
-        for index, domain in enumerate(team.domains):
-            other = _containing(p, team, domain)
-            if other is None:
-                continue
-            owner, outer = other
+    for inner, outer in _overlaps(p):
+        (team, index), (owner, at) = inner, outer
+        domain, parent = team.domains[index], owner.domains[at]
+        inner_at = team.origin.at("spec", "domains", index)
+        outer_at = owner.origin.at("spec", "domains", at)
+        same = parent.lower() == domain.lower()
+        claimed = p.is_changed(owner.origin, ("spec", "domains", at))
+        if claimed and not p.is_changed(team.origin, ("spec", "domains", index)):
+            what = "the same as" if same else "a parent of"
             yield error(
                 "team-domain-overlap",
-                f"domain '{domain}' of team '{team.name}' is "
-                f"{'the same as' if outer.lower() == domain.lower() else 'inside'} "
-                f"team '{owner.name}''s domain '{outer}'",
-                team.origin.at("spec", "domains", index),
-                f"remove it from spec.domains, or use a domain outside '{outer}'",
+                f"domain '{parent}' of team '{owner.name}' is {what} team '{team.name}''s "
+                f"domain '{domain}'",
+                outer_at,
+                f"remove it from spec.domains, or use a domain outside '{domain}'",
+                notes=((f"team '{team.name}' holds '{domain}' here", inner_at),),
             )
+            continue
+        yield error(
+            "team-domain-overlap",
+            f"domain '{domain}' of team '{team.name}' is "
+            f"{'the same as' if same else 'inside'} team '{owner.name}''s domain '{parent}'",
+            inner_at,
+            f"remove it from spec.domains, or use a domain outside '{parent}'",
+            notes=((f"team '{owner.name}' holds '{parent}' here", outer_at),),
+        )
 
 
-def _containing(p: Platform, team: Team, domain: str) -> tuple[Team, str] | None:
+def _overlaps(p: Platform) -> Iterator[tuple[tuple[Team, int], tuple[Team, int]]]:
+    """Each pair ((team, index of the inner domain), (other team, index of its domain that
+    contains it)); of two equal domains, the earlier team by name holds the outer one."""
+    for name in sorted(p.teams):
+        team = p.teams[name]
+        for index, domain in enumerate(team.domains):
+            found = _containing(p, team, domain)
+            if found is not None:
+                yield (team, index), found
+
+
+def _containing(p: Platform, team: Team, domain: str) -> tuple[Team, int] | None:
     """Another team's domain that contains `domain` (an equal one only from an earlier team)."""
     for name in sorted(p.teams):
         other = p.teams[name]
         if other.name == team.name:
             continue
-        for outer in other.domains:
+        for at, outer in enumerate(other.domains):
             if not under(domain, outer):
                 continue
             if outer.lower().rstrip(".") != domain.lower().rstrip(".") or other.name < team.name:
-                return other, outer
+                return other, at
     return None
 
 

@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.pipeline import Rendered
+from renderer.inputs.changes import changed_lines
+from renderer.pipeline import Rendered, load_platform
 from tests.conftest import REPO
 from tests.netpol import Cluster, Pod, selects
+from tests.red_team.diffing import commit_base
 from tests.red_team.harness import Attempt, errors, refused_on
 
 VISION = "teams/vision.yaml"
@@ -290,14 +292,19 @@ def test_a_domain_over_or_inside_anothers_never_renders(attempt: Attempt, domain
     assert found and all("vision" in d.message for d in found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="team-domain-overlap reports an outer domain on the inner (older) domain's file: "
-    "a team claiming example.com gets no finding on its own file (open, see the report)",
-)
 def test_a_parent_domain_is_reported_on_the_attackers_file(attempt: Attempt) -> None:
+    """As a pull request: the example committed, the claim of example.com the uncommitted
+    change; the finding lands on the claimer's line, each victim's domain a note."""
+    commit_base(attempt)
     _serve(attempt, [_endpoint(host="detect.example.com")], ["example.com"])
-    refused_on(attempt.findings(), VISION, "team-domain-overlap")
+    found = load_platform(attempt.root, changed=changed_lines(attempt.root)).diagnostics
+    refused_on(found, VISION, "team-domain-overlap")
+    overlaps = errors(found, "team-domain-overlap")
+    assert {d.at.file for d in overlaps} == {VISION}
+    assert {at.file for d in overlaps for _, at in d.notes} >= {
+        "teams/llm.yaml",
+        "teams/recsys.yaml",
+    }
 
 
 def test_two_teams_racing_for_one_new_domain_fail_on_a_file_of_the_pull_request(
