@@ -307,3 +307,15 @@ def test_the_report_says_it_in_every_form(repo: Path, gpuplane: Any) -> None:
     markdown = gpuplane("-C", str(repo), "diff", "--base", "HEAD").output
     row = next(x for x in markdown.splitlines() if "api.llm.example.com" in x)
     assert row.startswith("|") and "endpoint host or path changed" in row and at in row
+
+
+def test_a_domain_added_is_rated_once_not_as_a_team_setting(repo: Path, gpuplane: Any) -> None:
+    edit_once(
+        repo / LLM, "domains: [llm.example.com]", "domains: [llm.example.com, chat.example.net]"
+    )
+    result = gpuplane("-C", str(repo), "diff", "--base", "HEAD", "--format", "json")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)["findings"]
+    assert [(f["code"], f["risk"], f["subject"]) for f in found if f["team"] == "llm"] == [
+        ("domain-added", "medium", "chat.example.net")
+    ]
