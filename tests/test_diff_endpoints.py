@@ -256,11 +256,12 @@ def test_a_domain_added_lets_the_team_route_any_host_under_it(committed: Path, r
     assert [g.code for g in found] == ["domain-added"]
 
 
-@pytest.mark.parametrize("domain", ["example.com", "recsys.example.com"])
+@pytest.mark.parametrize("domain", ["example.com", "recsys.example.com", "ads.recsys.example.com"])
 def test_a_domain_over_another_teams_is_high_even_where_policy_refuses_it(
     committed: Path, repo: Path, domain: str
 ) -> None:
-    """recsys holds recsys.example.com: llm asking for it, or for its parent, asks for
+    """recsys holds recsys.example.com: llm asking for it, for its parent or for a name
+    inside it (the Gateway matches the most specific listener hostname first) asks for
     recsys's names (rule team-domain-overlap refuses the head; diff still says so)."""
     edit_once(repo / LLM, "domains: [llm.example.com]", f"domains: [llm.example.com, {domain}]")
     f = _one(_found(committed, repo, valid=False), "domain-added", domain)

@@ -326,18 +326,19 @@ def _clusters(team: Team) -> list[str]:
 def _domain_added(
     team: Team, index: int, domain: str, held: Mapping[str, set[str]], head: Platform
 ) -> Iterator[Finding]:
-    others = sorted(
-        f"{d} (team {owner})"
-        for owner, owned in held.items()
-        if owner != team.name
-        for d in owned
-        if under(d, domain)
+    others = [(d, owner) for owner, owned in held.items() if owner != team.name for d in owned]
+    over = sorted(f"{d} (team {owner})" for d, owner in others if under(d, domain))
+    inside = sorted(
+        f"{d} (team {owner})" for d, owner in others if under(domain, d) and d != domain
     )
     summary = f"team {team.name} may route any host under {domain} at the platform Gateway"
-    risk = Risk.MEDIUM
-    if others:
-        risk = Risk.HIGH
-        summary += f", which holds {', '.join(others)} in the base: the team asks for its names"
+    risk = Risk.HIGH if over or inside else Risk.MEDIUM
+    if over:
+        summary += f", which holds {', '.join(over)} in the base: the team asks for its names"
+    elif inside:
+        # listeners distinct by hostname match the most specific first (Gateway API v1.6.1,
+        # Gateway `spec.listeners`): the new one takes those hosts
+        summary += f", inside {', '.join(inside)} in the base: the team asks for its names"
     at = _at(head, team, ("spec", "domains", index), ("spec", "domains"))
     for cluster in _clusters(team):
         yield Finding(risk, "domain-added", cluster, team.name, domain, summary, at=at)
