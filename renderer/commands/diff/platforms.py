@@ -25,6 +25,7 @@ from renderer.commands.diff.background import (
     in_background,
 )
 from renderer.commands.diff.egress import egress
+from renderer.commands.diff.endpoints import endpoints
 from renderer.commands.diff.field_changes import camel, changed_fields, field_lines, other_fields
 from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding, Risk, Side
 from renderer.commands.diff.immutable import immutable_fields
@@ -249,6 +250,7 @@ def _report(
     findings += _pools(base.platform, head.platform)
     findings += _queues(base.platform, head.platform)
     findings += teams(base, head)
+    findings += endpoints(base.platform, head.platform)
     quota_findings, totals = quotas(base, head, same)
     findings += quota_findings
     compared = base.side.valid or base.files == 0

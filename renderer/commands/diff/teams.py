@@ -325,8 +325,9 @@ _HANDLED = (
     "egress",
     "resources",
     "codeowners",
+    "domains",
 )
-"""Team fields compared on their own; the others are listed as settings."""
+"""Team fields compared on their own (`domains`: `renderer.commands.diff.endpoints`); the others are listed as settings."""
 
 _WRITTEN_AT = {
     "accepted_unit": ("spec", "acceptedUnit", "kind"),
