@@ -39,6 +39,7 @@ from renderer.model.names import (
 from renderer.model.operators import (
     APPWRAPPER_ADDON,
     DRA_DRIVER_ADDON,
+    ENVOY_GATEWAY_ADDON,
     JOBSET_ADDON,
     KEDA_ADDON,
     KUBERAY_ADDON,
@@ -201,6 +202,7 @@ def _volcano(line: Releases, minimum: str, maximum: str) -> KubernetesSupport:
 
 
 _KEDA_DOCS = "content/docs/{}/operate/cluster.md"
+_ENVOY_MATRIX = "site/content/en/news/releases/matrix.md"
 
 KUBERNETES_SUPPORT: Mapping[str, tuple[KubernetesSupport, ...]] = MappingProxyType(
     {
@@ -346,6 +348,34 @@ KUBERNETES_SUPPORT: Mapping[str, tuple[KubernetesSupport, ...]] = MappingProxyTy
                     "a55c5d3",
                     _KEDA_DOCS.format("2.19"),
                     "| v2.19 | v1.32 - v1.34 |",
+                ),
+            ),
+        ),
+        ENVOY_GATEWAY_ADDON: (
+            # the compatibility matrix at the tag; the chart (charts/gateway-helm) states no
+            # kubeVersion
+            KubernetesSupport(
+                Releases("1.9.0", "1.10.0", "v1.9.0"),
+                "1.33",
+                "1.36",
+                Source(
+                    "envoyproxy/gateway",
+                    "v1.9.0",
+                    _ENVOY_MATRIX,
+                    "| v1.9                  | **distroless-v1.39.0**      | **17b1956c**       "
+                    "| **v1.6.1**          | v1.33, v1.34, v1.35, v1.36 |",
+                ),
+            ),
+            KubernetesSupport(
+                Releases("1.8.0", "1.9.0", "v1.8.3"),
+                "1.32",
+                "1.35",
+                Source(
+                    "envoyproxy/gateway",
+                    "v1.9.0",
+                    _ENVOY_MATRIX,
+                    "| v1.8                  | **distroless-v1.38.0**      | **fe26676d**       "
+                    "| **v1.5.1**          | v1.32, v1.33, v1.34, v1.35 |",
                 ),
             ),
         ),
