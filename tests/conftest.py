@@ -430,4 +430,5 @@ ADDON_TITLES = {
     "networkOperator": "NVIDIA Network Operator",
     "opencost": "OpenCost",
     "keda": "KEDA",
+    "envoyGateway": "Envoy Gateway",
 }

@@ -162,7 +162,8 @@ def test_the_readme_names_the_application_that_installs_each(cluster: str) -> No
     }
     layers = {f"{cluster}-{layer}" for layer in ("root", "security", "tenancy", "gpu")}
     layers |= {
-        f"{cluster}-{layer}" for layer in ("queueing", "observability", "workflows", "training")
+        f"{cluster}-{layer}"
+        for layer in ("queueing", "observability", "workflows", "training", "serving")
     }
     assert set(applications) - layers <= {n.rstrip(")") for n in named}
 

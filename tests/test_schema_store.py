@@ -34,7 +34,8 @@ KUEUE = SHARED_CRDS / "kueue"
 # the ClusterPolicy the GPU Operator's values imply, DCGM's ServiceMonitor, the observability
 # layer's PrometheusRules, the acceptance suites' three Argo Workflows kinds, and Argo CD's
 # Application and AppProject, External Secrets' SecretStore, the Network Operator's policy,
-# the templates' JobSet, RayJob and TrainJob, and Trainer's ClusterTrainingRuntime.
+# the templates' JobSet, RayJob and TrainJob, Trainer's ClusterTrainingRuntime, and the serving
+# layer's Gateway API objects (Envoy Gateway's), KEDA ScaledObjects and PodMonitors.
 EXAMPLE_CUSTOM_KINDS = {
     "kueue.x-k8s.io/v1beta2 ClusterQueue",
     "kueue.x-k8s.io/v1beta2 Cohort",
@@ -57,6 +58,11 @@ EXAMPLE_CUSTOM_KINDS = {
     "ray.io/v1 RayJob",
     "trainer.kubeflow.org/v1alpha1 TrainJob",
     "trainer.kubeflow.org/v1alpha1 ClusterTrainingRuntime",
+    "gateway.networking.k8s.io/v1 GatewayClass",
+    "gateway.networking.k8s.io/v1 Gateway",
+    "gateway.networking.k8s.io/v1 HTTPRoute",
+    "keda.sh/v1alpha1 ScaledObject",
+    "monitoring.coreos.com/v1 PodMonitor",
 }
 
 
@@ -343,6 +349,8 @@ def test_gpuplane_yaml_schemas_list_is_read_relative_to_the_repository(repo: Pat
         "jobset",
         "kuberay",
         "kubeflow-trainer",
+        "keda",
+        "gateway-api",
     ):
         for path in (SHARED_CRDS / folder).glob("*.yaml"):
             (repo / "crds" / path.name).write_bytes(path.read_bytes())

@@ -88,3 +88,21 @@ def refused_on(diagnostics: list[Diagnostic], file: str, rule: str) -> Diagnosti
     on_file = [d for d in found if d.at.file == file]
     assert on_file, f"{rule} was reported on {[d.at.file for d in found]}, not on {file}"
     return on_file[0]
+
+
+def without_serving(team_file: str) -> str:
+    """A team file's text without its endpoints and domains: what a copy of another team's file
+    must leave behind, since hosts and domains belong to one team (rules endpoint-host-*,
+    team-domain-overlap) and an endpoint needs the quota a copy usually drops."""
+    kept: list[str] = []
+    inside = False
+    for line in team_file.splitlines(keepends=True):
+        if line.startswith("      endpoints:"):
+            inside = True
+            continue
+        if inside and line.startswith("        "):
+            continue
+        inside = False
+        if not line.startswith("  domains:"):
+            kept.append(line)
+    return "".join(kept)

@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from tests.red_team.diffing import cli, commit_base
-from tests.red_team.harness import Attempt, errors
+from tests.red_team.harness import Attempt, errors, without_serving
 from tests.test_inert_everywhere import (
     assert_inert_markdown,
     readme_fences,
@@ -109,7 +109,9 @@ def test_a_new_team_file_quoting_everything(attempt: Attempt) -> None:
     characters (Argo CD's AppProject limit, docs/api-limits.md)."""
     commit_base(attempt)
     llm = attempt.path(LLM).read_text()
-    shadow = llm.replace("name: llm\n", "name: shadow\n").replace("llm-", "shadow-")
+    shadow = (
+        without_serving(llm).replace("name: llm\n", "name: shadow\n").replace("llm-", "shadow-")
+    )
     shadow = shadow.replace('["@example/llm"]', '["@example/shadow"]')
     shadow = shadow.replace(shadow[shadow.index("  gpus:\n") : shadow.index("  resources:\n")], "")
     payloads = list(PAYLOADS.values())

@@ -10,7 +10,7 @@ import pytest
 
 from renderer.layers.security import cleanup, secrets
 from renderer.model.view import ClusterView
-from tests.red_team.harness import Attempt, refused_on
+from tests.red_team.harness import Attempt, refused_on, without_serving
 
 LLM = "teams/llm.yaml"
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -120,9 +120,11 @@ def test_reading_another_teams_secret_path(attempt: Attempt, how: str) -> None:
         assert not rendered.manifests  # nothing is written: no llm store in vision's namespace
         return
     # a new team named so that its path would sit inside llm's: teams/llm/x is not a team name
-    text = attempt.path(LLM).read_text().replace("name: llm\n", "name: llm-x\n", 1)
+    text = without_serving(attempt.path(LLM).read_text()).replace("name: llm\n", "name: llm-x\n", 1)
     for ns in ("llm-train", "llm-serve", "llm-notebooks"):
-        text = text.replace(f"name: {ns},", f"name: {ns}-x,")
+        text = text.replace(f"name: {ns},", f"name: {ns}-x,").replace(
+            f"- name: {ns}\n", f"- name: {ns}-x\n"
+        )
     attempt.write("teams/llm-x.yaml", text)
     platform = load_platform(attempt.root).platform
     view = ClusterView.of(platform, platform.clusters["prod-east"])
@@ -180,9 +182,12 @@ def test_a_new_namespace_does_not_escape_the_secret_policies(attempt: Attempt, h
         )
         newcomer = "llm-scratch"
     else:
-        text = attempt.path(LLM).read_text().replace("name: llm\n", "name: llm-side\n", 1)
+        text = without_serving(attempt.path(LLM).read_text())
+        text = text.replace("name: llm\n", "name: llm-side\n", 1)
         for ns in ("train", "serve", "notebooks"):
-            text = text.replace(f"name: llm-{ns},", f"name: llm-side-{ns},")
+            text = text.replace(f"name: llm-{ns},", f"name: llm-side-{ns},").replace(
+                f"- name: llm-{ns}\n", f"- name: llm-side-{ns}\n"
+            )
         head, _, rest = text.partition("  gpus:\n")
         text = head + "  gpus: []\n  resources:\n" + rest.partition("  resources:\n")[2]
         attempt.write("teams/llm-side.yaml", text)  # no GPUs: no pool is over-promised
