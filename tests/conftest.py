@@ -214,6 +214,49 @@ APPWRAPPER = {"appwrapper": "v1.2.1"}
 """project-codeflare/appwrapper's release, serving AppWrapper v1beta2."""
 
 
+def _merged(listed: str | None, kinds: tuple[str, ...]) -> str:
+    both = [k.strip() for k in (listed or "").split(",") if k.strip()]
+    both += [k for k in kinds if k not in both]
+    return f"kinds: [{', '.join(both)}]"
+
+
+def _list_kinds_inline(team: Path, namespace: str, kinds: tuple[str, ...]) -> str:
+    """`kinds` added to a namespace written on one line (`- {name: ..., cluster: ...}`); its
+    cluster."""
+    (line,) = [x for x in team.read_text().splitlines() if f"{{name: {namespace}," in x]
+    cluster = re.search(r"cluster: ([\w-]+)", line)
+    assert cluster is not None and line.rstrip().endswith("}"), line
+    listed = re.search(r"kinds: \[([^\]]*)\]", line)
+    if listed is None:
+        changed = f"{line.rstrip()[:-1]}, {_merged(None, kinds)}}}"
+    else:
+        changed = line.replace(listed.group(0), _merged(listed.group(1), kinds))
+    edit_once(team, line, changed)
+    return cluster.group(1)
+
+
+def _list_kinds_in_block(team: Path, namespace: str, kinds: tuple[str, ...]) -> str:
+    """`kinds` added to a namespace written as a block (`- name: ...` then its keys indented
+    below it); its cluster."""
+    lines = team.read_text().splitlines(keepends=True)
+    start = lines.index(f"    - name: {namespace}\n")
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("      "):
+        end += 1
+    block = lines[start:end]
+    (cluster,) = [x.split(":", 1)[1].strip() for x in block if x.startswith("      cluster:")]
+    listed = [i for i, x in enumerate(block) if x.startswith("      kinds: [")]
+    if listed:
+        at = start + listed[0]
+        found = re.search(r"kinds: \[([^\]]*)\]", lines[at])
+        assert found is not None
+        lines[at] = lines[at].replace(found.group(0), _merged(found.group(1), kinds))
+    else:
+        lines.insert(start + 1, f"      {_merged(None, kinds)}\n")
+    team.write_text("".join(lines))
+    return cluster
+
+
 def submits(root: Path, namespace: str, kinds: tuple[str, ...], addons: dict[str, str]) -> Path:
     """The platform at `root` with team namespace `namespace` listing `kinds` (its team file's
     `kinds`) and its cluster declaring `addons` (key: release tag) under `spec.addons`: what a
@@ -221,21 +264,16 @@ def submits(root: Path, namespace: str, kinds: tuple[str, ...], addons: dict[str
     an add-on the cluster declares already stays as it is). Edits the files as text, so their
     comments and order stay as written."""
     (team,) = [
-        p for p in sorted((root / "teams").glob("*.yaml")) if f"name: {namespace}," in p.read_text()
+        p
+        for p in sorted((root / "teams").glob("*.yaml"))
+        if f"name: {namespace}," in p.read_text() or f"- name: {namespace}\n" in p.read_text()
     ]
     text = team.read_text()
-    (line,) = [x for x in text.splitlines() if f"{{name: {namespace}," in x]
-    cluster = re.search(r"cluster: ([\w-]+)", line)
-    assert cluster is not None and line.rstrip().endswith("}"), line
-    listed = re.search(r"kinds: \[([^\]]*)\]", line)
-    if listed is None:
-        changed = f"{line.rstrip()[:-1]}, kinds: [{', '.join(kinds)}]}}"
+    if f"{{name: {namespace}," in text:
+        cluster = _list_kinds_inline(team, namespace, kinds)
     else:
-        both = [k.strip() for k in listed.group(1).split(",") if k.strip()]
-        both += [k for k in kinds if k not in both]
-        changed = line.replace(listed.group(0), f"kinds: [{', '.join(both)}]")
-    edit_once(team, line, changed)
-    path = root / "clusters" / f"{cluster.group(1)}.yaml"
+        cluster = _list_kinds_in_block(team, namespace, kinds)
+    path = root / "clusters" / f"{cluster}.yaml"
     there = path.read_text()
     declared = "".join(
         f"    {key}: {{version: {tag}}}\n"
