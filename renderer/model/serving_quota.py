@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from renderer.model.capacity import Offer, maximum_holding, usable_quotas
 from renderer.model.platform import Endpoint, GpuQuota, Namespace, Platform, Pool, Team
+from renderer.model.view import served
 
 SURGE = 1
 """The replicas a rolling update adds above the current count (the Deployment's maxSurge)."""
@@ -65,13 +66,10 @@ def endpoint_quota(
 
 def endpoint_quotas(platform: Platform) -> Iterator[EndpointQuota]:
     """Every endpoint that has a quota entry to draw on, by team, namespace and declaration."""
-    for team_name in sorted(platform.teams):
-        team = platform.teams[team_name]
-        for namespace in team.namespaces:
-            for endpoint in namespace.endpoints:
-                found = endpoint_quota(platform, team, namespace, endpoint)
-                if found is not None:
-                    yield found
+    for s in served(platform):
+        found = endpoint_quota(platform, s.team, s.namespace, s.endpoint)
+        if found is not None:
+            yield found
 
 
 def namespace_cap(platform: Platform, team: Team, namespace: Namespace, resource: str) -> int:

@@ -19,6 +19,7 @@ from renderer.model.serving_quota import (
     largest_max,
     namespace_cap,
 )
+from renderer.model.view import served
 from renderer.policy.rule import did_you_mean, error, rule
 
 INFERENCE_WORKLOADS: frozenset[Workload] = frozenset({"online-inference", "batch-inference"})
@@ -26,11 +27,8 @@ INFERENCE_WORKLOADS: frozenset[Workload] = frozenset({"online-inference", "batch
 
 
 def _endpoints(p: Platform) -> Iterator[tuple[Team, Namespace, Endpoint]]:
-    for team_name in sorted(p.teams):
-        team = p.teams[team_name]
-        for ns in team.namespaces:
-            for endpoint in ns.endpoints:
-                yield team, ns, endpoint
+    for s in served(p):
+        yield s.team, s.namespace, s.endpoint
 
 
 @rule("endpoint-purpose")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from renderer.findings.diagnostics import Diagnostic
 from renderer.model.platform import Endpoint, Namespace, Platform, Team
 from renderer.model.reserved import RESERVED_HOST_LABELS, reserved_host
+from renderer.model.view import served
 from renderer.policy.rule import error, rule
 
 
@@ -30,11 +31,8 @@ class _Declared:
 
 def _declared(p: Platform) -> Iterator[_Declared]:
     """Every endpoint, by team name, then namespace and declaration order."""
-    for name in sorted(p.teams):
-        team = p.teams[name]
-        for ns in team.namespaces:
-            for endpoint in ns.endpoints:
-                yield _Declared(team, ns, endpoint)
+    for s in served(p):
+        yield _Declared(s.team, s.namespace, s.endpoint)
 
 
 def under(host: str, domain: str) -> bool:
