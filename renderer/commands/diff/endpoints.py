@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from renderer.commands.diff.findings import Finding, Risk, plural
 from renderer.findings.diagnostics import PathKey
+from renderer.model import view
 from renderer.model.platform import Endpoint, Namespace, Platform, Team
 from renderer.model.serving_quota import EndpointQuota, endpoint_quota
 from renderer.policy.hosts import under
@@ -86,10 +87,10 @@ def _at(head: Platform, team: Team, *candidates: PathKey) -> str:
 
 def _served(platform: Platform) -> dict[_Key, _Served]:
     return {
-        (ns.cluster, ns.name, ep.name): _Served(platform, team, ns, ep)
-        for team in platform.teams.values()
-        for ns in team.namespaces
-        for ep in ns.endpoints
+        (s.namespace.cluster, s.namespace.name, s.name): _Served(
+            platform, s.team, s.namespace, s.endpoint
+        )
+        for s in view.served(platform)
     }
 
 
