@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from renderer.admission.apiserver.rbac import selector_matches
+
 
 @dataclass(frozen=True)
 class Pod:
@@ -47,25 +49,9 @@ Peer = Pod | External
 
 
 def selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A LabelSelector: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist)."""
-    if selector is None:
-        return True
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator = expression["key"], expression["operator"]
-        values = expression.get("values") or []
-        present = key in labels
-        if operator == "In" and not (present and labels[key] in values):
-            return False
-        if operator == "NotIn" and present and labels[key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
+    """A LabelSelector (matchLabels, matchExpressions), as the admission engine's RBAC model
+    matches one; a peer or policy that writes none selects every pod."""
+    return True if selector is None else selector_matches(selector, labels)
 
 
 def policy_types(spec: Mapping[str, Any]) -> tuple[str, ...]:
