@@ -131,6 +131,19 @@ class SecretStore:
 
 
 @dataclass(frozen=True, slots=True)
+class AcceptanceWindow:
+    """`spec.acceptance.window` of a cluster: when the weekly suite takes each tested pool whole
+    (a five-field UTC cron schedule) and for how many hours."""
+
+    schedule: str
+    hours: int
+
+
+DEFAULT_EVIDENCE_MAX_AGE_DAYS = 30
+"""A cluster's `spec.acceptance.evidenceMaxAgeDays` when it sets none."""
+
+
+@dataclass(frozen=True, slots=True)
 class Cluster:
     name: str
     kubernetes_version: str
@@ -157,6 +170,10 @@ class Cluster:
         default_factory=lambda: MappingProxyType({})
     )
     """`spec.teamDefaults.resources`: the ResourceQuota caps of a team that sets none itself."""
+    evidence_max_age_days: int = DEFAULT_EVIDENCE_MAX_AGE_DAYS
+    """`spec.acceptance.evidenceMaxAgeDays`: evidence older than this lets no pool grow."""
+    acceptance_window: AcceptanceWindow | None = None
+    """`spec.acceptance.window`: when the suite may take whole pools; None: it only borrows."""
 
     @property
     def production(self) -> bool:
@@ -178,6 +195,17 @@ class NodeCount:
 
     min: int
     max: int
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthException:
+    """`spec.growthException`: a pool may grow without passing evidence until `until` (a
+    YYYY-MM-DD day, UTC, inclusive), on `by`'s word, for `reason`."""
+
+    by: str
+    reason: str
+    until: str
+    origin: Origin
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +268,17 @@ class Pool:
     """`spec.fabric.nics`: fabric NICs per node, when the file says (the diagram shows it)."""
     fabric_gbps_per_nic: float | None = None
     """`spec.fabric.gbpsPerNic`: each fabric NIC's line rate in Gbit/s, when the file says."""
+    production_image: str | None = None
+    """`spec.productionImage`: the image the pool's teams run, which the suite's torch probes run
+    in and the capacity gate wants evidence from; None when the file names none."""
+    growth_exception: GrowthException | None = None
+    """`spec.growthException`: the pool may grow without passing evidence until its date."""
+
+    @property
+    def size(self) -> int:
+        """The nodes the pool may have: `nodes`, or `nodes.max` when autoscaled. What the
+        acceptance evidence must cover and what a capacity change grows."""
+        return self.nodes.max
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +371,8 @@ class Namespace:
     """`kinds`: operator kinds the team submits here beyond its templates."""
     endpoints: tuple[Endpoint, ...] = ()
     """`endpoints`: the models this (inference) namespace serves behind the platform Gateway."""
+    production_image: str | None = None
+    """`productionImage`: this namespace's own production image, when it is not its pools'."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,7 +564,15 @@ def cluster_from(data: Mapping[str, Any], source: SourceMap) -> Cluster:
         secret_store=_secret_store(spec.get("secretStore"), origin.child("spec", "secretStore")),
         reserved_namespaces=tuple(spec.get("reservedNamespaces", ())),
         team_default_resources=_frozen(spec.get("teamDefaults", {}).get("resources", {})),
+        evidence_max_age_days=spec.get("acceptance", {}).get(
+            "evidenceMaxAgeDays", DEFAULT_EVIDENCE_MAX_AGE_DAYS
+        ),
+        acceptance_window=_window(spec.get("acceptance", {}).get("window")),
     )
+
+
+def _window(window: Mapping[str, Any] | None) -> AcceptanceWindow | None:
+    return None if window is None else AcceptanceWindow(window["schedule"], window["hours"])
 
 
 def _secret_store(store: Mapping[str, Any] | None, origin: Origin) -> SecretStore | None:
@@ -593,7 +642,17 @@ def pool_from(data: Mapping[str, Any], source: SourceMap) -> Pool:
         alerts=_frozen({**ALERT_DEFAULTS, **spec.get("alerts", {})}),
         fabric_nics=fabric.get("nics"),
         fabric_gbps_per_nic=fabric.get("gbpsPerNic"),
+        production_image=spec.get("productionImage"),
+        growth_exception=_growth_exception(
+            spec.get("growthException"), origin.child("spec", "growthException")
+        ),
     )
+
+
+def _growth_exception(data: Mapping[str, Any] | None, origin: Origin) -> GrowthException | None:
+    if data is None:
+        return None
+    return GrowthException(data["by"], data["reason"], data["until"], origin)
 
 
 def queue_from(data: Mapping[str, Any], source: SourceMap) -> Queue:
@@ -654,6 +713,7 @@ def team_from(data: Mapping[str, Any], source: SourceMap) -> Team:
                     endpoint_from(item, origin.child("spec", "namespaces", index, "endpoints", at))
                     for at, item in enumerate(ns.get("endpoints", ()))
                 ),
+                production_image=ns.get("productionImage"),
             )
             for index, ns in enumerate(spec["namespaces"])
         ),
