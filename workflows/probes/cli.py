@@ -114,6 +114,50 @@ def _allreduce_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout-seconds", type=float, default=300.0)
 
 
+def fraction(text: str) -> float:
+    """A number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not in (0, 1]")
+    return value
+
+
+def _nodes_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-bytes", type=byte_size, default=byte_size("64M"), help="size of every all-reduce"
+    )
+    p.add_argument("--iterations", type=positive_int, default=20, help="timed all-reduces each")
+    p.add_argument("--warmup", type=whole_number, default=5, help="untimed all-reduces each")
+    p.add_argument(
+        "--outlier-fraction",
+        type=fraction,
+        default=0.85,
+        help="a node or link below this share of its kind's median is an outlier (default 0.85)",
+    )
+    p.add_argument(
+        "--memory-fraction",
+        type=fraction,
+        default=0.5,
+        help="share of each GPU's free memory the health check allocates (default 0.5)",
+    )
+    p.add_argument(
+        "--local-world-size",
+        type=positive_int,
+        help="spawn this many ranks here instead of joining the job's world",
+    )
+    p.add_argument(
+        "--simulate-nodes",
+        type=positive_int,
+        metavar="K",
+        help="group the ranks into K fake nodes local-0..K-1 (a laptop or a test)",
+    )
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    p.add_argument("--timeout-seconds", type=float, default=300.0)
+
+
 def _checkpoint_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", help="folder for the checkpoint (default: a temporary folder)")
     p.add_argument(
@@ -197,6 +241,7 @@ PROBE_FLAGS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
     "staging": ("time to pull a dataset sample and weights", _staging_flags),
     "training": ("training throughput over a fixed window", _training_flags),
     "inference": ("latency of an OpenAI-compatible endpoint", _inference_flags),
+    "nodes": ("every node's health and all-reduce, every link, then the pool", _nodes_flags),
 }
 """Each probe's summary and flags, in the order the help lists them."""
 
@@ -287,6 +332,21 @@ def _inference(module: Any, args: argparse.Namespace, common: dict[str, Any]) ->
     return module.run_inference(settings, **common)  # type: ignore[no-any-return]
 
 
+def _nodes(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
+    settings = module.NodesSettings(
+        max_bytes=args.max_bytes,
+        iterations=args.iterations,
+        warmup=args.warmup,
+        outlier_fraction=args.outlier_fraction,
+        memory_fraction=args.memory_fraction,
+        local_world_size=args.local_world_size,
+        simulate_nodes=args.simulate_nodes,
+        backend=args.backend,
+        timeout_s=args.timeout_seconds,
+    )
+    return module.run_nodes(settings, **common)  # type: ignore[no-any-return]
+
+
 RUNNERS: dict[str, Callable[[Any, argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
     "allreduce": _allreduce,
     "checkpoint": _checkpoint,
@@ -294,6 +354,7 @@ RUNNERS: dict[str, Callable[[Any, argparse.Namespace, dict[str, Any]], dict[str,
     "staging": _staging,
     "training": _training,
     "inference": _inference,
+    "nodes": _nodes,
 }
 
 
@@ -321,6 +382,9 @@ def summary(result: dict[str, Any]) -> str:
         "inference": lambda: (
             f"p50 {m['p50Ms']:.1f} ms, p95 {m['p95Ms']:.1f} ms, p99 {m['p99Ms']:.1f} ms, {m['errors']} errors of {m['requests']}"
         ),
+        "nodes": lambda: (
+            f"{m['nodeCount']} nodes, {m['worldSize']} ranks, {sum(not n['healthy'] for n in m['nodes'])} unhealthy, {len(m['outliers'])} outliers, pool bus bandwidth {m['poolBusbwGBps']:.3f} GB/s"
+        ),
     }
     return f"{result['probe']}: {lines[result['probe']]()}"
 
@@ -329,7 +393,7 @@ def writes_result(args: argparse.Namespace) -> bool:
     """Only rank 0 of a job-launched world writes; a checkpoint's write phase writes no result."""
     if args.probe == "checkpoint" and args.phase == "write":
         return False
-    distributed = args.probe in ("allreduce", "training") and args.local_world_size is None
+    distributed = args.probe in ("allreduce", "training", "nodes") and args.local_world_size is None
     return not (distributed and os.environ.get("WORLD_SIZE") and os.environ.get("RANK", "0") != "0")
 
 

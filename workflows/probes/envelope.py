@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-PROBES = ("allreduce", "checkpoint", "storage", "staging", "training", "inference")
+PROBES = ("allreduce", "checkpoint", "storage", "staging", "training", "inference", "nodes")
 GB = 1e9  # bandwidths are decimal GB/s, as nccl-tests and storage vendors report them
 
 # Environment variables that become labels (Hera passes them through the pod spec; NODE_NAME comes
