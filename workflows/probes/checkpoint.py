@@ -19,7 +19,9 @@ first step and fails the next ones.
 A checkpoint can also be written by one pod and restored by another (`phase="write"`, then
 `phase="restore"` with the same path): the writer leaves a sidecar `<file>.json` with its timing,
 a SHA-256 of every tensor and its reference continuation (losses, data seed, batch size, learning
-rate), and the restorer's result carries both timings.
+rate), its node and the wall-clock time its write finished; the restorer's result carries both
+timings, both nodes (`writerNode`, `restoreNode`) and `sinceWriteSeconds`, from the write's finish
+to the end of the restore (load and digest check): the node-loss step's recovery time.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import math
 import os
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -347,10 +350,13 @@ def run_checkpoint(
             start = time.perf_counter()
             save_checkpoint(state, file)
             write_seconds = time.perf_counter() - start
+            finished = time.time()
             nbytes = file.stat().st_size
             if phase == "write":
                 record = {
                     "writtenAt": now_rfc3339(),
+                    "finishedAt": finished,
+                    "writerNode": node_name(),
                     "bytes": nbytes,
                     "writeSeconds": write_seconds,
                     "model": config.name(),
@@ -396,10 +402,25 @@ def _restore_elsewhere(
     found = sorted(set(want) ^ set(got)) + sorted(
         k for k in set(want) & set(got) if want[k] != got[k]
     )
+    restored_at = time.time()
     reference = Continuation.from_record(record["resume"]) if "resume" in record else None
     resume = _resume(restored, reference, resume_steps, device, verified=not found)
     env = env | {"checkpointWrittenAt": record["writtenAt"]}
-    return _outcome(nbytes, record["writeSeconds"], restore_seconds, found, resume, file, env)
+    outcome = _outcome(nbytes, record["writeSeconds"], restore_seconds, found, resume, file, env)
+    if "finishedAt" in record and "writerNode" in record:  # sidecars of older writers lack them
+        outcome.metrics |= {
+            # wall clocks of two nodes (NTP-synchronised); a skew below zero reads as 0
+            "sinceWriteSeconds": max(0.0, restored_at - float(record["finishedAt"])),
+            "writerNode": str(record["writerNode"]),
+            "restoreNode": node_name(),
+        }
+    return outcome
+
+
+def node_name() -> str:
+    """The node this pod runs on: NODE_NAME (the downward API's spec.nodeName), else the
+    hostname."""
+    return os.environ.get("NODE_NAME") or socket.gethostname()
 
 
 @dataclass(frozen=True, slots=True)

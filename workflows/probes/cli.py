@@ -186,12 +186,26 @@ def _storage_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-bytes", type=byte_size, default=byte_size("4M"))
     p.add_argument("--direct", action="store_true", help="use O_DIRECT (bypass the page cache)")
     p.add_argument("--keep", action="store_true", help="keep the test file")
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="N concurrent workers (per rank under torchrun), half writing new files while half "
+        "read files written beforehand; aggregate = bytes / wall time of the concurrent phase",
+    )
 
 
 def _staging_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", required=True, help="a local path, file:// or s3:// URL")
     p.add_argument(
         "--dest", help="folder to copy into, kept (default: a temporary folder, removed)"
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="N concurrent downloads (threads); aggregateGBps = bytes / wall time (default 1)",
     )
 
 
@@ -279,12 +293,15 @@ def _storage(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> d
         block_bytes=args.block_bytes,
         direct=args.direct,
         keep=args.keep,
+        workers=args.workers,
     )
     return module.run_storage(settings, **common)  # type: ignore[no-any-return]
 
 
 def _staging(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
-    return module.run_staging(source=args.source, dest=args.dest, **common)  # type: ignore[no-any-return]
+    return module.run_staging(  # type: ignore[no-any-return]
+        source=args.source, dest=args.dest, workers=args.workers, **common
+    )
 
 
 def _training(module: Any, args: argparse.Namespace, common: dict[str, Any]) -> dict[str, Any]:
@@ -372,6 +389,7 @@ def summary(result: dict[str, Any]) -> str:
         ),
         "storage": lambda: (
             f"write {m['writeGBps']:.3f} GB/s, read {m['readGBps']:.3f} GB/s over {m['bytes'] / 1e6:.1f} MB"
+            + (f" per worker, {m['workers']} workers at once" if "workers" in m else "")
         ),
         "staging": lambda: (
             f"{m['files']} files, {m['bytes'] / 1e6:.1f} MB in {m['seconds']:.3f} s ({m['GBps']:.3f} GB/s)"
@@ -394,6 +412,7 @@ def writes_result(args: argparse.Namespace) -> bool:
     if args.probe == "checkpoint" and args.phase == "write":
         return False
     distributed = args.probe in ("allreduce", "training", "nodes") and args.local_world_size is None
+    distributed = distributed or (args.probe == "storage" and args.workers is not None)
     return not (distributed and os.environ.get("WORLD_SIZE") and os.environ.get("RANK", "0") != "0")
 
 
