@@ -34,9 +34,7 @@ def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
 
 
 @pytest.fixture
-def repo(
-    committed: Path, tmp_path: Path, git_env: None, monkeypatch: pytest.MonkeyPatch
-) -> Path:
+def repo(committed: Path, tmp_path: Path, git_env: None, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GPUPLANE_TODAY", "2026-03-10")
     target = tmp_path / "repo"
     shutil.copytree(committed, target, symlinks=True)
