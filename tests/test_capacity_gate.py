@@ -322,3 +322,13 @@ def test_a_file_beside_the_cluster_folders_is_a_stray(repo: Path, gpuplane) -> N
     (finding,) = _findings(gpuplane, repo, "stray-file")
     assert finding["file"] == "acceptance/h100-train.yaml"
     assert "acceptance/<cluster>/<pool>.yaml" in finding["hint"]
+
+
+def test_evidence_in_another_kinds_folder_is_the_wrong_kind(repo: Path, gpuplane) -> None:
+    (repo / "pools" / "evidence.yaml").write_text(json.dumps(_evidence()))
+    (finding,) = _findings(gpuplane, repo, "wrong-kind")
+    assert finding["hint"] == "move the file to acceptance/prod-east/"
+    (repo / "pools" / "evidence.yaml").unlink()  # the hint, applied
+    _write_evidence(repo, _evidence())
+    result = gpuplane("-C", str(repo), "validate")
+    assert result.exit_code == 0, result.output
