@@ -43,6 +43,13 @@ from renderer.layers.gpu import operator as gpu_operator
 from renderer.layers.readme import cluster_readme
 from renderer.layers.workload_templates.workloads import LAYER as TEMPLATES_LAYER
 from renderer.model import platform as model
+from renderer.model.evidence import (
+    EVIDENCE_BROKEN,
+    EVIDENCE_FOLDER,
+    BaseSizes,
+    Evidence,
+    evidence_from,
+)
 from renderer.model.limits import rendered_quantity_problems
 from renderer.model.names import GPU_OPERATOR_ADDON, OPERATOR_TITLES, schema_operator
 from renderer.model.operators import serving_problem
@@ -269,9 +276,30 @@ def _listed(root: Path) -> Iterator[tuple[Path, str, str, bool]]:
                 continue
             loadable = not entry.is_symlink() and entry.is_file() and entry.suffix == ".yaml"
             yield entry, f"{folder}/{entry.name}", folder, loadable
+    yield from _evidence_listed(root)
     settings = root / REPOSITORY_FILE
     if settings.is_symlink() or settings.is_file():
         yield settings, REPOSITORY_FILE, ".", not settings.is_symlink()
+
+
+def _evidence_listed(root: Path) -> Iterator[tuple[Path, str, str, bool]]:
+    """`_listed`'s entries of acceptance/: a folder per cluster, a .yaml file per pool in it;
+    anything else there (a file beside the cluster folders, a folder in one) is a stray."""
+    top = root / EVIDENCE_FOLDER
+    if top.is_symlink() or not top.is_dir():
+        return
+    for cluster in sorted(top.iterdir()):
+        if cluster.name in IGNORED_FILES or cluster.name.startswith("."):
+            continue
+        folder = f"{EVIDENCE_FOLDER}/{cluster.name}"
+        if cluster.is_symlink() or not cluster.is_dir():
+            yield cluster, folder, EVIDENCE_FOLDER, False
+            continue
+        for entry in sorted(cluster.iterdir()):
+            if entry.name in IGNORED_FILES or entry.name.startswith("."):
+                continue
+            loadable = not entry.is_symlink() and entry.is_file() and entry.suffix == ".yaml"
+            yield entry, f"{folder}/{entry.name}", folder, loadable
 
 
 def input_files(root: Path) -> list[tuple[Path, str, str]]:
@@ -310,6 +338,7 @@ def load_platform(
     changed: model.Changes | None = None,
     inputs: InputCache | None = None,
     policy: bool = True,
+    base_sizes: BaseSizes | None = None,
 ) -> Loaded:
     """Load, schema-check and model every input file, then run the policy rules (`policy`:
     False leaves them to the caller, `check_policy`).
@@ -319,18 +348,21 @@ def load_platform(
     `renderer.inputs.changes.changed_lines` finds them; None when unknown. The policy places a
     finding several files share on the entry the change touched. Nothing here runs git: the
     caller decides. `inputs`: files loaded before, by their bytes (`InputCache`); what this
-    run loads is added to it.
+    run loads is added to it. `base_sizes`: each pool's size at the change's base, as
+    `renderer.inputs.changes.base_sizes` finds it, for the capacity gate (None: not asked).
+    The evidence files under acceptance/ are loaded and schema-checked beside the objects.
     """
     diagnostics: list[Diagnostic] = []
     objects: dict[str, dict[str, Any]] = {kind: {} for kind in KIND_FOLDERS.values()}
     broken: set[tuple[str, str]] = set()
     documents: dict[str, tuple[Any, SourceMap]] = {}
+    evidence: dict[tuple[str, str], Evidence] = {}
     digests: dict[str, bytes] = {}
     repository = None
     count = 0
     for entry, display, folder, loadable in _listed(root):
         if not loadable:
-            diagnostics.append(_stray(entry, display))
+            diagnostics.append(_stray(entry, display, folder))
             continue
         count += 1
         result, problems, digest = load_checked(entry, display, folder, inputs)
@@ -338,6 +370,11 @@ def load_platform(
             digests[display] = digest
         diagnostics.extend(result.diagnostics)
         kind = KIND_FOLDERS.get(folder)
+        if folder.startswith(f"{EVIDENCE_FOLDER}/"):
+            diagnostics.extend(problems)
+            place = (folder.removeprefix(f"{EVIDENCE_FOLDER}/"), entry.stem)
+            _add_evidence(evidence, broken, result, problems, place)
+            continue
         if result.document is None:
             if kind is not None:
                 broken.add((kind, entry.stem))
@@ -371,10 +408,27 @@ def load_platform(
         repository=repository,
         changed=MappingProxyType(dict(changed or {})),
         documents=MappingProxyType(documents),
+        evidence=MappingProxyType(evidence),
+        base_sizes=base_sizes,
     )
     if policy:
         diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics), MappingProxyType(digests))
+
+
+def _add_evidence(
+    evidence: dict[tuple[str, str], Evidence],
+    broken: set[tuple[str, str]],
+    result: LoadResult,
+    problems: Sequence[Diagnostic],
+    place: tuple[str, str],
+) -> None:
+    """One evidence file, at `place` (its cluster folder, its file's stem), into `evidence`,
+    or into `broken` when it has errors."""
+    if result.document is None or problems:
+        broken.add((EVIDENCE_BROKEN, "/".join(place)))
+        return
+    evidence[place] = evidence_from(result.document.data, result.document.source, place[0])
 
 
 def with_policy(loaded: Loaded) -> Loaded:
@@ -384,8 +438,13 @@ def with_policy(loaded: Loaded) -> Loaded:
     return replace(loaded, diagnostics=sort_diagnostics([*loaded.diagnostics, *found]))
 
 
-def _stray(entry: Path, display: str) -> Diagnostic:
-    if entry.is_symlink():
+def _stray(entry: Path, display: str, folder: str) -> Diagnostic:
+    if folder == EVIDENCE_FOLDER and not entry.is_symlink():
+        message, hint = (
+            "acceptance/ holds one folder per cluster, each with one file per pool",
+            f"move it to {EVIDENCE_FOLDER}/<cluster>/<pool>.yaml",
+        )
+    elif entry.is_symlink():
         message, hint = "symbolic links are not followed", "copy the file into the repository"
     elif entry.is_dir():
         message, hint = "folders are not read here", "move its files up one level"

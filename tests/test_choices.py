@@ -17,6 +17,7 @@ from typing import Any, get_args
 import pytest
 
 from renderer.model import choices, metrics
+from renderer.model.evidence import Evidence, EvidenceNode
 from renderer.model.platform import (
     AllowedEgress,
     Autoscaling,
@@ -117,15 +118,27 @@ TYPED: dict[tuple[str, str], tuple[Any, tuple[tuple[type, str], ...]]] = {
         choices.ScalingSignal,
         ((Autoscaling, "signal"),),
     ),
+    ("evidence", "/properties/spec/properties/verdict"): (
+        choices.EvidenceVerdict,
+        ((Evidence, "verdict"),),
+    ),
+    ("evidence", "/properties/spec/properties/nodes/items/properties/verdict"): (
+        choices.NodeVerdict,
+        ((EvidenceNode, "verdict"),),
+    ),
 }
 
 UNTYPED = {
+    ("evidence", "/properties/spec/properties/steps/items/properties/verdict"),
+    ("evidence", "/$defs/figures/items/properties/comparison"),
+    ("evidence", "/$defs/figures/items/properties/verdict"),
     ("queue", "/properties/spec/properties/preemption/properties/withinTeam"),
     ("queue", "/properties/spec/properties/preemption/properties/reclaimWithinCohort"),
     ("queue", "/properties/spec/properties/preemption/properties/borrowWithinCohort"),
 }
 """`Queue.preemption` is a mapping handed to Kueue's ClusterQueue as written; nothing compares
-its values."""
+its values; an evidence file's step and figure verdicts are read by people and by `diff`, never
+compared by the gate."""
 
 
 def _enums(node: Any, pointer: str = "") -> Iterator[tuple[str, list[Any]]]:
@@ -198,6 +211,8 @@ def test_value_tuples_list_every_value_in_order() -> None:
         choices.AcceptedUnit: choices.ACCEPTED_UNIT_KINDS,
         choices.ServerKind: choices.SERVER_KINDS,
         choices.SloMetric: choices.SLO_METRICS,
+        choices.EvidenceVerdict: choices.EVIDENCE_VERDICTS,
+        choices.NodeVerdict: choices.NODE_VERDICTS,
         choices.ScalingSignal: choices.SCALING_SIGNALS,
     }
     assert {alias for alias, _ in TYPED.values()} == set(pairs)

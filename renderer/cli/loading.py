@@ -24,16 +24,21 @@ def root_of(ctx: click.Context) -> Path:
     return root
 
 
-def load_inputs(ctx: click.Context, base: str | None = None) -> Loaded:
+def load_inputs(
+    ctx: click.Context, base: str | None = None, *, capacity_gate: bool = False
+) -> Loaded:
     """The platform, knowing from git which input lines the change being checked touches (since
-    `base` when given), so a finding several files share lands on the changed entry."""
-    from renderer.inputs.changes import base_problem, changed_lines
+    `base` when given), so a finding several files share lands on the changed entry;
+    `capacity_gate`: and each pool's size at that base, so the capacity gate (rule
+    capacity-evidence) can tell which pools the change grows."""
+    from renderer.inputs.changes import base_problem, base_sizes, changed_lines
     from renderer.pipeline import load_platform
 
     root = root_of(ctx)
     if base is not None and (problem := base_problem(root, base)):
         raise click.UsageError(problem)  # asked for by name: not quietly ignored
-    return load_platform(root, changed=changed_lines(root, base))
+    sizes = base_sizes(root, base) if capacity_gate else None
+    return load_platform(root, changed=changed_lines(root, base), base_sizes=sizes)
 
 
 def load_every_rule() -> None:

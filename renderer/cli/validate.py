@@ -40,7 +40,7 @@ def validate(ctx: click.Context, /, **options: Any) -> None:
     asked = ValidateOptions(**options)
     loaded = with_transitions(
         root_of(ctx),
-        load_inputs(ctx, asked.base),
+        load_inputs(ctx, asked.base, capacity_gate=True),
         asked.base,
         allow_recreate=asked.allow_recreate,
         validator=lambda: output_validator((), strict_schemas=False),

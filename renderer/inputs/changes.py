@@ -11,18 +11,25 @@ they sit without change information.
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE
+from renderer.inputs.source import MAX_FILE_BYTES, load_bytes
+from renderer.model.evidence import EVIDENCE_FOLDER, BaseSizes
 from renderer.model.platform import Changes
 
 GIT_TIMEOUT_S = 10
-INPUTS = (*KIND_FOLDERS, REPOSITORY_FILE)
+INPUTS = (*KIND_FOLDERS, EVIDENCE_FOLDER, REPOSITORY_FILE)
 """The pathspecs of the input files, relative to the repository folder."""
+
+POOLS = next(folder for folder, kind in KIND_FOLDERS.items() if kind == "Pool")
 
 _HUNK = re.compile(rb"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {ord(k): v for k, v in zip('abtnvfr"\\', b'\a\b\t\n\v\f\r"\\', strict=True)}
@@ -82,22 +89,9 @@ def _changed(git: str, root: Path, base: str | None) -> Changes | None:
     inside = _run(git, root, "rev-parse", "--is-inside-work-tree")
     if inside is None or inside.strip() != b"true":
         return None
-    candidates: tuple[str, ...]
-    if base is None:
-        pr_base = os.environ.get("GITHUB_BASE_REF", "").strip()
-        candidates = (f"origin/{pr_base}", pr_base) if pr_base else ()
-    else:
-        candidates = (base,)
-    since: str | None
-    if candidates:
-        commit = next((c for c in (_resolve(git, root, r) for r in candidates) if c), None)
-        if commit is None:  # a base was asked for and none resolves: the change is unknown
-            return None
-        since = _merge_base(git, root, commit)
-        if since is None:  # no common history here (a shallow clone): unknown, not "all"
-            return None
-    else:
-        since = _commit(git, root, "HEAD")  # None before the first commit
+    since, unknown = _since(git, root, base)
+    if unknown is not None:
+        return None
     changes: dict[str, frozenset[int] | None] = {}
     if since is None:  # nothing committed yet: everything git knows of is new
         tracked = _run(git, root, "ls-files", "-z", "--cached", "--", *INPUTS)
@@ -130,6 +124,102 @@ def _changed(git: str, root: Path, base: str | None) -> Changes | None:
         return None
     changes.update(dict.fromkeys(_names(untracked)))
     return changes
+
+
+def _since(git: str, root: Path, base: str | None) -> tuple[str | None, str | None]:
+    """The commit the change is compared with (None before the first commit), or why there is
+    none: `base`, else `$GITHUB_BASE_REF`, merged with HEAD; else HEAD (uncommitted changes)."""
+    candidates: tuple[str, ...]
+    if base is None:
+        pr_base = os.environ.get("GITHUB_BASE_REF", "").strip()
+        candidates = (f"origin/{pr_base}", pr_base) if pr_base else ()
+    else:
+        candidates = (base,)
+    if not candidates:
+        return _commit(git, root, "HEAD"), None
+    commit = next((c for c in (_resolve(git, root, r) for r in candidates) if c), None)
+    if commit is None:  # a base was asked for and none resolves: the change is unknown
+        return None, f"the base {' or '.join(candidates)} is not a commit in this clone"
+    since = _merge_base(git, root, commit)
+    if since is None:  # no common history here (a shallow clone): unknown, not "all"
+        return None, f"the base {commit[:12]} shares no history with HEAD in this clone"
+    return since, None
+
+
+TODAY_VARIABLE = "GPUPLANE_TODAY"
+"""Set to YYYY-MM-DD to judge evidence freshness and growth exceptions as on that day (to
+reproduce a CI run); unset, the gate judges on today's date in UTC."""
+
+
+def gate_today() -> datetime.date | str:
+    """The day the capacity gate judges on, or why `$GPUPLANE_TODAY` is not one."""
+    asked = os.environ.get(TODAY_VARIABLE, "").strip()
+    if not asked:
+        return datetime.datetime.now(datetime.UTC).date()
+    try:
+        return datetime.date.fromisoformat(asked)
+    except ValueError:
+        return f"{TODAY_VARIABLE}={asked!r} is not a YYYY-MM-DD day"
+
+
+def base_sizes(root: Path, base: str | None = None) -> BaseSizes | None:
+    """`_base_sizes`, judged on `gate_today`."""
+    found = _base_sizes(root, base)
+    return None if found is None else replace(found, today=gate_today())
+
+
+def _base_sizes(root: Path, base: str | None) -> BaseSizes | None:
+    """Each pool's size (`nodes`, or `nodes.max`) in the pool files at the commit
+    `changed_lines` compares with (the same base), for the capacity gate. A pool the base has no
+    file of is new in the change. None when `root` is not in a git work tree (there is no
+    change to judge); a `BaseSizes` whose `unknown` says why when git cannot tell the base (not
+    installed, no such base in this clone, a shallow clone, git failing or hanging)."""
+    git = shutil.which("git")
+    if git is None:
+        return BaseSizes(unknown="git is not installed")
+    try:
+        inside = _run(git, root, "rev-parse", "--is-inside-work-tree")
+        if inside is None or inside.strip() != b"true":
+            return None
+        since, unknown = _since(git, root, base)
+        if unknown is not None:
+            return BaseSizes(unknown=unknown)
+        if since is None:  # nothing committed yet: every pool is new
+            return BaseSizes()
+        return _sizes_at(git, root, since)
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError, ValueError):
+        return BaseSizes(unknown="git failed")
+
+
+def _sizes_at(git: str, root: Path, commit: str) -> BaseSizes:
+    """The size of each pool whose file `commit` holds under pools/ (relative to `root`)."""
+    listing = _run(git, root, "ls-tree", "-z", "--name-only", f"{commit}:./{POOLS}")
+    sizes: dict[str, int] = {}
+    unreadable: set[str] = set()
+    for name in _names(listing or b""):
+        if not name.endswith(".yaml"):
+            continue
+        stem = name.removesuffix(".yaml")
+        raw = _run(git, root, "cat-file", "blob", f"{commit}:./{POOLS}/{name}")
+        size = _size_of(raw, f"{POOLS}/{name}")
+        if size is None:
+            unreadable.add(stem)
+        else:
+            sizes[stem] = size
+    return BaseSizes(MappingProxyType(sizes), unreadable=frozenset(unreadable))
+
+
+def _size_of(raw: bytes | None, display: str) -> int | None:
+    """A pool file's `spec.nodes` (or `spec.nodes.max`), None when it has no readable one."""
+    if raw is None or len(raw) > MAX_FILE_BYTES:
+        return None
+    loaded = load_bytes(raw, display)
+    data = loaded.document.data if loaded.document is not None else None
+    spec = data.get("spec") if isinstance(data, dict) else None
+    nodes = spec.get("nodes") if isinstance(spec, dict) else None
+    if isinstance(nodes, dict):
+        nodes = nodes.get("max")
+    return nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
 
 
 def _hunks(patch: bytes) -> dict[str, frozenset[int] | None]:

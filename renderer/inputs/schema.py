@@ -23,6 +23,7 @@ from renderer.findings.diagnostics import Diagnostic, PathKey, closest
 from renderer.findings.rules import document_rule
 from renderer.inputs import limits
 from renderer.inputs.source import Document
+from renderer.model.evidence import EVIDENCE_FOLDER
 
 _BESIDE = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = (
@@ -43,6 +44,23 @@ KIND_FOLDERS: Mapping[str, str] = {
 
 REPOSITORY_FILE = "gpuplane.yaml"
 """The repository's own settings (kind Repository), at its root; optional."""
+
+EVIDENCE_KIND = "AcceptanceEvidence"
+"""The kind of an acceptance/<cluster>/<pool>.yaml file (`renderer.model.evidence`)."""
+
+_SCHEMA_FILES: Mapping[str, str] = {EVIDENCE_KIND: "evidence"}
+"""Kinds whose schema file is not named after the kind."""
+
+
+def kind_of_folder(folder: str) -> str:
+    """The kind of the files of an input folder ("." is the repository root; acceptance/'s
+    files sit one folder deeper, under their cluster's name)."""
+    if folder == ".":
+        return "Repository"
+    if folder.startswith(f"{EVIDENCE_FOLDER}/"):
+        return EVIDENCE_KIND
+    return KIND_FOLDERS[folder]
+
 
 for _rule, _doc in {
     "schema-unknown-field": """A field that the object's schema does not define.
@@ -127,7 +145,7 @@ class Schema:
 @cache
 def schema_for(kind: str) -> Schema:
     """The compiled schema of one kind (compiled once per process)."""
-    path = SCHEMA_DIR / f"{kind.lower()}.schema.json"
+    path = SCHEMA_DIR / f"{_SCHEMA_FILES.get(kind, kind.lower())}.schema.json"
     raw = json.loads(path.read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(raw)
     return Schema(kind, limits.StrictValidator(raw), raw, compile_fast(raw))
@@ -257,7 +275,7 @@ def check_document(doc: Document, folder: str) -> list[Diagnostic]:
     """Every schema problem of one document, plus its kind and name against its place
     (`folder` "." is the repository root, whose one file is the Repository)."""
     data = doc.data
-    expected_kind = "Repository" if folder == "." else KIND_FOLDERS[folder]
+    expected_kind = kind_of_folder(folder)
     if not isinstance(data, dict):
         return [
             Diagnostic(
@@ -309,6 +327,18 @@ def _check_envelope(doc: Document, data: dict[str, Any], expected_kind: str) -> 
                 f"a {kind} in the folder of {expected_kind} objects",
                 doc.locate(("kind",)),
                 hint=f"move the file to {folder}/",
+            )
+        ]
+    if kind == EVIDENCE_KIND and expected_kind != EVIDENCE_KIND:
+        spec = data.get("spec")
+        cluster = spec.get("cluster") if isinstance(spec, dict) else None
+        where = f"{EVIDENCE_FOLDER}/{cluster if isinstance(cluster, str) else '<cluster>'}/"
+        return [
+            Diagnostic(
+                "wrong-kind",
+                f"an {kind} in the folder of {expected_kind} objects",
+                doc.locate(("kind",)),
+                hint=f"move the file to {where}",
             )
         ]
     return []

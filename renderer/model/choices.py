@@ -65,6 +65,13 @@ SloMetric = Literal["ttft", "latency"]
 ScalingSignal = Literal["queue-depth", "kv-cache", "ttft"]
 """The server's own signal an endpoint's autoscaler follows."""
 
+# --- acceptance evidence files -------------------------------------------------------------------
+
+EvidenceVerdict = Literal["pass", "fail", "not-comparable"]
+"""What one acceptance run proved about a pool (`spec.verdict` of acceptance/<cluster>/<pool>.yaml)."""
+NodeVerdict = Literal["pass", "fail", "measured"]
+"""One node's verdict in an evidence file (`spec.nodes[].verdict`)."""
+
 # --- every value of each, in the schema's order -------------------------------------------------
 
 ENVIRONMENTS: Final[tuple[Environment, ...]] = get_args(Environment)
@@ -88,6 +95,8 @@ ACCEPTED_UNIT_KINDS: Final[tuple[AcceptedUnit, ...]] = get_args(AcceptedUnit)
 SERVER_KINDS: Final[tuple[ServerKind, ...]] = get_args(ServerKind)
 SLO_METRICS: Final[tuple[SloMetric, ...]] = get_args(SloMetric)
 SCALING_SIGNALS: Final[tuple[ScalingSignal, ...]] = get_args(ScalingSignal)
+EVIDENCE_VERDICTS: Final[tuple[EvidenceVerdict, ...]] = get_args(EvidenceVerdict)
+NODE_VERDICTS: Final[tuple[NodeVerdict, ...]] = get_args(NodeVerdict)
 
 # --- subsets several stages test for ------------------------------------------------------------
 

@@ -61,6 +61,7 @@ from renderer.model.choices import (
     one_of,
     optional_one_of,
 )
+from renderer.model.evidence import BaseSizes, Evidence
 from renderer.model.metrics import ALERT_DEFAULTS, DEFAULT_ACCEPTED_UNIT
 from renderer.model.serving import DEFAULT_SIGNAL, DEFAULT_TARGET, SERVERS, seconds
 
@@ -475,6 +476,14 @@ class Platform:
     """Every input file that parsed, as loaded (file -> plain data and where each value was
     written), schema-valid or not: for rules that must see every string of every file
     (`secret-literal`)."""
+    evidence: Mapping[tuple[str, str], Evidence] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Each schema-valid evidence file, by (its folder: the cluster, its name: the pool)."""
+    base_sizes: BaseSizes | None = None
+    """Each pool's size at the base of the change (`renderer.inputs.changes.base_sizes`), for
+    the capacity gate; None when nobody asked git (the folder is not a git work tree, or the
+    platform was built without a change to check): then the gate has no change to judge."""
 
     def is_broken(self, kind: str, name: str) -> bool:
         return (kind, name) in self.broken

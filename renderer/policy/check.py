@@ -10,6 +10,7 @@ from renderer.findings.diagnostics import Diagnostic
 from renderer.model.platform import Platform
 from renderer.policy import (
     allowlists,
+    capacity,
     cleanup,
     delivery,
     endpoints,
@@ -51,6 +52,7 @@ TOPICS = (
     endpoints,
     hosts,
     slo,
+    capacity,
 )
 """The topic modules; importing them registers their rules in `POLICY`."""
 

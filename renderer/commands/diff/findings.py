@@ -41,6 +41,7 @@ TITLES: dict[str, str] = {
     "pool-resized": "pool resized",
     "pool-sharing-changed": "GPU sharing or exposure changed",
     "pool-changed": "pool settings changed",
+    "growth-exception": "growth exception declared",
     "queue-added": "queue added",
     "queue-removed": "queue removed",
     "queue-policy-changed": "queue policy changed",
@@ -160,6 +161,34 @@ class ObjectChanges:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolEvidence:
+    """A pool's evidence file in the head, beside its capacity change (all None but the file
+    and sizes when there is none)."""
+
+    file: str
+    base_size: int | None
+    """Nodes before the change (what the evidence must cover); None for a new pool."""
+    size: int
+    verdict: str | None = None
+    age_days: int | None = None
+    covered: int | None = None
+    """Distinct nodes the run came from with no failed verdict."""
+    image: str | None = None
+    digest: str | None = None
+    driver: str | None = None
+
+    def line(self) -> str:
+        if self.verdict is None:
+            return f"evidence: none ({self.file})"
+        needed = max(self.base_size or 0, 1)
+        age = "age unknown" if self.age_days is None else f"{plural(self.age_days, 'day')} old"
+        return (
+            f"evidence: {self.verdict}, {age}, {self.covered}/{needed} nodes covered, "
+            f"image {self.image} ({self.digest}), driver {self.driver} ({self.file})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One change and its risk. `summary` and `details` are plain text that may quote input
     files verbatim; the renderers escape them."""
@@ -178,6 +207,8 @@ class Finding:
     at: str | None = None
     """`file:line` of the head's input that the finding is about, the line the change touched
     where it touched one (None: nothing in the head says it, e.g. a removed team)."""
+    evidence: PoolEvidence | None = None
+    """The pool's evidence, on a pool's capacity change (added or resized)."""
 
     @property
     def title(self) -> str:

@@ -16,6 +16,7 @@ from renderer.commands.diff.findings import (
     DiffReport,
     Finding,
     ObjectChanges,
+    PoolEvidence,
     PoolFigures,
     PoolTotals,
     QuotaChange,
@@ -29,7 +30,7 @@ VERSION = 1
 """The `version` of the JSON document; bumped when a key is renamed or its meaning changes."""
 
 
-def _figures_json(value: QuotaFigures | PoolFigures | None) -> dict[str, Any] | None:
+def _figures_json(value: QuotaFigures | PoolFigures | PoolEvidence | None) -> dict[str, Any] | None:
     if value is None:
         return None
     return {camel(f.name): getattr(value, f.name) for f in fields(value)}
@@ -56,6 +57,7 @@ def _finding_json(f: Finding) -> dict[str, Any]:
         "summary": f.summary,
         "details": list(f.details),
         "at": f.at,
+        "evidence": _figures_json(f.evidence),
         "quota": None
         if f.quota is None
         else {
@@ -152,6 +154,7 @@ def report_from_json(data: Mapping[str, Any]) -> DiffReport:
                     tuple(objects["deleted"]),
                 ),
                 f.get("at"),
+                _figures_from(PoolEvidence, f.get("evidence")),
             )
         )
     return DiffReport(

@@ -26,6 +26,7 @@ from renderer.commands.diff.background import (
 )
 from renderer.commands.diff.egress import egress
 from renderer.commands.diff.endpoints import endpoints
+from renderer.commands.diff.evidence import growth_exceptions, pool_evidence
 from renderer.commands.diff.field_changes import camel, changed_fields, field_lines, other_fields
 from renderer.commands.diff.findings import ClusterHeading, DiffReport, Finding, Risk, Side
 from renderer.commands.diff.immutable import immutable_fields
@@ -503,7 +504,10 @@ def _pools(base: Platform, head: Platform) -> Iterator[Finding]:
                 name,
                 f"new {after.workload} pool of {_span(after.nodes.min, after.nodes.max)} x "
                 f"{after.gpus_per_node} {after.accelerator} ({after.sharing}): {offers}",
+                ((evidence := pool_evidence(head, after, None)).line(),),
+                evidence=evidence,
             )
+            yield from growth_exceptions(cluster, None, after)
             continue
         if after is None and before is not None:
             yield Finding(
@@ -518,10 +522,11 @@ def _pools(base: Platform, head: Platform) -> Iterator[Finding]:
             )
             continue
         assert before is not None and after is not None
-        yield from _pool_changes(cluster, before, after)
+        yield from _pool_changes(cluster, before, after, head)
+        yield from growth_exceptions(cluster, before, after)
 
 
-def _pool_changes(cluster: str, before: Pool, after: Pool) -> Iterator[Finding]:
+def _pool_changes(cluster: str, before: Pool, after: Pool, head: Platform) -> Iterator[Finding]:
     name = after.name
     if before.nodes != after.nodes or before.gpus_per_node != after.gpus_per_node:
         old, new = _capacity_lines(before), _capacity_lines(after)
@@ -540,6 +545,7 @@ def _pool_changes(cluster: str, before: Pool, after: Pool) -> Iterator[Finding]:
             o, n = old.get(resource, (0, 0)), new.get(resource, (0, 0))
             if o != n:
                 lines.append(f"{resource} {_span(*o)} → {_span(*n)}")
+        evidence = pool_evidence(head, after, before.size)
         yield Finding(
             Risk.MEDIUM if shrinks else Risk.LOW,
             "pool-resized",
@@ -547,6 +553,8 @@ def _pool_changes(cluster: str, before: Pool, after: Pool) -> Iterator[Finding]:
             None,
             name,
             "; ".join(lines),
+            (evidence.line(),),
+            evidence=evidence,
         )
     sharing = changed_fields(before, after, _SHARING_FIELDS)
     if sharing:
@@ -567,7 +575,7 @@ def _pool_changes(cluster: str, before: Pool, after: Pool) -> Iterator[Finding]:
             name,
             summary,
         )
-    handled = ("cluster", "nodes", "gpus_per_node", *_SHARING_FIELDS)
+    handled = ("cluster", "nodes", "gpus_per_node", "growth_exception", *_SHARING_FIELDS)
     changes = changed_fields(before, after, other_fields(Pool, handled))
     if changes:
         yield Finding(
