@@ -1236,8 +1236,9 @@ def test_the_report_names_the_slowest_node_and_link(gpuplane: Run, tmp_path: Pat
     assert f"slowest node {slow_node}" in text
     assert f"slowest link {slow['a']}<->{slow['b']}" in text
     code, body = _report(gpuplane, str(GPU_RUN))
+    assert code == 0
     (pool,) = [p for p in body["pools"] if p["pool"] == "h100-train"]
-    assert [n["node"] for n in pool["nodes"]][0] == slow_node
+    assert pool["nodes"][0]["node"] == slow_node
     assert len(pool["nodes"]) == run["metrics"]["nodeCount"]
     assert (pool["links"][0]["a"], pool["links"][0]["b"]) == (slow["a"], slow["b"])
     markdown = gpuplane(
