@@ -715,7 +715,7 @@ def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
         labels = configmap["metadata"]["labels"]
         for key in ("accelerator", "fabric", "queue", "cluster-queue", "gpu-hour", "currency"):
             assert f"gpuplane.dev/{key}" in labels
-        report = template(body, "report")
+        report = template(body, "report-judge")
         assert report["container"]["command"][-2:] == ["acceptance", "report"]
         assert report["container"]["args"] == [
             "--pool",
@@ -727,6 +727,67 @@ def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
         expected = {"training"} if not target.inference else {"inference"}
         assert expected <= set(judged) and "submit" not in judged
         assert {"staging", "storage", "checkpoint"} <= set(judged)
+
+
+def test_the_report_step_applies_the_evidence_whatever_the_verdict(
+    example: Rendered, gpuplane: Any, tmp_path: Path
+) -> None:
+    """record -> evidence (the ConfigMap, applied) -> judge; record's own command line, run on
+    results of a failing run, writes the file and the ConfigMap and exits 0."""
+    (target,) = [t for t in all_targets(example.platform) if t.name == "h100-train"]
+    body = argo(example, target.cluster.name)[f"acceptance-{target.name}"]
+    dag = {t["name"]: t for t in template(body, "report")["dag"]["tasks"]}
+    assert (dag["evidence"]["depends"], dag["judge"]["depends"]) == ("record", "evidence")
+    (manifest,) = dag["evidence"]["arguments"]["parameters"]
+    assert manifest["value"] == "{{tasks.record.outputs.parameters.manifest}}"
+    evidence = template(body, "report-evidence")["resource"]
+    assert (evidence["action"], evidence["manifest"]) == (
+        "apply",
+        "{{inputs.parameters.manifest}}",
+    )
+    record = template(body, "report-record")
+    (output,) = record["outputs"]["parameters"]
+    command = record["container"]["command"]
+    assert command[:3] == ["gpuplane", "-C", "/platform"]
+    args = record["container"]["args"]
+    assert args[args.index("--configmap") + 1] == output["valueFrom"]["path"]
+    assert args[args.index("--namespace") + 1] == settings.NAMESPACE
+    # run it: the results of a run whose all-reduce failed, at the paths the artifacts give
+    cases = REPO / "tests" / "cases" / "acceptance"
+    results = tmp_path / "results"
+    for artifact in record["inputs"]["artifacts"]:
+        if "raw" in artifact:
+            name = Path(artifact["path"]).name
+            source = cases / "gpu-run" / "h100-train" / name
+            if name == "allreduce.json":
+                source = cases / "failing" / "h100-train" / name
+            (results / name).parent.mkdir(exist_ok=True)
+            (results / name).write_text(source.read_text())
+    local = {
+        "/platform": str(REPO),
+        "{{workflow.name}}": "run-1",
+        "/results/": f"{results}/",
+        "/tmp/": f"{tmp_path}/",
+    }
+
+    def here(arg: str) -> str:
+        """The container's path or reference as it is on this machine (one replacement)."""
+        for old, new in local.items():
+            if arg.startswith(old):
+                return new + arg[len(old) :]
+        return arg
+
+    done = gpuplane(*(here(a) for a in command[1:]), *(here(a) for a in args))
+    assert done.exit_code == 0, done.output
+    configmap = json.loads(Path(here(output["valueFrom"]["path"])).read_text())
+    assert configmap["metadata"]["name"] == f"acceptance-evidence-{target.name}"
+    assert configmap["metadata"]["namespace"] == settings.NAMESPACE
+    (text,) = configmap["data"].values()
+    recorded = yaml.safe_load(text)
+    assert recorded["spec"]["verdict"] == "fail"
+    assert recorded["spec"]["run"] == "run-1"
+    written = Path(here(args[args.index("--out") + 1]), "acceptance", target.cluster.name)
+    assert (written / f"{target.name}.yaml").read_text() == text
 
 
 def substituted_results(manifest: str, keys: list[str]) -> str:

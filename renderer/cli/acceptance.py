@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from renderer.cli.loading import load_inputs
+from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import format_option
 from renderer.cli.reporters import Findings, emit, findings_format, show_answer
 from renderer.findings.diagnostics import closest, has_errors
@@ -71,3 +72,107 @@ def acceptance_report(ctx: click.Context, /, **options: Any) -> None:
         accepted, asked.fmt, {"json": report_json, "markdown": report_markdown, "text": report_text}
     )
     ctx.exit({Status.PASSED: 0, Status.FAILED: 1, Status.NOT_COMPARABLE: 3}[accepted.status])
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    results: tuple[Path, ...]
+    out: Path | None
+    pools: tuple[str, ...]
+    run: str | None
+    configmap: Path | None
+    namespace: str
+    exit_zero: bool
+
+
+@acceptance.command(name="record")
+@click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The repository root to write acceptance/<cluster>/<pool>.yaml under "
+    "(default: the repository's, -C).",
+)
+@click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    help="A pool that must be recorded even without results (repeatable): its thresholds are "
+    "then missing, and its evidence fails.",
+)
+@click.option("--run", help="The Workflow (name or uid) that produced the results.")
+@click.option(
+    "--configmap",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the evidence as ConfigMap acceptance-evidence-<pool> (JSON; a v1 List for "
+    "several pools) to this file, for the suite's report step to apply.",
+)
+@click.option(
+    "--namespace",
+    default="gpuplane-acceptance",
+    show_default=True,
+    help="The ConfigMap's namespace (with --configmap).",
+)
+@click.option(
+    "--exit-zero",
+    is_flag=True,
+    help="Exit 0 whenever the evidence was written, whatever its verdict (the suite records a "
+    "failing run too, then judges it).",
+)
+@click.pass_context
+def acceptance_record(ctx: click.Context, /, **options: Any) -> None:
+    """Judge RESULTS exactly as `acceptance report` does and write one evidence file per pool,
+    acceptance/<cluster>/<pool>.yaml (schemas/evidence.schema.json; docs/acceptance-evidence.md).
+    Exit 0 when every pool passes on its own accelerator, 1 on a failure, a missing result or a
+    result file that could not be counted (then nothing is written), 2 on a usage error, 3 when
+    nothing failed but a result was not shown to be measured on the pool's accelerator. The
+    clock is SOURCE_DATE_EPOCH when set, else now."""
+    import os
+
+    from renderer.commands.acceptance.evidence import (
+        configmaps,
+        evidence_documents,
+        evidence_problems,
+        evidence_text,
+        recorded_at,
+        write_evidence,
+    )
+    from renderer.commands.acceptance.judge import build_report
+    from renderer.commands.acceptance.load import load_results
+    from renderer.output.writer import write_file_atomically
+
+    asked = RecordOptions(**options)
+    loaded = load_inputs(ctx)
+    if has_errors(loaded.diagnostics):
+        emit(Findings(loaded.diagnostics, loaded.files), "text")
+        ctx.exit(1)
+    unknown = sorted(set(asked.pools) - set(loaded.platform.pools))
+    if unknown:
+        close = closest(unknown[0], loaded.platform.pools)
+        hint = f" Did you mean '{close}'?" if close else ""
+        raise click.UsageError(f"unknown pool(s): {', '.join(unknown)}.{hint}")
+    found, findings = load_results(asked.results)
+    if not found and not findings:
+        raise click.UsageError("no result files: the folders given hold no *.json")
+    report = build_report(loaded.platform, found, findings, asked.pools)
+    if report.findings:
+        emit(Findings(report.findings, report.files), "text")
+        click.echo("nothing recorded: every result file must be counted", err=True)
+        ctx.exit(1)
+    documents = evidence_documents(
+        loaded.platform, report, found, now=recorded_at(os.environ), run=asked.run
+    )
+    problems = [f"{p}: {m}" for p, d in documents.items() for m in evidence_problems(d)]
+    if problems:  # a defect of this command, never of the results
+        raise click.ClickException("evidence does not match its schema: " + "; ".join(problems))
+    root = asked.out if asked.out is not None else root_of(ctx)
+    write_evidence(root, {p: evidence_text(d) for p, d in documents.items()})
+    if asked.configmap is not None:
+        body = configmaps(documents.values(), asked.namespace)
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False) + "\n"
+        write_file_atomically(asked.configmap, text.encode("utf-8"))
+    for path, document in sorted(documents.items()):
+        click.echo(f"{document['spec']['verdict']}: {root / path}")
+    verdicts = {d["spec"]["verdict"] for d in documents.values()}
+    code = 1 if "fail" in verdicts else 3 if "not-comparable" in verdicts else 0
+    ctx.exit(0 if asked.exit_zero else code)

@@ -488,10 +488,20 @@ def _results_configmap(target: Target, kind: str, keys: Sequence[str]) -> str:
     return dump(body)
 
 
+EVIDENCE_DIR = "/tmp/evidence"
+EVIDENCE_MANIFEST = "/tmp/evidence-configmap.json"
+"""Where the report step's record writes the evidence files, and the ConfigMap it applies."""
+
+
 def _report(target: Target, keys: Sequence[str]) -> None:
-    """Step 7: `gpuplane acceptance report` on the judged results, against the pool's
-    thresholds in the repository at the revision Argo CD syncs (cloned by Argo's git artifact),
-    with the cost of useful work beside each figure."""
+    """Step 7, a DAG of three: `record` writes the evidence file of the pool
+    (`gpuplane acceptance record`, docs/acceptance-evidence.md) and its ConfigMap
+    `acceptance-evidence-<pool>`, which `evidence` applies, whatever the verdict (a failing
+    file is evidence too); then `judge` runs `gpuplane acceptance report` on the same results,
+    against the pool's thresholds in the repository at the revision Argo CD syncs (cloned by
+    Argo's git artifact), with the cost of useful work beside each figure, and fails the step
+    when the pool does not pass. The evidence is applied before the report judges, so a
+    failing report cannot keep it from the cluster; both judge the same files alike."""
     artifacts: list[Any] = [
         RawArtifact(name=k, path=f"/results/{k}.json", data=input_ref(k)) for k in keys
     ]
@@ -506,15 +516,46 @@ def _report(target: Target, keys: Sequence[str]) -> None:
                 depth=1,
             )
         )
+    results = [f"/results/{k}.json" for k in keys]
     Container(
-        name="report",
+        name="report-record",
+        image=input_ref("image"),
+        command=["gpuplane", "-C", PLATFORM_DIR, "acceptance", "record"],
+        args=[
+            *("--pool", target.name, "--run", ref("workflow.name"), "--out", EVIDENCE_DIR),
+            *("--configmap", EVIDENCE_MANIFEST, "--namespace", NAMESPACE, "--exit-zero"),
+            *results,
+        ],
+        inputs=[*params("image", *keys), *artifacts],
+        outputs=[Parameter(name="manifest", value_from=ValueFrom(path=EVIDENCE_MANIFEST))],
+        resources=_tool_resources(),
+        security_context=_container_security(),
+    )
+    Resource(
+        name="report-evidence",
+        action="apply",
+        manifest=input_ref("manifest"),
+        inputs=params("manifest"),
+    )
+    Container(
+        name="report-judge",
         image=input_ref("image"),
         command=["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"],
-        args=["--pool", target.name, *(f"/results/{k}.json" for k in keys)],
+        args=["--pool", target.name, *results],
         inputs=[*params("image", *keys), *artifacts],
         resources=_tool_resources(),
         security_context=_container_security(),
     )
+    arguments = {n: input_ref(n) for n in ("image", *keys)}
+    with DAG(name="report", inputs=params("image", *keys)):
+        Task(name="record", template="report-record", arguments=arguments)
+        Task(
+            name="evidence",
+            template="report-evidence",
+            arguments={"manifest": task_output("record", "manifest")},
+            depends="record",
+        )
+        Task(name="judge", template="report-judge", arguments=arguments, depends="evidence")
 
 
 def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool) -> None:

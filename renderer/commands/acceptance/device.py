@@ -33,7 +33,7 @@ DEVICE_LABEL: Final = "device"
 GPU_LABEL: Final = "gpu"
 """The environment labels of `workflows.probes.runtime.torch_labels`."""
 
-DEVICE_PROBES: Final = frozenset({"allreduce", "checkpoint", "training"})
+DEVICE_PROBES: Final = frozenset({"allreduce", "checkpoint", "nodes", "training"})
 """The probes that run on a torch device and record it (the others use none)."""
 
 FORM_NAMES: Final = {"sxm": "SXM", "pcie": "PCIe", "nvl": "NVL", "oam": "OAM"}

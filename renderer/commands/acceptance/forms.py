@@ -14,7 +14,10 @@ from renderer.commands.acceptance.results import (
     Check,
     Cost,
     Device,
+    LinkRow,
+    NodeRow,
     NvlinkShare,
+    Outlier,
     PoolAcceptance,
     Status,
     Verdict,
@@ -213,9 +216,61 @@ def report_text(report: AcceptanceReport) -> str:
         lines += [f"  ! {c.step} {c.label}: {c.note}" for c in pool.checks if _noted(c)]
         lines += [f"  reference: {_nvlink_text(n, pool.accelerator)}" for n in pool.nvlink]
         lines += [f"  cost: {_cost_text(c)}" for c in pool.costs]
+        lines += _nodes_text(pool)
         lines.append("")
     lines += [f"{term}: {text}" for term, text in FORMULAS]
     return inert_lines("\n".join(lines)) + "\n"  # no line a CI runner obeys
+
+
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else f"{num(value)} GB/s"
+
+
+def _slowest(pool: PoolAcceptance) -> str | None:
+    """The slowest node and link of the node check, by name."""
+    parts = []
+    measured = [n for n in pool.nodes if n.intra_busbw_gbps is not None]
+    if measured:
+        node = measured[0]
+        parts.append(f"slowest node {node.node} ({_gbps(node.intra_busbw_gbps)} intra-node)")
+    if pool.links:
+        link = pool.links[0]
+        parts.append(f"slowest link {link.subject} ({_gbps(link.busbw_gbps)})")
+    return ", ".join(parts) or None
+
+
+def _outlier_text(o: Outlier) -> str:
+    return f"{o.subject} {o.figure} {num(o.value)} GB/s, median {num(o.median)} GB/s"
+
+
+def _nodes_text(pool: PoolAcceptance) -> list[str]:
+    """The node check's per-node and per-link tables, slowest first, and its outliers."""
+    if not pool.nodes and not pool.links:
+        return []
+    lines = [f"  nodes: {oneline(_slowest(pool) or 'no figures', 400)}"]
+    rows = [["node", "ranks", "healthy", "intra-node busbw", "matmul", "verdict", "why"]]
+    rows += [
+        [
+            oneline(n.node, 120),
+            str(n.ranks),
+            "yes" if n.healthy else "no",
+            _gbps(n.intra_busbw_gbps),
+            "-" if n.matmul_tflops is None else f"{num(n.matmul_tflops)} TFLOPS",
+            _TEXT_VERDICT[n.verdict],
+            oneline(n.why or "-", 200),
+        ]
+        for n in pool.nodes
+    ]
+    lines += _columns(rows, "    ")
+    if pool.links:
+        rows = [["link", "busbw", "verdict"]]
+        rows += [
+            [oneline(link.subject, 240), _gbps(link.busbw_gbps), _TEXT_VERDICT[link.verdict]]
+            for link in pool.links
+        ]
+        lines += _columns(rows, "    ")
+    lines += [f"  ! outlier: {oneline(_outlier_text(o), 400)}" for o in pool.outliers]
+    return lines
 
 
 # --- Markdown ---------------------------------------------------------------------------------
@@ -267,12 +322,40 @@ def report_markdown(report: AcceptanceReport) -> str:
         ]
         lines += [f"- reference: {_cell(_nvlink_text(n, pool.accelerator))}" for n in pool.nvlink]
         lines += [f"- cost of useful work: {_cell(_cost_text(c))}" for c in pool.costs]
+        lines += _nodes_markdown(pool)
         if lines[-1] != "":
             lines.append("")
     lines += ["<details><summary>Formulas</summary>", ""]
     lines += [f"- **{term}**: {_cell(text)}" for term, text in FORMULAS]
     lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def _nodes_markdown(pool: PoolAcceptance) -> list[str]:
+    """The node check's tables: nodes, then links, slowest first; the outliers."""
+    if not pool.nodes and not pool.links:
+        return []
+    lines = ["", f"**Nodes**: {_cell(_slowest(pool) or 'no figures')}", ""]
+    lines += [
+        "| node | ranks | healthy | intra-node busbw | matmul | verdict | why |",
+        "|---|---:|---|---:|---:|---|---|",
+    ]
+    for n in pool.nodes:
+        matmul = "-" if n.matmul_tflops is None else f"{num(n.matmul_tflops)} TFLOPS"
+        lines.append(
+            f"| {_cell(n.node, table=True)} | {n.ranks} | {'yes' if n.healthy else 'no'} "
+            f"| {_gbps(n.intra_busbw_gbps)} | {matmul} | {_MD_VERDICT[n.verdict]} "
+            f"| {_cell(n.why or '-', table=True)} |"
+        )
+    if pool.links:
+        lines += ["", "| link | busbw | verdict |", "|---|---:|---|"]
+        lines += [
+            f"| {_cell(link.subject, table=True)} | {_gbps(link.busbw_gbps)} "
+            f"| {_MD_VERDICT[link.verdict]} |"
+            for link in pool.links
+        ]
+    outliers = [f"- outlier: {_cell(_outlier_text(o))}" for o in pool.outliers]
+    return [*lines, *(["", *outliers] if outliers else []), ""]
 
 
 # --- JSON -------------------------------------------------------------------------------------
@@ -319,6 +402,43 @@ def _pool_json(p: PoolAcceptance) -> dict[str, Any]:
         "checks": [_check_json(c) for c in p.checks],
         "nvlinkShare": [_nvlink_json(n) for n in p.nvlink],
         "costs": [_cost_json(c) for c in p.costs],
+        "nodes": [_node_json(n) for n in p.nodes],
+        "links": [_link_json(link) for link in p.links],
+        "outliers": [_outlier_json(o) for o in p.outliers],
+    }
+
+
+def _node_json(n: NodeRow) -> dict[str, Any]:
+    return {
+        "node": n.node,
+        "ranks": n.ranks,
+        "healthy": n.healthy,
+        "error": n.error,
+        "intraBusbwGBps": _json_number(n.intra_busbw_gbps),
+        "matmulTflops": _json_number(n.matmul_tflops),
+        "verdict": n.verdict.value,
+        "why": n.why,
+        "result": n.result,
+    }
+
+
+def _link_json(link: LinkRow) -> dict[str, Any]:
+    return {
+        "a": link.a,
+        "b": link.b,
+        "busbwGBps": _json_number(link.busbw_gbps),
+        "verdict": link.verdict.value,
+        "result": link.result,
+    }
+
+
+def _outlier_json(o: Outlier) -> dict[str, Any]:
+    return {
+        "subject": o.subject,
+        "figure": o.figure,
+        "value": _json_number(o.value),
+        "median": _json_number(o.median),
+        "result": o.result,
     }
 
 

@@ -9,7 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from renderer.commands.acceptance import nodes
 from renderer.commands.acceptance.device import device_of, off_pool
+from renderer.commands.acceptance.nodes import derived, node_tables
 from renderer.commands.acceptance.readable import num, oneline, quote
 from renderer.commands.acceptance.results import (
     GPUS_KEY,
@@ -28,9 +30,21 @@ from renderer.findings.rules import document_rule
 from renderer.model.catalog import accelerator
 from renderer.model.platform import Platform, Pool
 
-STEP_ORDER: Final = ("queue", "staging", "allreduce", "training", "checkpoint", "storage")
+STEP_ORDER: Final = (
+    "queue",
+    "staging",
+    "object-store",
+    "allreduce",
+    "nodes",
+    "training",
+    "checkpoint",
+    "node-loss",
+    "storage",
+    "concurrent-storage",
+)
 """Steps in the order of the guide's acceptance test (1 queue, 2 data, 3 network, 4 training,
-5 checkpoint), then the benchmarks."""
+5 checkpoint), each followed by the step that proves it further (data under load, every node,
+restore after a node is lost), then the benchmarks."""
 
 TRAINING_COST: Final = (
     "cost per million samples = gpuHour x GPUs / (samplesPerSecond x 3600) x 1,000,000"
@@ -84,13 +98,19 @@ set to the pool's `spec.cluster` (the note points at it).""",
 
 @dataclass(frozen=True, slots=True)
 class _Figure:
-    probe: str
+    step: str
+    """The step the figure belongs to: the probe's name, or a labelled step (`Result.step`)."""
     metric: str
+    """The result's metric, or a figure `renderer.commands.acceptance.nodes` derives."""
     label: str
     unit: str
     comparison: str | None
     threshold_key: str | None = None
     fixed: float | bool | None = None
+    required: bool = True
+    """Whether a pool's threshold for it is missing without a result of the step (False where
+    another step's result already answers the threshold, as the all-reduce does the node
+    check's pool bandwidth)."""
 
 
 FIGURES: Final[tuple[_Figure, ...]] = (
@@ -119,6 +139,68 @@ FIGURES: Final[tuple[_Figure, ...]] = (
     _Figure("storage", "writeGBps", "storage write", "GB/s", None),
     _Figure("inference", "p95Ms", "inference latency p95", "ms", "<=", "inferenceP95Ms"),
     _Figure("inference", "errors", "inference errors (failed requests)", "", "==", fixed=0),
+    _Figure("nodes", "healthyNodes", "every node healthy (matmul, memory)", "", "==", fixed=True),
+    _Figure(
+        "nodes",
+        "slowestIntraBusbwGBps",
+        "intra-node bus bandwidth (slowest node)",
+        "GB/s",
+        ">=",
+        "intraNodeBusBandwidthGBps",
+    ),
+    _Figure(
+        "nodes",
+        "lowestShareOfMedian",
+        "slowest node or link, share of the pool's median",
+        "",
+        ">=",
+        "nodeOutlierFraction",
+    ),
+    _Figure(
+        "nodes",
+        "poolBusbwGBps",
+        "whole-pool all-reduce bus bandwidth",
+        "GB/s",
+        ">=",
+        "allReduceBusBandwidthGBps",
+        required=False,
+    ),
+    _Figure("nodes", "fabricErrors", "fabric error counters (increase)", "", "==", fixed=0),
+    _Figure(
+        "concurrent-storage",
+        "aggregateReadGBps",
+        "storage read, readers and writers at once (all workers)",
+        "GB/s",
+        ">=",
+        "concurrentStorageReadGBps",
+    ),
+    _Figure(
+        "concurrent-storage",
+        "aggregateWriteGBps",
+        "storage write, readers and writers at once (all workers)",
+        "GB/s",
+        ">=",
+        "concurrentStorageWriteGBps",
+    ),
+    _Figure(
+        "object-store",
+        "aggregateGBps",
+        "object store, concurrent downloads (all workers)",
+        "GB/s",
+        ">=",
+        "objectStoreGBps",
+    ),
+    _Figure(
+        "node-loss",
+        "sinceWriteSeconds",
+        "restore after a node is lost (from the writer's finish)",
+        "s",
+        "<=",
+        "nodeLossRestoreSeconds",
+    ),
+    _Figure("node-loss", "restoredElsewhere", "restored on another node", "", "==", fixed=True),
+    _Figure("node-loss", "verified", "restored checkpoint verified", "", "==", fixed=True),
+    _Figure("node-loss", "resumed", "training resumed from the restore", "", "==", fixed=True),
 )
 """Every figure the report shows, in report order (the guide's steps, then the benchmarks)."""
 
@@ -140,7 +222,7 @@ def _judge(figure: _Figure, pool: Pool, result: Result) -> Check | None:
         threshold = pool.acceptance.get(figure.threshold_key)
     comparison = figure.comparison if threshold is not None else None
     row = Check(
-        step=figure.probe,
+        step=figure.step,
         metric=figure.metric,
         label=figure.label,
         unit=figure.unit,
@@ -155,19 +237,37 @@ def _judge(figure: _Figure, pool: Pool, result: Result) -> Check | None:
         if threshold is None or figure.fixed is not None:
             return None
         return replace(row, verdict=Verdict.FAIL)
-    measured = result.metrics[figure.metric]
-    if not isinstance(measured, bool):
-        measured = float(measured)
+    measured = derived(result, figure.metric)
+    if measured is None:
+        if figure.fixed is not None or threshold is None:
+            return replace(row, verdict=Verdict.NOT_REPORTED, note=_unmeasured(figure))
+        return replace(row, verdict=Verdict.FAIL, note=_unmeasured(figure))
     if comparison is None or threshold is None:
         return replace(row, measured=measured)
     if _passes(measured, comparison, threshold):
         return replace(row, measured=measured, verdict=Verdict.PASS)
-    return replace(row, measured=measured, verdict=Verdict.FAIL, note=_why(figure, result))
+    note = nodes.why(pool, result, figure.metric) if result.probe == "nodes" else None
+    return replace(row, measured=measured, verdict=Verdict.FAIL, note=note or _why(figure, result))
+
+
+def _unmeasured(figure: _Figure) -> str:
+    """Why a node-check figure has no value."""
+    if figure.metric == "fabricErrors":
+        return "no fabric error counters on these nodes (/sys/class/infiniband absent)"
+    if figure.metric == "slowestIntraBusbwGBps":
+        return "no intra-node all-reduce: every node ran one rank"
+    return "no node or link figure to compare with a median"
 
 
 def _why(figure: _Figure, result: Result) -> str | None:
     """What to do about a failed figure, where its number alone does not say."""
-    if (figure.probe, figure.metric) != ("checkpoint", "resumed"):
+    if figure.metric == "restoredElsewhere":
+        return (
+            f"the checkpoint was restored on {quote(str(result.metrics['restoreNode']))}, the "
+            "node that wrote it: nothing shows a restore after losing the writer's node; drain "
+            "the writer's node before the restore (the suite's node-loss step does)"
+        )
+    if figure.metric != "resumed":
         return None
     metrics = result.metrics
     if metrics["resumeSteps"] == 0:
@@ -192,7 +292,7 @@ def _why(figure: _Figure, result: Result) -> str | None:
 def _failed_run(result: Result) -> Check:
     """The row of a result with `ok: false`: it fails whatever its figures say."""
     return Check(
-        step=result.probe,
+        step=result.step,
         metric="ok",
         label="probe run",
         unit="",
@@ -240,11 +340,11 @@ def _queue_checks(pool: Pool, results: Sequence[Result]) -> list[Check]:
 
 
 def _missing(pool: Pool, results: Sequence[Result]) -> list[Check]:
-    """A threshold the pool declares for a probe that has no result here."""
-    probes = {r.probe for r in results}
+    """A threshold the pool declares for a step that has no result here."""
+    steps = {r.step for r in results}
     return [
         Check(
-            step=f.probe,
+            step=f.step,
             metric=f.metric,
             label=f.label,
             unit=f.unit,
@@ -254,12 +354,13 @@ def _missing(pool: Pool, results: Sequence[Result]) -> list[Check]:
             threshold_key=f.threshold_key,
             verdict=Verdict.MISSING,
             result=None,
-            note=f"no {f.probe} result for this pool",
+            note=f"no {f.step} result for this pool",
         )
         for f in FIGURES
         if f.threshold_key is not None
         and f.threshold_key in pool.acceptance
-        and f.probe not in probes
+        and f.required
+        and f.step not in steps
     ]
 
 
@@ -330,7 +431,7 @@ def _nvlink(pool: Pool, result: Result, device: Device | None) -> NvlinkShare | 
 def _order(check: Check) -> tuple[int, int, str]:
     steps = [*STEP_ORDER, "inference"]
     step = steps.index(check.step) if check.step in steps else len(steps)
-    figures = [f.metric for f in FIGURES if f.probe == check.step]
+    figures = [f.metric for f in FIGURES if f.step == check.step]
     figure = figures.index(check.metric) if check.metric in figures else len(figures)
     return step, figure, check.result or ""
 
@@ -352,7 +453,7 @@ def _pool_acceptance(pool: Pool, results: Sequence[Result]) -> PoolAcceptance:
     devices = {r.file: device_of(pool, r) for r in results}
     for result in results:
         for figure in FIGURES:
-            if figure.probe == result.probe:
+            if figure.step == result.step:
                 check = _judge(figure, pool, result)
                 if check is not None:
                     checks.append(_elsewhere(check, devices[result.file]))
@@ -360,6 +461,7 @@ def _pool_acceptance(pool: Pool, results: Sequence[Result]) -> PoolAcceptance:
     checks += _missing(pool, results)
     found_nvlink = [n for r in results if (n := _nvlink(pool, r, devices[r.file])) is not None]
     found_costs = [c for r in results if (c := _cost(pool, r, devices[r.file])) is not None]
+    node_rows, links, outliers = node_tables(pool, results)
     return PoolAcceptance(
         cluster=pool.cluster,
         pool=pool.name,
@@ -371,6 +473,9 @@ def _pool_acceptance(pool: Pool, results: Sequence[Result]) -> PoolAcceptance:
         costs=tuple(sorted(found_costs, key=lambda c: c.result)),
         results=tuple(sorted(r.file for r in results)),
         devices=tuple(sorted((d for d in devices.values() if d), key=lambda d: d.result)),
+        nodes=node_rows,
+        links=links,
+        outliers=outliers,
     )
 
 

@@ -21,7 +21,13 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from renderer.commands.acceptance.readable import oneline
-from renderer.commands.acceptance.results import GPUS_KEY, QUEUE_WAIT_KEY, Result
+from renderer.commands.acceptance.results import (
+    GPUS_KEY,
+    LABELLED_STEPS,
+    QUEUE_WAIT_KEY,
+    STEP_KEY,
+    Result,
+)
 from renderer.findings.diagnostics import Diagnostic, Location
 from renderer.findings.rules import document_rule
 from renderer.inputs import schema
@@ -36,7 +42,15 @@ MAX_RESULT_BYTES: Final = 1024 * 1024
 MAX_DEPTH: Final = 32
 """No result nests deeper than a few levels; deeper JSON is refused before it is read."""
 
-PROBES: Final = ("allreduce", "checkpoint", "storage", "staging", "training", "inference")
+PROBES: Final = (
+    "allreduce",
+    "checkpoint",
+    "storage",
+    "staging",
+    "training",
+    "inference",
+    "nodes",
+)
 
 SCHEMA_DIR: Final = schema.SCHEMA_DIR / "results"
 """The probes' result schemas, shipped with the engine's (see docs/acceptance-report.md)."""
@@ -159,7 +173,9 @@ def _load_one(file: Path, display: str) -> Result | list[Diagnostic]:
         error=data["error"],
         environment=MappingProxyType(dict(sorted(data["environment"].items()))),
         metrics=MappingProxyType(dict(data["metrics"])),
-        complete=not _metrics_problems(data["probe"], data["metrics"]),
+        complete=not _metrics_problems(
+            data["probe"], data["metrics"], _step_label(data["environment"])
+        ),
     )
 
 
@@ -218,6 +234,8 @@ _STRING = "string"
 _BOOLEAN = "boolean"
 _ARRAY = "array"
 _NUMBER_OR_NULL = "number or null"
+_OBJECT = "object"
+_STRING_OR_NULL = "string or null"
 
 METRICS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
     {
@@ -276,8 +294,53 @@ METRICS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
             "p99Ms": _NUMBER,
             "meanMs": _NUMBER,
         },
+        "nodes": {
+            "nodeCount": _INTEGER,
+            "worldSize": _INTEGER,
+            "nodes": _ARRAY,
+            "links": _ARRAY,
+            "poolBusbwGBps": _NUMBER,
+            "outlierFraction": _NUMBER,
+            "fabric": _OBJECT,
+        },
     }
 )
+
+STEP_METRICS: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
+    {
+        "concurrent-storage": {
+            "workers": _INTEGER,
+            "aggregateReadGBps": _NUMBER,
+            "aggregateWriteGBps": _NUMBER,
+            "slowestReadGBps": _NUMBER,
+            "slowestWriteGBps": _NUMBER,
+        },
+        "object-store": {"workers": _INTEGER, "aggregateGBps": _NUMBER},
+        "node-loss": {
+            "sinceWriteSeconds": _NUMBER,
+            "writerNode": _STRING,
+            "restoreNode": _STRING,
+        },
+    }
+)
+"""The figures a labelled step (`gpuplane.dev/step`) judges beyond its probe's own: the probes
+write them with `--workers` and on a restore (docs/probes.md)."""
+
+_NODE_FIELDS: Final = {
+    "node": _STRING,
+    "healthy": _BOOLEAN,
+    "error": _STRING_OR_NULL,
+    "intraBusbwGBps": _NUMBER_OR_NULL,
+    "matmulTflops": _NUMBER,
+}
+_LINK_FIELDS: Final = {"a": _STRING, "b": _STRING, "busbwGBps": _NUMBER}
+_FABRIC_ERROR_FIELDS: Final = {
+    "node": _STRING,
+    "device": _STRING,
+    "port": _STRING,
+    "counter": _STRING,
+    "delta": _NUMBER,
+}
 
 _SIZE_FIELDS: Final = {
     "bytes": _INTEGER,
@@ -307,6 +370,8 @@ def _is(value: Any, wanted: str) -> bool:
     actual = _json_type(value)
     if wanted == _NUMBER_OR_NULL:
         return actual == "null" or _is(value, _NUMBER)
+    if wanted == _STRING_OR_NULL:
+        return actual in ("null", _STRING)
     if wanted == _NUMBER:
         return actual in (_NUMBER, _INTEGER)
     if wanted == _INTEGER and actual == _NUMBER:
@@ -376,7 +441,7 @@ def _check_own(data: Mapping[str, Any]) -> list[str]:
     if not isinstance(metrics, dict):
         problems.append("metrics is missing" if metrics is None else "metrics is not an object")
     elif data.get("ok") is True and isinstance(probe, str) and probe in METRICS:
-        problems += _metrics_problems(probe, metrics)
+        problems += _metrics_problems(probe, metrics, _step_label(environment))
     if data.get("ok") is False and not (isinstance(data.get("error"), str) and data["error"]):
         problems.append("a failed result (ok: false) must say why in error")
     return problems
@@ -386,8 +451,43 @@ RESUME_METRICS: Final = ("resumeSteps", "resumed", "resumeMaxLossDifference", "r
 """The checkpoint figures of training resumed from the restore, which older probes did not write."""
 
 
-def _metrics_problems(probe: str, metrics: Mapping[str, Any]) -> list[str]:
+def _step_label(environment: Any) -> str | None:
+    """The labelled step a result was run as, when its label names one of its probe's."""
+    label = environment.get(STEP_KEY) if isinstance(environment, dict) else None
+    return label if isinstance(label, str) and label in LABELLED_STEPS else None
+
+
+def _items(metrics: Mapping[str, Any], key: str, fields: Mapping[str, str]) -> Iterator[str]:
+    """Each object of the array `metrics[key]` with its fields."""
+    found = metrics.get(key)
+    if not isinstance(found, list):
+        return
+    for index, item in enumerate(found):
+        if not isinstance(item, dict):
+            yield f"metrics.{key}[{index}] is not an object"
+        else:
+            yield from _fields(item, fields, f"metrics.{key}[{index}].")
+
+
+def _nodes_problems(metrics: Mapping[str, Any]) -> list[str]:
+    """The node check's per-node, per-link and fabric figures the report reads."""
+    problems = [*_items(metrics, "nodes", _NODE_FIELDS), *_items(metrics, "links", _LINK_FIELDS)]
+    fabric = metrics.get("fabric")
+    if isinstance(fabric, dict):
+        problems += _fields(fabric, {"available": _BOOLEAN, "errors": _ARRAY}, "metrics.fabric.")
+        problems += _items(fabric, "errors", _FABRIC_ERROR_FIELDS)
+    return [p.replace("metrics.errors", "metrics.fabric.errors") for p in problems]
+
+
+def _metrics_problems(probe: str, metrics: Mapping[str, Any], step: str | None = None) -> list[str]:
     problems = list(_fields(metrics, METRICS[probe], "metrics."))
+    if step is not None and LABELLED_STEPS[step] == probe and metrics:
+        problems += [
+            f"{p} (the {step} step's figure)"
+            for p in _fields(metrics, STEP_METRICS[step], "metrics.")
+        ]
+    if probe == "nodes":
+        problems += _nodes_problems(metrics)
     if probe == "checkpoint" and metrics and not any(k in metrics for k in RESUME_METRICS):
         problems = [p for p in problems if p.split()[0][len("metrics.") :] not in RESUME_METRICS]
         problems.append(

@@ -18,6 +18,18 @@ QUEUE_WAIT_KEY: Final = "gpuplane.dev/queue-wait-seconds"
 GPUS_KEY: Final = "gpuplane.dev/gpus"
 """The environment label that states how many GPUs a result used (for its cost); optional."""
 
+STEP_KEY: Final = "gpuplane.dev/step"
+"""The environment label the suite adds: the step (Job) that ran the probe."""
+
+LABELLED_STEPS: Final = {
+    "concurrent-storage": "storage",
+    "object-store": "staging",
+    "node-loss": "checkpoint",
+}
+"""The suite steps told apart from their probe's own step by the STEP_KEY label alone: the
+probe each runs. Every other result is judged as its probe's step (the node check's probe is
+`nodes`, the step of the same name)."""
+
 
 class Verdict(StrEnum):
     PASS = "pass"
@@ -69,6 +81,15 @@ class Result:
     complete: bool
     """Whether `metrics` holds every figure of the probe (always when ok; a failed probe may
     leave them all, or none)."""
+
+    @property
+    def step(self) -> str:
+        """The step this result is judged as: a labelled step (concurrent-storage,
+        object-store, node-loss) when the label names one its probe runs, else the probe."""
+        label = self.environment.get(STEP_KEY)
+        if label is not None and LABELLED_STEPS.get(label) == self.probe:
+            return label
+        return self.probe
 
     @property
     def queue_wait_seconds(self) -> float | None:
@@ -141,6 +162,49 @@ class Cost:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeRow:
+    """One node of the node check: its health and intra-node bus bandwidth, judged."""
+
+    node: str
+    ranks: int
+    healthy: bool
+    error: str | None
+    intra_busbw_gbps: float | None
+    matmul_tflops: float | None
+    verdict: Verdict
+    result: str
+    why: str | None = None
+    """What failed the node (unhealthy, below the threshold, an outlier, fabric errors)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """The all-reduce over two nodes' ranks of the node check's ring of pairs."""
+
+    a: str
+    b: str
+    busbw_gbps: float
+    verdict: Verdict
+    result: str
+
+    @property
+    def subject(self) -> str:
+        return f"{self.a}<->{self.b}"
+
+
+@dataclass(frozen=True, slots=True)
+class Outlier:
+    """A node or link below the outlier fraction of the pool's median of the same figure (the
+    median recomputed here from the result's own figures)."""
+
+    subject: str
+    figure: str
+    value: float
+    median: float
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
 class PoolAcceptance:
     cluster: str
     pool: str
@@ -153,6 +217,12 @@ class PoolAcceptance:
     results: tuple[str, ...]
     devices: tuple[Device, ...] = ()
     """The devices of results that record one (the torch probes)."""
+    nodes: tuple[NodeRow, ...] = ()
+    """The node check's nodes, slowest intra-node bus bandwidth first."""
+    links: tuple[LinkRow, ...] = ()
+    """The node check's links, slowest first."""
+    outliers: tuple[Outlier, ...] = ()
+    """Nodes and links below the outlier fraction of the median, slowest (by share) first."""
 
     @property
     def elsewhere(self) -> int:
