@@ -277,9 +277,7 @@ def test_no_team_queue_admits_from_the_jobs_namespace(example: Rendered) -> None
     jobs_namespace = next(
         m.body["metadata"]["labels"] for _, m in manifests(example) if m.name == JOBS
     )
-    platform = {m.name for m in platform_queues(example)} | {
-        m.name for m in window_queues(example)
-    }
+    platform = {m.name for m in platform_queues(example)} | {m.name for m in window_queues(example)}
     team_queues = [
         m for _, m in manifests(example) if m.kind == "ClusterQueue" and m.name not in platform
     ]

@@ -142,7 +142,7 @@ template's Argo custom metrics."""
 WINDOW = """\
 import json, os, ssl, sys, time, urllib.error, urllib.parse, urllib.request
 
-ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount/"
+ACCOUNT = os.environ.get("ACCOUNT_DIR", "/var/run/secrets/kubernetes.io/serviceaccount/")
 API = "https://%s:%s" % (os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"])
 TLS = ssl.create_default_context(cafile=ACCOUNT + "ca.crt")
 ACTION, SELECTOR, KEY, LOSS_KEY, RUN = (
