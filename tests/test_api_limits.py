@@ -27,7 +27,7 @@ from renderer.output.api_limits import TOTAL_ANNOTATION_BYTES, object_problems
 from renderer.output.manifest import Manifest, Values
 from renderer.output.validation import OutputValidator
 from renderer.pipeline import load_platform, render_cluster, render_platform
-from renderer.policy.limits import NAME_MAX, SUITE_TEMPLATES
+from renderer.policy.limits import NAME_MAX, SUITE_TEMPLATES, WINDOW_TEMPLATE
 from renderer.policy.reach import cluster_hosts
 from tests.conftest import REPO, SHARED_CRDS, copy_inputs, edit_once
 from tests.red_team.diffing import cli, commit_base
@@ -278,6 +278,11 @@ def test_the_suite_template_names_are_the_ones_the_suites_render() -> None:
     from workflows.suites.workflow_templates import acceptance_name, benchmark_name
 
     assert {acceptance_name("p"), benchmark_name("p")} == {f"{p}p" for p in SUITE_TEMPLATES}
+    from renderer.model.names import window_cluster_queue_name
+    from workflows.suites.workflow_templates import window_name
+
+    assert window_name("p") == f"{WINDOW_TEMPLATE}p"
+    assert len(window_cluster_queue_name("p")) <= len(window_name("p"))
 
 
 def _renamed(root: Path, old: str, new: str) -> None:
@@ -296,7 +301,8 @@ def _longest_names(root: Path, extra: int) -> None:
     name, which nothing holds to less than its own 63, at 63 (Applications `<cluster>-<layer>`
     and AppProjects `team-<team>-<cluster>` are DNS subdomains, at most 253)."""
     _renamed(root, "prod-east", "prod-east-" + "c" * 53)
-    _renamed(root, "h100-train", "h100-train-" + "p" * (52 - 11 + extra))  # acceptance-<pool>
+    # acceptance-window-<pool>: prod-east has an acceptance window
+    _renamed(root, "h100-train", "h100-train-" + "p" * (45 - 11 + extra))
     _renamed(root, "prod", "prod-" + "q" * (52 - 5 + extra))  # <queue>-acceptance
     _renamed(root, "vision", "vision-" + "v" * (53 - 7 + extra))  # <team>-notebooks
     for ns in ("train", "serve", "notebooks"):

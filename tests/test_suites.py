@@ -146,7 +146,10 @@ def test_every_suite_object_validates_against_the_crds_and_has_no_dangling_refer
                 assert references.check_references(manifest.body, known) == [], manifest.path
                 checked += 1
     pools = sum(len(placement.targets(v)) for v in views(example.platform))
-    assert checked == 2 * pools + 2 * len(example.manifests)  # 2 templates per pool, hook, cron
+    windowed = sum(1 for v in views(example.platform) for t in placement.targets(v) if t.window)
+    assert windowed == 3  # prod-east's pools
+    # 2 templates per pool, the window's on a cluster with a window, hook, cron
+    assert checked == 2 * pools + windowed + 2 * len(example.manifests)
 
 
 def test_the_objects_the_workflows_create_pass_their_kubernetes_schemas(
@@ -185,7 +188,10 @@ def test_each_pool_a_team_queue_holds_gets_its_templates(example: Rendered) -> N
         names = set(argo(example, view.cluster.name, "WorkflowTemplate"))
         pools = {t.name for t in placement.targets(view)}
         assert pools == {p.name for p in view.pools}  # every example pool has a team quota
-        assert names == {f"{kind}-{p}" for p in pools for kind in ("acceptance", "benchmark")}
+        kinds = ["acceptance", "benchmark"]
+        if view.cluster.acceptance_window is not None and view.cluster.scheduler == "kueue":
+            kinds.append("acceptance-window")
+        assert names == {f"{kind}-{p}" for p in pools for kind in kinds}
 
 
 def test_a_pool_no_team_has_quota_on_gets_no_suite(platform: Platform) -> None:
@@ -224,6 +230,12 @@ def test_the_acceptance_dag_is_the_guides_seven_steps_in_order(example: Rendered
             assert body["spec"]["entrypoint"] == "acceptance"
             dag = tasks(body, "acceptance")
             expected = [s for s in steps if s != "allreduce" or target.pool.nodes.max > 1]
+            # the node check and the data path under load after step 5 (the object store where
+            # the cluster has one), then export and report
+            data_path = ["nodes", "concurrent-storage"]
+            if target.cluster.object_store:
+                data_path.append("object-store")
+            expected[-2:-2] = data_path
             assert list(dag) == ["workspace", *expected]
             # each step waits for the one before it, and only for it: a chain
             previous = "workspace"
@@ -578,6 +590,11 @@ def test_a_job_that_never_runs_fails_its_step_in_time_for_the_report(example: Re
                 if t["name"].endswith("-job") or t["name"] == "await-job"
             ]
             assert {t["activeDeadlineSeconds"] for t in waits} == {settings.STEP_DEADLINE_SECONDS}
+            # the Jobs stop with the Workflow, whatever Argo does
+            for t in waits:
+                if "manifest" in t["resource"] and t["name"] != "await-job":
+                    job = yaml.safe_load(t["resource"]["manifest"])
+                    assert job["spec"]["activeDeadlineSeconds"] == settings.DEADLINE_SECONDS
             steps = (
                 program.acceptance_steps(target)
                 if suite == "acceptance"
@@ -827,8 +844,11 @@ def test_images_are_pinned(example: Rendered) -> None:
                 if "container" not in tmpl:
                     continue
                 image = tmpl["container"]["image"]
-                assert image.startswith("{{inputs.parameters.") or image.startswith(
-                    "registry.k8s.io/kubectl:v1."
+                # the window's node steps: the platform's own suite image, at its version
+                assert (
+                    image.startswith("{{inputs.parameters.")
+                    or image.startswith("registry.k8s.io/kubectl:v1.")
+                    or image == settings.SUITE_IMAGE
                 ), image
 
 
@@ -849,7 +869,9 @@ def test_the_hook_and_the_cron_run_every_pools_acceptance(example: Rendered) -> 
         cron = objects[every_pool.CRON_NAME]
         assert cron["kind"] == "CronWorkflow"
         assert cron["spec"]["concurrencyPolicy"] == "Forbid"
-        assert cron["spec"]["schedules"] == [settings.CRON_SCHEDULE]
+        window = view.cluster.acceptance_window
+        if window is None:
+            assert cron["spec"]["schedules"] == [settings.CRON_SCHEDULE]
         pools = {t.name for t in placement.targets(view)}
         for run in (hook, cron):
             for name in ("acceptance", "cleanup"):
@@ -857,6 +879,10 @@ def test_the_hook_and_the_cron_run_every_pools_acceptance(example: Rendered) -> 
                     task["templateRef"]["name"]: task["templateRef"]["template"]
                     for task in tasks(run, name).values()
                 }
+                if run is cron and window is not None:  # tests/test_suite_window.py
+                    exit_or_run = "exit" if name == "cleanup" else name
+                    assert refs == {f"acceptance-window-{p}": exit_or_run for p in pools}
+                    continue
                 assert refs == {f"acceptance-{p}": name for p in pools}
                 for wt, tmpl in refs.items():
                     assert tmpl in {t["name"] for t in objects[wt]["spec"]["templates"]}
@@ -1128,8 +1154,9 @@ def test_every_suite_publishes_the_checkpoint_gauges_its_alerts_read(example: Re
         exprs = [r["expr"] for rule in rules for g in rule["spec"]["groups"] for r in g["rules"]]
         for name in wanted:
             assert sum(metrics.ARGO_METRIC_PREFIX + name in e for e in exprs) == 1
-        for name, body in argo(example, cluster, "WorkflowTemplate").items():
-            suite, pool = name.split("-", 1)
+        for body in argo(example, cluster, "WorkflowTemplate").values():
+            pool = body["metadata"]["labels"]["gpuplane.dev/pool"]
+            suite = body["metadata"]["labels"]["gpuplane.dev/suite"].removesuffix("s")
             (label,) = [t for t in body["spec"]["templates"] if t["name"] == "label"]
             outputs = {p["name"]: p for p in label["outputs"]["parameters"]}
             gauges = label["metrics"]["prometheus"]
@@ -1144,7 +1171,8 @@ def test_every_suite_publishes_the_checkpoint_gauges_its_alerts_read(example: Re
                 assert outputs[parameter[1]]["valueFrom"]["default"] == ""
                 assert "{{status}} == Succeeded" in gauge["when"]
                 seen += 1
-    assert seen == 2 * 2 * sum(len(placement.targets(v)) for v in views(example.platform))
+    templates = sum(len(argo(example, c, "WorkflowTemplate")) for c in example.manifests)
+    assert seen == 2 * templates
 
 
 def test_the_scripts_hold_nothing_argo_would_substitute() -> None:

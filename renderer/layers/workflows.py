@@ -71,6 +71,17 @@ JOB_RULES: tuple[Mapping[str, Any], ...] = (
 read their logs, delete a pod (step 5) and clean up. The ServiceAccount has no right in any team
 namespace."""
 
+WINDOW_RULES: tuple[Mapping[str, Any], ...] = (
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+)
+"""Cluster-wide, only where the cluster declares an acceptance window: taint and untaint the
+pool's nodes (read, then patch), find the pods on them (list, by `spec.nodeName`), and evict
+them through the Eviction API, which honours PodDisruptionBudgets. No delete, no update, no
+wildcard (docs/acceptance-window.md)."""
+WINDOW_ROLE = "gpuplane-acceptance-window"
+
 
 class DanglingReference(RuntimeError):
     """A compiled suite refers to a template, task or parameter that does not exist."""
@@ -86,10 +97,12 @@ def render(view: ClusterView) -> Iterator[Output]:
     at = cluster.origin.location
     yield from _suite_namespace(view)
     yield from _jobs_namespace(view, targets)
+    yield from _window_access(view, targets)
     templates: dict[str, dict[str, Any]] = {}
     outputs: list[Manifest] = []
     for target in targets:
-        for what in ("acceptance", "benchmark"):
+        kinds = ["acceptance", "benchmark"] + (["window"] if target.window else [])
+        for what in kinds:
             body = compiled(what, target)
             templates[body["metadata"]["name"]] = body
             outputs.append(Manifest(LAYER, body, target.pool.origin.location))
@@ -144,11 +157,16 @@ def import_hera() -> None:
 def _build(what: str, *inputs: Any) -> Any:
     """The Hera object; Hera (a second to import) only now."""
     from workflows.suites.every_pool import cron_workflow, postsync_hook
-    from workflows.suites.workflow_templates import acceptance_template, benchmark_template
+    from workflows.suites.workflow_templates import (
+        acceptance_template,
+        benchmark_template,
+        window_template,
+    )
 
     builders: dict[str, Callable[..., Any]] = {
         "acceptance": acceptance_template,
         "benchmark": benchmark_template,
+        "window": window_template,
         "postsync": postsync_hook,
         "cron": cron_workflow,
     }
@@ -221,6 +239,39 @@ def _role_and_binding(
     )
 
 
+def _window_access(view: ClusterView, targets: tuple[placement.Target, ...]) -> Iterator[Manifest]:
+    """The ClusterRole `gpuplane-acceptance-window` (WINDOW_RULES) bound to the suite's
+    ServiceAccount alone, where the suite reserves pools in a window."""
+    if not any(t.window is not None for t in targets):
+        return
+    cluster = view.cluster
+    at = cluster.origin.location
+    api = "rbac.authorization.k8s.io/v1"
+    yield Manifest(
+        LAYER,
+        {
+            "apiVersion": api,
+            "kind": "ClusterRole",
+            "metadata": metadata(WINDOW_ROLE, cluster=cluster.name),
+            "rules": copy.deepcopy([dict(r) for r in WINDOW_RULES]),
+        },
+        at,
+    )
+    yield Manifest(
+        LAYER,
+        {
+            "apiVersion": api,
+            "kind": "ClusterRoleBinding",
+            "metadata": metadata(WINDOW_ROLE, cluster=cluster.name),
+            "roleRef": {"apiGroup": api.split("/")[0], "kind": "ClusterRole", "name": WINDOW_ROLE},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+            ],
+        },
+        at,
+    )
+
+
 def _jobs_namespace(view: ClusterView, targets: tuple[placement.Target, ...]) -> Iterator[Manifest]:
     """The probe Jobs' namespace, the suite's rights there, the LocalQueues, headless Services
     and DRA claim templates its Jobs name."""
@@ -252,6 +303,19 @@ def _jobs_namespace(view: ClusterView, targets: tuple[placement.Target, ...]) ->
                     "spec": {"clusterQueue": target.cluster_queue},
                 },
                 target.queue.origin.location,
+            )
+    for target in targets:
+        if target.window is not None:
+            name = placement.reserved(target).local_queue
+            yield Manifest(
+                LAYER,
+                {
+                    "apiVersion": KUEUE_API,
+                    "kind": "LocalQueue",
+                    "metadata": metadata(name, JOBS_NAMESPACE, pool=target.name),
+                    "spec": {"clusterQueue": placement.reserved(target).cluster_queue},
+                },
+                target.pool.origin.location,
             )
     for target in targets:
         if needs_service(target):

@@ -156,6 +156,25 @@ def suite_cluster_queue_name(queue: str) -> str:
     return f"{queue}-acceptance"
 
 
+WINDOW_QUEUE_PREFIX = "gpuplane-window-"
+
+
+def window_cluster_queue_name(pool: str) -> str:
+    """The standalone ClusterQueue (no cohort) that admits a pool's suite Jobs during the
+    cluster's acceptance window, and its LocalQueue in SUITE_JOBS_NAMESPACE: its quota is the
+    whole pool, never lent, and counted in no team's sums (docs/acceptance-window.md). A team's
+    ClusterQueues are `<team>-<purpose>`, and `window-<pool>` is no purpose."""
+    return f"{WINDOW_QUEUE_PREFIX}{pool}"
+
+
+WINDOW_TAINT_KEY = "gpuplane.dev/acceptance-window"
+"""The NoSchedule taint the window's `reserve` step puts on a pool's nodes (value: the run's
+Workflow uid); only the window's suite Jobs tolerate it."""
+NODE_LOSS_TAINT_KEY = "gpuplane.dev/acceptance-node-loss"
+"""The NoSchedule taint the `node-loss` step puts on the node it takes away (tolerated by
+nothing of the suite's), so the Job's replacement pod lands on another node."""
+
+
 # --- clean-up -----------------------------------------------------------------------------------
 
 DEFAULT_FINISHED_JOBS = "7d"

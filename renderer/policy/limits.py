@@ -29,6 +29,9 @@ NAME_MAX = 63
 WorkflowTemplate's name (workflow/validate `maxCharsInObjectName`)."""
 
 SUITE_TEMPLATES = ("acceptance-", "benchmark-")
+WINDOW_TEMPLATE = "acceptance-window-"
+"""The window run's template of a pool, on a Kueue cluster with an acceptance window (longer
+than the others, and than its queue `gpuplane-window-<pool>`)."""
 """The pool's WorkflowTemplates, `acceptance-<pool>` and `benchmark-<pool>`
 (`workflows.suites.workflow_templates.acceptance_name`, `benchmark_name`)."""
 
@@ -114,8 +117,11 @@ def _queue_names(p: Platform) -> Iterator[_Derived]:
 
 
 def _pool_names(p: Platform) -> Iterator[_Derived]:
-    prefix = max(SUITE_TEMPLATES, key=len)  # the longer one overflows first
     for pool in p.pools.values():
+        prefix = max(SUITE_TEMPLATES, key=len)  # the longer one overflows first
+        cluster = p.clusters.get(pool.cluster)
+        if cluster is not None and cluster.acceptance_window and cluster.scheduler == "kueue":
+            prefix = WINDOW_TEMPLATE
         yield _Derived(
             f"{prefix}{pool.name}",
             "WorkflowTemplate",
@@ -136,7 +142,9 @@ def derived_names_fit(p: Platform) -> Iterator[Diagnostic]:
     WorkloadPriorityClass is `<queue>-<priority>` and its acceptance LocalQueue
     `<queue>-acceptance`, both named in workload labels; a pool's acceptance and benchmark
     WorkflowTemplates are `acceptance-<pool>` and `benchmark-<pool>`, which Argo Workflows
-    refuses beyond 63. A name that fits its own field can still break what is built from it:
+    refuses beyond 63, and on a Kueue cluster with an acceptance window also the longer
+    template name `acceptance-window-<pool>` (its queues, `gpuplane-window-<pool>`, are
+    shorter). A name that fits its own field can still break what is built from it:
     the sync fails, or a label silently goes missing.
 
     To satisfy it: shorten the name the hint points at, to the length it gives: a team's

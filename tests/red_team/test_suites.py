@@ -11,6 +11,7 @@ refused by `reserved-namespace`, in test_names.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -118,17 +119,93 @@ def test_no_team_is_bound_in_the_suites_namespaces(
             assert not bound & groups, (attack, m.path)
 
 
+WINDOW_RIGHTS = {
+    ("", "nodes", "get"),
+    ("", "nodes", "list"),
+    ("", "nodes", "patch"),
+    ("", "pods", "list"),
+    ("", "pods/eviction", "create"),
+}
+"""All the suite's ServiceAccount may do outside its two namespaces, and only on a cluster with an
+acceptance window: taint the pool's nodes, find the pods on them and evict those (the Eviction
+API honours PodDisruptionBudgets)."""
+
+
+def rights(rendered: Rendered, cluster: str, namespace: str | None) -> set[tuple[str, str, str]]:
+    """What the suite's ServiceAccount may do in `namespace` (None: cluster-scoped objects) on
+    `cluster`, as Kubernetes' RBAC authorizer grants it: the rules of every ClusterRole a
+    ClusterRoleBinding binds it to, and of the Roles and ClusterRoles a RoleBinding in that
+    namespace binds it to. A wildcard stays `*` (and fails the comparisons)."""
+    objects = {(m.kind, m.namespace, m.name): m.body for m in rendered.manifests[cluster]}
+    granted: set[tuple[str, str, str]] = set()
+    for (kind, ns, _), body in objects.items():
+        if SUITE_ACCOUNT not in body.get("subjects", []):
+            continue
+        if kind == "ClusterRoleBinding" or (kind == "RoleBinding" and ns == namespace):
+            ref = body["roleRef"]
+            role_ns = ns if ref["kind"] == "Role" else None
+            role = objects[(ref["kind"], role_ns, ref["name"])]
+            for rule in role["rules"]:
+                granted |= {
+                    (g, r, v)
+                    for g in rule["apiGroups"]
+                    for r in rule["resources"]
+                    for v in rule["verbs"]
+                }
+    return granted
+
+
 def test_the_suites_account_has_no_right_in_a_team_namespace(example: Rendered) -> None:
     """A team cannot lure the suite into its namespace either: nothing binds the suite's
-    ServiceAccount there, so no probe, claim or Service of the suite lives where a team writes."""
+    ServiceAccount there, so no probe, claim or Service of the suite lives where a team writes.
+    Where the cluster has an acceptance window, one ClusterRole gives it cluster-wide exactly
+    WINDOW_RIGHTS (no wildcard, no write but the node patch and evictions), bound to it alone;
+    elsewhere it has nothing outside its two namespaces."""
     teams = team_namespaces(example)
-    for _, m in manifests(example):
+    windowed = {
+        c for c in example.manifests if example.platform.clusters[c].acceptance_window is not None
+    }
+    assert windowed == {"prod-east"}
+    for cluster, m in manifests(example):
         if m.kind in ("RoleBinding", "ClusterRoleBinding") and SUITE_ACCOUNT in m.body.get(
             "subjects", []
         ):
-            assert m.kind == "RoleBinding" and m.namespace in (SUITE, JOBS), m.path
+            if m.kind == "ClusterRoleBinding":
+                assert cluster in windowed, m.path
+                assert m.body["subjects"] == [SUITE_ACCOUNT], m.path
+                assert m.body["roleRef"]["kind"] == "ClusterRole", m.path
+            else:
+                assert m.namespace in (SUITE, JOBS), m.path
         if m.layer == "workflows":
             assert m.namespace not in teams, m.path
+    for cluster in example.manifests:
+        expected = WINDOW_RIGHTS if cluster in windowed else set()
+        for name in teams:
+            if any(m.name == name for m in example.manifests[cluster] if m.kind == "Namespace"):
+                assert rights(example, cluster, name) == expected, (cluster, name)
+        assert rights(example, cluster, None) == expected
+        assert not any("*" in right for right in rights(example, cluster, JOBS))
+
+
+def test_the_window_rights_are_the_least_the_window_steps_use(example: Rendered) -> None:
+    """Each right of WINDOW_RIGHTS is an API call of the window's script (read, then patch, a
+    node; list the pods on a node; post an eviction), and it makes no other: nothing it may not
+    do, nothing granted for nothing."""
+    from workflows.suites.scripts import WINDOW
+
+    calls = {
+        ("", "nodes", "get"): 'call("GET", "/api/v1/nodes/"',
+        ("", "nodes", "list"): 'listed("/api/v1/nodes"',
+        ("", "nodes", "patch"): '"PATCH", "/api/v1/nodes/"',
+        ("", "pods", "list"): 'listed("/api/v1/pods"',
+        ("", "pods/eviction", "create"): '/eviction"',
+    }
+    assert set(calls) == WINDOW_RIGHTS
+    for right, text in calls.items():
+        assert text in WINDOW, right
+    # GET node, PATCH node, POST eviction, and listed's GET: no other request
+    assert sorted(re.findall(r'call\(\s*"([A-Z]+)"', WINDOW)) == ["GET", "GET", "PATCH", "POST"]
+    assert "DELETE" not in WINDOW and '"PUT"' not in WINDOW
 
 
 def embedded(body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -200,7 +277,7 @@ def test_no_team_queue_admits_from_the_jobs_namespace(example: Rendered) -> None
     jobs_namespace = next(
         m.body["metadata"]["labels"] for _, m in manifests(example) if m.name == JOBS
     )
-    platform = {m.name for m in platform_queues(example)}
+    platform = {m.name for m in platform_queues(example)} | {m.name for m in window_queues(example)}
     team_queues = [
         m for _, m in manifests(example) if m.kind == "ClusterQueue" and m.name not in platform
     ]
@@ -208,6 +285,36 @@ def test_no_team_queue_admits_from_the_jobs_namespace(example: Rendered) -> None
     for queue in team_queues:
         selector = queue.body["spec"]["namespaceSelector"]
         assert not selects(selector, with_name(JOBS, jobs_namespace)), queue.path
+
+
+def window_queues(rendered: Rendered) -> list[Manifest]:
+    return [
+        m
+        for _, m in manifests(rendered)
+        if m.kind == "ClusterQueue" and m.name.startswith("gpuplane-window-")
+    ]
+
+
+def test_no_team_can_submit_to_a_window_queue_and_it_lends_nothing(example: Rendered) -> None:
+    """The window's ClusterQueues hold whole pools: only the Jobs namespace may use them, and,
+    in no cohort, they lend nothing to a team and borrow nothing from one."""
+    teams = team_namespaces(example)
+    queues = window_queues(example)
+    assert {q.name for q in queues} == {
+        "gpuplane-window-h100-train",
+        "gpuplane-window-a100-mig",
+        "gpuplane-window-l40s-infer",
+    }  # prod-east's tested pools; staging-west has no window
+    jobs_namespace = next(
+        m.body["metadata"]["labels"] for _, m in manifests(example) if m.name == JOBS
+    )
+    for queue in queues:
+        spec = queue.body["spec"]
+        assert "cohortName" not in spec and "cohort" not in spec, queue.path
+        selector = spec["namespaceSelector"]
+        assert selects(selector, with_name(JOBS, jobs_namespace)), queue.path
+        for name, labels in teams.items():
+            assert not selects(selector, with_name(name, labels)), (queue.path, name)
 
 
 def test_the_platform_queue_holds_nothing_a_team_is_promised(example: Rendered) -> None:

@@ -12,7 +12,7 @@ from hera.workflows.models import TemplateRef
 
 from renderer.model.platform import Cluster
 from renderer.output.manifest import labels as common_labels
-from workflows.suites.placement import Target
+from workflows.suites.placement import Target, reserved
 from workflows.suites.program import input_ref
 from workflows.suites.settings import (
     CRON_SCHEDULE,
@@ -26,9 +26,11 @@ from workflows.suites.settings import (
 from workflows.suites.workflow_templates import (
     acceptance_name,
     clean_up,
+    exit_template,
     params,
     pod_security,
     suite_inputs,
+    window_name,
 )
 
 HOOK_NAME = "acceptance-postsync"
@@ -57,24 +59,32 @@ def _runs_every_pool(targets: Sequence[Target]) -> None:
         for target in targets:
             Task(
                 name=target.name,
-                template_ref=TemplateRef(name=acceptance_name(target.name), template="acceptance"),
+                template_ref=TemplateRef(name=_template_name(target), template="acceptance"),
                 arguments={n: input_ref(n) for n in suite_inputs(target)},
             )
     with DAG(name="cleanup"):
         for target in targets:
             Task(
                 name=target.name,
-                template_ref=TemplateRef(name=acceptance_name(target.name), template="cleanup"),
+                template_ref=TemplateRef(
+                    name=_template_name(target), template=exit_template(target)
+                ),
             )
 
 
-def _run_spec(targets: Sequence[Target], window: int) -> dict[str, Any]:
+def _template_name(target: Target) -> str:
+    return window_name(target.name) if target.reserved else acceptance_name(target.name)
+
+
+def _run_spec(
+    targets: Sequence[Target], window: int, deadline: int = DEADLINE_SECONDS
+) -> dict[str, Any]:
     return {
         "entrypoint": "acceptance",
         "on_exit": "cleanup",
         "service_account_name": SERVICE_ACCOUNT,
         "security_context": pod_security(),
-        "active_deadline_seconds": DEADLINE_SECONDS,
+        "active_deadline_seconds": deadline,
         "arguments": [Parameter(name=n, value=v) for n, v in _run_parameters(targets, window)],
         **clean_up(),
     }
@@ -101,7 +111,15 @@ def postsync_hook(cluster: Cluster, targets: Sequence[Target]) -> Workflow:
 
 
 def cron_workflow(cluster: Cluster, targets: Sequence[Target]) -> CronWorkflow:
-    """The periodic run: every pool's acceptance with the full window, one run at a time."""
+    """The periodic run: every pool's acceptance with the full window, one run at a time. With
+    an acceptance window (Kueue clusters) it runs at the window's schedule, each pool's
+    `acceptance-window-<pool>` (the whole pool, reserved) and stops before the window ends,
+    keeping time for the exit handler to release the pools."""
+    window = targets[0].window if targets else None
+    schedule, deadline = CRON_SCHEDULE, DEADLINE_SECONDS
+    if window is not None:
+        targets = [reserved(t) for t in targets]
+        schedule, deadline = window.schedule, targets[0].deadline_seconds
     with CronWorkflow(
         name=CRON_NAME,
         namespace=NAMESPACE,
@@ -111,13 +129,13 @@ def cron_workflow(cluster: Cluster, targets: Sequence[Target]) -> CronWorkflow:
                 f"Weekly acceptance of every pool of cluster {cluster.name}."
             )
         },
-        schedules=[CRON_SCHEDULE],
+        schedules=[schedule],
         timezone="UTC",
         concurrency_policy="Forbid",
         starting_deadline_seconds=3600,
         successful_jobs_history_limit=HISTORY_LIMIT,
         failed_jobs_history_limit=HISTORY_LIMIT,
-        **_run_spec(targets, WINDOW_SECONDS),
+        **_run_spec(targets, WINDOW_SECONDS, deadline),
     ) as cron:
         _runs_every_pool(targets)
     return cron

@@ -18,6 +18,7 @@ from renderer.model.names import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
     SUITE_COST_CENTER,
+    WINDOW_TAINT_KEY,
     gpu_memory_utilization,
 )
 from renderer.model.nodes import node_labels, tolerations
@@ -38,7 +39,6 @@ from workflows.suites.program import (
 )
 from workflows.suites.scripts import RUNNER
 from workflows.suites.settings import (
-    DEADLINE_SECONDS,
     GPUS_LABEL,
     INTERRUPT_WAIT_SECONDS,
     JOB_NAME_LABEL,
@@ -260,7 +260,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     pod_spec.update(
         {
             "nodeSelector": {"gpuplane.dev/pool": pool.name},
-            "tolerations": tolerations(pool),
+            "tolerations": [*tolerations(pool), *window_tolerations(target)],
             "securityContext": {
                 "runAsNonRoot": True,
                 "runAsUser": 1000,
@@ -292,11 +292,20 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
             "completions": shape.pods,
             "parallelism": shape.pods,
             "backoffLimit": 1 if step.after else 0,
-            "activeDeadlineSeconds": DEADLINE_SECONDS,
+            "activeDeadlineSeconds": target.deadline_seconds,
             "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
             "template": {"metadata": template_meta, "spec": pod_spec},
         },
     }
+
+
+def window_tolerations(target: Target) -> list[dict[str, Any]]:
+    """In the window run, the toleration of the taint its `reserve` step put on the pool's
+    nodes: that key, this run's uid, NoSchedule only (so the node-loss taint, another key,
+    still keeps the replacement pod off the node it took away)."""
+    if not target.reserved:
+        return []
+    return [{"key": WINDOW_TAINT_KEY, "operator": "Equal", "value": RUN, "effect": "NoSchedule"}]
 
 
 def _scheduling(target: Target) -> tuple[dict[str, str], dict[str, Any], dict[str, str]]:
@@ -379,8 +388,9 @@ def _spread(target: Target, step: Step, pod_labels: Mapping[str, str]) -> dict[s
     if shape.pods <= 1:
         return {}
     spread: dict[str, Any] = {"subdomain": headless_service(target)}
-    if shape.per_pod < target.offer.per_node and not topology_aware(target):
-        # devices smaller than a node: one pod per node, or nothing crosses a node
+    smaller = shape.per_pod < target.offer.per_node
+    if (smaller or step.one_per_node) and not topology_aware(target):
+        # devices smaller than a node, or a step that must cover nodes: one pod per node
         spread["affinity"] = {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [

@@ -5,22 +5,30 @@ right; how large its Jobs may be, from the team queue that can hold the most of 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from renderer.model.capacity import Offer, quota_offer
 from renderer.model.choices import INFERENCE_WORKLOADS
-from renderer.model.names import SUITE_JOBS_NAMESPACE, suite_cluster_queue_name
-from renderer.model.platform import Cluster, Pool, Queue, Repository
+from renderer.model.names import (
+    SUITE_JOBS_NAMESPACE,
+    suite_cluster_queue_name,
+    window_cluster_queue_name,
+)
+from renderer.model.platform import AcceptanceWindow, Cluster, Pool, Queue, Repository
 from renderer.model.queue_plans import (
     cluster_queues,
     cohorts,
     potential_available,
 )
+from renderer.model.topology import topology_aware
 from renderer.model.view import ClusterView
 from workflows.suites.settings import (
     DATASET_FALLBACK,
     DATASET_PREFIX,
+    DEADLINE_SECONDS,
     KUBECTL_REPOSITORY,
+    RELEASE_SECONDS,
     SERVER_IMAGE,
     SUITE_IMAGE,
     WINDOW_SECONDS,
@@ -49,10 +57,29 @@ class Target:
     offer: Offer
     available: int
     repository: Repository | None = None
+    reserved: bool = False
+    """The window run's target (`reserved`): the whole pool, admitted by the pool's own window
+    ClusterQueue, on nodes the run has tainted for itself (docs/acceptance-window.md)."""
 
     @property
     def name(self) -> str:
         return self.pool.name
+
+    @property
+    def window(self) -> AcceptanceWindow | None:
+        """The cluster's acceptance window, where the suite can use it: Kueue clusters only (on
+        Volcano nothing is rendered for it, see docs/acceptance-window.md)."""
+        if self.cluster.scheduler != "kueue":
+            return None
+        return self.cluster.acceptance_window
+
+    @property
+    def deadline_seconds(self) -> int:
+        """How long a run, and each of its Jobs, may last: the window's hours less the time kept
+        for releasing the pool, else DEADLINE_SECONDS."""
+        if self.reserved and self.window is not None:
+            return self.window.hours * 3600 - RELEASE_SECONDS
+        return DEADLINE_SECONDS
 
     @property
     def namespace(self) -> str:
@@ -61,6 +88,8 @@ class Target:
 
     @property
     def cluster_queue(self) -> str:
+        if self.reserved:
+            return window_cluster_queue_name(self.pool.name)
         return suite_cluster_queue_name(self.queue.name)
 
     @property
@@ -71,7 +100,10 @@ class Target:
     @property
     def priority_class(self) -> str | None:
         """The cohort's lowest priority: a team's jobs of any higher priority come first, and
-        a team queue that reclaims with `LowerPriority` may preempt the suite's Jobs."""
+        a team queue that reclaims with `LowerPriority` may preempt the suite's Jobs. None in
+        the window: its ClusterQueue is the pool's alone, there is nothing to rank against."""
+        if self.reserved:
+            return None
         priorities = sorted(self.queue.priorities, key=lambda p: (p.value, p.name))
         return f"{self.queue.name}-{priorities[0].name}" if priorities else None
 
@@ -87,6 +119,12 @@ class Target:
     def unit(self) -> int:
         """The most one pod asks for: a node's whole GPUs, else one device."""
         return self.pool.gpus_per_node if self.pool.sharing == "full-gpu" else 1
+
+    @property
+    def placed_by_kueue(self) -> bool:
+        """Whether Kueue places the pods itself (a topology-aware flavor), writing each pod's
+        node into a nodeSelector and packing pods smaller than a node together."""
+        return self.cluster.scheduler == "kueue" and topology_aware(self.pool)
 
     @property
     def multi_node(self) -> bool:
@@ -107,6 +145,12 @@ class Target:
         if self.inference:
             found.append(("server-image", SERVER_IMAGE))
         return tuple(found)
+
+
+def reserved(target: Target) -> Target:
+    """The window run's target of a pool: every device of every node the pool may have."""
+    whole = target.pool.size * target.offer.per_node
+    return dataclasses.replace(target, reserved=True, available=whole)
 
 
 def kubectl_image(cluster: Cluster) -> str:

@@ -138,3 +138,155 @@ when a Job printed none), with its Job's queue wait (created to admitted: Kueue 
 Job, which sets its start time) and run time added to its `environment`, one file each; and
 each SUITE_GAUGES figure the results hold, as a number in a file of its own, for the
 template's Argo custom metrics."""
+
+WINDOW = """\
+import json, os, ssl, sys, time, urllib.error, urllib.parse, urllib.request
+
+ACCOUNT = os.environ.get("ACCOUNT_DIR", "/var/run/secrets/kubernetes.io/serviceaccount/")
+API = "https://%s:%s" % (os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"])
+TLS = ssl.create_default_context(cafile=ACCOUNT + "ca.crt")
+ACTION, SELECTOR, KEY, LOSS_KEY, RUN = (
+    os.environ[n] for n in ("ACTION", "SELECTOR", "TAINT_KEY", "NODE_LOSS_KEY", "RUN")
+)
+DEADLINE = time.time() + int(os.environ["WAIT_SECONDS"])
+
+
+def call(method, path, body=None, kind="application/json"):
+    with open(ACCOUNT + "token") as f:
+        token = f.read().strip()
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(API + path, data=data, method=method)
+    request.add_header("Authorization", "Bearer " + token)
+    request.add_header("Content-Type", kind)
+    try:
+        with urllib.request.urlopen(request, context=TLS, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, {}
+
+
+def listed(path, **query):
+    status, body = call("GET", path + "?" + urllib.parse.urlencode(query))
+    if status != 200:
+        sys.exit("GET %s: HTTP %d" % (path, status))
+    return body.get("items", [])
+
+
+def nodes():
+    return listed("/api/v1/nodes", labelSelector=SELECTOR)
+
+
+def set_taints(name, drop, add=()):
+    # read, change, write with the read resourceVersion: a concurrent change is retried
+    for _ in range(10):
+        status, node = call("GET", "/api/v1/nodes/" + urllib.parse.quote(name))
+        if status != 200:
+            sys.exit("GET node %s: HTTP %d" % (name, status))
+        taints = [t for t in node["spec"].get("taints", []) if t["key"] not in drop]
+        patch = {
+            "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+            "spec": {"taints": taints + list(add)},
+        }
+        status, _ = call(
+            "PATCH", "/api/v1/nodes/" + urllib.parse.quote(name), patch, "application/merge-patch+json"
+        )
+        if status == 200:
+            return
+        if status != 409:
+            sys.exit("PATCH node %s: HTTP %d" % (name, status))
+    sys.exit("node %s kept changing: not tainted" % name)
+
+
+def tolerates(pod, taint):
+    # as Kubernetes' Toleration.ToleratesTaint: the effect (empty: every effect), the key (empty:
+    # every key), then Exists matches any value and Equal (or empty) the same value; Lt and Gt
+    # compare numbers, and a run's uid is none
+    for t in pod["spec"].get("tolerations") or []:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("key") and t["key"] != taint["key"]:
+            continue
+        operator = t.get("operator") or "Equal"
+        if operator == "Exists":
+            return True
+        if operator == "Equal" and (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def in_the_way(node, taint):
+    found = []
+    for pod in listed("/api/v1/pods", fieldSelector="spec.nodeName=" + node):
+        meta = pod["metadata"]
+        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+            continue
+        if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
+            continue
+        if not tolerates(pod, taint):
+            found.append(pod)
+    return found
+
+
+def evict_until_free(names, taint):
+    while True:
+        left = []
+        for name in names:
+            for pod in in_the_way(name, taint):
+                meta = pod["metadata"]
+                path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
+                body = {
+                    "apiVersion": "policy/v1",
+                    "kind": "Eviction",
+                    "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                }
+                status, _ = call("POST", path, body)
+                if status not in (200, 201, 404):
+                    left.append("%s/%s on %s (HTTP %d)" % (meta["namespace"], meta["name"], name, status))
+                elif status != 404:
+                    left.append("%s/%s on %s (evicted, terminating)" % (meta["namespace"], meta["name"], name))
+        if not left:
+            return
+        if time.time() > DEADLINE:
+            sys.exit("not free in time, still running:\\n  " + "\\n  ".join(left))
+        print("waiting for %d pods" % len(left), flush=True)
+        time.sleep(15)
+
+
+if ACTION == "reserve":
+    taint = {"key": KEY, "value": RUN, "effect": "NoSchedule"}
+    names = [n["metadata"]["name"] for n in nodes()]
+    if not names:
+        sys.exit("no node carries " + SELECTOR)
+    for name in names:
+        set_taints(name, {KEY}, [taint])
+    evict_until_free(names, taint)
+    print("reserved %d nodes: %s" % (len(names), " ".join(names)))
+elif ACTION == "lose-node":
+    job = os.environ["JOB"]
+    pods = listed(
+        "/api/v1/namespaces/%s/pods" % os.environ["JOBS_NAMESPACE"],
+        labelSelector="batch.kubernetes.io/job-name=" + job,
+    )
+    names = sorted({p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")})
+    if len(names) != 1:
+        sys.exit("the pods of job %s are on %d nodes, not one" % (job, len(names)))
+    taint = {"key": LOSS_KEY, "value": RUN, "effect": "NoSchedule"}
+    set_taints(names[0], {LOSS_KEY}, [taint])
+    evict_until_free(names, taint)
+    print("took node %s away" % names[0])
+else:
+    names = [n["metadata"]["name"] for n in nodes()]
+    for name in names:
+        set_taints(name, {KEY, LOSS_KEY})
+    print("released %d nodes" % len(names))
+"""
+"""The window's node steps, in the platform's suite image (Python's standard library only, the
+API server through the Workflow pod's ServiceAccount token): `reserve` taints every node of the
+pool (`SELECTOR`) `KEY=<run>:NoSchedule`, evicts through the Eviction API (PodDisruptionBudgets
+respected: a refused eviction is retried) every pod there that does not tolerate the taint (not
+DaemonSet pods, not mirror pods, not finished pods), and waits until none is left or
+`WAIT_SECONDS` passed; `lose-node` does the same with `NODE_LOSS_KEY` to the one node of the Job
+`JOB` (a drain of that node); `release` removes both taints from every node of the pool,
+whatever their value (a crashed run's too)."""

@@ -55,9 +55,25 @@ INFERENCE_REQUESTS = 200
 ALLREDUCE_MAX_BYTES = "1G"
 """The largest all-reduce of the sweep: bus bandwidth peaks only with large messages."""
 
+STORAGE_WORKERS = 8
+"""Workers per pod of `concurrent-storage` (half write, half read, at once)."""
+STAGING_WORKERS = 8
+"""Concurrent downloads of `object-store`."""
+RESERVE_SECONDS = 30 * 60
+"""How long the window's `reserve` step waits for the pool's pods to be evicted (PodDisruption
+Budgets may hold an eviction back) before it fails, and the run with it."""
+WINDOW_REPORT_SECONDS = 30 * 60
+"""In the window run, the time kept for export and report after the last step's deadline."""
+WINDOW_STEP_MIN_SECONDS = 5 * 60
+"""The shortest wait on a Job in the window, however short the window (a window too short for
+its steps then fails them as not finished in time)."""
+RELEASE_SECONDS = 10 * 60
+"""The window's end kept for the exit handler: the run's deadline is the window's hours less
+this, and `release` (which Argo runs after the deadline too) must be done within it."""
+
 CRON_SCHEDULE = "0 3 * * 6"
 """Saturdays at 03:00 UTC: weekly, outside working hours."""
-DEADLINE_SECONDS = 6 * 3600
+DEADLINE_SECONDS = 9 * 3600
 """Workflows, and every Job they create, stop after this, whatever the queue does."""
 RESUME_STEPS = 3
 """Training steps step 5 resumes from the restored checkpoint and compares with the writer's (both
@@ -66,8 +82,9 @@ third step on, a lost optimizer state is unmistakable. The benchmarks' checkpoin
 STEP_DEADLINE_SECONDS = 50 * 60
 """How long the Workflow waits on one Job (queue wait included), and on step 5's replacement:
 a Job Kueue never admits fails its step instead of spending the Workflow's whole deadline, so
-export and report still run. Five steps and a restore fit in DEADLINE_SECONDS with an hour to
-spare (a test checks it)."""
+export and report still run. Eight steps and a restore fit in DEADLINE_SECONDS with an hour to
+spare (a test checks it). In the window (no queue wait: the quota is the run's) each wait gets
+an equal share of the window instead (`program.step_deadline_seconds`)."""
 INTERRUPT_WAIT_SECONDS = 3600
 """How long step 5's first pod, its checkpoint written, waits for the Workflow to delete it."""
 JOB_TTL_SECONDS = 24 * 3600

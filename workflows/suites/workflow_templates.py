@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from hera.workflows import (
     DAG,
@@ -37,10 +37,12 @@ from hera.workflows.models import (
 )
 
 from renderer.model.metrics import CLUSTER, POOL
+from renderer.model.names import NODE_LOSS_TAINT_KEY, WINDOW_TAINT_KEY
+from renderer.model.nodes import POOL_LABEL as NODE_POOL_LABEL
 from renderer.output.canonical import dump
 from renderer.output.manifest import metadata
 from workflows.suites.jobs import job_manifest, result_labels, run_labels, workspace_manifest
-from workflows.suites.placement import Target
+from workflows.suites.placement import Target, reserved
 from workflows.suites.program import (
     Step,
     acceptance_steps,
@@ -48,11 +50,11 @@ from workflows.suites.program import (
     dns_label,
     input_ref,
     ref,
+    step_deadline_seconds,
     task_output,
 )
-from workflows.suites.scripts import EXPORT
+from workflows.suites.scripts import EXPORT, WINDOW
 from workflows.suites.settings import (
-    DEADLINE_SECONDS,
     EXPORT_DIR,
     INDEX_LABEL,
     JOB_NAME_LABEL,
@@ -61,11 +63,13 @@ from workflows.suites.settings import (
     PLATFORM_DIR,
     POD_GC_DELAY,
     POOL_LABEL,
+    RELEASE_SECONDS,
+    RESERVE_SECONDS,
     RUN,
     RUN_LABEL,
     SERVICE_ACCOUNT,
-    STEP_DEADLINE_SECONDS,
     SUITE_GAUGES,
+    SUITE_IMAGE,
     WORKFLOW_SUCCESS_TTL_SECONDS,
     WORKFLOW_TTL_SECONDS,
     SuiteGauge,
@@ -169,7 +173,7 @@ def _job_template(target: Target, step: Step) -> Resource:
         manifest=dump(job_manifest(target, step)),
         success_condition=success,
         failure_condition=failure,
-        active_deadline_seconds=STEP_DEADLINE_SECONDS,
+        active_deadline_seconds=step_deadline_seconds(target),
         inputs=params(*suite_inputs(target, step)),
         outputs=[Parameter(name=n, value_from=ValueFrom(json_path=p)) for n, p in outputs],
     )
@@ -232,7 +236,7 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
         if step.after:
             Task(
                 name="interrupt",
-                template="interrupt",
+                template="interrupt" if step.interruption == "pod" else "lose-node",
                 arguments={"job": task_output("job", "job")},
                 depends="job.Succeeded",
             )
@@ -282,8 +286,12 @@ def _selector(labels: Mapping[str, str]) -> str:
 def _common_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
     """The workspace, the kubectl steps, export (label, then publish) and the clean-up."""
     _workspace_and_logs(target)
-    if any(s.after for s in steps):
+    if any(s.after and s.interruption == "pod" for s in steps):
         _interruption_templates(target)
+    elif any(s.after for s in steps):
+        _await_job(target)
+    if any(s.interruption == "node" for s in steps):
+        _window_tool(target, "lose-node", ["job"])
     _export_templates(target, kind, steps)
     _cleanup_templates(target)
 
@@ -329,6 +337,12 @@ def _interruption_templates(target: Target) -> None:
         # a second try would find the replacement pod and delete that one too
         retried=False,
     )
+    _await_job(target)
+
+
+def _await_job(target: Target) -> None:
+    """Waiting for a Job whose pod was interrupted to finish in its replacement pod."""
+    ns = target.namespace
     Resource(
         name="await-job",
         action="get",
@@ -341,11 +355,47 @@ def _interruption_templates(target: Target) -> None:
         ),
         success_condition="status.succeeded > 0,status.completionTime",
         failure_condition="status.failed > 1",
-        active_deadline_seconds=STEP_DEADLINE_SECONDS,
+        active_deadline_seconds=step_deadline_seconds(target),
         inputs=params("job"),
         outputs=[
             Parameter(name="finished", value_from=ValueFrom(json_path="{.status.completionTime}"))
         ],
+    )
+
+
+WindowAction = Literal["reserve", "lose-node", "release"]
+
+
+def _window_tool(target: Target, action: WindowAction, inputs: Sequence[str] = ()) -> None:
+    """A node step of the window run (scripts.WINDOW), in the platform's suite image whatever
+    the run's `image` (the exit handler has no parameters): `reserve` takes the pool (a taint,
+    then evictions, waiting up to RESERVE_SECONDS), `lose-node` takes the node of a Job away
+    (not retried: a second try would take the replacement's node too), `release` gives every
+    node back (retried: it changes nothing the second time)."""
+    env = {
+        "ACTION": action,
+        "SELECTOR": f"{NODE_POOL_LABEL}={target.name}",
+        "TAINT_KEY": WINDOW_TAINT_KEY,
+        "NODE_LOSS_KEY": NODE_LOSS_TAINT_KEY,
+        "RUN": RUN,
+        "WAIT_SECONDS": str(
+            RESERVE_SECONDS if action == "reserve" else step_deadline_seconds(target)
+        ),
+        "JOBS_NAMESPACE": target.namespace,
+    }
+    if "job" in inputs:
+        env["JOB"] = input_ref("job")
+    deadline = {"reserve": RESERVE_SECONDS, "release": RELEASE_SECONDS // 2}
+    Container(
+        name=action,
+        image=SUITE_IMAGE,
+        command=["python", "-c", WINDOW],
+        env=[Env(name=k, value=v) for k, v in env.items()],
+        inputs=params(*inputs),
+        resources=_tool_resources(),
+        security_context=_container_security(),
+        active_deadline_seconds=deadline.get(action, step_deadline_seconds(target)) + 60,
+        retry_strategy=None if action == "lose-node" else RetryStrategy(limit=IntOrString(2)),
     )
 
 
@@ -562,7 +612,14 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool)
     """The entrypoint: the workspace, each step's DAG after the one before, export, report."""
     inputs = suite_inputs(target)
     with DAG(name=name, inputs=params(*inputs)):
-        Task(name="workspace", template="workspace")
+        if target.reserved:
+            # nothing runs before the pool is the run's: a failed reserve skips every step
+            Task(name="reserve", template="reserve")
+        Task(
+            name="workspace",
+            template="workspace",
+            depends="reserve" if target.reserved else None,
+        )
         previous = "workspace"
         gates = staged_by(steps)
         for step in steps:
@@ -599,10 +656,10 @@ def _template(target: Target, name: str, suite: str, description: str) -> Workfl
         labels=meta["labels"],
         annotations={"workflows.argoproj.io/description": description},
         entrypoint=suite,
-        on_exit="cleanup",
+        on_exit=exit_template(target),
         service_account_name=SERVICE_ACCOUNT,
         security_context=pod_security(),
-        active_deadline_seconds=DEADLINE_SECONDS,
+        active_deadline_seconds=target.deadline_seconds,
         arguments=[Parameter(name=n, value=v) for n, v in target.parameters],
         **clean_up(),
     )
@@ -625,6 +682,42 @@ def acceptance_template(target: Target) -> WorkflowTemplate:
         _report(target, [k for s in steps for k in s.judged])
         _main_dag(target, "acceptance", steps, report=True)
     return wt
+
+
+def exit_template(target: Target) -> str:
+    """What a run of the template runs on exit, however it ended (Argo runs an exit handler
+    past the Workflow's deadline too): the clean-up, and in the window the release."""
+    return "exit" if target.reserved else "cleanup"
+
+
+def window_template(target: Target) -> WorkflowTemplate:
+    """`acceptance-window-<pool>`: in the cluster's acceptance window, `reserve` takes the whole
+    pool (taint, evictions), then the guide's steps and the node, data path and node-loss steps
+    run on every node of it, admitted by the pool's window ClusterQueue; the exit handler
+    releases the pool whatever happened (docs/acceptance-window.md)."""
+    whole = reserved(target)
+    steps = acceptance_steps(whole)
+    description = (
+        f"Acceptance of the whole pool {target.name} in the cluster's acceptance window: its "
+        f"nodes tainted for the run, its Jobs admitted by ClusterQueue {whole.cluster_queue}."
+    )
+    gates = staged_by(steps)
+    with _template(whole, window_name(target.name), "acceptance", description) as wt:
+        _window_tool(whole, "reserve")
+        _window_tool(whole, "release")
+        for step in steps:
+            _step_templates(whole, step, gated=step.name in gates)
+        _common_templates(whole, "acceptance", steps)
+        with DAG(name="exit"):
+            Task(name="cleanup", template="cleanup")
+            Task(name="release", template="release")
+        _report(whole, [k for s in steps for k in s.judged])
+        _main_dag(whole, "acceptance", steps, report=True)
+    return wt
+
+
+def window_name(pool: str) -> str:
+    return f"acceptance-window-{pool}"
 
 
 def benchmark_template(target: Target) -> WorkflowTemplate:

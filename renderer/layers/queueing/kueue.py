@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from renderer.findings.diagnostics import Location
+from renderer.model import quantity
 from renderer.model.capacity import pool_offers
 from renderer.model.integrations import DEFAULT_FRAMEWORKS, enabled_frameworks
 from renderer.model.names import COST_CENTER_LABEL, PROMETHEUS_ADDON, SUITE_JOBS_NAMESPACE
@@ -147,6 +148,7 @@ def render(view: ClusterView) -> Iterator[Output]:
             _cluster_queue(plan, fair_sharing=fair_sharing), plan.namespaces[0].origin.location
         )
     yield from suite_cluster_queues(view)
+    yield from window_cluster_queues(view)
     for plan in plans:
         for ns in plan.namespaces:
             yield _manifest(
@@ -418,6 +420,61 @@ def suite_cluster_queues(view: ClusterView) -> Iterator[Manifest]:
                 "spec": spec,
             },
             queue.origin.location,
+        )
+
+
+def window_cluster_queues(view: ClusterView) -> Iterator[Manifest]:
+    """Where the cluster declares an acceptance window, per tested pool the ClusterQueue
+    `gpuplane-window-<pool>`: in no cohort, so its quota is never lent and never borrowed,
+    and it is no member of any team's tree (fit, plan, the quota sums and the diagrams read
+    the team queues' plans, which it is not); its nominal quota is the whole pool (every device,
+    and the hosts' cpu and memory where the pool declares them) on the pool's flavor. Its
+    Jobs run only on nodes the window's `reserve` step has emptied and tainted for them; only
+    the suites' Jobs namespace may use it. See docs/acceptance-window.md."""
+    if view.cluster.acceptance_window is None or view.cluster.scheduler != "kueue":
+        return
+    for target in placement.targets(view):
+        pool = target.pool
+        whole = placement.reserved(target)
+        amounts: dict[str, Decimal] = {target.offer.resource: Decimal(whole.available)}
+        if pool.host_cpus is not None and pool.host_memory is not None:
+            amounts[CPU] = Decimal(pool.host_cpus * pool.size)
+            amounts[MEMORY] = quantity.parse(pool.host_memory) * pool.size
+        covered = [r for r in (CPU, MEMORY) if r in amounts] + [target.offer.resource]
+        spec: dict[str, Any] = {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": NAMESPACE_NAME_LABEL,
+                        "operator": "In",
+                        "values": [SUITE_JOBS_NAMESPACE],
+                    }
+                ]
+            },
+            "queueingStrategy": "StrictFIFO",
+            "preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
+            "resourceGroups": [
+                {
+                    "coveredResources": covered,
+                    "flavors": [
+                        {
+                            "name": pool.name,
+                            "resources": [
+                                {"name": r, "nominalQuota": amount_text(r, amounts[r])}
+                                for r in covered
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+        yield _manifest(
+            {
+                "kind": "ClusterQueue",
+                "metadata": metadata(whole.cluster_queue, pool=pool.name, suite="acceptance"),
+                "spec": spec,
+            },
+            pool.origin.location,
         )
 
 
