@@ -27,6 +27,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from ruamel.yaml import YAML
 
+from renderer.output.validation import OutputValidator
 from tests.conftest import REPO, Result
 
 Run = Callable[..., Result]
@@ -334,6 +335,10 @@ def test_two_pools_give_two_files_and_a_configmap_list(
     assert h100["metadata"]["namespace"] == "gpuplane-acceptance"
     text = (tmp_path / "out" / "acceptance" / "prod-east" / "h100-train.yaml").read_text()
     assert h100["data"] == {"h100-train.yaml": text}
+    # what the suite's report-evidence step applies: each item as the API server would see it
+    validator = OutputValidator()
+    for item in body["items"]:
+        assert not validator.validate(item, "1.33"), item["metadata"]["name"]
 
 
 def test_exit_zero_still_records_a_failing_run(gpuplane: Run, repo: Path, tmp_path: Path) -> None:

@@ -213,11 +213,17 @@ def embedded(body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     namespace of every kubectl step."""
     for template in body["spec"]["templates"]:
         manifest = template.get("resource", {}).get("manifest")
+        if manifest == "{{inputs.parameters.manifest}}":
+            continue  # the evidence ConfigMap: `acceptance record --namespace`, below
         if manifest is not None:
             yield template["name"], yaml.safe_load(manifest)
-        for arg in template.get("container", {}).get("args", []):
+        args = template.get("container", {}).get("args", [])
+        for arg in args:
             if arg.startswith("--namespace="):
                 yield template["name"], {"metadata": {"namespace": arg.split("=", 1)[1]}}
+            if arg == "--configmap":  # record writes the ConfigMap the next step applies
+                namespace = args[args.index("--namespace") + 1]
+                yield template["name"], {"kind": "ConfigMap", "metadata": {"namespace": namespace}}
 
 
 def test_every_probe_job_runs_in_the_platforms_namespace(example: Rendered) -> None:
