@@ -58,6 +58,7 @@ SAMPLE = {
     "workflow.name": "acceptance-postsync",
     "inputs.parameters.image": "registry.example.com/base/gpuplane-acceptance:v0.1.0",
     "inputs.parameters.server-image": "registry.example.com/base/vllm-openai:v0.8.5",
+    "inputs.parameters.production-image": "registry.example.com/base/pytorch-train:2026.11",
     "inputs.parameters.window-seconds": "600",
     "inputs.parameters.dataset": "s3://prod-east-ml/gpuplane-acceptance",
     "inputs.parameters.workspace": "h100-train-workspace-x7k2p",
@@ -121,6 +122,14 @@ def substituted(text: str) -> str:
         text = text.replace("{{" + key + "}}", value)
     assert "{{" not in text, text
     return text
+
+
+def gpu_container(pod: dict[str, Any]) -> dict[str, Any]:
+    """The container that holds a Job pod's GPUs: the inference server (a native sidecar) where
+    there is one, else the probe."""
+    servers = [c for c in pod.get("initContainers", []) if c["name"] == "server"]
+    found: dict[str, Any] = (servers or [c for c in pod["containers"] if c["name"] == "probe"])[0]
+    return found
 
 
 def job_of(body: dict[str, Any], step: str) -> dict[str, Any]:
@@ -305,7 +314,7 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_platforms_local_queue(
             pod = job["spec"]["template"]["spec"]
             assert pod["tolerations"] == tolerations(target.pool)
             assert pod["nodeSelector"] == {"gpuplane.dev/pool": target.name}
-            gpu = pod.get("initContainers", pod["containers"])[0]
+            gpu = gpu_container(pod)
             assert gpu["resources"]["limits"][target.offer.resource] == step.shape.per_pod
             assert gpu["resources"]["requests"][target.offer.resource] == step.shape.per_pod
             assert job["spec"]["completions"] == step.shape.pods
@@ -357,7 +366,7 @@ def test_multi_pod_and_distributed_jobs_get_the_pools_rdma_devices(
                 for container in containers:
                     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
                     assert "add" not in container["securityContext"]["capabilities"]
-                gpu = pod.get("initContainers", pod["containers"])[0]["resources"]
+                gpu = gpu_container(pod)["resources"]
                 asked = {r for part in ("requests", "limits") for r in gpu.get(part, {})}
                 talks = step.shape.pods > 1 or any(
                     p.distributed for p in (*step.probes, *step.after)
@@ -514,8 +523,12 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                 ended = "{0}.Succeeded || {0}.Failed || {0}.Errored"
                 assert dag["done"]["depends"] == (
                     f"({ended.format('logs')} || logs.Omitted)"
+                    f" && ({ended.format('image')} || image.Omitted)"
                     f" && ({ended.format('drop')} || drop.Omitted)"
                 )
+                # the image the pod ran is read whenever its log is
+                assert dag["image"]["depends"] == dag["logs"]["depends"], step.name
+                assert dag["image"]["arguments"] == dag["logs"]["arguments"], step.name
                 for result in ("job.Failed", "job.Errored"):
                     assert result in dag["logs"]["depends"], step.name
                     # a Job that did not finish is deleted, after its log is read

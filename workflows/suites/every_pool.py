@@ -39,14 +39,37 @@ HOOK_ANNOTATIONS = {
 }
 
 
+PER_POOL = ("production-image",)
+"""The templates' parameters whose default is the pool's own: the run takes one per pool,
+`<parameter>-<pool>` (`argo submit --from cronwf/acceptance-weekly -p
+production-image-h100-train=…` tries another image on one pool)."""
+
+
+def _pool_parameter(name: str, target: Target) -> str:
+    return f"{name}-{target.name}"
+
+
 def _run_parameters(targets: Sequence[Target], window: int) -> list[tuple[str, str]]:
-    """Every parameter any pool's template takes (their defaults agree on a cluster)."""
+    """Every parameter any pool's template takes (their defaults agree on a cluster), and each
+    pool's own (PER_POOL)."""
     found: dict[str, str] = {}
     for target in targets:
         for name, value in target.parameters:
-            found.setdefault(name, value)
+            if name not in PER_POOL:
+                found.setdefault(name, value)
     found["window-seconds"] = str(window)
+    for target in targets:
+        for name, value in target.parameters:
+            if name in PER_POOL:
+                found[_pool_parameter(name, target)] = value
     return list(found.items())
+
+
+def _task_arguments(target: Target) -> dict[str, str]:
+    return {
+        name: input_ref(_pool_parameter(name, target) if name in PER_POOL else name)
+        for name in suite_inputs(target)
+    }
 
 
 def _runs_every_pool(targets: Sequence[Target]) -> None:
@@ -58,7 +81,7 @@ def _runs_every_pool(targets: Sequence[Target]) -> None:
             Task(
                 name=target.name,
                 template_ref=TemplateRef(name=acceptance_name(target.name), template="acceptance"),
-                arguments={n: input_ref(n) for n in suite_inputs(target)},
+                arguments=_task_arguments(target),
             )
     with DAG(name="cleanup"):
         for target in targets:

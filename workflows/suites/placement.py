@@ -97,10 +97,16 @@ class Target:
         return self.pool.workload in INFERENCE_WORKLOADS
 
     @property
+    def production_image(self) -> str:
+        """The image the torch steps run in: the pool's `productionImage`, else the suite's."""
+        return self.pool.production_image or SUITE_IMAGE
+
+    @property
     def parameters(self) -> tuple[tuple[str, str], ...]:
         """The suite's parameters and their defaults, in every template of the pool."""
         found = [
             ("image", SUITE_IMAGE),
+            ("production-image", self.production_image),
             ("window-seconds", str(WINDOW_SECONDS)),
             ("dataset", dataset(self.cluster)),
         ]

@@ -71,8 +71,16 @@ from workflows.suites.settings import (
     SuiteGauge,
 )
 
-STEP_PARTS = ("log", "created", "started", "finished")
-"""What each step's DAG outputs: its Job's log, and the Job's timestamps."""
+STEP_PARTS = ("log", "created", "started", "finished", "image")
+"""What each step's DAG outputs: its Job's log, the Job's timestamps, and the image its probe
+container ran (`IMAGE_JSONPATH`)."""
+IMAGE_JSONPATH = (
+    '{range .items[*]}{.spec.containers[?(@.name=="probe")].image}{" "}'
+    '{.status.containerStatuses[?(@.name=="probe")].imageID}{"\\n"}{end}'
+)
+"""kubectl's `-o jsonpath` for the pods of a step: per pod one line, the probe container's image
+reference and the kubelet's `imageID` (`docker-pullable://<repo>@sha256:…`, or `<repo>@sha256:…`
+from containerd), which export turns into the results' `gpuplane.dev/image-digest`."""
 
 
 def params(*names: str) -> list[Parameter]:
@@ -220,6 +228,7 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
             part("log", ref("tasks.logs.outputs.result")),
             *(part(n, task_output("job", n)) for n in ("created", "started")),
             part("finished", task_output(finished_from, "finished")),
+            part("image", ref("tasks.image.outputs.result")),
         ],
     ):
         Task(
@@ -254,6 +263,7 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
         # by labels known before the Job exists: a Job that failed records no outputs, not
         # even its name
         Task(name="logs", template="logs", arguments={"step": step.name}, depends=read_after)
+        Task(name="image", template="image", arguments={"step": step.name}, depends=read_after)
         # a Job that did not finish (failed, past its deadline, still queued) must not run on
         # beside the next steps: deleted once its log is read
         unfinished = ["job.Failed", "job.Errored"]
@@ -269,7 +279,10 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
         Task(
             name="done",
             template="done",
-            depends=f"({_ended('logs')} || logs.Omitted) && ({_ended('drop')} || drop.Omitted)",
+            depends=(
+                f"({_ended('logs')} || logs.Omitted) && ({_ended('image')} || image.Omitted)"
+                f" && ({_ended('drop')} || drop.Omitted)"
+            ),
         )
 
 
@@ -306,6 +319,18 @@ def _workspace_and_logs(target: Target) -> None:
             _selector({**run_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
             "--container=probe",
             f"--tail={LOG_TAIL}",
+        ],
+        ["step"],
+    )
+    _kubectl(
+        target,
+        "image",
+        [
+            "get",
+            "pod",
+            f"--namespace={ns}",
+            _selector({**run_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
+            f"--output=jsonpath={IMAGE_JSONPATH}",
         ],
         ["step"],
     )
@@ -506,14 +531,29 @@ def _report(target: Target, keys: Sequence[str]) -> None:
                 depth=1,
             )
         )
+    command = ["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"]
+    env: list[Env] = []
+    if target.pool.production_image is None:
+        # said first in the report's output: these figures are the suite image's, not the team's
+        env.append(Env(name="IMAGE_NOTE", value=suite_image_note(target)))
+        command = ["sh", "-c", 'printf "%s\\n" "$IMAGE_NOTE" && exec "$@"', "report", *command]
     Container(
         name="report",
         image=input_ref("image"),
-        command=["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"],
+        command=command,
         args=["--pool", target.name, *(f"/results/{k}.json" for k in keys)],
+        env=env or None,
         inputs=[*params("image", *keys), *artifacts],
         resources=_tool_resources(),
         security_context=_container_security(),
+    )
+
+
+def suite_image_note(target: Target) -> str:
+    """What the report step of a pool without `productionImage` says before its report."""
+    return (
+        f"pool {target.name} declares no productionImage: its torch probes ran in the suite "
+        "image, not the image its teams run (set spec.productionImage in the pool file)"
     )
 
 
