@@ -222,6 +222,8 @@ def test_the_weekly_run_passes_each_pool_its_own_production_image() -> None:
         (dag,) = [t for t in spec["templates"] if t["name"] == "acceptance"]
         for task in dag["dag"]["tasks"]:
             pool = task["name"]
+            if "--" in pool:
+                continue  # a namespace's own image: below
             arguments = {p["name"]: p["value"] for p in task["arguments"]["parameters"]}
             own = f"production-image-{pool}"
             assert arguments["production-image"] == "{{inputs.parameters." + own + "}}"
@@ -403,6 +405,7 @@ def export(tmp_path: Path, steps: list[dict[str, Any]], **env: str) -> Path:
             "CLUSTER": "prod-east",
             "POOL": "h100-train",
             "STEPS": json.dumps(steps),
+            "RESULTS": "acceptance-h100-train",
             **env,
         },
         capture_output=True,
@@ -569,3 +572,81 @@ def test_a_namespace_image_must_be_its_teams_as_well(attempt: Attempt) -> None:
     attempt.edit("teams/search.yaml", fixed, "ghcr.io/other/trainer:1")
     found = refused_on(attempt.findings(), "teams/search.yaml", "production-image-not-allowed")
     assert "allowlists" in found.message
+
+
+# --- a team namespace's own production image ------------------------------------------------------
+
+
+def namespace_images() -> dict[str, tuple[str, str, set[str]]]:
+    """namespace -> (cluster, image, pools its team has quota on), from the team files."""
+    found = {}
+    for path in sorted((REPO / "teams").glob("*.yaml")):
+        spec = yaml.safe_load(path.read_text())["spec"]
+        pools = {quota["pool"] for quota in spec.get("gpus", [])}
+        for ns in spec["namespaces"]:
+            if "productionImage" in ns:
+                found[ns["name"]] = (ns["cluster"], ns["productionImage"], pools)
+    assert found, "the example names a namespace production image"
+    return found
+
+
+def test_the_weekly_run_also_runs_each_namespace_image_after_its_pools_own() -> None:
+    images = namespace_images()
+    for path in sorted((REPO / "rendered").glob("*/workflows/*/cronworkflow-*.yaml")):
+        cluster = path.parts[-4]
+        spec = yaml.safe_load(path.read_text())["spec"]["workflowSpec"]
+        (dag,) = [t for t in spec["templates"] if t["name"] == "acceptance"]
+        tasks = {t["name"]: t for t in dag["dag"]["tasks"]}
+        suites = {n for n in tasks if "--" not in n}
+        wanted = {
+            f"{pool}--{ns}"
+            for ns, (home, _, pools) in images.items()
+            if home == cluster
+            for pool in pools & suites
+        }
+        assert {n for n in tasks if "--" in n} == wanted
+        for name, task in tasks.items():
+            arguments = {p["name"]: p["value"] for p in task["arguments"]["parameters"]}
+            if name in suites:
+                assert arguments["image-namespace"] == "" and "depends" not in task
+                continue
+            pool, ns = name.split("--")
+            assert arguments["image-namespace"] == ns
+            assert arguments["production-image"] == images[ns][1]
+            assert task["templateRef"] == {"name": f"acceptance-{pool}", "template": "acceptance"}
+            # after the pool's own run, however it ended: they would compete for its GPUs
+            assert task["depends"] == f"{pool}.Succeeded || {pool}.Failed || {pool}.Errored"
+        hook = yaml.safe_load((path.parent / "workflow-acceptance-postsync.yaml").read_text())
+        (hook_dag,) = [t for t in hook["spec"]["templates"] if t["name"] == "acceptance"]
+        assert all("--" not in t["name"] for t in hook_dag["dag"]["tasks"])
+
+
+def test_a_namespace_run_reads_only_its_own_pods_and_publishes_apart() -> None:
+    for _, body in rendered_templates():
+        templates = {t["name"]: t for t in body["spec"]["templates"]}
+        for step, job in job_pods(body).items():
+            labels = job["spec"]["template"]["metadata"]["labels"]
+            assert labels[settings.IMAGE_NAMESPACE_LABEL] == "{{inputs.parameters.image-namespace}}"
+            for tool in ("logs", "image", "drop"):
+                (selector,) = [
+                    a for a in templates[tool]["container"]["args"] if a.startswith("--selector=")
+                ]
+                wanted = {f"{k}={v}" for k, v in labels.items()}
+                wanted = {w.replace(f"={step}", "={{inputs.parameters.step}}") for w in wanted}
+                assert wanted <= set(selector.removeprefix("--selector=").split(",")), tool
+        publish = yaml.safe_load(templates["publish"]["resource"]["manifest"])
+        assert publish["metadata"]["name"] == "{{inputs.parameters.results-name}}"
+
+
+def test_export_labels_a_namespace_run_and_names_its_configmap_apart(tmp_path: Path) -> None:
+    steps = [{"step": "train", "results": [["training", "training"]]}]
+    pool = export(tmp_path / "pool", steps, RESULTS="acceptance-h100-train", IMAGE_NAMESPACE="")
+    assert (pool / "results-name").read_text() == "acceptance-h100-train"
+    labels = json.loads((pool / "training.json").read_text())["environment"]
+    assert settings.IMAGE_NAMESPACE_LABEL not in labels
+    ns = export(
+        tmp_path / "ns", steps, RESULTS="acceptance-h100-train", IMAGE_NAMESPACE="llm-train"
+    )
+    assert (ns / "results-name").read_text() == "acceptance-h100-train-llm-train"
+    labels = json.loads((ns / "training.json").read_text())["environment"]
+    assert labels[settings.IMAGE_NAMESPACE_LABEL] == "llm-train"

@@ -59,6 +59,8 @@ SAMPLE = {
     "inputs.parameters.image": "registry.example.com/base/gpuplane-acceptance:v0.1.0",
     "inputs.parameters.server-image": "registry.example.com/base/vllm-openai:v0.8.5",
     "inputs.parameters.production-image": "registry.example.com/base/pytorch-train:2026.11",
+    "inputs.parameters.image-namespace": "",
+    "inputs.parameters.results-name": "acceptance-h100-train",
     "inputs.parameters.window-seconds": "600",
     "inputs.parameters.dataset": "s3://prod-east-ml/gpuplane-acceptance",
     "inputs.parameters.workspace": "h100-train-workspace-x7k2p",
@@ -536,7 +538,8 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                 assert dag["drop"]["depends"].endswith(f"&& ({ended.format('logs')})")
                 assert dag["drop"]["arguments"] == dag["logs"]["arguments"]
                 assert dag["logs"]["arguments"]["parameters"] == [
-                    {"name": "step", "value": step.name}
+                    {"name": "step", "value": step.name},
+                    {"name": "image-namespace", "value": "{{inputs.parameters.image-namespace}}"},
                 ]
                 assert not any("continueOn" in t for t in dag.values())
                 if not step.after:  # `finished` is read from it: only once the Job wrote it
@@ -719,11 +722,18 @@ def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
         label = template(body, "label")
         probes = {p.probe for s in steps for p in s.results}
         gauges = [g.parameter for g in settings.SUITE_GAUGES if g.probe in probes]
-        assert [p["name"] for p in label["outputs"]["parameters"]] == keys + gauges
-        configmap = yaml.safe_load(
-            substituted_results(template(body, "publish")["resource"]["manifest"], keys)
-        )
-        assert configmap["metadata"]["name"] == f"acceptance-{target.name}"
+        assert [p["name"] for p in label["outputs"]["parameters"]] == [
+            "results-name",
+            *keys,
+            *gauges,
+        ]
+        # named by export: `acceptance-<pool>`, with `-<namespace>` on a namespace image's run
+        env = {e["name"]: e["value"] for e in label["container"]["env"]}
+        assert env["RESULTS"] == f"acceptance-{target.name}"
+        assert env["IMAGE_NAMESPACE"] == "{{inputs.parameters.image-namespace}}"
+        manifest = template(body, "publish")["resource"]["manifest"]
+        configmap = yaml.safe_load(substituted_results(manifest, keys))
+        assert yaml.safe_load(manifest)["metadata"]["name"] == "{{inputs.parameters.results-name}}"
         assert sorted(configmap["data"]) == sorted(f"{k}.json" for k in keys)
         labels = configmap["metadata"]["labels"]
         for key in ("accelerator", "fabric", "queue", "cluster-queue", "gpu-hour", "currency"):
@@ -744,6 +754,7 @@ def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
 
 def substituted_results(manifest: str, keys: list[str]) -> str:
     text = manifest.replace("{{workflow.name}}", "run-1")
+    text = text.replace("{{inputs.parameters.results-name}}", "acceptance-h100-train")
     for key in keys:
         text = text.replace("{{inputs.parameters." + key + "}}", json.dumps({"probe": key}))
     assert "{{" not in text

@@ -40,6 +40,7 @@ from workflows.suites.scripts import RUNNER
 from workflows.suites.settings import (
     DEADLINE_SECONDS,
     GPUS_LABEL,
+    IMAGE_NAMESPACE_LABEL,
     INTERRUPT_WAIT_SECONDS,
     JOB_NAME_LABEL,
     JOB_TTL_SECONDS,
@@ -123,6 +124,12 @@ def _host_resources(target: Target, per_pod: int) -> dict[str, str]:
 
 def run_labels(target: Target, step: str) -> dict[str, str]:
     return {RUN_LABEL: RUN, POOL_LABEL: target.name, STEP_LABEL: step}
+
+
+def step_labels(target: Target, step: str) -> dict[str, str]:
+    """A step's Jobs and pods: the run's labels and the image namespace, so that the pool's run
+    and a namespace's run of the same Workflow never read or delete each other's pods."""
+    return {**run_labels(target, step), IMAGE_NAMESPACE_LABEL: input_ref("image-namespace")}
 
 
 def result_labels(target: Target) -> dict[str, str]:
@@ -274,7 +281,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     after it finished (`ttlSecondsAfterFinished`), whatever the Workflow's clean-up did."""
     pool = target.pool
     shape = step.shape
-    pod_labels = run_labels(target, step.name)
+    pod_labels = step_labels(target, step.name)
     queue_labels, pod_spec, pod_annotations = _scheduling(target)
     labels = {
         **pod_labels,

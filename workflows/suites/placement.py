@@ -107,12 +107,36 @@ class Target:
         found = [
             ("image", SUITE_IMAGE),
             ("production-image", self.production_image),
+            ("image-namespace", ""),
             ("window-seconds", str(WINDOW_SECONDS)),
             ("dataset", dataset(self.cluster)),
         ]
         if self.inference:
             found.append(("server-image", SERVER_IMAGE))
         return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceRun:
+    """A weekly run of a pool's acceptance in a team namespace's own `productionImage`: its
+    results are labelled with the namespace and published apart, reported, never gating."""
+
+    namespace: str
+    image: str
+    pool: str
+
+
+def namespace_runs(view: ClusterView, targets: tuple[Target, ...]) -> tuple[NamespaceRun, ...]:
+    """Each namespace of the cluster that names a `productionImage`, on each pool with a suite
+    that its team has quota on."""
+    suites = {target.name for target in targets}
+    found = set()
+    for tenant in view.tenants:
+        pools = {quota.pool for quota in tenant.team.gpus} & suites
+        for ns in tenant.namespaces:
+            if ns.production_image is not None:
+                found.update(NamespaceRun(ns.name, ns.production_image, pool) for pool in pools)
+    return tuple(sorted(found, key=lambda run: (run.pool, run.namespace)))
 
 
 def kubectl_image(cluster: Cluster) -> str:

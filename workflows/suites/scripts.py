@@ -8,6 +8,7 @@ import json
 
 from workflows.suites.settings import (
     IMAGE_DIGEST_LABEL,
+    IMAGE_NAMESPACE_LABEL,
     QUEUE_WAIT_LABEL,
     RESULT_PREFIX,
     SUITE_GAUGES,
@@ -124,6 +125,11 @@ def ran(text):
     return None, None
 
 
+namespace = os.environ.get("IMAGE_NAMESPACE", "")
+if os.environ.get("RESULTS"):
+    with open(os.path.join(out, "results-name"), "w") as f:
+        f.write(os.environ["RESULTS"] + ("-" + namespace if namespace else ""))
+
 for step in json.loads(os.environ["STEPS"]):
     prefix = step["step"].upper() + "_"
     found = {}
@@ -156,6 +162,7 @@ for step in json.loads(os.environ["STEPS"]):
             ("gpuplane.dev/job-seconds", seconds(started, finished)),
             ("image", reference),
             (IMAGE_DIGEST_LABEL, digest),
+            (IMAGE_NAMESPACE_LABEL, namespace or None),
         ):
             if value is not None:
                 environment[name] = value
@@ -169,13 +176,15 @@ for step in json.loads(os.environ["STEPS"]):
 """.replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX))
     .replace("QUEUE_WAIT_LABEL", json.dumps(QUEUE_WAIT_LABEL))
     .replace("IMAGE_DIGEST_LABEL", json.dumps(IMAGE_DIGEST_LABEL))
+    .replace("IMAGE_NAMESPACE_LABEL", json.dumps(IMAGE_NAMESPACE_LABEL))
     .replace("GAUGES", json.dumps(_gauge_fields()))
 )
 """Step 6's first half: each expected result from the Jobs' logs (a failed result in its place
 when a Job printed none), with its Job's queue wait (created to admitted: Kueue unsuspends the
 Job, which sets its start time), run time, and the image its pod ran (`image`, the reference,
 and IMAGE_DIGEST_LABEL, the `sha256:` digest the kubelet reports as the probe container's
-`imageID`, whatever prefix the runtime puts before it) added to its `environment`, one file each;
-and
+`imageID`, whatever prefix the runtime puts before it) added to its `environment`, one file each
+(on a namespace's run, IMAGE_NAMESPACE_LABEL too); the results ConfigMap's name (`RESULTS`, with
+`-<namespace>` on a namespace's run) in the file `results-name`; and
 each SUITE_GAUGES figure the results hold, as a number in a file of its own, for the
 template's Argo custom metrics."""

@@ -123,6 +123,10 @@ INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 QUEUE_WAIT_LABEL = "gpuplane.dev/queue-wait-seconds"
 GPUS_LABEL = "gpuplane.dev/gpus"
 IMAGE_DIGEST_LABEL = "gpuplane.dev/image-digest"
+IMAGE_NAMESPACE_LABEL = "gpuplane.dev/image-namespace"
+"""On a run in a team namespace's own production image: the namespace (the template's
+`image-namespace` parameter; empty on the pool's own runs). It labels the Jobs, so a step reads
+its own run's pods, and the results, which that run publishes apart."""
 
 RUN = "{{workflow.uid}}"
 """Every object a run creates carries it (with the pool), so the clean-up finds exactly them."""

@@ -39,7 +39,12 @@ from hera.workflows.models import (
 from renderer.model.metrics import CLUSTER, POOL
 from renderer.output.canonical import dump
 from renderer.output.manifest import metadata
-from workflows.suites.jobs import job_manifest, result_labels, run_labels, workspace_manifest
+from workflows.suites.jobs import (
+    job_manifest,
+    result_labels,
+    step_labels,
+    workspace_manifest,
+)
 from workflows.suites.placement import Target
 from workflows.suites.program import (
     Step,
@@ -146,6 +151,9 @@ def _kubectl(
         retry_strategy=RetryStrategy(limit=IntOrString(2)) if retried else None,
     )
 
+
+STEP_TOOL_INPUTS = ("step", "image-namespace")
+"""What the kubectl steps that find a step's pods or Jobs by label take."""
 
 JOB_OUTPUTS = (
     ("job", "{.metadata.name}"),
@@ -262,8 +270,9 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
             )
         # by labels known before the Job exists: a Job that failed records no outputs, not
         # even its name
-        Task(name="logs", template="logs", arguments={"step": step.name}, depends=read_after)
-        Task(name="image", template="image", arguments={"step": step.name}, depends=read_after)
+        tool_arguments = {"step": step.name, "image-namespace": input_ref("image-namespace")}
+        Task(name="logs", template="logs", arguments=tool_arguments, depends=read_after)
+        Task(name="image", template="image", arguments=tool_arguments, depends=read_after)
         # a Job that did not finish (failed, past its deadline, still queued) must not run on
         # beside the next steps: deleted once its log is read
         unfinished = ["job.Failed", "job.Errored"]
@@ -273,7 +282,7 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
         Task(
             name="drop",
             template="drop",
-            arguments={"step": step.name},
+            arguments=tool_arguments,
             depends=f"({' || '.join(unfinished)}) && ({_ended('logs')})",
         )
         Task(
@@ -287,7 +296,7 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
 
 
 def _selector(labels: Mapping[str, str]) -> str:
-    """kubectl's `--selector` for objects carrying `labels` (built from `run_labels`, so it
+    """kubectl's `--selector` for objects carrying `labels` (built from `step_labels`, so it
     matches what the Jobs and their pods are labelled with)."""
     return "--selector=" + ",".join(f"{key}={value}" for key, value in labels.items())
 
@@ -316,11 +325,11 @@ def _workspace_and_logs(target: Target) -> None:
         [
             "logs",
             f"--namespace={ns}",
-            _selector({**run_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
+            _selector({**step_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
             "--container=probe",
             f"--tail={LOG_TAIL}",
         ],
-        ["step"],
+        STEP_TOOL_INPUTS,
     )
     _kubectl(
         target,
@@ -329,10 +338,10 @@ def _workspace_and_logs(target: Target) -> None:
             "get",
             "pod",
             f"--namespace={ns}",
-            _selector({**run_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
+            _selector({**step_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
             f"--output=jsonpath={IMAGE_JSONPATH}",
         ],
-        ["step"],
+        STEP_TOOL_INPUTS,
     )
     Suspend(name="done", duration="0")  # no pod, no wait: the step's DAG has ended
 
@@ -384,11 +393,13 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         name="label",
         image=input_ref("image"),
         command=["python", "-c", EXPORT],
-        inputs=params("image", *step_inputs),
+        inputs=params("image", "image-namespace", *step_inputs),
         env=[
             Env(name="OUT", value=EXPORT_DIR),
             Env(name="CLUSTER", value=target.cluster.name),
             Env(name="POOL", value=target.name),
+            Env(name="RESULTS", value=results_configmap_name(kind, target.name)),
+            Env(name="IMAGE_NAMESPACE", value=input_ref("image-namespace")),
             Env(
                 name="STEPS",
                 value=json.dumps(
@@ -405,6 +416,7 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             ),
         ],
         outputs=[
+            Parameter(name="results-name", value_from=ValueFrom(path=f"{EXPORT_DIR}/results-name")),
             *(Parameter(name=k, value_from=ValueFrom(path=f"{EXPORT_DIR}/{k}.json")) for k in keys),
             *(
                 Parameter(
@@ -421,12 +433,12 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
     Resource(
         name="publish",
         action="apply",
-        manifest=_results_configmap(target, kind, keys),
-        inputs=params(*keys),
+        manifest=_results_configmap(target, keys),
+        inputs=params("results-name", *keys),
     )
     with DAG(
         name="export",
-        inputs=params("image", *step_inputs),
+        inputs=params("image", "image-namespace", *step_inputs),
         outputs=[
             Parameter(name=k, value_from=ValueFrom(parameter=task_output("label", k))) for k in keys
         ],
@@ -434,12 +446,12 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         Task(
             name="label",
             template="label",
-            arguments={n: input_ref(n) for n in ("image", *step_inputs)},
+            arguments={n: input_ref(n) for n in ("image", "image-namespace", *step_inputs)},
         )
         Task(
             name="publish",
             template="publish",
-            arguments={k: task_output("label", k) for k in keys},
+            arguments={n: task_output("label", n) for n in ("results-name", *keys)},
             depends="label",
         )
 
@@ -454,11 +466,11 @@ def _cleanup_templates(target: Target) -> None:
             "delete",
             "job",
             f"--namespace={ns}",
-            _selector(run_labels(target, input_ref("step"))),
+            _selector(step_labels(target, input_ref("step"))),
             "--ignore-not-found",
             "--wait=false",
         ],
-        ["step"],
+        STEP_TOOL_INPUTS,
     )
     _kubectl(
         target,
@@ -496,14 +508,16 @@ def results_configmap_name(kind: str, pool: str) -> str:
     return dns_label(f"{kind}-{pool}", 253)
 
 
-def _results_configmap(target: Target, kind: str, keys: Sequence[str]) -> str:
-    """The ConfigMap `<kind>-<pool>` in the suite namespace: the latest run's results, one key
-    each (a JSON line, which Argo puts into the literal block), labelled like the results."""
+def _results_configmap(target: Target, keys: Sequence[str]) -> str:
+    """The ConfigMap `<kind>-<pool>` in the suite namespace (`<kind>-<pool>-<namespace>` for a
+    run in a namespace's own image, whose results never stand in for the pool's): the latest
+    run's results, one key each (a JSON line, which Argo puts into the literal block), labelled
+    like the results."""
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": results_configmap_name(kind, target.name),
+            "name": input_ref("results-name"),
             "namespace": NAMESPACE,
             "labels": result_labels(target),
             "annotations": {"gpuplane.dev/workflow": ref("workflow.name")},
@@ -572,7 +586,7 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool)
                 arguments["staged"] = task_output(gates[step.name], "finished")
             Task(name=step.name, template=step.name, arguments=arguments, depends=previous)
             previous = step.name
-        export_args = {"image": input_ref("image")}
+        export_args = {"image": input_ref("image"), "image-namespace": input_ref("image-namespace")}
         for step in steps:
             for part in STEP_PARTS:
                 export_args[f"{step.name}-{part}"] = task_output(step.name, part)
