@@ -229,6 +229,40 @@ def test_the_sample_lies_where_the_dataset_fallback_points(
     assert ("COPY", f"--from=build {url.path} {url.path}") in runtime
 
 
+def test_the_probe_package_lies_where_the_init_containers_copy_it_from(
+    containerfile: list[tuple[str, str]], job_manifests: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """The build stage's RUN, run here on this checkout (its WORKDIR holds the same `workflows/`),
+    lays out exactly `workflows/__init__.py` and `workflows/probes/*.py` at PROBE_PACKAGE; the
+    runtime stage copies that folder; every init container of the Jobs copies from it."""
+    build, runtime = stages(containerfile)[0], stages(containerfile)[-1]
+    (script,) = [rest for key, rest in build if key == "RUN" and settings.PROBE_PACKAGE in rest]
+    root = tmp_path / "image"
+    done = subprocess.run(
+        ["sh", "-ec", script.replace(settings.PROBE_PACKAGE, f"{root}{settings.PROBE_PACKAGE}")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    laid = root / settings.PROBE_PACKAGE.lstrip("/")
+    found = sorted(str(p.relative_to(laid)) for p in laid.rglob("*") if p.is_file())
+    probes = sorted(p.name for p in (REPO / "workflows" / "probes").glob("*.py"))
+    wanted = ["workflows/__init__.py", *(f"workflows/probes/{name}" for name in probes)]
+    assert found == wanted
+    assert ("COPY", f"--from=build {settings.PROBE_PACKAGE} {settings.PROBE_PACKAGE}") in runtime
+    copies = [
+        c["command"]
+        for job in job_manifests
+        for c in job["spec"]["template"]["spec"].get("initContainers", [])
+        if c["name"] == "probe-package"
+    ]
+    assert copies and all(
+        c == ["cp", "-R", f"{settings.PROBE_PACKAGE}/workflows", f"{settings.PROBE_COPY}/"]
+        for c in copies
+    )
+
+
 def test_the_inference_server_serves_the_staged_sample_model(
     suite_jobs: list[list[dict[str, Any]]],
 ) -> None:
@@ -236,7 +270,9 @@ def test_the_inference_server_serves_the_staged_sample_model(
     checked = 0
     for jobs in suite_jobs:
         pods = [job["spec"]["template"]["spec"] for job in jobs]
-        served = [pod for pod in pods if pod.get("initContainers")]
+        served = [
+            pod for pod in pods if any(c["name"] == "server" for c in pod.get("initContainers", []))
+        ]
         if not served:
             continue
         staged = set()
@@ -247,7 +283,7 @@ def test_the_inference_server_serves_the_staged_sample_model(
                     staged.add(command[command.index("--dest") + 1])
         (dest,) = staged
         for pod in served:
-            (server,) = pod["initContainers"]
+            (server,) = [c for c in pod["initContainers"] if c["name"] == "server"]
             assert server["args"][server["args"].index("--model") + 1] == (
                 f"{dest}/{sample.MODEL_DIR}"
             )
@@ -689,5 +725,9 @@ def test_the_smoke_test_runs_the_suites_commands_as_the_jobs_do(
     assert "torchrun --standalone" in text
     assert f"gpuplane -C {settings.PLATFORM_DIR} acceptance report" in text
     assert f":{settings.PLATFORM_DIR}:ro" in text
+    # the torch steps' init container and the production image's python3 on the copy
+    assert f"cp -R {settings.PROBE_PACKAGE}/workflows {settings.PROBE_COPY}/" in text
+    assert f"--env PYTHONPATH={settings.PROBE_COPY}" in text
+    assert "python3 -m workflows.probes preflight" in text
     done = subprocess.run(["bash", "-n", str(SMOKE_TEST)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

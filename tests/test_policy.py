@@ -403,6 +403,13 @@ CASES = [
         "- ghcr.io/someone-else/",
     ),
     ("egress-not-allowed", "teams/llm.yaml", "- cidr: 10.20.0.0/16", "- cidr: 8.8.8.0/24"),
+    # a production image from a registry gpuplane.yaml does not allow: tests/test_suite_production_image.py
+    (
+        "production-image-not-allowed",
+        "pools/h100-train.yaml",
+        "productionImage: registry.example.com/base/pytorch-train:2026.11",
+        "productionImage: quay.io/someone/pytorch:1",
+    ),
     # WorkloadPriorityClass `prod-<priority>`: 5 + 59 characters, one more than a label value
     ("derived-name-too-long", "queues/prod.yaml", "- name: preemptible", "- name: " + "p" * 59),
     # 2^53+1 CPUs on each of 4 nodes: a ClusterQueue's CPU quota of two nodes is past an int64

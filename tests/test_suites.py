@@ -58,6 +58,9 @@ SAMPLE = {
     "workflow.name": "acceptance-postsync",
     "inputs.parameters.image": "registry.example.com/base/gpuplane-acceptance:v0.1.0",
     "inputs.parameters.server-image": "registry.example.com/base/vllm-openai:v0.8.5",
+    "inputs.parameters.production-image": "registry.example.com/base/pytorch-train:2026.11",
+    "inputs.parameters.image-namespace": "",
+    "inputs.parameters.results-name": "acceptance-h100-train",
     "inputs.parameters.window-seconds": "600",
     "inputs.parameters.dataset": "s3://prod-east-ml/gpuplane-acceptance",
     "inputs.parameters.workspace": "h100-train-workspace-x7k2p",
@@ -121,6 +124,14 @@ def substituted(text: str) -> str:
         text = text.replace("{{" + key + "}}", value)
     assert "{{" not in text, text
     return text
+
+
+def gpu_container(pod: dict[str, Any]) -> dict[str, Any]:
+    """The container that holds a Job pod's GPUs: the inference server (a native sidecar) where
+    there is one, else the probe."""
+    servers = [c for c in pod.get("initContainers", []) if c["name"] == "server"]
+    found: dict[str, Any] = (servers or [c for c in pod["containers"] if c["name"] == "probe"])[0]
+    return found
 
 
 def job_of(body: dict[str, Any], step: str) -> dict[str, Any]:
@@ -321,7 +332,7 @@ def test_the_jobs_ask_for_the_pools_gpus_through_the_platforms_local_queue(
             pod = job["spec"]["template"]["spec"]
             assert pod["tolerations"] == tolerations(target.pool)
             assert pod["nodeSelector"] == {"gpuplane.dev/pool": target.name}
-            gpu = pod.get("initContainers", pod["containers"])[0]
+            gpu = gpu_container(pod)
             assert gpu["resources"]["limits"][target.offer.resource] == step.shape.per_pod
             assert gpu["resources"]["requests"][target.offer.resource] == step.shape.per_pod
             assert job["spec"]["completions"] == step.shape.pods
@@ -373,7 +384,7 @@ def test_multi_pod_and_distributed_jobs_get_the_pools_rdma_devices(
                 for container in containers:
                     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
                     assert "add" not in container["securityContext"]["capabilities"]
-                gpu = pod.get("initContainers", pod["containers"])[0]["resources"]
+                gpu = gpu_container(pod)["resources"]
                 asked = {r for part in ("requests", "limits") for r in gpu.get(part, {})}
                 talks = step.shape.pods > 1 or any(
                     p.distributed for p in (*step.probes, *step.after)
@@ -530,8 +541,12 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                 ended = "{0}.Succeeded || {0}.Failed || {0}.Errored"
                 assert dag["done"]["depends"] == (
                     f"({ended.format('logs')} || logs.Omitted)"
+                    f" && ({ended.format('image')} || image.Omitted)"
                     f" && ({ended.format('drop')} || drop.Omitted)"
                 )
+                # the image the pod ran is read whenever its log is
+                assert dag["image"]["depends"] == dag["logs"]["depends"], step.name
+                assert dag["image"]["arguments"] == dag["logs"]["arguments"], step.name
                 for result in ("job.Failed", "job.Errored"):
                     assert result in dag["logs"]["depends"], step.name
                     # a Job that did not finish is deleted, after its log is read
@@ -539,7 +554,8 @@ def test_a_failed_job_does_not_stop_the_suite(example: Rendered) -> None:
                 assert dag["drop"]["depends"].endswith(f"&& ({ended.format('logs')})")
                 assert dag["drop"]["arguments"] == dag["logs"]["arguments"]
                 assert dag["logs"]["arguments"]["parameters"] == [
-                    {"name": "step", "value": step.name}
+                    {"name": "step", "value": step.name},
+                    {"name": "image-namespace", "value": "{{inputs.parameters.image-namespace}}"},
                 ]
                 assert not any("continueOn" in t for t in dag.values())
                 if not step.after:  # `finished` is read from it: only once the Job wrote it
@@ -727,11 +743,18 @@ def test_results_flow_from_the_jobs_to_the_report(example: Rendered) -> None:
         label = template(body, "label")
         probes = {p.probe for s in steps for p in s.results}
         gauges = [g.parameter for g in settings.SUITE_GAUGES if g.probe in probes]
-        assert [p["name"] for p in label["outputs"]["parameters"]] == keys + gauges
-        configmap = yaml.safe_load(
-            substituted_results(template(body, "publish")["resource"]["manifest"], keys)
-        )
-        assert configmap["metadata"]["name"] == f"acceptance-{target.name}"
+        assert [p["name"] for p in label["outputs"]["parameters"]] == [
+            "results-name",
+            *keys,
+            *gauges,
+        ]
+        # named by export: `acceptance-<pool>`, with `-<namespace>` on a namespace image's run
+        env = {e["name"]: e["value"] for e in label["container"]["env"]}
+        assert env["RESULTS"] == f"acceptance-{target.name}"
+        assert env["IMAGE_NAMESPACE"] == "{{inputs.parameters.image-namespace}}"
+        manifest = template(body, "publish")["resource"]["manifest"]
+        configmap = yaml.safe_load(substituted_results(manifest, keys))
+        assert yaml.safe_load(manifest)["metadata"]["name"] == "{{inputs.parameters.results-name}}"
         assert sorted(configmap["data"]) == sorted(f"{k}.json" for k in keys)
         labels = configmap["metadata"]["labels"]
         for key in ("accelerator", "fabric", "queue", "cluster-queue", "gpu-hour", "currency"):
@@ -813,6 +836,7 @@ def test_the_report_step_applies_the_evidence_whatever_the_verdict(
 
 def substituted_results(manifest: str, keys: list[str]) -> str:
     text = manifest.replace("{{workflow.name}}", "run-1")
+    text = text.replace("{{inputs.parameters.results-name}}", "acceptance-h100-train")
     for key in keys:
         text = text.replace("{{inputs.parameters." + key + "}}", json.dumps({"probe": key}))
     assert "{{" not in text

@@ -2,7 +2,9 @@
 # Runs a built suite image the way the rendered templates do, on a machine without GPUs (the
 # probes fall back to the CPU and gloo): as the probe Jobs' uid with every capability dropped,
 # the dataset sample staged from its file:// URL, storage, training under torchrun, a checkpoint
-# written and then restored in a second container; then, as the Workflow pods' uid, the report
+# written and then restored in a second container; the probe package copied out as the torch
+# steps' init container does and run from the copy (and refused by preflight in BARE_IMAGE, an
+# image without torch); then, as the Workflow pods' uid, the report
 # step's `gpuplane -C /platform acceptance report` on those results, with PLATFORM mounted at
 # /platform as Argo's git artifact puts it. CPU numbers are not comparable to a GPU pool's
 # thresholds: the report says so (exit 3) or "fail" on what holds on any device (exit 1), but it
@@ -50,6 +52,34 @@ umask 0000
 python -m workflows.probes checkpoint --path /checkpoint --phase restore \
   --cluster "$CLUSTER" --pool "$POOL" --out /results/checkpoint.json
 INSIDE
+
+echo "== the probe package copied out as the torch steps' init container does (uid 1000)"
+mkdir -m 0777 "$work/probes"
+"$engine" run "${job[@]}" -v "$work/probes:/gpuplane-probes" "$image" \
+  cp -R /opt/gpuplane-probes/workflows /gpuplane-probes/
+test -s "$work/probes/workflows/probes/preflight.py"
+test ! -e "$work/probes/workflows/suites"  # the probes only, not the engine's suites
+copied=(-v "$work/probes:/gpuplane-probes:ro" --env PYTHONPATH=/gpuplane-probes)
+# the suite image as a production image: its python3 runs the copy (no GPU expected here)
+"$engine" run -i "${job[@]}" "${copied[@]}" "$image" bash -s <<'INSIDE'
+set -euo pipefail
+cd /tmp
+python3 -m workflows.probes preflight --torchrun --out /tmp/facts.json
+python3 -c 'import sys, workflows.probes.preflight as p; sys.exit(not p.__file__.startswith("/gpuplane-probes/"))'
+torchrun --standalone --nproc-per-node=2 -m workflows.probes training --seconds 2 \
+  --cluster "$CLUSTER" --pool "$POOL" --out /tmp/training.json
+INSIDE
+# an image without torch: preflight fails with one line naming the image and what it lacks
+bare="${BARE_IMAGE:-docker.io/library/python:3.11.17-slim-bookworm}"
+status=0
+"$engine" run "${job[@]}" "${copied[@]}" --env "GPUPLANE_IMAGE=$bare" "$bare" \
+  python3 -m workflows.probes preflight --expect-gpu > "$work/preflight.txt" 2>&1 || status=$?
+cat "$work/preflight.txt"
+if [ "$status" -ne 1 ] \
+  || ! grep -qF "preflight: image $bare cannot run the probes: no importable torch" "$work/preflight.txt"; then
+  echo "preflight did not refuse an image without torch (exit $status)" >&2
+  exit 1
+fi
 
 if [ -n "$platform" ]; then
   echo "== the report step (uid 65532, the platform at /platform)"

@@ -82,6 +82,7 @@ class RecordOptions:
     run: str | None
     configmap: Path | None
     namespace: str
+    image_namespace: str
     exit_zero: bool
 
 
@@ -112,6 +113,14 @@ class RecordOptions:
     default="gpuplane-acceptance",
     show_default=True,
     help="The ConfigMap's namespace (with --configmap).",
+)
+@click.option(
+    "--image-namespace",
+    default="",
+    metavar="NAMESPACE",
+    help="The results came from a run in this team namespace's own production image: the "
+    "ConfigMap is acceptance-evidence-<pool>-<namespace>, apart from the pool's (with "
+    "--configmap; empty: the pool's own run).",
 )
 @click.option(
     "--exit-zero",
@@ -168,7 +177,7 @@ def acceptance_record(ctx: click.Context, /, **options: Any) -> None:
     root = asked.out if asked.out is not None else root_of(ctx)
     write_evidence(root, {p: evidence_text(d) for p, d in documents.items()})
     if asked.configmap is not None:
-        body = configmaps(documents.values(), asked.namespace)
+        body = configmaps(documents.values(), asked.namespace, asked.image_namespace)
         text = json.dumps(body, sort_keys=True, ensure_ascii=False) + "\n"
         write_file_atomically(asked.configmap, text.encode("utf-8"))
     for path, document in sorted(documents.items()):

@@ -106,8 +106,9 @@ def render(view: ClusterView) -> Iterator[Output]:
             body = compiled(what, target)
             templates[body["metadata"]["name"]] = body
             outputs.append(Manifest(LAYER, body, target.pool.origin.location))
-    for what in ("postsync", "cron"):
-        outputs.append(Manifest(LAYER, compiled(what, cluster, targets), at))
+    outputs.append(Manifest(LAYER, compiled("postsync", cluster, targets), at))
+    runs = placement.namespace_runs(view, targets)
+    outputs.append(Manifest(LAYER, compiled("cron", cluster, targets, runs), at))
     problems = [
         message
         for manifest in outputs

@@ -24,6 +24,7 @@ import torch.distributed as dist
 from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException, spawn
 
 from .envelope import ProbeFailure, end_process
+from .preflight import driver_version
 
 BACKENDS = ("auto", "gloo", "nccl")
 Backend = Literal["auto", "gloo", "nccl"]
@@ -33,8 +34,9 @@ Device = Literal["auto", "cpu", "cuda"]
 
 
 def torch_labels(device: torch.device) -> dict[str, str]:
-    """Environment labels for the torch runtime and the device a probe used."""
-    labels = {"torch": torch.__version__, "device": str(device)}
+    """Environment labels for the torch runtime and the device a probe used, and the node's
+    NVIDIA driver (`driver`: from /proc/driver/nvidia/version, `none` without one)."""
+    labels = {"torch": torch.__version__, "device": str(device), "driver": driver_version()}
     if device.type == "cuda":
         labels["cuda"] = torch.version.cuda or "unknown"
         labels["gpu"] = torch.cuda.get_device_name(device)

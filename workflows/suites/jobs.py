@@ -40,12 +40,16 @@ from workflows.suites.program import (
 from workflows.suites.scripts import RUNNER
 from workflows.suites.settings import (
     GPUS_LABEL,
+    IMAGE_NAMESPACE_LABEL,
     INTERRUPT_WAIT_SECONDS,
     JOB_NAME_LABEL,
     JOB_TTL_SECONDS,
     MASTER_PORT,
     OBJECT_STORE_SECRET,
     POOL_LABEL,
+    PROBE_COPY,
+    PROBE_PACKAGE,
+    PRODUCTION_PROBES,
     RESULTS_DIR,
     RUN,
     RUN_LABEL,
@@ -61,7 +65,7 @@ def _command(target: Target, probe: Probe, shape: Shape) -> list[str]:
     nproc = shape.per_pod if target.pool.sharing == "full-gpu" else 1
     args = [probe.probe, "--cluster", target.cluster.name, "--pool", target.name, *probe.options]
     if not probe.distributed or shape.pods * nproc == 1:
-        return ["python", "-m", "workflows.probes", *args]
+        return ["python3", "-m", "workflows.probes", *args]
     if shape.pods == 1:
         launch = ["torchrun", "--standalone", f"--nproc-per-node={nproc}"]
     else:
@@ -74,6 +78,34 @@ def _command(target: Target, probe: Probe, shape: Shape) -> list[str]:
             f"--master-port={MASTER_PORT}",
         ]
     return [*launch, "-m", "workflows.probes", *args]
+
+
+def in_production_image(step: Step) -> bool:
+    """Whether the step's probe container runs the pool's production image: every probe it
+    runs is a torch probe (PRODUCTION_PROBES) and no server shares its pod."""
+    probes = (*step.probes, *step.after)
+    return bool(probes) and not step.server and all(p.probe in PRODUCTION_PROBES for p in probes)
+
+
+def _preflight(step: Step) -> list[str]:
+    """The command that checks the production image before the step's probes run: a GPU (the
+    pool's) and NCCL are expected, torchrun too where a probe is launched with it."""
+    command = ["python3", "-m", "workflows.probes", "preflight", "--expect-gpu"]
+    if any(p.distributed for p in (*step.probes, *step.after)):
+        command.append("--torchrun")
+    return command
+
+
+def _probe_package() -> dict[str, Any]:
+    """The init container that copies the probe package from the suite image into the pod's
+    PROBE_COPY volume, where the production image's Python imports it (nothing rebuilt)."""
+    return {
+        "name": "probe-package",
+        "image": input_ref("image"),
+        "command": ["cp", "-R", f"{PROBE_PACKAGE}/workflows", f"{PROBE_COPY}/"],
+        "securityContext": _secure_container(),
+        "volumeMounts": [{"name": "probe-package", "mountPath": PROBE_COPY}],
+    }
 
 
 def _host_resources(target: Target, per_pod: int) -> dict[str, str]:
@@ -92,6 +124,12 @@ def _host_resources(target: Target, per_pod: int) -> dict[str, str]:
 
 def run_labels(target: Target, step: str) -> dict[str, str]:
     return {RUN_LABEL: RUN, POOL_LABEL: target.name, STEP_LABEL: step}
+
+
+def step_labels(target: Target, step: str) -> dict[str, str]:
+    """A step's Jobs and pods: the run's labels and the image namespace, so that the pool's run
+    and a namespace's run of the same Workflow never read or delete each other's pods."""
+    return {**run_labels(target, step), IMAGE_NAMESPACE_LABEL: input_ref("image-namespace")}
 
 
 def result_labels(target: Target) -> dict[str, str]:
@@ -243,7 +281,7 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     after it finished (`ttlSecondsAfterFinished`), whatever the Workflow's clean-up did."""
     pool = target.pool
     shape = step.shape
-    pod_labels = run_labels(target, step.name)
+    pod_labels = step_labels(target, step.name)
     queue_labels, pod_spec, pod_annotations = _scheduling(target)
     labels = {
         **pod_labels,
@@ -256,6 +294,10 @@ def job_manifest(target: Target, step: Step) -> dict[str, Any]:
     pod_spec.update(claims)
     if step.server:
         pod_spec["initContainers"] = [_server(target, copy.deepcopy(mounts), resources)]
+    if in_production_image(step):
+        pod_spec.setdefault("initContainers", []).append(_probe_package())
+        mounts.append({"name": "probe-package", "mountPath": PROBE_COPY, "readOnly": True})
+        volumes.append({"name": "probe-package", "emptyDir": {}})
     container = _probe_container(target, step, mounts, {} if step.server else resources)
     pod_spec.update(
         {
@@ -359,12 +401,22 @@ def _probe_container(
     }
     if step.after:
         plan["after"] = [[p.key, _command(target, p, shape), p.writes] for p in step.after]
+    image = input_ref("image")
+    env = _probe_env(target, step)
+    if in_production_image(step):
+        # the production image's own Python, the probe package from the init container's copy
+        image = input_ref("production-image")
+        plan["preflight"] = _preflight(step)
+        for variable in env:
+            if variable["name"] == "GPUPLANE_IMAGE":
+                variable["value"] = image
+        env.append({"name": "PYTHONPATH", "value": PROBE_COPY})
     container: dict[str, Any] = {
         "name": "probe",
-        "image": input_ref("image"),
-        "command": ["python", "-c", RUNNER],
+        "image": image,
+        "command": ["python3", "-c", RUNNER],
         "args": [json.dumps(plan)],
-        "env": _probe_env(target, step),
+        "env": env,
         # credentials and endpoint of the object store, where the namespace provides them
         "envFrom": [{"secretRef": {"name": OBJECT_STORE_SECRET, "optional": True}}],
     }

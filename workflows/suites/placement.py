@@ -135,10 +135,17 @@ class Target:
         return self.pool.workload in INFERENCE_WORKLOADS
 
     @property
+    def production_image(self) -> str:
+        """The image the torch steps run in: the pool's `productionImage`, else the suite's."""
+        return self.pool.production_image or SUITE_IMAGE
+
+    @property
     def parameters(self) -> tuple[tuple[str, str], ...]:
         """The suite's parameters and their defaults, in every template of the pool."""
         found = [
             ("image", SUITE_IMAGE),
+            ("production-image", self.production_image),
+            ("image-namespace", ""),
             ("window-seconds", str(WINDOW_SECONDS)),
             ("dataset", dataset(self.cluster)),
         ]
@@ -151,6 +158,29 @@ def reserved(target: Target) -> Target:
     """The window run's target of a pool: every device of every node the pool may have."""
     whole = target.pool.size * target.offer.per_node
     return dataclasses.replace(target, reserved=True, available=whole)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceRun:
+    """A weekly run of a pool's acceptance in a team namespace's own `productionImage`: its
+    results are labelled with the namespace and published apart, reported, never gating."""
+
+    namespace: str
+    image: str
+    pool: str
+
+
+def namespace_runs(view: ClusterView, targets: tuple[Target, ...]) -> tuple[NamespaceRun, ...]:
+    """Each namespace of the cluster that names a `productionImage`, on each pool with a suite
+    that its team has quota on."""
+    suites = {target.name for target in targets}
+    found = set()
+    for tenant in view.tenants:
+        pools = {quota.pool for quota in tenant.team.gpus} & suites
+        for ns in tenant.namespaces:
+            if ns.production_image is not None:
+                found.update(NamespaceRun(ns.name, ns.production_image, pool) for pool in pools)
+    return tuple(sorted(found, key=lambda run: (run.pool, run.namespace)))
 
 
 def kubectl_image(cluster: Cluster) -> str:

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import json
 
-from workflows.suites.settings import QUEUE_WAIT_LABEL, RESULT_PREFIX, SUITE_GAUGES
+from workflows.suites.settings import (
+    IMAGE_DIGEST_LABEL,
+    IMAGE_NAMESPACE_LABEL,
+    QUEUE_WAIT_LABEL,
+    RESULT_PREFIX,
+    SUITE_GAUGES,
+)
 
 RUNNER = """\
 import json, os, subprocess, sys, time
@@ -39,6 +45,21 @@ def report(results, status):
     sys.exit(status)
 
 
+def preflight(command):
+    done = subprocess.run(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True
+    )
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    for line in lines:
+        print(line, flush=True)
+    if done.returncode:
+        line = lines[-1] if lines else "preflight exited with %d" % done.returncode
+        specs = plan["run"] + plan.get("after", [])
+        report([[key, {"ok": False, "error": line}] for key, _, writes in specs if writes], 1)
+
+
+if "preflight" in plan:
+    preflight(plan["preflight"])
 marker = os.path.join(state, "interrupt-me.json")
 if "after" not in plan:
     report(*run(plan["run"]))
@@ -56,9 +77,12 @@ with open(marker) as f:
 after, status = run(plan["after"])
 report(before + after, status)
 """.replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX))
-"""What every suite Job's container runs: `python -m workflows.probes …` for each probe in turn,
-then each result on one line of the log (`gpuplane-result <key> <json>`), where the Workflow reads
-it. With `after` (step 5), the first pod runs `run`, marks the workspace and turns Ready, and
+"""What every suite Job's container runs: with `preflight` (a step in the pool's production
+image), that check first, its output in the log, and when it fails its last line as the error of
+every result the step owes, and nothing else; then `python3 -m workflows.probes …` for each probe
+in turn, then each result on one line of the log (`gpuplane-result <key> <json>`), where the
+Workflow reads it. It runs on whatever `python3` the image has: nothing in it is newer than
+Python 3.5. With `after` (step 5), the first pod runs `run`, marks the workspace and turns Ready, and
 waits; the Workflow deletes it; the Job's replacement pod finds the mark and runs `after` (the
 restore of what the first pod wrote, and training resumed from it), then prints both pods'
 results."""
@@ -74,7 +98,7 @@ def _gauge_fields() -> dict[str, list[list[str]]]:
 
 EXPORT = (
     """\
-import datetime, json, math, os
+import datetime, json, math, os, re
 
 out = os.environ["OUT"]
 os.makedirs(out, exist_ok=True)
@@ -89,6 +113,22 @@ def when(text):
 def seconds(start, end):
     return str(max(0, int((end - start).total_seconds()))) if start and end else None
 
+
+def ran(text):
+    # the image reference and digest of the last pod with both, from the step's `image` part
+    for line in reversed(text.splitlines()):
+        parts = line.split()
+        if len(parts) == 2:
+            digest = parts[1].rpartition("@")[2]
+            if re.fullmatch("sha256:[0-9a-f]{64}", digest):
+                return parts[0], digest
+    return None, None
+
+
+namespace = os.environ.get("IMAGE_NAMESPACE", "")
+if os.environ.get("RESULTS"):
+    with open(os.path.join(out, "results-name"), "w") as f:
+        f.write(os.environ["RESULTS"] + ("-" + namespace if namespace else ""))
 
 for step in json.loads(os.environ["STEPS"]):
     prefix = step["step"].upper() + "_"
@@ -116,9 +156,13 @@ for step in json.loads(os.environ["STEPS"]):
                 "metrics": {},
             }
         environment = result.setdefault("environment", {})
+        reference, digest = ran(os.environ.get(prefix + "IMAGE", ""))
         for name, value in (
             (QUEUE_WAIT_LABEL, seconds(created, started)),
             ("gpuplane.dev/job-seconds", seconds(started, finished)),
+            ("image", reference),
+            (IMAGE_DIGEST_LABEL, digest),
+            (IMAGE_NAMESPACE_LABEL, namespace or None),
         ):
             if value is not None:
                 environment[name] = value
@@ -131,11 +175,17 @@ for step in json.loads(os.environ["STEPS"]):
                     f.write(repr(float(value)))
 """.replace("RESULT_PREFIX", json.dumps(RESULT_PREFIX))
     .replace("QUEUE_WAIT_LABEL", json.dumps(QUEUE_WAIT_LABEL))
+    .replace("IMAGE_DIGEST_LABEL", json.dumps(IMAGE_DIGEST_LABEL))
+    .replace("IMAGE_NAMESPACE_LABEL", json.dumps(IMAGE_NAMESPACE_LABEL))
     .replace("GAUGES", json.dumps(_gauge_fields()))
 )
 """Step 6's first half: each expected result from the Jobs' logs (a failed result in its place
 when a Job printed none), with its Job's queue wait (created to admitted: Kueue unsuspends the
-Job, which sets its start time) and run time added to its `environment`, one file each; and
+Job, which sets its start time), run time, and the image its pod ran (`image`, the reference,
+and IMAGE_DIGEST_LABEL, the `sha256:` digest the kubelet reports as the probe container's
+`imageID`, whatever prefix the runtime puts before it) added to its `environment`, one file each
+(on a namespace's run, IMAGE_NAMESPACE_LABEL too); the results ConfigMap's name (`RESULTS`, with
+`-<namespace>` on a namespace's run) in the file `results-name`; and
 each SUITE_GAUGES figure the results hold, as a number in a file of its own, for the
 template's Argo custom metrics."""
 

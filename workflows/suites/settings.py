@@ -23,6 +23,18 @@ DATASET_FALLBACK. .github/workflows/acceptance-image.yml pushes it from main as
 `gpuplane-acceptance:v<project version>` to the platform's registry; `registry.example.com/base/`
 stands for that registry, a prefix every example team admits. Never `latest`."""
 
+PROBE_PACKAGE = "/opt/gpuplane-probes"
+"""Where the suite image holds the probe package on its own (images/acceptance/Containerfile):
+`workflows/__init__.py` and `workflows/probes/`, the standard library and torch its only
+imports. The init container of a torch step copies `workflows/` from here into the pod."""
+PROBE_COPY = "/gpuplane-probes"
+"""Where the copy lives in a torch step's pod (an emptyDir): the probe container's PYTHONPATH,
+so the production image's own `python3` imports the probes from it."""
+PRODUCTION_PROBES = frozenset({"training", "allreduce", "checkpoint", "nodes"})
+"""The torch probes: a step whose probes are all of these runs in the pool's production image
+(the `production-image` parameter); the others (staging, storage, inference: boto3 and the
+HTTP client, no torch) stay in the suite image."""
+
 SERVER_IMAGE = "registry.example.com/base/vllm-openai:v0.8.5"
 """The default `server-image` of inference pools: an OpenAI-compatible server (vLLM's image,
 mirrored) that step 4 runs beside the inference probe, serving the staged base weights."""
@@ -127,6 +139,11 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 QUEUE_WAIT_LABEL = "gpuplane.dev/queue-wait-seconds"
 GPUS_LABEL = "gpuplane.dev/gpus"
+IMAGE_DIGEST_LABEL = "gpuplane.dev/image-digest"
+IMAGE_NAMESPACE_LABEL = "gpuplane.dev/image-namespace"
+"""On a run in a team namespace's own production image: the namespace (the template's
+`image-namespace` parameter; empty on the pool's own runs). It labels the Jobs, so a step reads
+its own run's pods, and the results, which that run publishes apart."""
 
 RUN = "{{workflow.uid}}"
 """Every object a run creates carries it (with the pool), so the clean-up finds exactly them."""

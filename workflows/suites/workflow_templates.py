@@ -41,7 +41,12 @@ from renderer.model.names import NODE_LOSS_TAINT_KEY, WINDOW_TAINT_KEY
 from renderer.model.nodes import POOL_LABEL as NODE_POOL_LABEL
 from renderer.output.canonical import dump
 from renderer.output.manifest import metadata
-from workflows.suites.jobs import job_manifest, result_labels, run_labels, workspace_manifest
+from workflows.suites.jobs import (
+    job_manifest,
+    result_labels,
+    step_labels,
+    workspace_manifest,
+)
 from workflows.suites.placement import Target, reserved
 from workflows.suites.program import (
     Step,
@@ -75,8 +80,16 @@ from workflows.suites.settings import (
     SuiteGauge,
 )
 
-STEP_PARTS = ("log", "created", "started", "finished")
-"""What each step's DAG outputs: its Job's log, and the Job's timestamps."""
+STEP_PARTS = ("log", "created", "started", "finished", "image")
+"""What each step's DAG outputs: its Job's log, the Job's timestamps, and the image its probe
+container ran (`IMAGE_JSONPATH`)."""
+IMAGE_JSONPATH = (
+    '{range .items[*]}{.spec.containers[?(@.name=="probe")].image}{" "}'
+    '{.status.containerStatuses[?(@.name=="probe")].imageID}{"\\n"}{end}'
+)
+"""kubectl's `-o jsonpath` for the pods of a step: per pod one line, the probe container's image
+reference and the kubelet's `imageID` (`docker-pullable://<repo>@sha256:…`, or `<repo>@sha256:…`
+from containerd), which export turns into the results' `gpuplane.dev/image-digest`."""
 
 
 def params(*names: str) -> list[Parameter]:
@@ -142,6 +155,9 @@ def _kubectl(
         retry_strategy=RetryStrategy(limit=IntOrString(2)) if retried else None,
     )
 
+
+STEP_TOOL_INPUTS = ("step", "image-namespace")
+"""What the kubectl steps that find a step's pods or Jobs by label take."""
 
 JOB_OUTPUTS = (
     ("job", "{.metadata.name}"),
@@ -224,6 +240,7 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
             part("log", ref("tasks.logs.outputs.result")),
             *(part(n, task_output("job", n)) for n in ("created", "started")),
             part("finished", task_output(finished_from, "finished")),
+            part("image", ref("tasks.image.outputs.result")),
         ],
     ):
         Task(
@@ -257,7 +274,9 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
             )
         # by labels known before the Job exists: a Job that failed records no outputs, not
         # even its name
-        Task(name="logs", template="logs", arguments={"step": step.name}, depends=read_after)
+        tool_arguments = {"step": step.name, "image-namespace": input_ref("image-namespace")}
+        Task(name="logs", template="logs", arguments=tool_arguments, depends=read_after)
+        Task(name="image", template="image", arguments=tool_arguments, depends=read_after)
         # a Job that did not finish (failed, past its deadline, still queued) must not run on
         # beside the next steps: deleted once its log is read
         unfinished = ["job.Failed", "job.Errored"]
@@ -267,18 +286,21 @@ def _step_templates(target: Target, step: Step, *, gated: bool = False) -> None:
         Task(
             name="drop",
             template="drop",
-            arguments={"step": step.name},
+            arguments=tool_arguments,
             depends=f"({' || '.join(unfinished)}) && ({_ended('logs')})",
         )
         Task(
             name="done",
             template="done",
-            depends=f"({_ended('logs')} || logs.Omitted) && ({_ended('drop')} || drop.Omitted)",
+            depends=(
+                f"({_ended('logs')} || logs.Omitted) && ({_ended('image')} || image.Omitted)"
+                f" && ({_ended('drop')} || drop.Omitted)"
+            ),
         )
 
 
 def _selector(labels: Mapping[str, str]) -> str:
-    """kubectl's `--selector` for objects carrying `labels` (built from `run_labels`, so it
+    """kubectl's `--selector` for objects carrying `labels` (built from `step_labels`, so it
     matches what the Jobs and their pods are labelled with)."""
     return "--selector=" + ",".join(f"{key}={value}" for key, value in labels.items())
 
@@ -311,11 +333,23 @@ def _workspace_and_logs(target: Target) -> None:
         [
             "logs",
             f"--namespace={ns}",
-            _selector({**run_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
+            _selector({**step_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
             "--container=probe",
             f"--tail={LOG_TAIL}",
         ],
-        ["step"],
+        STEP_TOOL_INPUTS,
+    )
+    _kubectl(
+        target,
+        "image",
+        [
+            "get",
+            "pod",
+            f"--namespace={ns}",
+            _selector({**step_labels(target, input_ref("step")), INDEX_LABEL: "0"}),
+            f"--output=jsonpath={IMAGE_JSONPATH}",
+        ],
+        STEP_TOOL_INPUTS,
     )
     Suspend(name="done", duration="0")  # no pod, no wait: the step's DAG has ended
 
@@ -409,11 +443,13 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         name="label",
         image=input_ref("image"),
         command=["python", "-c", EXPORT],
-        inputs=params("image", *step_inputs),
+        inputs=params("image", "image-namespace", *step_inputs),
         env=[
             Env(name="OUT", value=EXPORT_DIR),
             Env(name="CLUSTER", value=target.cluster.name),
             Env(name="POOL", value=target.name),
+            Env(name="RESULTS", value=results_configmap_name(kind, target.name)),
+            Env(name="IMAGE_NAMESPACE", value=input_ref("image-namespace")),
             Env(
                 name="STEPS",
                 value=json.dumps(
@@ -430,6 +466,7 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
             ),
         ],
         outputs=[
+            Parameter(name="results-name", value_from=ValueFrom(path=f"{EXPORT_DIR}/results-name")),
             *(Parameter(name=k, value_from=ValueFrom(path=f"{EXPORT_DIR}/{k}.json")) for k in keys),
             *(
                 Parameter(
@@ -446,12 +483,12 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
     Resource(
         name="publish",
         action="apply",
-        manifest=_results_configmap(target, kind, keys),
-        inputs=params(*keys),
+        manifest=_results_configmap(target, keys),
+        inputs=params("results-name", *keys),
     )
     with DAG(
         name="export",
-        inputs=params("image", *step_inputs),
+        inputs=params("image", "image-namespace", *step_inputs),
         outputs=[
             Parameter(name=k, value_from=ValueFrom(parameter=task_output("label", k))) for k in keys
         ],
@@ -459,12 +496,12 @@ def _export_templates(target: Target, kind: str, steps: Sequence[Step]) -> None:
         Task(
             name="label",
             template="label",
-            arguments={n: input_ref(n) for n in ("image", *step_inputs)},
+            arguments={n: input_ref(n) for n in ("image", "image-namespace", *step_inputs)},
         )
         Task(
             name="publish",
             template="publish",
-            arguments={k: task_output("label", k) for k in keys},
+            arguments={n: task_output("label", n) for n in ("results-name", *keys)},
             depends="label",
         )
 
@@ -479,11 +516,11 @@ def _cleanup_templates(target: Target) -> None:
             "delete",
             "job",
             f"--namespace={ns}",
-            _selector(run_labels(target, input_ref("step"))),
+            _selector(step_labels(target, input_ref("step"))),
             "--ignore-not-found",
             "--wait=false",
         ],
-        ["step"],
+        STEP_TOOL_INPUTS,
     )
     _kubectl(
         target,
@@ -521,14 +558,16 @@ def results_configmap_name(kind: str, pool: str) -> str:
     return dns_label(f"{kind}-{pool}", 253)
 
 
-def _results_configmap(target: Target, kind: str, keys: Sequence[str]) -> str:
-    """The ConfigMap `<kind>-<pool>` in the suite namespace: the latest run's results, one key
-    each (a JSON line, which Argo puts into the literal block), labelled like the results."""
+def _results_configmap(target: Target, keys: Sequence[str]) -> str:
+    """The ConfigMap `<kind>-<pool>` in the suite namespace (`<kind>-<pool>-<namespace>` for a
+    run in a namespace's own image, whose results never stand in for the pool's): the latest
+    run's results, one key each (a JSON line, which Argo puts into the literal block), labelled
+    like the results."""
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": results_configmap_name(kind, target.name),
+            "name": input_ref("results-name"),
             "namespace": NAMESPACE,
             "labels": result_labels(target),
             "annotations": {"gpuplane.dev/workflow": ref("workflow.name")},
@@ -567,6 +606,12 @@ def _report(target: Target, keys: Sequence[str]) -> None:
             )
         )
     results = [f"/results/{k}.json" for k in keys]
+    command = ["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"]
+    env: list[Env] = []
+    if target.pool.production_image is None:
+        # said first in the report's output: these figures are the suite image's, not the team's
+        env.append(Env(name="IMAGE_NOTE", value=suite_image_note(target)))
+        command = ["sh", "-c", 'printf "%s\\n" "$IMAGE_NOTE" && exec "$@"', "report", *command]
     Container(
         name="report-record",
         image=input_ref("image"),
@@ -574,9 +619,10 @@ def _report(target: Target, keys: Sequence[str]) -> None:
         args=[
             *("--pool", target.name, "--run", ref("workflow.name"), "--out", EVIDENCE_DIR),
             *("--configmap", EVIDENCE_MANIFEST, "--namespace", NAMESPACE, "--exit-zero"),
+            "--image-namespace=" + input_ref("image-namespace"),
             *results,
         ],
-        inputs=[*params("image", *keys), *artifacts],
+        inputs=[*params("image", "image-namespace", *keys), *artifacts],
         outputs=[Parameter(name="manifest", value_from=ValueFrom(path=EVIDENCE_MANIFEST))],
         resources=_tool_resources(),
         security_context=_container_security(),
@@ -590,15 +636,17 @@ def _report(target: Target, keys: Sequence[str]) -> None:
     Container(
         name="report-judge",
         image=input_ref("image"),
-        command=["gpuplane", "-C", PLATFORM_DIR, "acceptance", "report"],
+        command=command,
         args=["--pool", target.name, *results],
+        env=env or None,
         inputs=[*params("image", *keys), *artifacts],
         resources=_tool_resources(),
         security_context=_container_security(),
     )
     arguments = {n: input_ref(n) for n in ("image", *keys)}
-    with DAG(name="report", inputs=params("image", *keys)):
-        Task(name="record", template="report-record", arguments=arguments)
+    recording = {**arguments, "image-namespace": input_ref("image-namespace")}
+    with DAG(name="report", inputs=params("image", "image-namespace", *keys)):
+        Task(name="record", template="report-record", arguments=recording)
         Task(
             name="evidence",
             template="report-evidence",
@@ -606,6 +654,14 @@ def _report(target: Target, keys: Sequence[str]) -> None:
             depends="record",
         )
         Task(name="judge", template="report-judge", arguments=arguments, depends="evidence")
+
+
+def suite_image_note(target: Target) -> str:
+    """What the report step of a pool without `productionImage` says before its report."""
+    return (
+        f"pool {target.name} declares no productionImage: its torch probes ran in the suite "
+        "image, not the image its teams run (set spec.productionImage in the pool file)"
+    )
 
 
 def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool) -> None:
@@ -630,7 +686,7 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool)
                 arguments["staged"] = task_output(gates[step.name], "finished")
             Task(name=step.name, template=step.name, arguments=arguments, depends=previous)
             previous = step.name
-        export_args = {"image": input_ref("image")}
+        export_args = {"image": input_ref("image"), "image-namespace": input_ref("image-namespace")}
         for step in steps:
             for part in STEP_PARTS:
                 export_args[f"{step.name}-{part}"] = task_output(step.name, part)
@@ -642,6 +698,7 @@ def _main_dag(target: Target, name: str, steps: Sequence[Step], *, report: bool)
                 template="report",
                 arguments={
                     "image": input_ref("image"),
+                    "image-namespace": input_ref("image-namespace"),
                     **{k: task_output("export", k) for k in keys},
                 },
                 depends="export",

@@ -272,28 +272,39 @@ def evidence_problems(document: Mapping[str, Any]) -> list[str]:
     )
 
 
-def configmap(document: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    """The ConfigMap the suite's report step applies: the file under the key `<pool>.yaml`."""
+def configmap(
+    document: Mapping[str, Any], namespace: str, image_namespace: str = ""
+) -> dict[str, Any]:
+    """The ConfigMap the suite's report step applies: the file under the key `<pool>.yaml`. A
+    run in a team namespace's own production image (`image_namespace`) gets its own ConfigMap,
+    `-<namespace>` after the pool's name, so it never replaces the pool's evidence."""
     pool = document["metadata"]["name"]
+    labels = {
+        "gpuplane.dev/cluster": document["spec"]["cluster"],
+        "gpuplane.dev/pool": pool,
+        "gpuplane.dev/verdict": document["spec"]["verdict"],
+    }
+    name = f"{CONFIGMAP_PREFIX}{pool}"
+    if image_namespace:
+        name = f"{name}-{image_namespace}"
+        labels["gpuplane.dev/image-namespace"] = image_namespace
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": f"{CONFIGMAP_PREFIX}{pool}",
+            "name": name,
             "namespace": namespace,
-            "labels": {
-                "gpuplane.dev/cluster": document["spec"]["cluster"],
-                "gpuplane.dev/pool": pool,
-                "gpuplane.dev/verdict": document["spec"]["verdict"],
-            },
+            "labels": labels,
         },
         "data": {f"{pool}.yaml": evidence_text(document)},
     }
 
 
-def configmaps(documents: Iterable[Mapping[str, Any]], namespace: str) -> dict[str, Any]:
+def configmaps(
+    documents: Iterable[Mapping[str, Any]], namespace: str, image_namespace: str = ""
+) -> dict[str, Any]:
     """One ConfigMap, or a v1 List of them for several pools."""
-    found = [configmap(d, namespace) for d in documents]
+    found = [configmap(d, namespace, image_namespace) for d in documents]
     if len(found) == 1:
         return found[0]
     return {"apiVersion": "v1", "kind": "List", "items": found}
