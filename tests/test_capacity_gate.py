@@ -30,7 +30,12 @@ def _nodes_line(root: Path, pool: str = POOL, text: str = "  nodes: ") -> int:
 
 
 def _set_image(root: Path, image: str = IMAGE, pool: str = POOL) -> None:
-    edit_once(root / pool, "  workload:", f"  productionImage: {image}\n  workload:")
+    """Declare `image` as the pool's productionImage, in place of the one it declares."""
+    path = root / pool
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith("  productionImage:")]
+    path.write_text("".join(kept))
+    edit_once(path, "  workload:", f"  productionImage: {image}\n  workload:")
 
 
 @pytest.fixture

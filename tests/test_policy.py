@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import renderer.policy.check  # noqa: F401  (registers every rule in POLICY)
 from renderer.findings.rules import all_rules
 from renderer.policy.rule import POLICY
 
@@ -439,6 +440,9 @@ def test_every_policy_rule_has_a_case() -> None:
         "endpoint-host-domain",
         "endpoint-host-reserved",
         "team-domain-overlap",
+        # growth against a base commit, in git repositories: tests/test_capacity_gate.py
+        "capacity-evidence",
+        "evidence-place",
     }
     assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | tested_elsewhere
 

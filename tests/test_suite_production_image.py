@@ -122,7 +122,7 @@ def test_every_torch_probe_job_runs_the_pools_production_image() -> None:
             command = plan["preflight"]
             assert command[:5] == ["python3", "-m", "workflows.probes", "preflight", "--expect-gpu"]
             launched = any(c[0] == "torchrun" for _, c, _ in plan["run"] + plan.get("after", []))
-            assert ("--torchrun" in command) == launched
+            assert ("--torchrun" in command) == launched, (pool, step, plan)
             for _, run, _ in plan["run"] + plan.get("after", []):
                 assert run[0] in ("python3", "torchrun"), run
             torch_jobs += 1
@@ -182,7 +182,7 @@ def test_a_pool_without_a_production_image_keeps_the_suite_image_and_says_so() -
     bare = dataclasses.replace(target, pool=dataclasses.replace(target.pool, production_image=None))
     assert dict(bare.parameters)["production-image"] == settings.SUITE_IMAGE
     body = workflow_templates.acceptance_template(bare).to_dict()
-    (report,) = [t for t in body["spec"]["templates"] if t["name"] == "report"]
+    (report,) = [t for t in body["spec"]["templates"] if t["name"] == "report-judge"]
     container = report["container"]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert "declares no productionImage" in env["IMAGE_NOTE"]
@@ -202,7 +202,7 @@ def test_a_pool_without_a_production_image_keeps_the_suite_image_and_says_so() -
     )
     assert done.stdout.splitlines() == [env["IMAGE_NOTE"], "['--pool', 'h100-train']"]
     declared = workflow_templates.acceptance_template(target).to_dict()
-    (report,) = [t for t in declared["spec"]["templates"] if t["name"] == "report"]
+    (report,) = [t for t in declared["spec"]["templates"] if t["name"] == "report-judge"]
     assert report["container"]["command"][0] == "gpuplane" and "env" not in report["container"]
     assert [s.name for s in acceptance_steps(bare)] == [s.name for s in acceptance_steps(target)]
 
@@ -613,7 +613,9 @@ def test_the_weekly_run_also_runs_each_namespace_image_after_its_pools_own() -> 
             pool, ns = name.split("--")
             assert arguments["image-namespace"] == ns
             assert arguments["production-image"] == images[ns][1]
-            assert task["templateRef"] == {"name": f"acceptance-{pool}", "template": "acceptance"}
+            # the pool's own template: in a window, the reserved one, whose Jobs tolerate the
+            # run's taint on the pool's nodes
+            assert task["templateRef"] == tasks[pool]["templateRef"]
             # after the pool's own run, however it ended: they would compete for its GPUs
             assert task["depends"] == f"{pool}.Succeeded || {pool}.Failed || {pool}.Errored"
         hook = yaml.safe_load((path.parent / "workflow-acceptance-postsync.yaml").read_text())

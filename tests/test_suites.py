@@ -815,7 +815,9 @@ def test_the_report_step_applies_the_evidence_whatever_the_verdict(
     }
 
     def here(arg: str) -> str:
-        """The container's path or reference as it is on this machine (one replacement)."""
+        """The container's path or reference as it is on this machine (one replacement), on
+        the pool's own run (no namespace image)."""
+        arg = arg.replace("{{inputs.parameters.image-namespace}}", "")
         for old, new in local.items():
             if arg.startswith(old):
                 return new + arg[len(old) :]

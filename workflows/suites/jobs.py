@@ -87,11 +87,12 @@ def in_production_image(step: Step) -> bool:
     return bool(probes) and not step.server and all(p.probe in PRODUCTION_PROBES for p in probes)
 
 
-def _preflight(step: Step) -> list[str]:
+def _preflight(commands: list[list[str]]) -> list[str]:
     """The command that checks the production image before the step's probes run: a GPU (the
-    pool's) and NCCL are expected, torchrun too where a probe is launched with it."""
+    pool's) and NCCL are expected, torchrun too where one of the step's `commands` launches a
+    probe with it (a distributed probe of one rank runs without)."""
     command = ["python3", "-m", "workflows.probes", "preflight", "--expect-gpu"]
-    if any(p.distributed for p in (*step.probes, *step.after)):
+    if any(c[0] == "torchrun" for c in commands):
         command.append("--torchrun")
     return command
 
@@ -406,7 +407,7 @@ def _probe_container(
     if in_production_image(step):
         # the production image's own Python, the probe package from the init container's copy
         image = input_ref("production-image")
-        plan["preflight"] = _preflight(step)
+        plan["preflight"] = _preflight([c for _, c, _ in plan["run"] + plan.get("after", [])])
         for variable in env:
             if variable["name"] == "GPUPLANE_IMAGE":
                 variable["value"] = image
