@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, copy_inputs, edit_once, git
-from tests.test_capacity_gate import IMAGE, POOL, _evidence, _write_evidence
+from tests.test_capacity_gate import IMAGE, POOL, _evidence, _set_image, _write_evidence
 
 EXCEPTION = "  growthException:\n    by: platform-team\n    reason: burn-in\n    until: {}\n"
 
@@ -22,11 +22,8 @@ EXCEPTION = "  growthException:\n    by: platform-team\n    reason: burn-in\n   
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
     root = copy_inputs(REPO, tmp_path_factory.mktemp("evidence") / "repo")
-    edit_once(
-        root / POOL,
-        "  workload:",
-        f"  productionImage: {IMAGE}\n{EXCEPTION.format('2026-03-20')}  workload:",
-    )
+    _set_image(root)
+    edit_once(root / POOL, "  workload:", f"{EXCEPTION.format('2026-03-20')}  workload:")
     git(root, "-c", "init.defaultBranch=main", "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")

@@ -159,7 +159,7 @@ def test_a_teams_reach_behind_renamed_namespaces_is_the_same_with_the_index(
     whichever way the report is made; staging-west, which the change does not reach, is
     taken from the index."""
     assert _render(gpuplane, repo).exit_code == 0
-    for old in ("{name: llm-train,", "- name: llm-serve\n", "{name: llm-notebooks,"):
+    for old in ("- name: llm-train\n", "- name: llm-serve\n", "{name: llm-notebooks,"):
         edit_once(repo / "teams/llm.yaml", old, old.replace("llm-", "llm-v2-"))
     edit_once(repo / "teams/llm.yaml", "owners: [llm-leads]", "owners: [llm-leads, contractors]")
     report, names = _diff(gpuplane, repo, rendered, monkeypatch)

@@ -239,7 +239,7 @@ def test_a_path_prefix_without_a_trailing_slash_is_refused(
     # what a literal startsWith would let through
     assert (prefix + "-evil/miner:1").startswith(prefix)
     assert found.hint == f"write it as '{fixed}'"
-    assert found.at.line == _line_of(attempt, prefix)
+    assert found.at.line == _line_of(attempt, f"- {prefix}")  # the images entry
 
 
 @pytest.mark.parametrize(

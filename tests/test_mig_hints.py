@@ -130,6 +130,12 @@ def test_a_name_resolves_to_its_layout_and_nothing_else() -> None:
 # --- a named layout in a pool file ---------------------------------------------------------------
 
 
+def _line(platform: Path, start: str, file: str = POOL) -> int:
+    """The 1-based line of `file` that starts with `start` (the one the finding should name)."""
+    lines = (platform / file).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, start=1) if line.startswith(start))
+
+
 def _edit(platform: Path, old: str, new: str, file: str = POOL) -> None:
     path = platform / file
     text = path.read_text()
@@ -184,7 +190,7 @@ def test_an_unknown_name_is_refused_with_the_valid_names(
 ) -> None:
     _edit(platform, LAYOUT, f"    layout: {name}\n")
     (finding,) = _findings(gpuplane, platform, "mig-layout-invalid")
-    assert (finding["file"], finding["line"]) == (POOL, 44)
+    assert (finding["file"], finding["line"]) == (POOL, _line(platform, "    layout: "))
     assert f"'{name}' is not a named MIG layout of a100-80gb" in finding["message"]
     assert finding["hint"].startswith(f"did you mean '{meant}'?")
     listed = finding["hint"].split("named layouts of a100-80gb: ")[1].split(", ")
@@ -240,7 +246,8 @@ def test_a_profile_of_the_smaller_a100_names_the_same_slice_here(
     here = next(p for p in mig_configs["devices"][A100_80GB]["all_balanced"] if "1g" in p)
     _edit(platform, LAYOUT, f"    layout:\n      {small}: 7\n")
     (finding,) = _findings(gpuplane, platform, "mig-layout-invalid")
-    assert (finding["file"], finding["line"], finding["column"]) == (POOL, 45, 7)
+    at = _line(platform, f"      {small}: 7")
+    assert (finding["file"], finding["line"], finding["column"]) == (POOL, at, 7)
     assert f"'{small}' is not a MIG profile of a100-80gb but of a100-40gb" in finding["message"]
     assert finding["hint"].startswith(f"did you mean '{here}'")
     assert set(PROFILE.findall(finding["hint"])) == _profiles(A100_80GB, mig_max)

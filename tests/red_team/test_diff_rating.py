@@ -62,17 +62,10 @@ def test_the_codeowners_replaced_by_the_lead_alone(based: Attempt) -> None:
 
 
 def test_restricted_dropped_from_a_training_namespace(based: Attempt) -> None:
-    based.edit(
-        LLM,
-        "{name: llm-train, cluster: prod-east, purpose: training}",
-        "{name: llm-train, cluster: prod-east, purpose: training, podSecurity: restricted}",
-    )
+    train = "    - name: llm-train\n      cluster: prod-east\n      purpose: training\n"
+    based.edit(LLM, train, train + "      podSecurity: restricted\n")
     commit_again(based)
-    based.edit(
-        LLM,
-        "{name: llm-train, cluster: prod-east, purpose: training, podSecurity: restricted}",
-        "{name: llm-train, cluster: prod-east, purpose: training}",
-    )
+    based.edit(LLM, train + "      podSecurity: restricted\n", train)
     assert _rated(based, "namespace-changed") == ["high"]
 
 

@@ -187,14 +187,11 @@ def test_renamed_namespaces_hide_no_raised_cap(based: Attempt) -> None:
 def test_a_restricted_namespace_renamed_to_the_purposes_looser_default(based: Attempt) -> None:
     """The platform hardened llm-train to restricted; the lead renames it and drops the level,
     so the new namespace gets training's baseline."""
-    train = "{name: llm-train, cluster: prod-east, purpose: training}"
-    based.edit(LLM, train, train.replace("}", ", podSecurity: restricted}"))
+    train = "    - name: llm-train\n      cluster: prod-east\n      purpose: training\n"
+    restricted = train + "      podSecurity: restricted\n"
+    based.edit(LLM, train, restricted)
     commit_again(based)
-    based.edit(
-        LLM,
-        train.replace("}", ", podSecurity: restricted}"),
-        "{name: llm-pretrain, cluster: prod-east, purpose: training}",
-    )
+    based.edit(LLM, restricted, train.replace("llm-train", "llm-pretrain"))
     found = _one(based, "llm", "namespace-added", "llm-pretrain")
     assert found["risk"] == "high" and "looser" in found["summary"]
     assert found["at"] == _line(based, LLM, "llm-pretrain")
