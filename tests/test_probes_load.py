@@ -12,30 +12,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator, FormatChecker
 
+from tests.test_probes import assert_valid
 from workflows.probes.checkpoint import CheckpointSettings, run_checkpoint
 from workflows.probes.staging import run_staging
 from workflows.probes.storage import StorageSettings, run_storage
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = ROOT / "schemas" / "results"
 KIB = 1024
-
-
-def assert_valid(result: dict[str, Any]) -> None:
-    def load(name: str) -> dict[str, Any]:
-        schema: dict[str, Any] = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
-        return schema
-
-    envelope = Draft202012Validator(load("result"), format_checker=FormatChecker())
-    metrics = Draft202012Validator(load(result["probe"]))
-    problems = [e.message for e in envelope.iter_errors(result)]
-    problems += [e.message for e in metrics.iter_errors(result["metrics"])]
-    assert problems == []
 
 
 def test_four_concurrent_storage_workers(tmp_path: Path) -> None:

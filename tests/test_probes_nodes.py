@@ -12,11 +12,11 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator
 
+from tests.test_probes import assert_valid
 from workflows.probes import nodes
 from workflows.probes.nodes import (
     NodesSettings,
@@ -31,19 +31,6 @@ SCHEMAS = ROOT / "schemas" / "results"
 SMALL = NodesSettings(
     max_bytes=16 * 1024, iterations=2, warmup=1, local_world_size=4, simulate_nodes=2
 )
-
-
-def assert_valid(result: dict[str, Any]) -> None:
-    def load(name: str) -> dict[str, Any]:
-        schema: dict[str, Any] = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
-        return schema
-
-    envelope = Draft202012Validator(load("result"), format_checker=FormatChecker())
-    metrics = Draft202012Validator(load(result["probe"]))
-    problems = [e.message for e in envelope.iter_errors(result)]
-    problems += [e.message for e in metrics.iter_errors(result["metrics"])]
-    assert problems == []
-    json.dumps(result, allow_nan=False)
 
 
 def fake_sysfs(root: Path, values: dict[str, int]) -> Path:

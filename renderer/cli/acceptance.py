@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,12 +14,48 @@ from renderer.cli.options import format_option
 from renderer.cli.reporters import Findings, emit, findings_format, show_answer
 from renderer.findings.diagnostics import closest, has_errors
 
+if TYPE_CHECKING:
+    from renderer.commands.acceptance.results import Result
+    from renderer.findings.diagnostics import Diagnostic
+    from renderer.model.platform import Platform
+
 
 @dataclass(frozen=True)
 class AcceptanceOptions:
     results: tuple[Path, ...]
     fmt: str
     pools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The platform and the result files, read for `report` and `record` alike."""
+
+    platform: Platform
+    found: tuple[Result, ...]
+    findings: tuple[Diagnostic, ...]
+
+
+def _judged(
+    ctx: click.Context, results: tuple[Path, ...], pools: tuple[str, ...], form: str
+) -> Loaded:
+    """The inputs and the results (exit 1 on an input error, a usage error on an unknown pool
+    or no result file)."""
+    from renderer.commands.acceptance.load import load_results
+
+    loaded = load_inputs(ctx)
+    if has_errors(loaded.diagnostics):
+        emit(Findings(loaded.diagnostics, loaded.files), form)
+        ctx.exit(1)
+    unknown = sorted(set(pools) - set(loaded.platform.pools))
+    if unknown:
+        close = closest(unknown[0], loaded.platform.pools)
+        hint = f" Did you mean '{close}'?" if close else ""
+        raise click.UsageError(f"unknown pool(s): {', '.join(unknown)}.{hint}")
+    found, findings = load_results(results)
+    if not found and not findings:
+        raise click.UsageError("no result files: the folders given hold no *.json")
+    return Loaded(loaded.platform, found, findings)
 
 
 @click.group()
@@ -51,23 +87,11 @@ def acceptance_report(ctx: click.Context, /, **options: Any) -> None:
     the pool's accelerator (not comparable: the pool is not accepted, and no hardware failed)."""
     from renderer.commands.acceptance.forms import report_json, report_markdown, report_text
     from renderer.commands.acceptance.judge import build_report
-    from renderer.commands.acceptance.load import load_results
     from renderer.commands.acceptance.results import Status
 
     asked = AcceptanceOptions(**options)
-    loaded = load_inputs(ctx)
-    if has_errors(loaded.diagnostics):
-        emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
-        ctx.exit(1)
-    unknown = sorted(set(asked.pools) - set(loaded.platform.pools))
-    if unknown:
-        close = closest(unknown[0], loaded.platform.pools)
-        hint = f" Did you mean '{close}'?" if close else ""
-        raise click.UsageError(f"unknown pool(s): {', '.join(unknown)}.{hint}")
-    found, findings = load_results(asked.results)
-    if not found and not findings:
-        raise click.UsageError("no result files: the folders given hold no *.json")
-    accepted = build_report(loaded.platform, found, findings, asked.pools)
+    loaded = _judged(ctx, asked.results, asked.pools, findings_format(asked.fmt))
+    accepted = build_report(loaded.platform, loaded.found, loaded.findings, asked.pools)
     show_answer(
         accepted, asked.fmt, {"json": report_json, "markdown": report_markdown, "text": report_text}
     )
@@ -147,23 +171,12 @@ def acceptance_record(ctx: click.Context, /, **options: Any) -> None:
         write_evidence,
     )
     from renderer.commands.acceptance.judge import build_report
-    from renderer.commands.acceptance.load import load_results
     from renderer.output.writer import write_file_atomically
 
     asked = RecordOptions(**options)
-    loaded = load_inputs(ctx)
-    if has_errors(loaded.diagnostics):
-        emit(Findings(loaded.diagnostics, loaded.files), "text")
-        ctx.exit(1)
-    unknown = sorted(set(asked.pools) - set(loaded.platform.pools))
-    if unknown:
-        close = closest(unknown[0], loaded.platform.pools)
-        hint = f" Did you mean '{close}'?" if close else ""
-        raise click.UsageError(f"unknown pool(s): {', '.join(unknown)}.{hint}")
-    found, findings = load_results(asked.results)
-    if not found and not findings:
-        raise click.UsageError("no result files: the folders given hold no *.json")
-    report = build_report(loaded.platform, found, findings, asked.pools)
+    loaded = _judged(ctx, asked.results, asked.pools, "text")
+    found = loaded.found
+    report = build_report(loaded.platform, found, loaded.findings, asked.pools)
     if report.findings:
         emit(Findings(report.findings, report.files), "text")
         click.echo("nothing recorded: every result file must be counted", err=True)
