@@ -174,7 +174,7 @@ def namespace_runs(view: ClusterView, targets: tuple[Target, ...]) -> tuple[Name
     """Each namespace of the cluster that names a `productionImage`, on each pool with a suite
     that its team has quota on."""
     suites = {target.name for target in targets}
-    found = set()
+    found: set[NamespaceRun] = set()
     for tenant in view.tenants:
         pools = {quota.pool for quota in tenant.team.gpus} & suites
         for ns in tenant.namespaces:

@@ -272,8 +272,10 @@ def _data_path_steps(target: Target) -> list[Step]:
     if target.cluster.object_store:
         source = input_ref("dataset")
         dest = f"{WORKSPACE}/object-store"
-        workers = ("--workers", str(STAGING_WORKERS))
-        probe = Probe("object-store", "staging", ("--source", source, "--dest", dest, *workers))
+        staging_workers = ("--workers", str(STAGING_WORKERS))
+        probe = Probe(
+            "object-store", "staging", ("--source", source, "--dest", dest, *staging_workers)
+        )
         steps.append(Step("object-store", (probe,), ONE, workspace=True))
     if target.reserved and target.multi_node:
         # only in the window: outside it the node would hold the teams' pods
