@@ -337,3 +337,23 @@ def test_evidence_in_another_kinds_folder_is_the_wrong_kind(repo: Path, gpuplane
     _write_evidence(repo, _evidence())
     result = gpuplane("-C", str(repo), "validate")
     assert result.exit_code == 0, result.output
+
+
+def test_base_sizes_reads_every_pool_file_of_the_base_commit(tmp_path: Path) -> None:
+    """One `git cat-file --batch` answers for every pool file: a fixed size, an autoscaled
+    max, a file that is no YAML and a folder named like a pool file, in one commit."""
+    from renderer.inputs.changes import base_sizes
+
+    root = tmp_path / "base"
+    (root / "pools" / "folder.yaml").mkdir(parents=True)
+    (root / "pools" / "folder.yaml" / "f").write_text("x\n")
+    (root / "pools" / "fixed.yaml").write_text("spec: {nodes: 3}\n")
+    (root / "pools" / "broken.yaml").write_text("spec: [\n")
+    (root / "pools" / "scaled.yaml").write_text("spec: {nodes: {min: 1, max: 5}}\n")
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    found = base_sizes(root)
+    assert found is not None and found.unknown is None
+    assert dict(found.sizes) == {"fixed": 3, "scaled": 5}
+    assert found.unreadable == {"broken", "folder"}

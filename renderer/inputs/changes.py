@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -194,19 +195,44 @@ def _base_sizes(root: Path, base: str | None) -> BaseSizes | None:
 def _sizes_at(git: str, root: Path, commit: str) -> BaseSizes:
     """The size of each pool whose file `commit` holds under pools/ (relative to `root`)."""
     listing = _run(git, root, "ls-tree", "-z", "--name-only", f"{commit}:./{POOLS}")
+    names = [n for n in _names(listing or b"") if n.endswith(".yaml")]
+    # a name with a newline cannot be asked of `cat-file --batch` (nor be a pool's)
+    unreadable = {n.removesuffix(".yaml") for n in names if "\n" in n}
+    names = [n for n in names if "\n" not in n]
+    blobs = _blobs(git, root, [f"{commit}:./{POOLS}/{name}" for name in names])
     sizes: dict[str, int] = {}
-    unreadable: set[str] = set()
-    for name in _names(listing or b""):
-        if not name.endswith(".yaml"):
-            continue
+    for name, raw in zip(names, blobs, strict=True):
         stem = name.removesuffix(".yaml")
-        raw = _run(git, root, "cat-file", "blob", f"{commit}:./{POOLS}/{name}")
         size = _size_of(raw, f"{POOLS}/{name}")
         if size is None:
             unreadable.add(stem)
         else:
             sizes[stem] = size
     return BaseSizes(MappingProxyType(sizes), unreadable=frozenset(unreadable))
+
+
+def _blobs(git: str, root: Path, objects: Sequence[str]) -> list[bytes | None]:
+    """The contents of each of `objects` (`<commit>:<path>`), None for one git does not have:
+    one `git cat-file --batch` for all of them, not a process each."""
+    if not objects:
+        return []
+    out = _run(git, root, "cat-file", "--batch", stdin="".join(f"{o}\n" for o in objects))
+    if out is None:
+        return [None] * len(objects)
+    found: list[bytes | None] = []
+    at = 0
+    for _ in objects:
+        end = out.index(b"\n", at)
+        header = out[at:end].split(b" ")
+        at = end + 1
+        if len(header) != 3:  # `<object> missing` (or ambiguous): no contents follow
+            found.append(None)
+            continue
+        size = int(header[2])
+        # a folder named like a pool file is a tree: its contents are skipped, never read
+        found.append(out[at : at + size] if header[1] == b"blob" else None)
+        at += size + 1  # the newline after the contents
+    return found
 
 
 def _size_of(raw: bytes | None, display: str) -> int | None:
@@ -286,12 +312,14 @@ def _commit(git: str, root: Path, ref: str) -> str | None:
     return (found or b"").decode().strip() or None
 
 
-def _run(git: str, root: Path, *args: str) -> bytes | None:
-    """git's standard output, or None when it fails; no shell, no prompt, no optional locks."""
+def _run(git: str, root: Path, *args: str, stdin: str | None = None) -> bytes | None:
+    """git's standard output, or None when it fails; no shell, no prompt, no optional locks.
+    `stdin`: what git reads (UTF-8), else nothing."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     done = subprocess.run(
         [git, "-C", str(root), *args],
-        stdin=subprocess.DEVNULL,
+        input=None if stdin is None else stdin.encode("utf-8"),
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         env=env,
         timeout=GIT_TIMEOUT_S,
