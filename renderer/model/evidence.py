@@ -26,6 +26,12 @@ from renderer.model.choices import (
 EVIDENCE_FOLDER = "acceptance"
 """The folder of the evidence files: acceptance/<cluster>/<pool>.yaml."""
 
+
+def evidence_path(cluster: str, pool: str) -> str:
+    """Where a pool's evidence lives, below the repository root."""
+    return f"{EVIDENCE_FOLDER}/{cluster}/{pool}.yaml"
+
+
 EVIDENCE_BROKEN = "AcceptanceEvidence"
 """`Platform.broken`'s kind for an evidence file with errors; its name is `<cluster>/<pool>`."""
 
@@ -64,6 +70,10 @@ class Evidence:
 
     def at(self, *fields: str | int) -> Location:
         return self.source.locate(fields)
+
+    def age_days(self, day: datetime.date) -> int:
+        """Whole UTC days from the day the run finished to `day` (negative: after it)."""
+        return (day - datetime.date.fromisoformat(self.finished_at[:10])).days
 
     @property
     def covered(self) -> int:

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from renderer.findings.diagnostics import Diagnostic, Location, Severity
-from renderer.model.evidence import EVIDENCE_BROKEN, EVIDENCE_FOLDER, Evidence
+from renderer.model.evidence import EVIDENCE_BROKEN, Evidence, evidence_path
 from renderer.model.platform import Cluster, Platform, Pool
 from renderer.policy.rule import did_you_mean, error, rule
 
 
 def evidence_file(pool: Pool) -> str:
-    return f"{EVIDENCE_FOLDER}/{pool.cluster}/{pool.name}.yaml"
+    return evidence_path(pool.cluster, pool.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ def _size_line(pool: Pool) -> Location:
 
 def _age_problem(evidence: Evidence, cluster: Cluster, day: datetime.date) -> str | None:
     finished = datetime.date.fromisoformat(evidence.finished_at[:10])
-    age = (day - finished).days
+    age = evidence.age_days(day)
     if age < 0:
         return f"finishedAt {evidence.finished_at} is after today ({day})"
     if age > cluster.evidence_max_age_days:

@@ -29,14 +29,13 @@ from renderer.commands.acceptance.results import (
     Verdict,
 )
 from renderer.inputs import schema
+from renderer.model.evidence import evidence_path
 from renderer.model.platform import Platform
 from renderer.output.canonical import dump
 from renderer.output.writer import write_file_atomically
 
 API_VERSION: Final = "gpuplane.dev/v1alpha1"
 KIND: Final = "AcceptanceEvidence"
-FOLDER: Final = "acceptance"
-"""Evidence lives in acceptance/<cluster>/<pool>.yaml below the repository root."""
 
 DIGEST_KEY: Final = "gpuplane.dev/image-digest"
 UNKNOWN: Final = "unknown"
@@ -235,12 +234,10 @@ def evidence_documents(
     found = {}
     for pool in report.pools:
         mine = [by_file[f] for f in pool.results if f in by_file]
-        found[path_of(pool.cluster, pool.pool)] = evidence(platform, pool, mine, now=now, run=run)
+        found[evidence_path(pool.cluster, pool.pool)] = evidence(
+            platform, pool, mine, now=now, run=run
+        )
     return found
-
-
-def path_of(cluster: str, pool: str) -> str:
-    return f"{FOLDER}/{cluster}/{pool}.yaml"
 
 
 def evidence_text(document: Mapping[str, Any]) -> str:

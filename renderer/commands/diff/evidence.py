@@ -13,22 +13,18 @@ from collections.abc import Iterator
 
 from renderer.commands.diff.findings import Finding, PoolEvidence, Risk
 from renderer.inputs.changes import gate_today
-from renderer.model.evidence import EVIDENCE_FOLDER
+from renderer.model.evidence import evidence_path
 from renderer.model.platform import Platform, Pool
 
 
 def pool_evidence(head: Platform, pool: Pool, base_size: int | None) -> PoolEvidence:
     """What the head holds as `pool`'s evidence, its age judged on the gate's day."""
-    file = f"{EVIDENCE_FOLDER}/{pool.cluster}/{pool.name}.yaml"
+    file = evidence_path(pool.cluster, pool.name)
     found = head.evidence.get((pool.cluster, pool.name))
     if found is None:
         return PoolEvidence(file, base_size, pool.size)
     day = gate_today()
-    age = (
-        (day - datetime.date.fromisoformat(found.finished_at[:10])).days
-        if isinstance(day, datetime.date)
-        else None
-    )
+    age = found.age_days(day) if isinstance(day, datetime.date) else None
     return PoolEvidence(
         file,
         base_size,
