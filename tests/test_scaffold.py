@@ -60,6 +60,7 @@ TEAM = {
     "spec.namespaces[0].cluster": "prod-east",
     "spec.gpus[0].pool": "h100-train",
     "spec.gpus[0].nominal": "0",
+    "spec.images": "[registry.example.com/ranking/]",
 }
 
 
@@ -70,24 +71,27 @@ def test_a_filled_team_validates_with_no_findings(repo: Path, gpuplane) -> None:
 
 
 def test_the_suggested_images_and_egress_lie_within_the_allowlists(repo: Path, gpuplane) -> None:
-    """A new team file names what gpuplane.yaml allows, and its commented-out `images` and
-    `egress` examples, switched on, validate (image-prefix-not-allowed, egress-not-allowed)."""
+    """A new team file names what gpuplane.yaml allows; its `images` blank suggests a prefix
+    within it, and its commented-out `egress` example, switched on, validates
+    (image-prefix-not-allowed, egress-not-allowed)."""
     blanks = new(gpuplane, repo, "team", "ranking")
-    fill(repo / "teams/ranking.yaml", blanks, TEAM)
     path = repo / "teams/ranking.yaml"
+    text = path.read_text()
+    # gpuplane.yaml's first allowed registry path, the team's folder under it
+    suggested = re.search(r"images: +# REPLACE-ME: .*for example \[(\S+)\]$", text, re.M)
+    assert suggested is not None and suggested[1] == "registry.example.com/ranking/"
+    fill(path, blanks, {**TEAM, "spec.images": f"[{suggested[1]}]"})
     text = path.read_text()
     assert "gpuplane.yaml allows prefixes within: registry.example.com/, ghcr.io/example/," in text
     assert "gpuplane.yaml allows egress within: 10.20.0.0/16 TCP 443, 8443;" in text
-    start = text.index("  # images: ")
+    start = text.index("  # egress:")
     end = text.index("\n", text.index("  #     description: what lives there"))
     switched = "\n".join(
-        line.replace("  # ", "  ", 1)
-        if line.startswith(("  # images:", "  # egress:", "  #  "))
-        else line
+        line.replace("  # ", "  ", 1) if line.startswith(("  # egress:", "  #  ")) else line
         for line in text[start:end].splitlines()
     )
     path.write_text(text[:start] + switched + text[end:])
-    assert "  images: [registry.example.com/ranking/]" in path.read_text()
+    assert "  egress:\n    - cidr: 10.20.0.0/16" in path.read_text()
     assert findings(gpuplane, repo) == []
 
 

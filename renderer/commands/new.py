@@ -93,6 +93,7 @@ def scaffold(kind: str, name: str, root: Path) -> Scaffold:
         choices=_choices(known),
         accelerators=", ".join(sorted(catalog.CATALOG)),
         serving=_serving_pool(root, known.get("pools", ())),
+        shared_pools=_shared_pools(root, known.get("pools", ())),
     )
     paths = _paths(text)
     blanks = tuple(
@@ -175,6 +176,29 @@ def _serving_pool(root: Path, pools: Sequence[str]) -> tuple[str, str]:
         if isinstance(cluster, str) and NAME.match(cluster) and len(cluster) <= 63:
             return name, cluster
     return "an-inference-pool", "its-cluster"
+
+
+def _shared_pools(root: Path, pools: Sequence[str]) -> list[str]:
+    """`l40s-infer: 4 time-slicing replicas per GPU, so nominal 4 is 1 GPU` for each pool in
+    `pools/` whose GPUs are shared (time-slicing or MPS), where quota counts replicas, not
+    GPUs (names only, checked as names, and a whole number: no free text of the file goes
+    into the scaffold)."""
+    found = []
+    for name in pools:
+        loaded = load_file(root / "pools" / f"{name}.yaml", f"pools/{name}.yaml")
+        data = loaded.document.data if loaded.document is not None else None
+        spec = data.get("spec") if isinstance(data, Mapping) else None
+        sharing = spec.get("sharing") if isinstance(spec, Mapping) else None
+        if sharing not in ("time-slicing", "mps") or not NAME.match(name):
+            continue
+        assert isinstance(spec, Mapping)
+        block = spec.get("timeSlicing" if sharing == "time-slicing" else "mps")
+        replicas = block.get("replicas") if isinstance(block, Mapping) else None
+        if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 1:
+            found.append(
+                f"{name}: {replicas} {sharing} replicas per GPU, so nominal {replicas} is 1 GPU"
+            )
+    return found
 
 
 def _allowed(root: Path) -> tuple[list[str], list[_Network]]:

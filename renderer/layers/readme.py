@@ -150,6 +150,7 @@ def _team_rows(view: ClusterView) -> list[dict[str, Any]]:
                 "contact": team.contact,
                 "queue": team.queue,
                 "priority": team.priority,
+                "images": team.images,
                 "rows": rows,
                 "local_queues": [
                     {"namespace": ns.name, "cluster_queue": local_queues[ns.name]}

@@ -29,6 +29,7 @@ from renderer.policy import (
     references,
     secrets,
     slo,
+    team_images,
     tenancy,
 )
 from renderer.policy.rule import POLICY
@@ -50,6 +51,7 @@ TOPICS = (
     cleanup,
     guardrails,
     allowlists,
+    team_images,
     limits,
     endpoints,
     hosts,
