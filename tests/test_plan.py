@@ -351,7 +351,7 @@ def test_json_through_the_cli(gpuplane) -> None:
     assert body["version"] == VERSION == 1
     assert result.output.strip() == json.dumps(body, indent=2, sort_keys=True)
     assert set(body) == {"version", "focus", "clusters", "legend"}
-    assert body["focus"] == {"teams": [], "pools": []}
+    assert body["focus"] == {"teams": [], "pools": [], "imageRegistries": {}}
     assert {"guaranteed", "lendable", "free"} <= set(body["legend"])
     spec = _spec(REPO, "pools", "h100-train")
     nodes, _ = _nodes(spec)
@@ -530,7 +530,18 @@ def _figures(row: dict[str, Any]) -> tuple[int, int, int | None, int, int, int]:
 
 def test_a_team_sees_what_it_can_get_on_each_pool_and_where_it_submits(gpuplane) -> None:
     body = _json(gpuplane, "--team", "llm")
-    assert body["focus"] == {"teams": ["llm"], "pools": []}
+    # teams/llm.yaml's spec.images, in its order: what `plan --team` says the team may run
+    assert body["focus"] == {
+        "teams": ["llm"],
+        "pools": [],
+        "imageRegistries": {
+            "llm": [
+                "registry.example.com/llm/",
+                "registry.example.com/base/",
+                "registry.example.com/mirror/nvcr.io/nvidia/",
+            ]
+        },
+    }
     # teams/llm.yaml: every namespace is on prod-east, so staging-west is left out
     (prod,) = body["clusters"]
     assert prod["name"] == "prod-east"

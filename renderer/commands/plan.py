@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from renderer.findings.diagnostics import closest
@@ -62,6 +63,13 @@ LEGEND: tuple[tuple[str, str], ...] = (
         "negative only where rule quota-exceeds-pool fails",
     ),
     ("used", "nominal / capacity: the oversubscription ratio in use"),
+    (
+        "nominal in GPUs",
+        "nominal in physical GPUs (JSON: physicalGpus, with gpuShare the GPUs one unit is): "
+        "a time-slicing or MPS replica is 1/replicas of a GPU, a MIG instance its compute "
+        "slices of the GPU's 7; quota counts units, so nominal 2 on a pool of 4 replicas per "
+        "GPU is half a GPU",
+    ),
     (
         "maximum",
         "the most one team can hold: nominal + borrowingLimit, capped at the pool's maximum; "
@@ -121,6 +129,13 @@ class PoolRow:
     lendable: int
     teams: tuple[str, ...]
     warnings: tuple[PlanWarning, ...]
+    gpu_share: Fraction | None = Fraction(1)
+    """Physical GPUs one unit is (`Offer.gpu_share`): below 1 on a shared or MIG pool."""
+
+    @property
+    def physical_nominal(self) -> Fraction | None:
+        """The teams' nominal quotas in physical GPUs."""
+        return None if self.gpu_share is None else self.nominal * self.gpu_share
 
     @property
     def free(self) -> int:
@@ -158,6 +173,19 @@ class TeamRow:
     maximum: int
     reachable: int
     warnings: tuple[PlanWarning, ...]
+    gpu_share: Fraction | None = Fraction(1)
+    """Physical GPUs one unit is (`Offer.gpu_share`): below 1 on a shared or MIG pool, where
+    `nominal: 2` on a pool of 4 time-slicing replicas per GPU is half a GPU."""
+
+    @property
+    def physical_nominal(self) -> Fraction | None:
+        """The nominal quota in physical GPUs."""
+        return None if self.gpu_share is None else self.nominal * self.gpu_share
+
+    @property
+    def physical_maximum(self) -> Fraction | None:
+        """The most the team can hold, in physical GPUs."""
+        return None if self.gpu_share is None else self.maximum * self.gpu_share
 
     @property
     def borrowable(self) -> int:
@@ -231,6 +259,9 @@ class PlanReport:
     """The teams asked about (`plan --team`); empty: every team."""
     pools: tuple[str, ...] = ()
     """The pools asked about (`plan --pool`); empty: every pool."""
+    registries: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each team asked about and the image prefixes its pods may use (`spec.images`); an
+    empty tuple: none, so the admission policy refuses every pod of the team."""
 
 
 # --- building ---------------------------------------------------------------------------------
@@ -319,6 +350,7 @@ def _pool_row(
         lendable=sum(lendable(q) for _, q in entries),
         teams=tuple(sorted({t.name for t, _ in entries})),
         warnings=tuple(warnings),
+        gpu_share=offer.gpu_share,
     )
 
 
@@ -392,6 +424,7 @@ def _team_row(
         maximum=maximum_holding(offer, quota),
         reachable=reachable.get((team.name, pool.name, offer.resource), 0),
         warnings=tuple(warnings),
+        gpu_share=offer.gpu_share,
     )
 
 
@@ -547,10 +580,28 @@ def build_plan(
     if wanted_teams or wanted_pools:
         found = (_focused(c, set(wanted_teams), set(wanted_pools)) for c in plans)
         plans = [c for c in found if c is not None]
-    return PlanReport(tuple(plans), teams=tuple(wanted_teams), pools=tuple(wanted_pools))
+    registries = tuple((name, platform.teams[name].images) for name in wanted_teams)
+    return PlanReport(
+        tuple(plans),
+        teams=tuple(wanted_teams),
+        pools=tuple(wanted_pools),
+        registries=registries,
+    )
 
 
 # --- JSON -------------------------------------------------------------------------------------
+
+
+def _share_json(share: Fraction | None) -> str | None:
+    """`Offer.gpu_share` as JSON: `"1/4"` (exact), `"1"`, or null where units differ."""
+    return None if share is None else str(share)
+
+
+def _gpus_json(gpus: Fraction | None) -> float | int | None:
+    """Physical GPUs as a JSON number: whole where whole, else rounded to 4 decimals."""
+    if gpus is None:
+        return None
+    return gpus.numerator if gpus.denominator == 1 else round(float(gpus), 4)
 
 
 def plan_json(report: PlanReport) -> dict[str, Any]:
@@ -577,6 +628,8 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "free": r.free,
                 "headroom": r.headroom,
                 "teams": list(r.teams),
+                "gpuShare": _share_json(r.gpu_share),
+                "physicalGpus": {"nominal": _gpus_json(r.physical_nominal)},
                 "warnings": [{"code": w.code, "message": w.message} for w in r.warnings],
             }
             for r in cluster.pools
@@ -598,6 +651,11 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
                 "maximum": r.maximum,
                 "reachable": r.reachable,
                 "borrowable": r.borrowable,
+                "gpuShare": _share_json(r.gpu_share),
+                "physicalGpus": {
+                    "nominal": _gpus_json(r.physical_nominal),
+                    "maximum": _gpus_json(r.physical_maximum),
+                },
                 "warnings": [{"code": w.code, "message": w.message} for w in r.warnings],
             }
             for r in cluster.teams
@@ -648,7 +706,11 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
         )
     body = {
         "version": VERSION,
-        "focus": {"teams": list(report.teams), "pools": list(report.pools)},
+        "focus": {
+            "teams": list(report.teams),
+            "pools": list(report.pools),
+            "imageRegistries": {team: list(prefixes) for team, prefixes in report.registries},
+        },
         "clusters": clusters,
         "legend": dict(report.legend),
     }

@@ -30,6 +30,7 @@ from renderer.commands.plan import (
     QueueRow,
     TeamRow,
 )
+from renderer.model.capacity import gpus_text
 from renderer.model.serving_quota import SURGE
 from renderer.output.markdown_escape import cell as markdown_cell
 from renderer.output.markdown_escape import code as markdown_code
@@ -77,10 +78,22 @@ def _short_unit(row: PoolRow) -> str:
     )
 
 
+IN_GPUS = "nominal\nin GPUs"
+"""The column of a nominal figure in physical GPUs: shown where some row's unit is not a whole
+GPU (a time-slicing or MPS replica, a MIG instance), so `nominal: 2` on a pool of 4 replicas
+per GPU reads as 0.5 GPUs."""
+
+
+def _shared(rows: Sequence[PoolRow | TeamRow]) -> bool:
+    """Some row counts units that are not whole GPUs."""
+    return any(r.gpu_share != 1 for r in rows)
+
+
 def _pool_counts(row: PoolRow) -> list[str]:
     """The figures a pool row shows in every format, nominal to used."""
     return [
         str(row.nominal),
+        gpus_text(row.physical_nominal),
         str(row.guaranteed),
         str(row.lendable),
         str(row.free),
@@ -94,6 +107,7 @@ def _team_counts(row: TeamRow) -> list[str]:
     return [
         str(row.guaranteed),
         str(row.nominal),
+        gpus_text(row.physical_nominal),
         str(row.lendable),
         _limit(row.borrowing_limit),
         str(row.borrowable),
@@ -121,6 +135,18 @@ def _submits(cluster: ClusterPlan) -> str:
     if cluster.scheduler == "kueue":
         return "where each namespace's LocalQueue 'default' sends its jobs"
     return "jobs name the queue in spec.queue (the namespace's queue ConfigMap says which)"
+
+
+def _registries(report: PlanReport) -> list[str]:
+    """For each team asked about: the image prefixes its pods may use, or that every pod of
+    the team is refused (no `spec.images`: the admission policy allows no image)."""
+    return [
+        f"images team {team} may run: {', '.join(prefixes)}"
+        if prefixes
+        else f"images team {team} may run: none: every pod is refused "
+        f"(list its registries in spec.images of teams/{team}.yaml)"
+        for team, prefixes in report.registries
+    ]
 
 
 def _focus(report: PlanReport) -> str | None:
@@ -323,6 +349,7 @@ def _pool_grid(cluster: ClusterPlan, *, one_pool: bool) -> _Grid:
         _Column("capacity\nmin/max", "capa-\ncity", numeric=True, group=1),
         _Column("queue\n(limit)", group=1, wraps=True),
         _Column("nominal", "nomi-\nnal", numeric=True, group=2),
+        _Column(IN_GPUS, "GPUs", numeric=True, group=2),
         _Column("guaranteed", "guaran-\nteed", numeric=True, group=2),
         _Column("lendable", "lend-\nable", numeric=True, group=2),
         _Column("free", numeric=True, group=2),
@@ -344,6 +371,7 @@ def _pool_grid(cluster: ClusterPlan, *, one_pool: bool) -> _Grid:
         for r in cluster.pools
     )
     grid = _Grid("pools: counts in each row's unit", columns, rows)
+    grid = grid if _shared(cluster.pools) else _without(grid, IN_GPUS)
     queues = {_queue(r) for r in cluster.pools}
     if len(queues) == 1:  # one queue for all: said once, in the title
         grid = _without(grid, "queue\n(limit)")
@@ -358,6 +386,7 @@ def _team_grid(cluster: ClusterPlan, *, one_team: bool, one_pool: bool) -> _Grid
         _Column("resource", key=True, resource=True),
         _Column("guaranteed", "guaran-\nteed", numeric=True, group=1),
         _Column("nominal", "nomi-\nnal", numeric=True, group=1),
+        _Column(IN_GPUS, "GPUs", numeric=True, group=1),
         _Column("lendable", "lend-\nable", numeric=True, group=1),
         _Column("borrowing\nlimit", "borrow-\ning\nlimit", numeric=True, group=2),
         _Column("borrowable", "borrow-\nable", numeric=True, group=2),
@@ -370,6 +399,7 @@ def _team_grid(cluster: ClusterPlan, *, one_team: bool, one_pool: bool) -> _Grid
         for t in cluster.teams
     )
     grid = _Grid("teams: counts in the unit of the pool's row", columns, rows)
+    grid = grid if _shared(cluster.teams) else _without(grid, IN_GPUS)
     grid = _without(grid, "team" if one_team else None)
     return _without(grid, "pool" if one_pool else None)
 
@@ -461,6 +491,8 @@ def plan_tables(report: PlanReport, width: int | None = None) -> list[Renderable
     one_team, one_pool = len(report.teams) == 1, len(report.pools) == 1
     if focus is not None:
         out.append(Text(f"plan for {focus}", style="bold"))
+        for line in _registries(report):
+            out.append(Text(line, style="" if "every pod is refused" not in line else "red"))
         if not report.clusters:
             out.append(Text(f"nothing: no quota or namespace of {focus} on these clusters"))
     for cluster in report.clusters:
@@ -490,7 +522,13 @@ def _md_warnings(warnings: tuple[PlanWarning, ...]) -> str:
     )
 
 
-def _md_table(columns: tuple[tuple[str, bool], ...], rows: list[list[str]]) -> list[str]:
+def _md_table(
+    columns: tuple[tuple[str, bool], ...], rows: list[list[str]], drop: str | None = None
+) -> list[str]:
+    """The table; without the column headed `drop` when one is named."""
+    keep = [i for i, (header, _) in enumerate(columns) if header != drop]
+    columns = tuple(columns[i] for i in keep)
+    rows = [[row[i] for i in keep] for row in rows]
     lines = ["| " + " | ".join(header for header, _ in columns) + " |"]
     lines.append("|" + "|".join("---:" if numeric else "---" for _, numeric in columns) + "|")
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
@@ -507,6 +545,7 @@ def _md_pools(pools: tuple[PoolRow, ...]) -> list[str]:
             ("capacity (min / max nodes)", True),
             ("queue (limit)", False),
             ("nominal", True),
+            ("nominal in GPUs", True),
             ("guaranteed", True),
             ("lendable", True),
             ("free", True),
@@ -527,6 +566,7 @@ def _md_pools(pools: tuple[PoolRow, ...]) -> list[str]:
             ]
             for r in pools
         ],
+        drop=None if _shared(pools) else "nominal in GPUs",
     )
 
 
@@ -540,6 +580,7 @@ def _md_teams(teams: tuple[TeamRow, ...]) -> list[str]:
             ("ClusterQueues", False),
             ("guaranteed", True),
             ("nominal", True),
+            ("nominal in GPUs", True),
             ("lendable", True),
             ("borrowing limit", True),
             ("borrowable", True),
@@ -559,6 +600,7 @@ def _md_teams(teams: tuple[TeamRow, ...]) -> list[str]:
             ]
             for t in teams
         ],
+        drop=None if _shared(teams) else "nominal in GPUs",
     )
 
 
@@ -625,6 +667,8 @@ def plan_markdown(report: PlanReport) -> str:
     lines = ["# GPU capacity plan" + (f" for {markdown_cell(focus)}" if focus else ""), ""]
     if focus is not None and not report.clusters:
         lines += [f"Nothing: no quota or namespace of {markdown_cell(focus)} here.", ""]
+    registries = [f"- {markdown_cell(line)}" for line in _registries(report)]
+    lines += [*registries, ""] if registries else []
     for cluster in report.clusters:
         lines += [f"## {markdown_cell(_title(cluster))}", ""]
         if cluster.pools:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
+from fractions import Fraction
 
 from renderer.model import catalog
 from renderer.model.choices import TIME_SHARED, Fabric, Purpose, Sharing, Workload
@@ -91,6 +92,16 @@ class Offer:
     unit: str
     device_class: str | None = None
     """The DeviceClass whose devices this is, on a DRA pool; None for extended resources."""
+    gpu_share: Fraction | None = Fraction(1)
+    """How much of one physical GPU one unit of the resource is: 1 for a whole GPU, 1/replicas
+    for a time-slicing or MPS replica (`replicas` pods share a GPU), compute slices / the GPU's
+    slices for a MIG instance (a 1g.10gb is 1/7 of an H100); None where units differ (the MIG
+    devices of a DRA pool, whatever profile each is). Quota counts units, so a nominal of 2 on
+    a pool of 4 replicas per GPU is half a GPU."""
+
+    def physical_gpus(self, units: int) -> Fraction | None:
+        """`units` of this resource in physical GPUs (None: not one figure, `gpu_share`)."""
+        return None if self.gpu_share is None else units * self.gpu_share
 
     @property
     def quota_key(self) -> str:
@@ -99,6 +110,16 @@ class Offer:
         if self.device_class is not None:
             return f"{self.device_class}{DRA_QUOTA_SUFFIX}"
         return f"requests.{self.resource}"
+
+
+def gpus_text(gpus: Fraction | None) -> str:
+    """Physical GPUs as a person reads them: `2`, `0.5`, `0.29` (two decimals at most), `-`
+    where there is no one figure (`Offer.gpu_share`)."""
+    if gpus is None:
+        return "-"
+    if gpus.denominator == 1:
+        return str(gpus.numerator)
+    return f"{float(gpus):.2f}".rstrip("0").rstrip(".")
 
 
 def pool_offers(pool: Pool) -> tuple[Offer, ...]:
@@ -113,6 +134,7 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
         unit: str,
         profile: str | None = None,
         device_class: str | None = None,
+        share: Fraction | None = Fraction(1),
     ) -> Offer:
         per_node = per_gpu * pool.gpus_per_node
         return Offer(
@@ -124,6 +146,7 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
             maximum=per_node * pool.nodes.max,
             unit=unit,
             device_class=device_class,
+            gpu_share=share,
         )
 
     if pool.exposure == "dra":
@@ -138,18 +161,27 @@ def pool_offers(pool: Pool) -> tuple[Offer, ...]:
             per_gpu, unit = 1, "GPU"
         if per_gpu == 0:
             return ()
-        return (offer(dra_resource(pool), per_gpu, unit, device_class=dra_device_class(pool.name)),)
+        share = None if pool.sharing == "mig" else Fraction(1)
+        device_class = dra_device_class(pool.name)
+        return (offer(dra_resource(pool), per_gpu, unit, device_class=device_class, share=share),)
     if pool.sharing == "mig":
         profiles = accelerator.mig_profiles
         return tuple(
-            offer(profiles[name].resource_name, count, f"MIG {name} instance", name)
+            offer(
+                profiles[name].resource_name,
+                count,
+                f"MIG {name} instance",
+                name,
+                share=Fraction(profiles[name].compute_slices, accelerator.compute_slices),
+            )
             for name, count in sorted(pool.mig_layout.items())
             if name in profiles
         )
     if pool.sharing in TIME_SHARED:
         shared = pool.rename_by_default
         resource = f"{accelerator.resource_name}.shared" if shared else accelerator.resource_name
-        return (offer(resource, pool.replicas, f"{pool.sharing} replica"),)
+        unit = f"{pool.sharing} replica"
+        return (offer(resource, pool.replicas, unit, share=Fraction(1, pool.replicas)),)
     return (offer(accelerator.resource_name, 1, "GPU"),)
 
 

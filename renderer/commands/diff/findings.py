@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 
 from renderer.findings.diagnostics import Diagnostic
 
@@ -112,6 +113,8 @@ class QuotaFigures:
     guaranteed: int | None
     maximum: int | None
     reachable: int | None
+    gpu_share: Fraction | None = Fraction(1)
+    """Physical GPUs one unit is (`Offer.gpu_share`): 1/replicas on a time-shared pool."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ leave a `<details>` open live here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 
 from renderer.commands.diff.findings import (
     DERIVED,
@@ -22,6 +23,7 @@ from renderer.commands.diff.findings import (
     Side,
     plural,
 )
+from renderer.model.capacity import gpus_text
 from renderer.output import markdown_escape
 
 MARKER = "<!-- gpuplane-diff -->"
@@ -104,12 +106,32 @@ def _quota_cell(change: QuotaChange, name: str) -> str:
 
 
 QUOTA_LEGEND = (
-    "Counts in the pool's unit (GPUs, MIG instances or time-slicing replicas), before → after. "
+    "Counts in the pool's unit (GPUs, MIG instances or time-slicing replicas), before → after; "
+    "a nominal in replicas or MIG instances is also given in physical GPUs, in brackets. "
     "guaranteed = nominal - lendingLimit (all of nominal when unset); maximum = nominal + "
     "borrowingLimit, capped by the pool; reachable = what Kueue can admit for the team on an "
     "empty cluster, given what the cohort lends. *affected*: the team's own quota is unchanged; "
     "another team's quota or the pool moved its figures."
 )
+
+
+def _nominal_cell(change: QuotaChange) -> str:
+    """The nominal before → after, and where a unit is not a whole GPU (a time-slicing or MPS
+    replica, a MIG instance) the same in physical GPUs: `2 → 4 (0.5 → 1 GPUs)`."""
+    cell = _quota_cell(change, "nominal")
+    sides = [side for side in (change.before, change.after) if side is not None]
+    if all(side.gpu_share == 1 for side in sides):
+        return cell
+    physical = [
+        "-" if side is None else gpus_text(_times(side.nominal, side.gpu_share))
+        for side in (change.before, change.after)
+    ]
+    shown = physical[1] if physical[0] == physical[1] else " → ".join(physical)
+    return f"{cell} ({shown} GPUs)"
+
+
+def _times(units: int, share: Fraction | None) -> Fraction | None:
+    return None if share is None else units * share
 
 
 def _quota_lines(findings: Sequence[Finding]) -> list[str]:
@@ -123,7 +145,8 @@ def _quota_lines(findings: Sequence[Finding]) -> list[str]:
                 team,
                 pool,
                 _code(f.quota.resource) if f.quota.resource else "?",
-                *(_quota_cell(f.quota, n) for n in (*OWN, *DERIVED)),
+                _nominal_cell(f.quota),
+                *(_quota_cell(f.quota, n) for n in (*OWN[1:], *DERIVED)),
                 _BADGE[f.risk],
             ]
         )

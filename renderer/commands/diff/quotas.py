@@ -48,6 +48,7 @@ def _quota_figures(rev: Revision, plans: Sequence[ClusterPlan]) -> dict[_QuotaKe
                     t.guaranteed,
                     t.maximum,
                     t.reachable,
+                    t.gpu_share,
                 )
         return found
     for team in platform.teams.values():
