@@ -26,6 +26,7 @@ from renderer.findings.diagnostics import (
     sort_diagnostics,
 )
 from renderer.findings.rules import document_rule
+from renderer.inputs import blanks
 from renderer.inputs.schema import KIND_FOLDERS, REPOSITORY_FILE, check_document
 from renderer.inputs.source import LoadResult, load_bytes, read_input
 from renderer.layers import (
@@ -411,6 +412,8 @@ def load_platform(
         evidence=MappingProxyType(evidence),
         base_sizes=base_sizes,
     )
+    # an empty value `gpuplane new` left: the hint names the repository's choices
+    diagnostics = blanks.suggest(diagnostics, documents, blanks.names_of(platform))
     if policy:
         diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics), MappingProxyType(digests))

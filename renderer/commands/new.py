@@ -24,11 +24,12 @@ from typing import Any
 
 import jinja2
 
+from renderer.inputs.blanks import blank, names_of
 from renderer.inputs.schema import KIND_FOLDERS, schema_for
 from renderer.inputs.source import load_file
-from renderer.model import catalog
 from renderer.model.images import parse_prefix
 from renderer.output.jinja_env import environment
+from renderer.pipeline import load_platform
 from renderer.policy.delivery import REQUIRED_THRESHOLDS
 
 KINDS: Mapping[str, str] = {kind.lower(): folder for folder, kind in KIND_FOLDERS.items()}
@@ -81,6 +82,13 @@ def scaffold(kind: str, name: str, root: Path) -> Scaffold:
         for folder in KINDS.values()
     }
     images, egress = _allowed(root)
+    names = names_of(load_platform(root, policy=False).platform)
+    of_kind = KIND_FOLDERS[KINDS[kind]]
+
+    def ask(field_path: str) -> str:
+        """The blank at that field, in the words `validate`'s hint uses (inputs/blanks.py)."""
+        return f"# {MARK}: {blank(of_kind, field_path, names, name, {}).sentence}"
+
     text = _template(kind).render(
         name=name,
         known=known,
@@ -90,8 +98,7 @@ def scaffold(kind: str, name: str, root: Path) -> Scaffold:
         thresholds=REQUIRED_THRESHOLDS,
         describe=_describer(KIND_FOLDERS[KINDS[kind]]),
         one_of=_enumerator(KIND_FOLDERS[KINDS[kind]]),
-        choices=_choices(known),
-        accelerators=", ".join(sorted(catalog.CATALOG)),
+        ask=ask,
         serving=_serving_pool(root, known.get("pools", ())),
         shared_pools=_shared_pools(root, known.get("pools", ())),
     )
@@ -147,10 +154,8 @@ def write_scaffold(root: Path, new: Scaffold) -> Path:
 
 @cache
 def _template(kind: str) -> jinja2.Template:
-    template = environment().get_template(f"new-{kind}.yaml.j2")
-    # the only inserted values are a validated name and these marked blanks
-    template.globals["blank"] = lambda what: f"# {MARK}: {what}"
-    return template
+    # the only inserted values are a validated name, names checked as names, and the blanks
+    return environment().get_template(f"new-{kind}.yaml.j2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,17 +247,6 @@ def _comment(text: str, indent: int = 2) -> str:
     """`text` as comment lines at that indentation, wrapped like the schema's descriptions."""
     prefix = " " * indent + "# "
     return "\n".join(textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=prefix))
-
-
-def _choices(known: Mapping[str, Sequence[str]]) -> Any:
-    def choices(folder: str) -> str:
-        names = known.get(folder, ())
-        kind = KIND_FOLDERS[folder].lower()
-        if not names:
-            return f"the name of a {kind} in {folder}/ (none yet: `gpuplane new {kind} NAME`)"
-        return f"one of {', '.join(names)}" if len(names) > 1 else f"{names[0]} (the only one)"
-
-    return choices
 
 
 def _describer(kind: str) -> Any:
