@@ -1,8 +1,8 @@
 """Quota on a shared or MIG pool is in the pool's units: every view gives it in GPUs too.
 
 What a unit is, from NVIDIA's documentation (NVIDIA/cloud-native-docs,
-gpu-operator/gpu-sharing.rst): with time-slicing, "`replicas` is the factor by which each
-resource is oversubscribed" and "on a machine with one GPU, the following config map [replicas:
+gpu-operator/gpu-sharing.rst): with time-slicing, "`<replicas-count>` is the factor by which each
+resource of `<resource-name>` is oversubscribed" and "on a machine with one GPU, the following config map [replicas:
 4] configures Kubernetes so that the node advertises four GPU resources", so one advertised unit
 is 1/replicas of a GPU (MPS advertises replicas the same way). A MIG instance `Ng.Mgb` takes N of
 the GPU's 7 compute slices (A100/H100: NVIDIA MIG User Guide, "Supported MIG Profiles"), so a

@@ -28,6 +28,7 @@ from renderer.commands.plan import (
 )
 from renderer.commands.plan_forms import plan_markdown, plan_tables
 from renderer.findings.diagnostics import has_errors
+from renderer.model.capacity import gpus_text
 from renderer.pipeline import load_platform
 from tests.conftest import REPO
 
@@ -686,9 +687,11 @@ def test_the_focused_text_answers_the_question(gpuplane) -> None:
     ):
         assert re.search(rf"^{namespace} +{queue} ", text, re.MULTILINE), namespace
     assert "vision" not in text and "recsys" not in text
-    # h100-train: guaranteed 8, nominal 16, lendable 8, borrowing limit 16, borrowable 8,
-    # reachable 24, maximum 32 (computed in the JSON test above)
-    assert re.search(r"^h100-train +nvidia\.com/gpu +8 +16 +8 +16 +8 +24 +32$", text, re.M)
+    # h100-train: guaranteed 8, nominal 16 (16 whole GPUs), lendable 8, borrowing limit 16,
+    # borrowable 8, reachable 24, maximum 32 (computed in the JSON test above)
+    assert re.search(r"^h100-train +nvidia\.com/gpu +8 +16 +16 +8 +16 +8 +24 +32$", text, re.M)
+    # l40s-infer (4 time-slicing replicas per GPU): nominal 32 replicas is 8 GPUs
+    assert re.search(r"^l40s-infer +nvidia\.com/gpu +16 +32 +8 ", text, re.M)
     pool = gpuplane("-C", str(REPO), "plan", "--pool", "h100-train").output
     assert pool.startswith("plan for pool h100-train\n")
     # the four teams holding quota on it, each with its nominal (llm 16, recsys 4, speech 4,
@@ -734,10 +737,13 @@ def test_every_line_fits_100_columns_and_nothing_is_cut(focus: dict[str, list[st
     assert "…" not in text  # rich's ellipsis: a cut cell
     # every figure of every row is there, unbroken (each row's numbers in order on one line)
     for cluster in report.clusters:
+        # the nominal in GPUs where some row is not whole GPUs (a time-slice, a MIG instance)
+        shared = any(team.gpu_share != 1 for team in cluster.teams)
         for team in cluster.teams:
             figures = [
                 team.guaranteed,
                 team.nominal,
+                *([re.escape(gpus_text(team.physical_nominal))] if shared else []),
                 team.lendable,
                 "unlimited" if team.borrowing_limit is None else team.borrowing_limit,
                 team.borrowable,

@@ -306,7 +306,8 @@ def suggest(
         kind = KIND_FOLDERS.get(display.split("/", 1)[0])
         if kind is None or not isinstance(data, Mapping):
             continue
-        spec = data.get("spec") if isinstance(data.get("spec"), Mapping) else {}
+        found = data.get("spec")
+        spec: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         meta = data.get("metadata")
         name = meta.get("name") if isinstance(meta, Mapping) else None
         name = name if isinstance(name, str) else display.rsplit("/", 1)[-1].removesuffix(".yaml")
