@@ -413,7 +413,7 @@ def load_platform(
         base_sizes=base_sizes,
     )
     # an empty value `gpuplane new` left: the hint names the repository's choices
-    diagnostics = blanks.suggest(diagnostics, documents, blanks.names_of(platform))
+    diagnostics = blanks.suggest(diagnostics, documents, platform)
     if policy:
         diagnostics.extend(check_policy(platform))
     return Loaded(platform, count, sort_diagnostics(diagnostics), MappingProxyType(digests))

@@ -295,12 +295,14 @@ def _empty_values(data: Any, path: PathKey = ()) -> Iterator[PathKey]:
 def suggest(
     diagnostics: Sequence[Diagnostic],
     documents: Mapping[str, tuple[Any, SourceMap]],
-    names: Names,
+    platform: Platform,
 ) -> list[Diagnostic]:
     """The findings, each empty-value `schema-wrong-type` at a blank of `BLANKS` with the
-    blank's hint (`Blank.hint`): what `gpuplane new` asked there, and a value to write."""
+    blank's hint (`Blank.hint`): what `gpuplane new` asked there, and a value to write. The
+    platform's names (`names_of`) are read only when some value is of the wrong type."""
     if not any(d.rule == "schema-wrong-type" for d in diagnostics):
         return list(diagnostics)
+    names = names_of(platform)
     hints: dict[tuple[str, int, int], str] = {}
     for display, (data, source) in documents.items():
         kind = KIND_FOLDERS.get(display.split("/", 1)[0])
