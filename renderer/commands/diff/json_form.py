@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields
+from fractions import Fraction
 from typing import Any
 
 from renderer.commands.diff.field_changes import camel
@@ -33,7 +34,12 @@ VERSION = 1
 def _figures_json(value: QuotaFigures | PoolFigures | PoolEvidence | None) -> dict[str, Any] | None:
     if value is None:
         return None
-    return {camel(f.name): getattr(value, f.name) for f in fields(value)}
+    return {camel(f.name): _number(getattr(value, f.name)) for f in fields(value)}
+
+
+def _number(value: Any) -> Any:
+    """A figure as JSON: a Fraction (`gpuShare`, GPUs per unit) as its exact text, `"1/4"`."""
+    return str(value) if isinstance(value, Fraction) else value
 
 
 def _side_json(side: Side) -> dict[str, Any]:
@@ -113,7 +119,10 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
 def _figures_from(kind: type[Any], data: Mapping[str, Any] | None) -> Any:
     if data is None:
         return None
-    return kind(**{f.name: data[camel(f.name)] for f in fields(kind)})
+    given = {f.name: data[camel(f.name)] for f in fields(kind) if camel(f.name) in data}
+    if isinstance(given.get("gpu_share"), str):  # `_number`'s text; absent in older JSON
+        given["gpu_share"] = Fraction(given["gpu_share"])
+    return kind(**given)
 
 
 def report_from_json(data: Mapping[str, Any]) -> DiffReport:
