@@ -10,11 +10,12 @@ only when the CLI asks it to (`wants_color`): the formats for tools never carry 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol, TextIO, TypeVar
 from urllib.parse import quote
@@ -354,8 +355,32 @@ def _lines(*parts: str | None) -> str:
     return "\n".join(part for part in parts if part)
 
 
+def seen_from(diagnostics: Sequence[Diagnostic], prefix: str) -> list[Diagnostic]:
+    """The findings with each file named from where the user stands: `prefix` is the
+    repository's root from there (`..` in teams/), so `file:line:col` opens from the terminal.
+    Only text does this: JSON, SARIF, JUnit and GitHub annotations keep repository-relative
+    paths, which is what code scanning and the Actions runner resolve (docs/output.md)."""
+    if prefix in ("", "."):
+        return list(diagnostics)
+
+    def moved(at: Location) -> Location:
+        return replace(at, file=posixpath.normpath(posixpath.join(prefix, at.file)))
+
+    return [
+        replace(d, at=moved(d.at), notes=tuple((n, moved(w)) for n, w in d.notes))
+        for d in diagnostics
+    ]
+
+
+def shown_from() -> str:
+    """The repository's root as the user reaches it from their folder (`main` decided)."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return str(obj.get("shown_from", ".")) if obj else "."
+
+
 def _text_report(findings: Findings, *, color: bool) -> str:
-    every = findings.every_finding()
+    every = seen_from(findings.every_finding(), shown_from())
     clear = None if every else findings.all_clear
     return _lines(text(every, findings.files, color=color), findings.said, clear)
 

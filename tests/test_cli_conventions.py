@@ -1,0 +1,116 @@
+"""What a CLI user expects of any command-line tool (issue 33, item 7): the repository found
+from any subfolder as git finds its own, `gpuplane help COMMAND`, `diff`'s default base,
+completion of the repository's names, tables that fit the terminal, one JSON envelope.
+
+Expectations come from the tools users know: git (`git -C`, `git status` paths relative to the
+current folder, `git help COMMAND`, `git merge-base`), click's completion protocol
+(click.shell_completion: `_PROG_COMPLETE=bash_complete`, COMP_WORDS/COMP_CWORD, lines
+`type,value`), never from gpuplane's own output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from renderer.cli import main
+from renderer.cli.loading import repository_root
+from tests.conftest import REPO, edit_once
+
+FIT_CASES = REPO / "tests" / "cases" / "fit"
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False, env=env)
+    return result.exit_code, result.output
+
+
+# --- 1. the repository found from a subfolder ---------------------------------------------
+
+
+def test_repository_root_is_found_from_a_subfolder_without_git(platform: Path) -> None:
+    assert not (platform / ".git").exists()
+    assert repository_root(platform / "teams") == platform
+    assert repository_root(platform) == platform
+    nested = platform / "teams" / "a" / "b"
+    nested.mkdir(parents=True)
+    assert repository_root(nested) == platform
+
+
+def test_a_new_repository_without_gpuplane_yaml_is_found_by_its_folders(tmp_path: Path) -> None:
+    (tmp_path / "teams").mkdir()
+    assert repository_root(tmp_path / "teams") == tmp_path
+    lone = tmp_path / "empty"
+    lone.mkdir()
+    (lone / ".git").mkdir()  # a git work tree's top: the walk never leaves it
+    assert repository_root(lone) == lone
+
+
+@pytest.mark.parametrize("where", ["teams", "pools", "clusters"])
+def test_validate_from_a_subfolder_validates_the_repository(
+    platform: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    monkeypatch.chdir(platform / where)
+    code, output = invoke("validate")
+    assert "no-inputs" not in output
+    assert code == 0, output
+    files = sum(1 for f in platform.glob("*/*.yaml") if f.parent.name != "rendered")
+    assert f"{files + 1} input files" in output  # the four folders and gpuplane.yaml
+
+
+def test_text_findings_name_files_from_the_users_folder(
+    platform: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `git status` prints paths from the current folder: `file:line:col` opens from there;
+    JSON keeps the repository-relative path code scanning and annotations resolve."""
+    team = sorted((platform / "teams").glob("*.yaml"))[0]
+    edit_once(team, "kind: Team\n", "kind: Team\nbogus: 1\n")
+    monkeypatch.chdir(platform / "teams")
+    code, output = invoke("validate")
+    assert code == 1
+    (line,) = [ln for ln in output.splitlines() if "schema-unknown-field" in ln]
+    shown = line.split(":", 1)[0]
+    assert shown == f"../teams/{team.name}"
+    assert (Path.cwd() / shown).resolve() == team.resolve()
+
+
+def test_dash_c_still_wins(platform: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".git").mkdir(parents=True)  # its own (empty) work tree: no repository above
+    monkeypatch.chdir(elsewhere)
+    code, output = invoke("validate")
+    assert "no-inputs" in output and code == 1
+    code, output = invoke("-C", str(platform / "teams"), "validate")  # as git -C: that folder
+    assert code == 0, output
+
+
+def test_plan_and_fit_from_a_subfolder(platform: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(platform / "queues")
+    code, output = invoke("plan", "--format", "json")
+    assert code == 0, output
+    assert json.loads(output)["clusters"]
+    code, output = invoke("fit", str(FIT_CASES / "job-within-nominal.yaml"))
+    assert code == 0, output
+
+
+# --- 2. gpuplane help ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "words", [(), ("validate",), ("plan",), ("acceptance",), ("acceptance", "report")]
+)
+def test_help_command_prints_what_dash_dash_help_prints(words: tuple[str, ...]) -> None:
+    code, helped = invoke("help", *words)
+    assert code == 0
+    code, dashed = invoke(*words, "--help")
+    assert code == 0
+    assert helped == dashed
+
+
+def test_help_of_an_unknown_command_is_a_usage_error() -> None:
+    code, output = invoke("help", "nope")
+    assert code == 2
+    assert "No such command 'nope'" in output
