@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from renderer.cli import main
 from renderer.cli.loading import repository_root
-from tests.conftest import REPO, edit_once
+from tests.conftest import REPO, copy_inputs, edit_once, git
 
 FIT_CASES = REPO / "tests" / "cases" / "fit"
 
@@ -114,3 +114,77 @@ def test_help_of_an_unknown_command_is_a_usage_error() -> None:
     code, output = invoke("help", "nope")
     assert code == 2
     assert "No such command 'nope'" in output
+
+
+# --- 3. diff's default base: the merge base with the upstream default branch ----------------
+
+
+def _repo_on_a_branch(root: Path) -> tuple[str, str]:
+    """The example's inputs committed on main (A); a branch from A that changes a quota (B);
+    then main moves on (C) and the branch is checked out. Returns (A, C)."""
+    copy_inputs(REPO, root)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "A")
+    fork = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-qb", "feature")
+    edit_once(
+        root / "teams" / "llm.yaml",
+        "nominal: 16, borrowingLimit: 16",
+        "nominal: 12, borrowingLimit: 16",
+    )
+    git(root, "commit", "-qam", "B")
+    git(root, "checkout", "-q", "main")
+    edit_once(root / "teams" / "vision.yaml", "labelling service", "labelling services")
+    git(root, "commit", "-qam", "C")
+    tip = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "feature")
+    return fork, tip
+
+
+@pytest.mark.usefixtures("git_env")
+def test_diff_without_base_compares_with_the_merge_base_and_says_so(tmp_path: Path) -> None:
+    """`git merge-base HEAD main` is what a pull request from `feature` into `main` shows: A,
+    not main's tip C (whose change is not the branch's)."""
+    root = tmp_path / "repo"
+    fork, tip = _repo_on_a_branch(root)
+    code, output = invoke("-C", str(root), "diff", "--format", "json")
+    assert code == 0, output
+    base = json.loads(output)["base"]
+    assert base["commit"] == fork != tip
+    assert "main" in base["label"] and "merge base" in base["label"]
+    code, text = invoke("-C", str(root), "diff", "--format", "text")
+    assert code == 0
+    assert f"merge base of HEAD and main ({fork[:12]})" in text
+
+
+@pytest.mark.usefixtures("git_env")
+def test_diff_without_base_prefers_origin_head(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    fork, _ = _repo_on_a_branch(upstream)
+    git(upstream, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))  # sets origin/HEAD to main
+    git(clone, "checkout", "-q", "feature")
+    git(clone, "branch", "-qm", "main", "old")  # no local main: origin/HEAD must be the one
+    code, output = invoke("-C", str(clone), "diff", "--format", "json")
+    assert code == 0, output
+    base = json.loads(output)["base"]
+    assert base["commit"] == fork
+    assert "origin/HEAD" in base["label"]
+
+
+@pytest.mark.usefixtures("git_env")
+def test_diff_without_a_base_to_find_is_a_usage_error(tmp_path: Path) -> None:
+    root = copy_inputs(REPO, tmp_path / "repo")
+    code, output = invoke("-C", str(root), "diff")
+    assert code == 2
+    assert "--base" in output and "Traceback" not in output
+    git(root, "init", "-q", "-b", "trunk")
+    code, output = invoke("-C", str(root), "diff")
+    assert code == 2 and "no git commit" in output
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "first")
+    code, output = invoke("-C", str(root), "diff")
+    assert code == 2
+    assert "no base to compare with" in output and "--base REF" in output
