@@ -33,10 +33,10 @@ def test_json_format(platform: Path, gpuplane) -> None:
     assert result.exit_code == 1
     body = json.loads(result.output)
     assert body["summary"] == {"errors": 1, "warnings": 0, "files": 16}
-    (finding,) = body["diagnostics"]
+    (finding,) = body["findings"]
     assert finding == {
         "rule": "unknown-reference",
-        "severity": "error",
+        "level": "error",
         "message": "queue 'prd' does not exist",
         "file": "teams/vision.yaml",
         "line": queue_line(),

@@ -10,11 +10,16 @@ current folder, `git help COMMAND`, `git merge-base`), click's completion protoc
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from jsonschema import Draft202012Validator
 
 from renderer.cli import main
 from renderer.cli.loading import repository_root
@@ -188,3 +193,101 @@ def test_diff_without_a_base_to_find_is_a_usage_error(tmp_path: Path) -> None:
     code, output = invoke("-C", str(root), "diff")
     assert code == 2
     assert "no base to compare with" in output and "--base REF" in output
+
+
+# --- 6. one JSON envelope for every command -----------------------------------------------
+
+ENVELOPE = json.loads((REPO / "schemas" / "output" / "envelope.schema.json").read_text())
+
+
+def _check_envelope(output: str, command: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(output)
+    Draft202012Validator(ENVELOPE).validate(body)
+    assert list(body)[:3] == ["schemaVersion", "command", "findings"]
+    assert body["command"] == command
+    assert "version" not in body and "diagnostics" not in body  # the old keys, gone
+    return body
+
+
+def test_the_envelope_schema_is_a_valid_schema_that_refuses_the_old_shapes() -> None:
+    Draft202012Validator.check_schema(ENVELOPE)
+    old = {"diagnostics": [], "summary": {"errors": 0, "warnings": 0, "files": 1}}
+    assert not Draft202012Validator(ENVELOPE).is_valid(old)
+    finding = {
+        "rule": "x",
+        "severity": "error",  # the old key: `level` now, as SARIF's result.level
+        "message": "m",
+        "file": "f",
+        "line": 1,
+        "column": 1,
+        "notes": [],
+        "hint": None,
+    }
+    bad = {"schemaVersion": 2, "command": "plan", "findings": [finding]}
+    assert not Draft202012Validator(ENVELOPE).is_valid(bad)
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("validate", ("validate",)),
+        ("plan", ("plan",)),
+        ("plan", ("plan", "--team", "vision")),
+        ("fit", ("fit", str(FIT_CASES / "job-borrows.yaml"))),
+        ("schemas list", ("schemas", "list")),
+        (
+            "acceptance report",
+            ("acceptance", "report", str(REPO / "tests" / "cases" / "acceptance" / "passing")),
+        ),
+    ],
+)
+def test_every_command_writes_the_envelope(
+    platform: Path, command: str, args: tuple[str, ...]
+) -> None:
+    _, output = invoke("-C", str(platform), *args, "--format", "json")
+    _check_envelope(output, command)
+
+
+def test_findings_have_one_shape_in_every_command(platform: Path) -> None:
+    """The same broken input: validate, plan and fit stop on it and write the same findings."""
+    edit_once(platform / "teams" / "vision.yaml", "queue: prod", "queue: prd")
+    seen = []
+    for command, args in [
+        ("validate", ()),
+        ("plan", ()),
+        ("fit", (str(FIT_CASES / "job-borrows.yaml"),)),
+        ("render", ()),
+    ]:
+        code, output = invoke("-C", str(platform), command, *args, "--format", "json")
+        assert code == 1, output
+        body = _check_envelope(output, command)
+        seen.append(body["findings"])
+        (finding,) = [f for f in body["findings"] if f["rule"] == "unknown-reference"]
+        assert (finding["level"], finding["file"]) == ("error", "teams/vision.yaml")
+    assert all(found == seen[0] for found in seen)
+
+
+def test_cost_writes_the_envelope(tmp_path: Path) -> None:
+    from tests.cost.platform import cost_platform
+
+    root = cost_platform(tmp_path / "repo")
+    worked = REPO / "tests" / "cost" / "worked.csv"
+    code, output = invoke("-C", str(root), "cost", str(worked), "--format", "json")
+    assert code == 0, output
+    body = _check_envelope(output, "cost")
+    assert body["currency"] and body["teams"]
+
+
+@pytest.mark.usefixtures("git_env")
+def test_diff_writes_the_envelope_and_reads_it_back(tmp_path: Path) -> None:
+    from renderer.commands.diff.json_form import report_from_json
+
+    root = tmp_path / "repo"
+    _repo_on_a_branch(root)
+    code, output = invoke("-C", str(root), "diff", "--base", "main", "--format", "json")
+    assert code == 0, output
+    body = _check_envelope(output, "diff")
+    assert any(c["code"] for c in body["changes"])
+    assert report_from_json(body).base.label == "main"
+    with pytest.raises(ValueError, match="schemaVersion"):
+        report_from_json({**body, "schemaVersion": 1})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,11 +12,11 @@ import click
 
 from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import format_option
-from renderer.cli.reporters import Findings, emit, findings_format, show_answer
+from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
 from renderer.findings.diagnostics import closest, has_errors
 
 if TYPE_CHECKING:
-    from renderer.commands.acceptance.results import Result
+    from renderer.commands.acceptance.results import AcceptanceReport, Result
     from renderer.findings.diagnostics import Diagnostic
     from renderer.model.platform import Platform
 
@@ -92,9 +93,12 @@ def acceptance_report(ctx: click.Context, /, **options: Any) -> None:
     asked = AcceptanceOptions(**options)
     loaded = _judged(ctx, asked.results, asked.pools, findings_format(asked.fmt))
     accepted = build_report(loaded.platform, loaded.found, loaded.findings, asked.pools)
-    show_answer(
-        accepted, asked.fmt, {"json": report_json, "markdown": report_markdown, "text": report_text}
-    )
+    forms: dict[str, Callable[[AcceptanceReport], str]] = {
+        "json": json_form(report_json, lambda report: report.findings, ensure_ascii=False),
+        "markdown": report_markdown,
+        "text": report_text,
+    }
+    show_answer(accepted, asked.fmt, forms)
     ctx.exit({Status.PASSED: 0, Status.FAILED: 1, Status.NOT_COMPARABLE: 3}[accepted.status])
 
 

@@ -34,7 +34,10 @@ class FitOptions:
     "--namespace",
     help="The namespace the job would be created in (default: its metadata.namespace).",
 )
-@click.option("--cluster", help="The cluster, when the namespace exists on more than one.")
+@click.option(
+    "--cluster",
+    help="The cluster, when the namespace exists on more than one.",
+)
 @click.option(
     "--usage",
     "usage_files",
@@ -69,7 +72,7 @@ def fit(ctx: click.Context, /, **options: Any) -> None:
         loaded.platform, asked.job, namespace=asked.namespace, cluster=cluster, usage=usage
     )
     forms: dict[str, Callable[[FileFit], str]] = {
-        "json": json_form(file_json),
+        "json": json_form(file_json, loaded.diagnostics),
         "text": file_text,
     }
     show_answer(answer, asked.fmt, forms)

@@ -83,7 +83,7 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if asked.fmt == "text":  # rich's tables, as wide as the terminal: printed, not returned
         _print_tables(report, wide=asked.wide)
         return
-    show_answer(report, asked.fmt, {"json": json_form(plan_json), "markdown": plan_markdown})
+    show_answer(report, asked.fmt, {"json": json_form(plan_json, loaded.diagnostics), "markdown": plan_markdown})
 
 
 def _print_tables(report: PlanReport, *, wide: bool) -> None:
