@@ -291,3 +291,115 @@ def test_diff_writes_the_envelope_and_reads_it_back(tmp_path: Path) -> None:
     assert report_from_json(body).base.label == "main"
     with pytest.raises(ValueError, match="schemaVersion"):
         report_from_json({**body, "schemaVersion": 1})
+
+
+# --- 4. completion of the repository's names ---------------------------------------------
+
+
+def _complete(root: Path, words: str) -> tuple[list[str], str]:
+    """What bash gets from `gpuplane` for COMP_WORDS/COMP_CWORD (click.shell_completion's
+    bash_complete protocol: one `type,value` line per candidate), with its whole output."""
+    parts = words.split(" ")
+    env = {
+        "_GPUPLANE_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(parts) - 1),
+    }
+    result = CliRunner().invoke(main, [], prog_name="gpuplane", env=env)
+    assert result.exit_code == 0, result.output
+    values = [line.split(",", 1)[1] for line in result.output.splitlines() if "," in line]
+    return values, result.output
+
+
+def _team_file_names(root: Path, key: str) -> set[str]:
+    from ruamel.yaml import YAML
+
+    names = set()
+    for team in (root / "teams").glob("*.yaml"):
+        spec = YAML(typ="safe").load(team.read_text())["spec"]
+        names |= {n[key] for n in spec.get("namespaces", [])}
+    return names
+
+
+@pytest.mark.parametrize(
+    ("words", "folder"),
+    [
+        ("gpuplane plan --team ", "teams"),
+        ("gpuplane plan --pool ", "pools"),
+        ("gpuplane plan --cluster ", "clusters"),
+        ("gpuplane fit job.yaml --cluster ", "clusters"),
+        ("gpuplane acceptance report x --pool ", "pools"),
+        ("gpuplane diagram --cluster ", "clusters"),
+    ],
+)
+def test_completion_offers_the_repositorys_names(
+    platform: Path, monkeypatch: pytest.MonkeyPatch, words: str, folder: str
+) -> None:
+    monkeypatch.chdir(platform / "teams")  # from a subfolder, as a user types
+    values, _ = _complete(platform, words)
+    assert values == sorted(p.stem for p in (platform / folder).glob("*.yaml"))
+
+
+def test_completion_narrows_to_what_is_typed_and_offers_namespaces(
+    platform: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(platform)
+    values, _ = _complete(platform, "gpuplane plan --team ll")
+    assert values and all(v.startswith("ll") for v in values)
+    assert "llm" in values
+    values, _ = _complete(platform, "gpuplane fit job.yaml --namespace ")
+    assert set(values) == _team_file_names(platform, "name")
+    values, _ = _complete(platform, "gpuplane new ")
+    assert values == ["cluster", "pool", "queue", "team"]
+
+
+def test_completion_offers_rule_ids() -> None:
+    from renderer.cli.loading import load_every_rule
+    from renderer.findings.rules import all_rules
+
+    load_every_rule()
+    rules = sorted(r.id for r in all_rules())
+    values, _ = _complete(REPO, "gpuplane explain ")
+    assert values == rules
+    values, _ = _complete(REPO, "gpuplane explain no-in")
+    assert values == ["no-inputs"]
+
+
+@pytest.mark.usefixtures("git_env")
+def test_completion_offers_git_refs_for_base(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    _repo_on_a_branch(root)
+    git(root, "tag", "v1")
+    for words in (f"gpuplane -C {root} diff --base ", f"gpuplane -C {root} validate --base "):
+        values, _ = _complete(root, words)
+        assert {"HEAD", "main", "feature", "v1"} <= set(values)
+
+
+def test_completion_never_prints_a_traceback_on_a_broken_repository(
+    platform: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (platform / "teams" / "broken.yaml").write_text("spec: [unclosed\n  - {")
+    (platform / "teams" / "list.yaml").write_text("- 1\n- 2\n")
+    (platform / "teams" / "binary.yaml").write_bytes(b"\xff\xfe\x00")
+    monkeypatch.chdir(platform)
+    values, output = _complete(platform, "gpuplane fit job.yaml --namespace ")
+    assert "Traceback" not in output
+    assert set(values) == _team_file_names_skipping_broken(platform)
+    monkeypatch.chdir(platform.parent)
+    (platform.parent / ".git").mkdir()  # no repository here, and no git: nothing, quietly
+    for words in ("gpuplane plan --team ", "gpuplane diff --base ", "gpuplane fit j --namespace "):
+        values, output = _complete(platform.parent, words)
+        assert values == [] and "Traceback" not in output
+
+
+def _team_file_names_skipping_broken(root: Path) -> set[str]:
+    from ruamel.yaml import YAML
+
+    names = set()
+    for team in (root / "teams").glob("*.yaml"):
+        try:
+            spec = YAML(typ="safe").load(team.read_text())["spec"]
+        except Exception:
+            continue
+        names |= {n["name"] for n in spec.get("namespaces", [])}
+    return names

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import POOLS
 from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import format_option
 from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
@@ -77,6 +78,7 @@ def acceptance() -> None:
     "--pool",
     "pools",
     multiple=True,
+    shell_complete=POOLS,
     help="A pool that must be reported even without results (repeatable): its thresholds are "
     "then missing.",
 )
@@ -126,6 +128,7 @@ class RecordOptions:
     "--pool",
     "pools",
     multiple=True,
+    shell_complete=POOLS,
     help="A pool that must be recorded even without results (repeatable): its thresholds are "
     "then missing, and its evidence fails.",
 )

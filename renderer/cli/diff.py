@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import GIT_REFS
 from renderer.cli.loading import (
     open_render_index,
     output_validator,
@@ -45,6 +46,7 @@ class DiffOptions:
     "--base",
     "base_ref",
     metavar="REF",
+    shell_complete=GIT_REFS,
     help="The git revision to compare the working tree with (a branch, tag or commit). "
     "Default: the merge base of HEAD and the upstream default branch (origin/HEAD, else "
     "origin/main, origin/master, main, master), as a pull request's diff; the report names it.",

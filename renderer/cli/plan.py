@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import CLUSTERS, POOLS, TEAMS
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
 from renderer.cli.reporters import (
@@ -41,11 +42,18 @@ class PlanOptions:
     default="text",
     help="A table for people, Markdown for a pull-request comment, or JSON for tools.",
 )
-@click.option("--cluster", "clusters", multiple=True, help="Only these clusters (repeatable).")
+@click.option(
+    "--cluster",
+    "clusters",
+    multiple=True,
+    shell_complete=CLUSTERS,
+    help="Only these clusters (repeatable).",
+)
 @click.option(
     "--team",
     "teams",
     multiple=True,
+    shell_complete=TEAMS,
     metavar="NAME",
     help="Only what this team can get, and where: its quota per pool, what it can borrow, and "
     "the namespaces and ClusterQueues it submits through (repeatable).",
@@ -54,6 +62,7 @@ class PlanOptions:
     "--pool",
     "pools",
     multiple=True,
+    shell_complete=POOLS,
     metavar="NAME",
     help="Only this pool: who holds quota on it, and what is free and lendable (repeatable; "
     "with --team, that team on that pool).",
@@ -83,7 +92,11 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if asked.fmt == "text":  # rich's tables, as wide as the terminal: printed, not returned
         _print_tables(report, wide=asked.wide)
         return
-    show_answer(report, asked.fmt, {"json": json_form(plan_json, loaded.diagnostics), "markdown": plan_markdown})
+    show_answer(
+        report,
+        asked.fmt,
+        {"json": json_form(plan_json, loaded.diagnostics), "markdown": plan_markdown},
+    )
 
 
 def _print_tables(report: PlanReport, *, wide: bool) -> None:
@@ -105,3 +118,4 @@ def _print_tables(report: PlanReport, *, wide: bool) -> None:
     )
     for renderable in plan_tables(report, None if wide else width):
         console.print(renderable)
+

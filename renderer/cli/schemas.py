@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import CLUSTERS
 from renderer.cli.loading import root_of
 from renderer.cli.options import TEXT_OR_JSON
 from renderer.cli.reporters import json_form, show_answer
@@ -57,7 +58,7 @@ def schemas() -> None:
     "--operator", help="File them under this operator (default: from each CRD's API group)."
 )
 @click.option(
-    "--cluster", help="Take the releases from this cluster's pins."
+    "--cluster", shell_complete=CLUSTERS, help="Take the releases from this cluster's pins."
 )
 @click.pass_context
 def schemas_import(ctx: click.Context, /, **options: Any) -> None:
@@ -91,6 +92,7 @@ def schemas_import(ctx: click.Context, /, **options: Any) -> None:
 @click.option("--context", "kube_context", help="The kubectl context of the cluster to read.")
 @click.option(
     "--cluster",
+    shell_complete=CLUSTERS,
     help="The cluster file it is, whose pins name the releases.",
 )
 @click.option("--release", help="The release they are (default: the pinned one).")
