@@ -293,6 +293,134 @@ def test_diff_writes_the_envelope_and_reads_it_back(tmp_path: Path) -> None:
         report_from_json({**body, "schemaVersion": 1})
 
 
+# --- 5. tables that fit the terminal, with whole words in their headers ---------------------
+
+HYPHEN_CUT = re.compile(r"[A-Za-z]-(?=\s|$)")
+"""A word cut with a hyphen at the end of a line or cell ("capa-" over "city")."""
+
+
+def _header_words(columns: int, args: tuple[str, ...]) -> list[str]:
+    """The words of every table header as rich prints it at `columns`: each table of `plan`
+    rendered without its title, the lines above its rule."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from renderer.commands.plan import build_plan
+    from renderer.commands.plan_forms import plan_tables
+    from renderer.pipeline import load_platform
+
+    platform = load_platform(REPO).platform
+    teams = tuple(v for k, v in itertools.pairwise(args) if k == "--team")
+    pools = tuple(v for k, v in itertools.pairwise(args) if k == "--pool")
+    words = []
+    for table in plan_tables(build_plan(platform, None, teams, pools), columns):
+        if not isinstance(table, Table):
+            continue
+        table.title = None
+        console = Console(width=columns, record=True, file=io.StringIO(), color_system=None)
+        console.print(table)
+        lines = console.export_text().splitlines()
+        rule = next(i for i, line in enumerate(lines) if set(line.strip()) == {"─"})
+        words += [w for line in lines[:rule] for w in line.split()]
+    return words
+
+
+ENGLISH = {
+    # each word a header may show: whole English words, the abbreviations the legend explains
+    # (cap, nom, guar, lend, room, max) and the names of the columns
+    *[
+        "pool",
+        "resource",
+        "unit",
+        "nodes",
+        "capacity",
+        "min/max",
+        "queue",
+        "(limit)",
+        "nominal",
+        "guaranteed",
+        "lendable",
+        "free",
+        "headroom",
+        "to",
+        "limit",
+        "used",
+        "notes",
+        "team",
+        "borrowing",
+        "borrowable",
+        "reachable",
+        "(cohort",
+        "lends)",
+        "maximum",
+        "with",
+        "namespace",
+        "clusterqueue",
+        "localqueue",
+        "purpose",
+        "its",
+        "purpose's",
+        "pools",
+        "shared",
+        "endpoint",
+        "replicas",
+        "at",
+        "max",
+        "max,",
+        "(max",
+        "+",
+        "surge)",
+        "x",
+        "per",
+        "replica",
+        "team's",
+        "endpoints",
+        "of",
+        "cap",
+        "nom",
+        "guar",
+        "lend",
+        "room",
+        "can",
+        "borrow",
+        "reach",
+        "!",
+        "cohort",
+    ],
+}
+
+
+@pytest.mark.parametrize("columns", [80, 90, 100, 120])
+@pytest.mark.parametrize("args", [(), ("--team", "llm"), ("--pool", "h100-train")])
+def test_plan_tables_fit_the_width_and_never_cut_a_header_word(
+    columns: int, args: tuple[str, ...]
+) -> None:
+    code, output = invoke(
+        "-C", str(REPO), "--no-color", "plan", *args, env={"COLUMNS": str(columns)}
+    )
+    assert code == 0, output
+    too_wide = [line for line in output.splitlines() if len(line) > columns]
+    assert not too_wide, too_wide
+    assert not [line for line in output.splitlines() if HYPHEN_CUT.search(line)], output
+    words = _header_words(columns, args)
+    assert words  # the search finds the headers
+    unknown = sorted({w for w in words if w.lower() not in ENGLISH})
+    assert not unknown, (unknown, output)
+    if any(w in words for w in ("nom", "guar", "cap")):  # abbreviated: the legend says so
+        assert (
+            "nom = nominal" in output or "guar = guaranteed" in output or "cap = capacity" in output
+        )
+
+
+def test_columns_decides_the_width_in_a_pipe_too() -> None:
+    from renderer.cli.plan import table_width
+
+    assert table_width({"COLUMNS": "90"}, 200, is_terminal=False) == 90
+    assert table_width({}, 200, is_terminal=False) == 100
+    assert table_width({}, 132, is_terminal=True) == 132
+    assert table_width({"COLUMNS": "x"}, 132, is_terminal=True) == 132
+
+
 # --- 4. completion of the repository's names ---------------------------------------------
 
 

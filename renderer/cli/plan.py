@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,8 +102,8 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
 
 
 def _print_tables(report: PlanReport, *, wide: bool) -> None:
-    """The plan's tables, through rich: as wide as the terminal (or $COLUMNS); a pipe, a file or
-    a CI log gets 100 columns; `wide`: every table at its full width."""
+    """The plan's tables, through rich, as wide as `table_width` says; `wide`: every table at
+    its full width."""
     import shutil
 
     from rich.console import Console
@@ -109,7 +111,9 @@ def _print_tables(report: PlanReport, *, wide: bool) -> None:
     from renderer.commands.plan_forms import plan_tables
 
     colour = wants_colour()
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+    width = table_width(
+        os.environ, shutil.get_terminal_size().columns, is_terminal=sys.stdout.isatty()
+    )
     console = Console(
         width=10**6 if wide else width,
         soft_wrap=wide,
@@ -119,3 +123,15 @@ def _print_tables(report: PlanReport, *, wide: bool) -> None:
     for renderable in plan_tables(report, None if wide else width):
         console.print(renderable)
 
+
+PIPE_WIDTH = 100
+"""The width of tables written to a pipe, a file or a CI log when $COLUMNS does not say."""
+
+
+def table_width(environ: Mapping[str, str], terminal: int, *, is_terminal: bool) -> int:
+    """How wide text tables are: $COLUMNS when it is a number (as `ls`, `git` and rich read it,
+    also in a pipe), else the terminal's width, else 100 columns. Never under 40."""
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), 40)
+    return max(terminal, 40) if is_terminal else PIPE_WIDTH
