@@ -82,14 +82,20 @@ def test_text_findings_name_files_from_the_users_folder(
     assert (Path.cwd() / shown).resolve() == team.resolve()
 
 
-def test_dash_c_still_wins(platform: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_dash_c_names_the_repository_itself(
+    platform: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """-C is what scripts and CI pass: the repository's folder, used as given (an empty folder
+    stays empty: `new` writes there, not into a repository around it)."""
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / ".git").mkdir(parents=True)  # its own (empty) work tree: no repository above
     monkeypatch.chdir(elsewhere)
     code, output = invoke("validate")
     assert "no-inputs" in output and code == 1
-    code, output = invoke("-C", str(platform / "teams"), "validate")  # as git -C: that folder
+    code, output = invoke("-C", str(platform), "validate")
     assert code == 0, output
+    code, output = invoke("-C", str(platform / "teams"), "validate")
+    assert code == 1 and "no-inputs" in output
 
 
 def test_plan_and_fit_from_a_subfolder(platform: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,9 +61,9 @@ def run() -> None:
     "directory",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
-    help="Run as if started in this folder (like git -C). gpuplane works on the repository "
-    "that folder (or the current one) lies in, as git does: the nearest folder at or above it "
-    "that holds gpuplane.yaml or clusters/, pools/, teams/ or queues/.",
+    help="Run as if started in this repository folder (like git -C). Without it, gpuplane "
+    "works on the repository the current folder lies in, as git does: the nearest folder at or "
+    "above it that holds gpuplane.yaml or clusters/, pools/, teams/ or queues/.",
 )
 @click.option(
     "--color/--no-color",
@@ -76,13 +76,15 @@ def run() -> None:
 @click.pass_context
 def main(ctx: click.Context, directory: Path | None, *, color: bool | None) -> None:
     """gpuplane: validate and render a shared Kubernetes GPU platform from its YAML files."""
-    here = directory.resolve() if directory is not None else Path.cwd()  # as git -C
-    root = repository_root(here)
+    here = Path.cwd()
+    # -C names the repository itself, as scripts and CI pass it; without it, the repository
+    # the current folder lies in, found as git finds its own
+    root = directory.resolve() if directory is not None else repository_root(here)
     ctx.obj = {
         "root": root,
         # text findings name files as the user reaches them from where they stand (as git
-        # status does): from the folder -C names, or the current one
-        "shown_from": os.path.relpath(root, here),
+        # status does); with -C, relative to the repository, as before
+        "shown_from": os.path.relpath(root, here) if directory is None else ".",
         "color": wants_color(os.environ, flag=color, is_terminal=sys.stdout.isatty()),
         "no_color": color is False,  # --no-color also keeps the progress spinner plain
     }
