@@ -25,7 +25,7 @@ LISTED = re.compile(r"^(?P<what>.*); for example (?P<value>.+)$")
 def _validate(gpuplane, root: Path) -> list[dict[str, object]]:
     found: list[dict[str, object]] = json.loads(
         gpuplane("-C", str(root), "validate", "--format", "json").output
-    )["diagnostics"]
+    )["findings"]
     return found
 
 

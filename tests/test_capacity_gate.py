@@ -101,13 +101,13 @@ def _grow(root: Path, to: int = 8) -> None:
 def _findings(gpuplane, root: Path, rule: str = "capacity-evidence") -> list[dict[str, Any]]:
     result = gpuplane("-C", str(root), "validate", "--format", "json")
     body = json.loads(result.output)
-    return [d for d in body["diagnostics"] if d["rule"] == rule]
+    return [d for d in body["findings"] if d["rule"] == rule]
 
 
 def test_growth_without_evidence_is_refused_on_the_size_line(repo: Path, gpuplane) -> None:
     _grow(repo)
     (finding,) = _findings(gpuplane, repo)
-    assert finding["severity"] == "error"
+    assert finding["level"] == "error"
     assert (finding["file"], finding["line"]) == (POOL, _nodes_line(repo))
     assert "grows from 4 to 8 nodes on production cluster prod-east" in finding["message"]
     assert "acceptance/prod-east/h100-train.yaml does not exist" in finding["message"]
@@ -195,7 +195,7 @@ def test_a_valid_exception_turns_the_error_into_a_warning(repo: Path, gpuplane) 
         "    until: 2026-03-10\n  workload:",
     )
     (finding,) = _findings(gpuplane, repo)
-    assert finding["severity"] == "warning"
+    assert finding["level"] == "warning"
     assert (
         "allowed by growthException of platform-team until 2026-03-10: "
         "nodes burnt in by the vendor" in finding["message"]
@@ -212,7 +212,7 @@ def test_an_expired_exception_is_ignored_with_a_note(repo: Path, gpuplane) -> No
         "    until: 2026-03-09\n  workload:",
     )
     (finding,) = _findings(gpuplane, repo)
-    assert finding["severity"] == "error"
+    assert finding["level"] == "error"
     assert finding["notes"][0]["message"] == "growthException expired on 2026-03-09; ignored"
 
 
@@ -224,7 +224,7 @@ def test_an_exception_on_a_pool_that_does_not_grow_is_stale(repo: Path, gpuplane
         "    until: 2026-04-01\n  workload:",
     )
     (finding,) = _findings(gpuplane, repo)
-    assert finding["severity"] == "warning"
+    assert finding["level"] == "warning"
     assert "is stale" in finding["message"]
     assert finding["line"] == _nodes_line(repo, text="  growthException:") + 1  # its first key
 
@@ -233,7 +233,7 @@ def test_growth_on_staging_is_a_warning_on_the_max_line(repo: Path, gpuplane) ->
     pool = "pools/h200-tune.yaml"
     edit_once(repo / pool, "    max: 4\n", "    max: 6\n")
     (finding,) = _findings(gpuplane, repo)
-    assert finding["severity"] == "warning"
+    assert finding["level"] == "warning"
     assert (finding["file"], finding["line"]) == (pool, _nodes_line(repo, pool, "    max: "))
     assert "grows from 4 to 6 nodes on staging cluster staging-west" in finding["message"]
 
@@ -255,7 +255,7 @@ def test_an_unknown_base_warns_that_the_gate_could_not_tell(
 ) -> None:
     monkeypatch.setenv("GITHUB_BASE_REF", "no-such-branch")
     found = _findings(gpuplane, repo)
-    assert found and all(f["severity"] == "warning" for f in found)
+    assert found and all(f["level"] == "warning" for f in found)
     assert any("could not tell whether pool h100-train grows" in f["message"] for f in found)
     _write_evidence(repo, _evidence())  # proven at its size: nothing to warn about
     assert not any("h100-train" in f["message"] for f in _findings(gpuplane, repo))
@@ -267,9 +267,7 @@ def test_a_base_branch_is_compared_from_the_merge_base(repo: Path, gpuplane) -> 
     git(repo, "commit", "-q", "-am", "grow")
     assert len(_findings(gpuplane, repo)) == 0  # HEAD is the base: nothing uncommitted
     result = gpuplane("-C", str(repo), "validate", "--base", "main", "--format", "json")
-    found = [
-        d for d in json.loads(result.output)["diagnostics"] if d["rule"] == "capacity-evidence"
-    ]
+    found = [d for d in json.loads(result.output)["findings"] if d["rule"] == "capacity-evidence"]
     assert "grows from 4 to 8" in found[0]["message"]
 
 
@@ -292,7 +290,7 @@ def test_evidence_schema_errors_point_at_the_line(repo: Path, gpuplane) -> None:
     path = _write_evidence(repo, body)
     result = gpuplane("-C", str(repo), "validate", "--format", "json")
     (finding,) = [
-        d for d in json.loads(result.output)["diagnostics"] if d["file"].startswith("acceptance/")
+        d for d in json.loads(result.output)["findings"] if d["file"].startswith("acceptance/")
     ]
     line = path.read_text().splitlines().index('    "verdict": "passed",') + 1
     assert (finding["rule"], finding["line"]) == ("schema-invalid-value", line)

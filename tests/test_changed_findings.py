@@ -96,7 +96,7 @@ def cli(*args: str) -> tuple[int, str]:
 def findings_of(root: Path, rule: str) -> list[dict[str, object]]:
     """`validate --format json`'s findings of one rule."""
     _, output = cli("-C", str(root), "validate", "--format", "json")
-    return [d for d in json.loads(output)["diagnostics"] if d["rule"] == rule]
+    return [d for d in json.loads(output)["findings"] if d["rule"] == rule]
 
 
 def findings(root: Path, rule: str) -> list[dict[str, object]]:

@@ -33,10 +33,10 @@ def test_json_format(platform: Path, gpuplane) -> None:
     assert result.exit_code == 1
     body = json.loads(result.output)
     assert body["summary"] == {"errors": 1, "warnings": 0, "files": 16}
-    (finding,) = body["diagnostics"]
+    (finding,) = body["findings"]
     assert finding == {
         "rule": "unknown-reference",
-        "severity": "error",
+        "level": "error",
         "message": "queue 'prd' does not exist",
         "file": "teams/vision.yaml",
         "line": queue_line(),
@@ -87,10 +87,13 @@ def test_explain_prints_the_rule_docstring(gpuplane) -> None:
 
 
 def test_console_script_runs_in_the_current_directory(tmp_path: Path) -> None:
-    """`gpuplane validate` with no -C works on the current directory, like git."""
+    """`gpuplane validate` with no -C works on the repository the current directory lies in,
+    like git; an empty folder at a git work tree's top (the walk up stops there, as git's does)
+    has no inputs."""
     exe = Path(sys.executable).parent / "gpuplane"
     result = subprocess.run([str(exe), "validate"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+    (tmp_path / ".git").mkdir()
     empty = subprocess.run([str(exe), "validate"], cwd=tmp_path, capture_output=True, text=True)
     assert empty.returncode == 1
     assert empty.stdout.startswith(

@@ -314,7 +314,7 @@ def test_json_findings_are_json(gpuplane: Run, root: Path, tmp_path: Path) -> No
     usage.write_text("team,pool,allocated_gpu_hours,used_gpu_hours\nnope,h100-train,1,1\n")
     done = cost(gpuplane, root, str(usage), "--format", "json")
     assert done.exit_code == 1
-    assert [d["rule"] for d in json.loads(done.output)["diagnostics"]] == ["cost-unknown-name"]
+    assert [d["rule"] for d in json.loads(done.output)["findings"]] == ["cost-unknown-name"]
 
 
 def test_usage_errors_exit_2(gpuplane: Run, root: Path) -> None:

@@ -172,7 +172,7 @@ def test_hostile_names_print_inert(gpuplane: Run, root: Path, tmp_path: Path) ->
     assert not any(line.startswith("::") for line in done.output.splitlines())
     assert done.output.count("error[cost-unknown-name]") == 4
     as_json = gpuplane("-C", str(root), "cost", str(path), "--format", "json")
-    messages = [d["message"] for d in json.loads(as_json.output)["diagnostics"]]
+    messages = [d["message"] for d in json.loads(as_json.output)["findings"]]
     assert all("\x1b" not in m for m in messages)
 
 

@@ -20,6 +20,7 @@ import pytest
 from renderer.commands.diff.checkout import BaseRefError, checkout_base
 from renderer.commands.diff.json_form import diff_json, report_from_json
 from renderer.commands.diff.markdown import MARKER, diff_markdown
+from renderer.findings.envelope import envelope
 from tests.conftest import REPO, copy_inputs, edit_once, git
 
 CASES = Path(__file__).parent / "cases" / "diff"
@@ -159,8 +160,8 @@ def _findings(gpuplane: Callable[..., Any], repo: Path, crds: Path) -> list[dict
     result = _diff(gpuplane, repo, crds, "--format", "json")
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
-    assert body["version"] == 1
-    findings: list[dict[str, Any]] = body["findings"]
+    assert (body["schemaVersion"], body["command"]) == (2, "diff")
+    findings: list[dict[str, Any]] = body["changes"]
     return findings
 
 
@@ -389,7 +390,7 @@ def test_truncation_and_json_round_trip(
     new_team(repo)
     data = json.loads(_diff(gpuplane, repo, crds, "--format", "json").output)
     report = report_from_json(data)
-    assert diff_json(report) == data
+    assert envelope("diff", diff_json(report)) == data  # the working tree has no finding
     assert json.loads(json.dumps(data, sort_keys=True)) == data
     full = diff_markdown(report)
     assert full == _diff(gpuplane, repo, crds).output

@@ -297,7 +297,7 @@ def test_the_report_says_it_in_every_form(repo: Path, gpuplane: Any) -> None:
     at = _line(repo, LLM, "host: api.llm.example.com")
     result = gpuplane("-C", str(repo), "diff", "--base", "HEAD", "--format", "json")
     assert result.exit_code == 0, result.output
-    found = [f for f in json.loads(result.output)["findings"] if f["code"].startswith("endpoint")]
+    found = [f for f in json.loads(result.output)["changes"] if f["code"].startswith("endpoint")]
     assert [(f["code"], f["risk"], f["subject"], f["at"]) for f in found] == [
         ("endpoint-url-changed", "high", CHAT, at)
     ]
@@ -316,7 +316,7 @@ def test_a_domain_added_is_rated_once_not_as_a_team_setting(repo: Path, gpuplane
     )
     result = gpuplane("-C", str(repo), "diff", "--base", "HEAD", "--format", "json")
     assert result.exit_code == 0, result.output
-    found = json.loads(result.output)["findings"]
+    found = json.loads(result.output)["changes"]
     assert [(f["code"], f["risk"], f["subject"]) for f in found if f["team"] == "llm"] == [
         ("domain-added", "medium", "chat.example.net")
     ]

@@ -143,7 +143,7 @@ def _more_gpus_for_llm(root: Path) -> None:
 
 def _codes(report: Any) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
-    for finding in report["findings"]:
+    for finding in report["changes"]:
         found.setdefault(finding["code"], set()).add(finding["cluster"])
     return found
 
@@ -164,7 +164,7 @@ def test_a_teams_reach_behind_renamed_namespaces_is_the_same_with_the_index(
     edit_once(repo / "teams/llm.yaml", "owners: [llm-leads]", "owners: [llm-leads, contractors]")
     report, names = _diff(gpuplane, repo, rendered, monkeypatch)
     assert names == ["prod-east", "prod-east"]
-    (widened,) = [f for f in report["findings"] if f["code"] == "rbac-widened"]
+    (widened,) = [f for f in report["changes"] if f["code"] == "rbac-widened"]
     assert widened["risk"] == "high" and widened["at"] == "teams/llm.yaml:9"
 
 

@@ -53,7 +53,7 @@ def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
 def _findings(gpuplane: Callable[..., Any], repo: Path) -> list[dict[str, Any]]:
     result = gpuplane("-C", str(repo), "diff", "--base", "HEAD", "--format", "json")
     assert result.exit_code == 0, result.output
-    found: list[dict[str, Any]] = json.loads(result.output)["findings"]
+    found: list[dict[str, Any]] = json.loads(result.output)["changes"]
     return found
 
 

@@ -24,7 +24,7 @@ RULES = (
 
 def _findings(gpuplane, root: Path, rule: str) -> list[dict[str, Any]]:
     report = json.loads(gpuplane("-C", str(root), "validate", "--format", "json").output)
-    return [d for d in report["diagnostics"] if d["rule"] == rule]
+    return [d for d in report["findings"] if d["rule"] == rule]
 
 
 def _line_of(path: Path, text: str, start: int = 0) -> int:

@@ -28,7 +28,7 @@ def _validate(gpuplane, root: Path) -> dict[str, Any]:
 
 
 def _found(report: dict[str, Any], rule: str) -> list[dict[str, Any]]:
-    return [d for d in report["diagnostics"] if d["rule"] == rule]
+    return [d for d in report["findings"] if d["rule"] == rule]
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -55,7 +55,7 @@ RANKER_REPLICAS = "          replicas: {min: 4, max: 12}\n"
 
 def test_the_example_fits_at_its_maximum(gpuplane, platform: Path) -> None:
     report = _validate(gpuplane, platform)
-    assert not [d for d in report["diagnostics"] if d["rule"].startswith("endpoint-")]
+    assert not [d for d in report["findings"] if d["rule"].startswith("endpoint-")]
 
 
 def test_quota_over_nominal_names_the_numbers_and_the_largest_max(gpuplane, platform) -> None:
@@ -241,9 +241,9 @@ def test_a_single_replica_endpoint_is_warned_and_the_hint_clears_it(gpuplane, pl
     team = platform / "teams" / "recsys.yaml"
     edit_once(team, RANKER_REPLICAS, "          replicas: {min: 1, max: 12}\n")
     found = _one(gpuplane, platform, "endpoint-single-replica")
-    assert found["severity"] == "warning"
+    assert found["level"] == "warning"
     assert (found["file"], found["line"]) == ("teams/recsys.yaml", _line_of(team, "{min: 1,"))
     assert _backticked(found["hint"]) == "replicas: {min: 2, max: 12}"
     edit_once(team, "replicas: {min: 1, max: 12}", _backticked(found["hint"]))
     report = _validate(gpuplane, platform)
-    assert not [d for d in report["diagnostics"] if d["rule"].startswith("endpoint-")]
+    assert not [d for d in report["findings"] if d["rule"].startswith("endpoint-")]

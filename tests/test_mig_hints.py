@@ -145,7 +145,7 @@ def _edit(platform: Path, old: str, new: str, file: str = POOL) -> None:
 
 def _findings(gpuplane: Any, platform: Path, rule: str) -> list[dict[str, Any]]:
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
-    found: list[dict[str, Any]] = json.loads(result.output)["diagnostics"]
+    found: list[dict[str, Any]] = json.loads(result.output)["findings"]
     return [d for d in found if d["rule"] == rule]
 
 
@@ -226,7 +226,7 @@ def test_hostile_names_are_refused_plainly(
     _edit(platform, LAYOUT, f"    layout: {value}\n")
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
     assert result.exit_code == 1
-    rules = {d["rule"] for d in json.loads(result.output)["diagnostics"]}
+    rules = {d["rule"] for d in json.loads(result.output)["findings"]}
     assert rule in rules
 
 

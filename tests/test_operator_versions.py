@@ -97,7 +97,7 @@ def findings(gpuplane: Callable[..., Any]) -> Validate:
     def run(platform: Path) -> list[dict[str, Any]]:
         result = gpuplane("-C", str(platform), "validate", "--format", "json")
         report = json.loads(result.output)
-        return [d for d in report["diagnostics"] if d["rule"] == RULE]
+        return [d for d in report["findings"] if d["rule"] == RULE]
 
     return run
 
@@ -168,7 +168,7 @@ def test_jobset_0_12_on_kubernetes_1_33_is_refused_and_the_hint_fixes_it(
     set_addon(platform, "prod-east", "jobset", "0.12.0")
     line, col = position(platform, "prod-east", "jobset")
     (finding,) = about(on(findings(platform), PROD), line)
-    assert finding["severity"] == "error"
+    assert finding["level"] == "error"
     assert finding["column"] == col
     assert finding["message"].startswith("JobSet 0.12.0 supports Kubernetes 1.34 or newer")
     assert "kubernetes-sigs/jobset@v0.12.0:README.md" in finding["message"]
@@ -199,10 +199,10 @@ def test_a_stated_maximum_is_a_warning_and_a_minimum_an_error(
     set_addon(platform, "prod-east", "networkOperator", "26.4.1")
     line, _ = position(platform, "prod-east", "networkOperator")
     (below,) = about(on(findings(platform), PROD), line)
-    assert below["severity"] == "error"
+    assert below["level"] == "error"
     set_kubernetes(platform, "prod-east", "1.36")
     (finding,) = about(on(findings(platform), PROD), line)
-    assert finding["severity"] == "warning"  # newer than tested, not refused
+    assert finding["level"] == "warning"  # newer than tested, not refused
     assert finding["message"].startswith(
         "NVIDIA Network Operator 26.4.1 supports Kubernetes 1.31 to 1.35"
     )

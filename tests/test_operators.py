@@ -177,7 +177,7 @@ def _validate(gpuplane, root: Path) -> dict[str, Any]:
 
 
 def _findings(report: dict[str, Any], rule: str) -> list[dict[str, Any]]:
-    return [d for d in report["diagnostics"] if d["rule"] == rule]
+    return [d for d in report["findings"] if d["rule"] == rule]
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -254,7 +254,7 @@ def test_an_operator_nothing_uses_is_a_warning_the_hint_removes(platform: Path, 
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
     assert result.exit_code == 0  # a warning only
     found = _findings(json.loads(result.output), "operator-unused")
-    assert [(d["file"], d["line"], d["severity"]) for d in found] == [
+    assert [(d["file"], d["line"], d["level"]) for d in found] == [
         ("clusters/staging-west.yaml", _line_of(cluster, "appwrapper:"), "warning")
     ]
     edit_once(cluster, "    appwrapper: {version: v1.2.1}\n", "")

@@ -49,7 +49,7 @@ def _validate(gpuplane, root: Path) -> dict[str, Any]:
 
 
 def _findings(report: dict[str, Any], rule: str) -> list[dict[str, Any]]:
-    return [d for d in report["diagnostics"] if d["rule"] == rule]
+    return [d for d in report["findings"] if d["rule"] == rule]
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -204,7 +204,7 @@ def test_declaring_both_is_an_error_on_the_second_and_the_hint_clears_it(
             "clusters/staging-west.yaml",
             _line_of(cluster, f"{key}:"),
         )
-        assert found["severity"] == "error" and "MPIJob" in found["message"]
+        assert found["level"] == "error" and "MPIJob" in found["message"]
         assert f"remove spec.addons.{key}" in found["hint"]
         # the hint, applied: one of the two stays
         edit_once(cluster, second, "")

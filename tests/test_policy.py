@@ -467,11 +467,11 @@ def test_rule_fires(rule: str, file: str, old: str, new: str, platform: Path, gp
     import json
 
     report = json.loads(result.output)
-    fired = [d for d in report["diagnostics"] if d["rule"] == rule]
+    fired = [d for d in report["findings"] if d["rule"] == rule]
     assert fired, result.output
     assert all(d["line"] > 0 and d["hint"] for d in fired), fired
     assert result.exit_code == (1 if report["summary"]["errors"] else 0)
-    severities = {d["severity"] for d in fired}
+    severities = {d["level"] for d in fired}
     assert severities == ({"warning"} if rule in WARNINGS else {"error"})
 
 
@@ -554,7 +554,7 @@ def test_a_broken_mig_layout_is_reported_alone_not_as_quota_overcommit(
     pool.write_text(text[:start] + f"    layout: {layout}" + text[end:])
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
     assert result.exit_code == 1
-    rules = {d["rule"] for d in json.loads(result.output)["diagnostics"]}
+    rules = {d["rule"] for d in json.loads(result.output)["findings"]}
     assert "mig-layout-invalid" in rules
     assert not rules & {
         "quota-exceeds-pool",

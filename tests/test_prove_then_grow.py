@@ -53,7 +53,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _gate(gpuplane: Any, root: Path) -> list[dict[str, Any]]:
     result = gpuplane("-C", str(root), "validate", "--base", "main", "--format", "json")
     body = json.loads(result.output)
-    return [d for d in body["diagnostics"] if d["rule"] == "capacity-evidence"]
+    return [d for d in body["findings"] if d["rule"] == "capacity-evidence"]
 
 
 def _grow(root: Path, before: int, after: int) -> None:
@@ -65,7 +65,7 @@ def test_a_pool_grows_only_once_a_gpu_run_is_recorded(
 ) -> None:
     _grow(repo, 4, 8)
     (refused,) = _gate(gpuplane, repo)
-    assert refused["severity"] == "error" and refused["file"] == POOL
+    assert refused["level"] == "error" and refused["file"] == POOL
     assert f"{EVIDENCE} does not exist" in refused["message"]
 
     # the torch probes run on a laptop's CPU instead (the rest as on the pool): recorded,
@@ -97,7 +97,7 @@ def test_a_pool_grows_only_once_a_gpu_run_is_recorded(
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "grow h100-train to 8 nodes, with its evidence")
     diff = gpuplane("-C", str(repo), "diff", "--base", "main", "--format", "json")
-    findings = json.loads(diff.output)["findings"]
+    findings = json.loads(diff.output)["changes"]
     (resized,) = [f for f in findings if f["code"] == "pool-resized"]
     assert resized["evidence"]["verdict"] == "pass"
 

@@ -41,7 +41,7 @@ def fill(path: Path, blanks: dict[str, int], values: dict[str, str]) -> None:
 
 def findings(gpuplane, root: Path) -> list[dict[str, object]]:
     report = json.loads(gpuplane("-C", str(root), "validate", "--format", "json").output)
-    diagnostics: list[dict[str, object]] = report["diagnostics"]
+    diagnostics: list[dict[str, object]] = report["findings"]
     return diagnostics
 
 
@@ -101,7 +101,7 @@ def test_an_unfilled_file_fails_at_each_blank_and_nowhere_else(repo: Path, gpupl
         path = f"{KINDS[kind]}/fresh-{kind}.yaml"
         found = [d for d in findings(gpuplane, repo) if d["file"] == path]
         assert {d["line"] for d in found} == set(blanks.values()), (kind, found)
-        assert all(d["severity"] == "error" for d in found)
+        assert all(d["level"] == "error" for d in found)
         for field, line in blanks.items():  # each names the field that is still empty
             assert any(d["line"] == line and field in str(d["message"]) for d in found), field
         (repo / path).unlink()

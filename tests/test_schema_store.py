@@ -92,8 +92,8 @@ def line_of(path: Path, needle: str, after: str) -> tuple[int, int]:
 def test_a_lone_clone_renders_with_one_warning_per_unchecked_kind(repo: Path) -> None:
     result = run(repo, "render", "--format", "json")
     assert result.exit_code == 0, result.output
-    findings = json.loads(result.output)["diagnostics"]
-    assert {f["severity"] for f in findings} == {"warning"}
+    findings = json.loads(result.output)["findings"]
+    assert {f["level"] for f in findings} == {"warning"}
     assert {f["rule"] for f in findings} == {"schema-unchecked"}
     kinds = {" ".join(f["message"].split(":")[0].split()[:2]) for f in findings}
     assert kinds == EXAMPLE_CUSTOM_KINDS
@@ -309,7 +309,7 @@ def test_a_pinned_release_the_store_lacks_is_reported_on_its_version_line(repo: 
     )
     result = run(repo, "render", "--format", "json")
     assert result.exit_code == 0, result.output
-    (finding,) = json.loads(result.output)["diagnostics"]
+    (finding,) = json.loads(result.output)["findings"]
     line, col = line_of(cluster_file, "version: ", "kueue:")
     assert finding["rule"] == "schema-release-missing"
     assert (finding["file"], finding["line"], finding["column"]) == (
@@ -553,7 +553,7 @@ def test_a_broken_crd_file_is_reported_even_when_only_the_implied_cluster_policy
     )
     result = run(repo, "render", "--crds", str(broken), "--format", "json")
     assert result.exit_code == 1, result.output
-    findings = json.loads(result.output)["diagnostics"]
+    findings = json.loads(result.output)["findings"]
     load = [f for f in findings if f["rule"] == "crd-load"]
     assert len(load) == 1 and "no spec.versions" in load[0]["message"]
     assert not (repo / "rendered").exists()
@@ -670,9 +670,7 @@ def test_the_store_follows_no_link_and_schemas_may_not_link_out(repo: Path, tmp_
     (repo / STORE_DIR / "kueue").mkdir(parents=True)
     (repo / STORE_DIR / "kueue" / "v0.19.2").symlink_to(outside / STORE_DIR / "kueue" / "v0.19.2")
     result = run(repo, "render", "--format", "json")
-    unchecked = [
-        f for f in json.loads(result.output)["diagnostics"] if "ClusterQueue" in f["message"]
-    ]
+    unchecked = [f for f in json.loads(result.output)["findings"] if "ClusterQueue" in f["message"]]
     assert unchecked and unchecked[0]["rule"] == "schema-unchecked"  # the link is not read
 
     (repo / "crds").mkdir()

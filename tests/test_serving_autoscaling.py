@@ -206,7 +206,7 @@ def test_keda_missing_is_found_on_the_endpoint_and_the_hint_declares_it(
     line = next(x for x in text.splitlines(keepends=True) if x.startswith("      version: 2.20.2"))
     edit_once(cluster, "    keda:\n" + line, "")
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
-    found = [d for d in json.loads(result.output)["diagnostics"] if d["rule"] == "operator-missing"]
+    found = [d for d in json.loads(result.output)["findings"] if d["rule"] == "operator-missing"]
     team = (platform / "teams" / "llm-eval.yaml").read_text().splitlines()
     replicas = next(i for i, x in enumerate(team, 1) if "replicas: {min: 2, max: 3}" in x)
     assert [(d["file"], d["line"]) for d in found] == [("teams/llm-eval.yaml", replicas)]
@@ -216,5 +216,5 @@ def test_keda_missing_is_found_on_the_endpoint_and_the_hint_declares_it(
     )
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
     assert not [
-        d for d in json.loads(result.output)["diagnostics"] if d["rule"].startswith("operator-")
+        d for d in json.loads(result.output)["findings"] if d["rule"].startswith("operator-")
     ]

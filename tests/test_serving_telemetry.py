@@ -489,7 +489,7 @@ def test_the_workload_view_has_an_inference_row_per_figure(views: dict[str, Clus
 
 def _validate(gpuplane, platform: Path) -> list[dict[str, Any]]:
     result = gpuplane("-C", str(platform), "validate", "--format", "json")
-    return json.loads(result.output)["diagnostics"]
+    return json.loads(result.output)["findings"]
 
 
 @pytest.mark.parametrize(
@@ -531,7 +531,7 @@ def test_an_slo_the_server_cannot_count_is_refused_on_its_line(
     line = text[: text.index(old)].count("\n") + 1
     fired = [d for d in _validate(gpuplane, platform) if d["rule"] == rule]
     assert len(fired) == 1, fired
-    assert fired[0]["line"] == line and fired[0]["severity"] == "error"
+    assert fired[0]["line"] == line and fired[0]["level"] == "error"
     assert fired[0]["hint"] == hint
     path.write_text(text.replace(old, fixed, 1))
     assert not [d for d in _validate(gpuplane, platform) if d["rule"].startswith("endpoint-slo")]

@@ -58,7 +58,7 @@ def test_a_new_team_asks_for_its_images_and_validates_once_given(repo: Path, gpu
     others = {f: n for f, n in blanks.items() if f != "spec.images"}
     fill(path, others, {f: v for f, v in TEAM.items() if f != "spec.images"})
     found = [d for d in findings(gpuplane, repo) if d["file"] == "teams/ranking.yaml"]
-    assert [(d["line"], d["severity"]) for d in found] == [(blanks["spec.images"], "error")]
+    assert [(d["line"], d["level"]) for d in found] == [(blanks["spec.images"], "error")]
     listed = re.search(
         r"for example (\[\S+\])", path.read_text().splitlines()[blanks["spec.images"] - 1]
     )
@@ -76,7 +76,7 @@ def test_a_team_without_images_is_an_error_whose_hint_makes_it_pass(
     fill(repo / "teams/ranking.yaml", blanks, TEAM)
     path = _without_images(repo, "ranking")
     found = findings(gpuplane, repo)
-    assert [(d["rule"], d["severity"]) for d in found] == [("team-images-missing", "error")]
+    assert [(d["rule"], d["level"]) for d in found] == [("team-images-missing", "error")]
     (finding,) = found
     namespaces = path.read_text().splitlines().index("  namespaces:") + 1
     assert (finding["file"], finding["line"]) == ("teams/ranking.yaml", namespaces)

@@ -113,7 +113,7 @@ def test_validate_base_refuses_an_immutable_edit(
     result = gpuplane("-C", str(repo), "validate", "--base", "HEAD", "--format", "json")
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
-    found = [d for d in report["diagnostics"] if d["rule"] == "output-immutable-field"]
+    found = [d for d in report["findings"] if d["rule"] == "output-immutable-field"]
     assert found and all(d["file"] == "pools/h100-train.yaml" for d in found), report
     assert any(_flavor_message() in d["message"] for d in found)
 
@@ -123,7 +123,7 @@ def test_diff_marks_an_immutable_edit_high_risk(repo: Path, gpuplane: Callable[.
         "-C", str(repo), "diff", "--base", "HEAD", "--crds", str(SHARED_CRDS), "--format", "json"
     )
     assert result.exit_code == 0, result.output
-    findings = [f for f in json.loads(result.output)["findings"] if f["code"] == "immutable-field"]
+    findings = [f for f in json.loads(result.output)["changes"] if f["code"] == "immutable-field"]
     assert findings, result.output
     assert {f["risk"] for f in findings} == {"high"}
     assert any(

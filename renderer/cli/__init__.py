@@ -25,6 +25,8 @@ from renderer.cli.diagram import diagram
 from renderer.cli.diff import diff
 from renderer.cli.explain import explain_rule
 from renderer.cli.fit import fit
+from renderer.cli.help import help_command
+from renderer.cli.loading import repository_root
 from renderer.cli.new import new_file
 from renderer.cli.plan import plan
 from renderer.cli.render import render
@@ -58,8 +60,10 @@ def run() -> None:
     "-C",
     "directory",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
-    help="Run as if started in this repository folder (like git -C).",
+    default=None,
+    help="Run as if started in this repository folder (like git -C). Without it, gpuplane "
+    "works on the repository the current folder lies in, as git does: the nearest folder at or "
+    "above it that holds gpuplane.yaml or clusters/, pools/, teams/ or queues/.",
 )
 @click.option(
     "--color/--no-color",
@@ -70,10 +74,17 @@ def run() -> None:
 )
 @click.version_option(package_name="gpuplane")
 @click.pass_context
-def main(ctx: click.Context, directory: Path, *, color: bool | None) -> None:
+def main(ctx: click.Context, directory: Path | None, *, color: bool | None) -> None:
     """gpuplane: validate and render a shared Kubernetes GPU platform from its YAML files."""
+    here = Path.cwd()
+    # -C names the repository itself, as scripts and CI pass it; without it, the repository
+    # the current folder lies in, found as git finds its own
+    root = directory.resolve() if directory is not None else repository_root(here)
     ctx.obj = {
-        "root": directory.resolve(),
+        "root": root,
+        # text findings name files as the user reaches them from where they stand (as git
+        # status does); with -C, relative to the repository, as before
+        "shown_from": os.path.relpath(root, here) if directory is None else ".",
         "color": wants_color(os.environ, flag=color, is_terminal=sys.stdout.isatty()),
         "no_color": color is False,  # --no-color also keeps the progress spinner plain
     }
@@ -92,6 +103,7 @@ for command in (
     new_file,
     explain_rule,
     completion,
+    help_command,
 ):
     main.add_command(command)
 

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import POOLS
 from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import format_option
-from renderer.cli.reporters import Findings, emit, findings_format, show_answer
+from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
 from renderer.findings.diagnostics import closest, has_errors
 
 if TYPE_CHECKING:
-    from renderer.commands.acceptance.results import Result
+    from renderer.commands.acceptance.results import AcceptanceReport, Result
     from renderer.findings.diagnostics import Diagnostic
     from renderer.model.platform import Platform
 
@@ -76,6 +78,7 @@ def acceptance() -> None:
     "--pool",
     "pools",
     multiple=True,
+    shell_complete=POOLS,
     help="A pool that must be reported even without results (repeatable): its thresholds are "
     "then missing.",
 )
@@ -92,9 +95,12 @@ def acceptance_report(ctx: click.Context, /, **options: Any) -> None:
     asked = AcceptanceOptions(**options)
     loaded = _judged(ctx, asked.results, asked.pools, findings_format(asked.fmt))
     accepted = build_report(loaded.platform, loaded.found, loaded.findings, asked.pools)
-    show_answer(
-        accepted, asked.fmt, {"json": report_json, "markdown": report_markdown, "text": report_text}
-    )
+    forms: dict[str, Callable[[AcceptanceReport], str]] = {
+        "json": json_form(report_json, lambda report: report.findings, ensure_ascii=False),
+        "markdown": report_markdown,
+        "text": report_text,
+    }
+    show_answer(accepted, asked.fmt, forms)
     ctx.exit({Status.PASSED: 0, Status.FAILED: 1, Status.NOT_COMPARABLE: 3}[accepted.status])
 
 
@@ -122,6 +128,7 @@ class RecordOptions:
     "--pool",
     "pools",
     multiple=True,
+    shell_complete=POOLS,
     help="A pool that must be recorded even without results (repeatable): its thresholds are "
     "then missing, and its evidence fails.",
 )

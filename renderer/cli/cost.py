@@ -112,7 +112,7 @@ def cost(ctx: click.Context, /, **options: Any) -> None:
         drawn = png(answer) if chart_file.suffix.lower() == ".png" else svg(answer)
         write_file_atomically(chart_file, drawn)
     forms: dict[str, Callable[[CostReport], str]] = {
-        "json": json_form(report_json),
+        "json": json_form(report_json, loaded.diagnostics),
         "markdown": report_markdown,
         "text": report_text,
     }

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from renderer.cli.completion import CLUSTERS
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
 from renderer.cli.reporters import Findings, emit
@@ -25,6 +26,7 @@ class DiagramOptions:
 @click.command()
 @click.option(
     "--cluster",
+    shell_complete=CLUSTERS,
     help="Only this cluster. Without it: every cluster, one section (SVG) or subgraph "
     "(Mermaid) each.",
 )

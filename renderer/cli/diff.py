@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import GIT_REFS
 from renderer.cli.loading import (
     open_render_index,
     output_validator,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DiffOptions:
-    base_ref: str
+    base_ref: str | None
     fmt: str
     crds: tuple[Path, ...]
     strict_schemas: bool
@@ -44,9 +45,11 @@ class DiffOptions:
 @click.option(
     "--base",
     "base_ref",
-    required=True,
     metavar="REF",
-    help="The git revision to compare the working tree with (a branch, tag or commit).",
+    shell_complete=GIT_REFS,
+    help="The git revision to compare the working tree with (a branch, tag or commit). "
+    "Default: the merge base of HEAD and the upstream default branch (origin/HEAD, else "
+    "origin/main, origin/master, main, master), as a pull request's diff; the report names it.",
 )
 @format_option(
     "markdown",
@@ -74,6 +77,7 @@ class DiffOptions:
 @click.pass_context
 def diff(ctx: click.Context, /, **options: Any) -> None:
     """What the change from REF to the working tree means, by cluster and team, marked by risk.
+    Without --base, REF is where the branch left the upstream default branch (its merge base).
 
     Exit 0 when the working tree is valid, whatever the change; 1 when it has findings (printed
     as `validate` prints them); 2 for a bad REF.
@@ -107,10 +111,11 @@ def _diff(ctx: click.Context, asked: DiffOptions) -> DiffReport:
     from renderer.inputs.changes import changed_lines
 
     root = root_of(ctx)
+    label, ref = _base(root, asked.base_ref)
     validator = output_validator(asked.crds, strict_schemas=asked.strict_schemas)
     with tempfile.TemporaryDirectory(prefix="gpuplane-diff-") as tmp:
         try:
-            base = BaseCheckout(root, asked.base_ref, Path(tmp))  # its files written in a thread
+            base = BaseCheckout(root, ref, Path(tmp))  # its files written in a thread
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err
         try:
@@ -122,11 +127,11 @@ def _diff(ctx: click.Context, asked: DiffOptions) -> DiffReport:
                 worker_stops_reported(),
             ):
                 return diff_platforms(
-                    DiffBase(Path(tmp), asked.base_ref, base.commit, base.wait),
+                    DiffBase(Path(tmp), label, base.commit, base.wait),
                     root,
                     RenderContext(
                         validator,
-                        changed=changed_lines(root, base=asked.base_ref),
+                        changed=changed_lines(root, base=ref),
                         index=index if index.path is not None else None,
                         jobs=default_jobs(),
                     ),
@@ -136,3 +141,16 @@ def _diff(ctx: click.Context, asked: DiffOptions) -> DiffReport:
             raise click.UsageError(str(err)) from err
         finally:
             base.join()  # before the folder goes
+
+
+def _base(root: Path, asked: str | None) -> tuple[str, str]:
+    """(how the report names the base, the ref git reads): --base as given, else the merge base
+    with the upstream default branch (`default_base`); none is a usage error (exit 2)."""
+    from renderer.commands.diff.checkout import BaseRefError, default_base
+
+    if asked is not None:
+        return asked, asked
+    try:
+        return default_base(root)
+    except BaseRefError as err:
+        raise click.UsageError(str(err)) from err

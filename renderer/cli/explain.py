@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
+from renderer.cli.completion import RULES
 from renderer.cli.loading import load_every_rule
 from renderer.findings.diagnostics import closest
 from renderer.findings.rules import all_rules, explain
 
 
 @click.command(name="explain")
-@click.argument("rule_id", required=False)
+@click.argument("rule_id", required=False, shell_complete=RULES)
 @click.option("--list", "list_all", is_flag=True, help="List every rule id with its summary.")
 @click.pass_context
 def explain_rule(ctx: click.Context, rule_id: str | None, *, list_all: bool) -> None:

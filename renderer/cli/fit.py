@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import CLUSTERS, NAMESPACES
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import TEXT_OR_JSON
 from renderer.cli.reporters import Findings, emit, json_form, show_answer
@@ -32,9 +33,14 @@ class FitOptions:
 @click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--namespace",
+    shell_complete=NAMESPACES,
     help="The namespace the job would be created in (default: its metadata.namespace).",
 )
-@click.option("--cluster", help="The cluster, when the namespace exists on more than one.")
+@click.option(
+    "--cluster",
+    shell_complete=CLUSTERS,
+    help="The cluster, when the namespace exists on more than one.",
+)
 @click.option(
     "--usage",
     "usage_files",
@@ -69,7 +75,7 @@ def fit(ctx: click.Context, /, **options: Any) -> None:
         loaded.platform, asked.job, namespace=asked.namespace, cluster=cluster, usage=usage
     )
     forms: dict[str, Callable[[FileFit], str]] = {
-        "json": json_form(file_json),
+        "json": json_form(file_json, loaded.diagnostics),
         "text": file_text,
     }
     show_answer(answer, asked.fmt, forms)

@@ -19,6 +19,29 @@ if TYPE_CHECKING:
     from renderer.pipeline import Loaded
 
 
+ROOT_MARKERS = ("clusters", "pools", "teams", "queues")
+"""The input folders: a folder holding one of them is a gpuplane repository without
+gpuplane.yaml (a new one)."""
+REPOSITORY_FILE = "gpuplane.yaml"
+
+
+def repository_root(start: Path) -> Path:
+    """The repository `start` lies in, found as git finds its own from any subfolder: the
+    nearest folder at or above `start` that holds gpuplane.yaml or an input folder (a new
+    repository may have no gpuplane.yaml yet); else `start` itself (no repository: `no-inputs`
+    says so). The walk stops at a git work tree's top (a folder holding `.git`), so it never
+    leaves the repository for one around it. No git needed."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / REPOSITORY_FILE).is_file() or any(
+            (folder / name).is_dir() for name in ROOT_MARKERS
+        ):
+            return folder
+        if (folder / ".git").exists():
+            break
+    return start
+
+
 def root_of(ctx: click.Context) -> Path:
     root: Path = ctx.obj["root"]
     return root

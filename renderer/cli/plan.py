@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import CLUSTERS, POOLS, TEAMS
 from renderer.cli.loading import load_inputs
 from renderer.cli.options import format_option
 from renderer.cli.reporters import (
@@ -41,11 +44,18 @@ class PlanOptions:
     default="text",
     help="A table for people, Markdown for a pull-request comment, or JSON for tools.",
 )
-@click.option("--cluster", "clusters", multiple=True, help="Only these clusters (repeatable).")
+@click.option(
+    "--cluster",
+    "clusters",
+    multiple=True,
+    shell_complete=CLUSTERS,
+    help="Only these clusters (repeatable).",
+)
 @click.option(
     "--team",
     "teams",
     multiple=True,
+    shell_complete=TEAMS,
     metavar="NAME",
     help="Only what this team can get, and where: its quota per pool, what it can borrow, and "
     "the namespaces and ClusterQueues it submits through (repeatable).",
@@ -54,6 +64,7 @@ class PlanOptions:
     "--pool",
     "pools",
     multiple=True,
+    shell_complete=POOLS,
     metavar="NAME",
     help="Only this pool: who holds quota on it, and what is free and lendable (repeatable; "
     "with --team, that team on that pool).",
@@ -83,12 +94,16 @@ def plan(ctx: click.Context, /, **options: Any) -> None:
     if asked.fmt == "text":  # rich's tables, as wide as the terminal: printed, not returned
         _print_tables(report, wide=asked.wide)
         return
-    show_answer(report, asked.fmt, {"json": json_form(plan_json), "markdown": plan_markdown})
+    show_answer(
+        report,
+        asked.fmt,
+        {"json": json_form(plan_json, loaded.diagnostics), "markdown": plan_markdown},
+    )
 
 
 def _print_tables(report: PlanReport, *, wide: bool) -> None:
-    """The plan's tables, through rich: as wide as the terminal (or $COLUMNS); a pipe, a file or
-    a CI log gets 100 columns; `wide`: every table at its full width."""
+    """The plan's tables, through rich, as wide as `table_width` says; `wide`: every table at
+    its full width."""
     import shutil
 
     from rich.console import Console
@@ -96,7 +111,9 @@ def _print_tables(report: PlanReport, *, wide: bool) -> None:
     from renderer.commands.plan_forms import plan_tables
 
     colour = wants_colour()
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100
+    width = table_width(
+        os.environ, shutil.get_terminal_size().columns, is_terminal=sys.stdout.isatty()
+    )
     console = Console(
         width=10**6 if wide else width,
         soft_wrap=wide,
@@ -105,3 +122,16 @@ def _print_tables(report: PlanReport, *, wide: bool) -> None:
     )
     for renderable in plan_tables(report, None if wide else width):
         console.print(renderable)
+
+
+PIPE_WIDTH = 100
+"""The width of tables written to a pipe, a file or a CI log when $COLUMNS does not say."""
+
+
+def table_width(environ: Mapping[str, str], terminal: int, *, is_terminal: bool) -> int:
+    """How wide text tables are: $COLUMNS when it is a number (as `ls`, `git` and rich read it,
+    also in a pipe), else the terminal's width, else 100 columns. Never under 40."""
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), 40)
+    return max(terminal, 40) if is_terminal else PIPE_WIDTH

@@ -10,11 +10,12 @@ only when the CLI asks it to (`wants_color`): the formats for tools never carry 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol, TextIO, TypeVar
 from urllib.parse import quote
@@ -31,6 +32,7 @@ from renderer.findings.diagnostics import (
     finding_lines,
     inert,
 )
+from renderer.findings.envelope import envelope
 from renderer.findings.rules import all_rules
 
 A = TypeVar("A")
@@ -132,29 +134,30 @@ def as_json(diagnostics: Sequence[Diagnostic], files: int) -> str:
 
 
 def _json_body(diagnostics: Sequence[Diagnostic], files: int) -> dict[str, object]:
-    return {
-        "diagnostics": [
-            {
-                "rule": d.rule,
-                "severity": d.severity.value,
-                "message": d.message,
-                "file": d.at.file,
-                "line": d.at.line,
-                "column": d.at.col,
-                "notes": [
-                    {"message": n, "file": w.file, "line": w.line, "column": w.col}
-                    for n, w in d.notes
-                ],
-                "hint": d.hint,
+    """The envelope (`renderer.findings.envelope`) of the command running now, with its findings
+    and their summary."""
+    return envelope(
+        command_name(),
+        {
+            "summary": {
+                "errors": sum(d.severity is Severity.ERROR for d in diagnostics),
+                "warnings": sum(d.severity is Severity.WARNING for d in diagnostics),
+                "files": files,
             }
-            for d in diagnostics
-        ],
-        "summary": {
-            "errors": sum(d.severity is Severity.ERROR for d in diagnostics),
-            "warnings": sum(d.severity is Severity.WARNING for d in diagnostics),
-            "files": files,
         },
-    }
+        diagnostics,
+    )
+
+
+def command_name() -> str:
+    """The command running now as its JSON's envelope names it: `validate`, `acceptance
+    report` (the words after `gpuplane`); `gpuplane` outside a command."""
+    ctx = click.get_current_context(silent=True)
+    words: list[str] = []
+    while ctx is not None and ctx.parent is not None:
+        words.insert(0, ctx.command.name or "")
+        ctx = ctx.parent
+    return " ".join(words) or "gpuplane"
 
 
 def _escape_data(value: str) -> str:
@@ -354,8 +357,32 @@ def _lines(*parts: str | None) -> str:
     return "\n".join(part for part in parts if part)
 
 
+def seen_from(diagnostics: Sequence[Diagnostic], prefix: str) -> list[Diagnostic]:
+    """The findings with each file named from where the user stands: `prefix` is the
+    repository's root from there (`..` in teams/), so `file:line:col` opens from the terminal.
+    Only text does this: JSON, SARIF, JUnit and GitHub annotations keep repository-relative
+    paths, which is what code scanning and the Actions runner resolve (docs/output.md)."""
+    if prefix in ("", "."):
+        return list(diagnostics)
+
+    def moved(at: Location) -> Location:
+        return replace(at, file=posixpath.normpath(posixpath.join(prefix, at.file)))
+
+    return [
+        replace(d, at=moved(d.at), notes=tuple((n, moved(w)) for n, w in d.notes))
+        for d in diagnostics
+    ]
+
+
+def shown_from() -> str:
+    """The repository's root as the user reaches it from their folder (`main` decided)."""
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.find_root().obj if ctx is not None else None
+    return str(obj.get("shown_from", ".")) if obj else "."
+
+
 def _text_report(findings: Findings, *, color: bool) -> str:
-    every = findings.every_finding()
+    every = seen_from(findings.every_finding(), shown_from())
     clear = None if every else findings.all_clear
     return _lines(text(every, findings.files, color=color), findings.said, clear)
 
@@ -406,10 +433,23 @@ def findings_format(fmt: str) -> str:
     return "json" if fmt == "json" else "text"
 
 
-def json_form(body_of: Callable[[A], object], *, ensure_ascii: bool = True) -> Callable[[A], str]:
-    """The JSON form of a command's answer: `body_of` makes its JSON body, written as every
-    gpuplane JSON is (`json_text`), with the last newline."""
-    return lambda answer: json_text(body_of(answer), ensure_ascii=ensure_ascii) + "\n"
+def json_form(
+    body_of: Callable[[A], Mapping[str, Any]],
+    findings: Sequence[Diagnostic] | Callable[[A], Sequence[Diagnostic]] = (),
+    *,
+    ensure_ascii: bool = True,
+) -> Callable[[A], str]:
+    """The JSON form of a command's answer: the one envelope (`renderer.findings.envelope`:
+    `schemaVersion`, `command`, `findings`) around the fields `body_of` makes, written as every
+    gpuplane JSON is (`json_text`), with the last newline. `findings`: what the command found
+    on the way (warnings of the inputs), or how to take them from the answer."""
+
+    def form(answer: A) -> str:
+        found = findings(answer) if callable(findings) else findings
+        document = envelope(command_name(), body_of(answer), found)
+        return json_text(document, ensure_ascii=ensure_ascii) + "\n"
+
+    return form
 
 
 def show_answer(answer: A, fmt: str, forms: Mapping[str, Callable[[A], str]]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from renderer.cli.completion import CLUSTERS
 from renderer.cli.loading import root_of
 from renderer.cli.options import TEXT_OR_JSON
-from renderer.cli.reporters import show_answer
+from renderer.cli.reporters import json_form, show_answer
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,7 +57,9 @@ def schemas() -> None:
 @click.option(
     "--operator", help="File them under this operator (default: from each CRD's API group)."
 )
-@click.option("--cluster", help="Take the releases from this cluster's pins.")
+@click.option(
+    "--cluster", shell_complete=CLUSTERS, help="Take the releases from this cluster's pins."
+)
 @click.pass_context
 def schemas_import(ctx: click.Context, /, **options: Any) -> None:
     """Import CRDs (release files, or `kubectl get crd -o yaml` output; - reads stdin)."""
@@ -88,7 +90,11 @@ def schemas_import(ctx: click.Context, /, **options: Any) -> None:
 
 @schemas.command(name="pull")
 @click.option("--context", "kube_context", help="The kubectl context of the cluster to read.")
-@click.option("--cluster", help="The cluster file it is, whose pins name the releases.")
+@click.option(
+    "--cluster",
+    shell_complete=CLUSTERS,
+    help="The cluster file it is, whose pins name the releases.",
+)
 @click.option("--release", help="The release they are (default: the pinned one).")
 @click.option(
     "--all", "everything", is_flag=True, help="Also CRDs of operators gpuplane renders nothing for."
@@ -139,7 +145,7 @@ def schemas_list(ctx: click.Context, fmt: str) -> None:
         raise click.UsageError(str(err)) from err
     missing = missing_pins(root, loaded.platform)
     forms: dict[str, Callable[[Listing], str]] = {
-        "json": lambda listing: json.dumps(list_json(*listing), indent=2) + "\n",
+        "json": json_form(lambda listing: list_json(*listing), loaded.diagnostics),
         "text": lambda listing: list_text(*listing),
     }
     show_answer((rows, missing), fmt, forms)

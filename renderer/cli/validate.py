@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from renderer.cli.completion import GIT_REFS
 from renderer.cli.loading import load_inputs, output_validator, root_of
 from renderer.cli.options import FINDINGS_FORMAT
 from renderer.cli.reporters import Findings, emit
@@ -22,7 +23,12 @@ class ValidateOptions:
 
 @click.command()
 @FINDINGS_FORMAT
-@click.option("--base", metavar="REF", help="Place shared findings on what changed since REF.")
+@click.option(
+    "--base",
+    metavar="REF",
+    shell_complete=GIT_REFS,
+    help="Place shared findings on what changed since REF.",
+)
 @click.option(
     "--allow-recreate",
     is_flag=True,

@@ -31,9 +31,6 @@ from renderer.model.serving_quota import SURGE, endpoint_quotas
 from renderer.model.view import ClusterView
 from renderer.output.canonical import sorted_keys
 
-VERSION = 1
-"""The `version` of the JSON document; bumped when a key is renamed or its meaning changes."""
-
 UNDERUSED = 0.5
 """A pool whose nominal quotas add up to less than this share of its capacity is "underused"."""
 
@@ -705,7 +702,6 @@ def plan_json(report: PlanReport) -> dict[str, Any]:
             }
         )
     body = {
-        "version": VERSION,
         "focus": {
             "teams": list(report.teams),
             "pools": list(report.pools),

@@ -180,7 +180,8 @@ class _Column:
     header: str
     """The header at natural width; `\\n` starts a line."""
     narrow: str | None = None
-    """A shorter header for a narrow terminal (hyphenated where a word is long)."""
+    """A shorter header for a narrow terminal: whole words or an abbreviation, never a word
+    cut in two; the table is followed by what each abbreviation stands for (`_abbreviations`)."""
     numeric: bool = False
     key: bool = False
     """Names the row: repeated in every block when a table is split."""
@@ -295,6 +296,7 @@ def _table(grid: _Grid, indexes: Sequence[int], title: str, *, narrow: bool, fol
         header = column.narrow if narrow and column.narrow else column.header
         table.add_column(
             header,
+            min_width=_least(header, wraps=True),  # a header's words are never cut
             justify="right" if column.numeric else "left",
             no_wrap=not (column.wraps and narrow) and not fold,
             overflow="fold",
@@ -313,9 +315,10 @@ def _cells(*values: str | Text) -> tuple[str | Text, ...]:
     return values
 
 
-def _laid_out(grid: _Grid, width: int | None) -> list[Table]:
-    """The grid as one table when it fits `width` (None: any width), else narrowed, else split;
-    without a notes column where no row has a note."""
+def _laid_out(grid: _Grid, width: int | None) -> list[RenderableType]:
+    """The grid as one table when it fits `width` (None: any width), else narrowed (short
+    headers, then a line saying what they stand for), else split; without a notes column where
+    no row has a note."""
     notes = [i for i, c in enumerate(grid.columns) if c.notes]
     if notes and all(_lines(row[notes[0]]) == [""] for row in grid.rows):
         grid = _without(grid, grid.columns[notes[0]].header)
@@ -323,14 +326,25 @@ def _laid_out(grid: _Grid, width: int | None) -> list[Table]:
     if width is None or _span(_widths(grid, narrow=False)) <= width:
         return [_table(grid, everything, grid.title, narrow=False, fold=False)]
     grid = _narrowed(grid)
+    legend = _abbreviations(grid)
     if _span(_widths(grid, narrow=True)) <= width:
-        return [_table(grid, everything, grid.title, narrow=True, fold=False)]
-    tables = []
+        return [_table(grid, everything, grid.title, narrow=True, fold=False), *legend]
+    tables: list[RenderableType] = []
     for number, indexes in enumerate(_blocks(grid, width)):
         too_wide = _span([_widths(grid, narrow=True)[i] for i in indexes]) > width
         title = grid.title if number == 0 else f"{grid.title} (continued)"
         tables.append(_table(grid, indexes, title, narrow=True, fold=too_wide))
-    return tables
+    return [*tables, *legend]
+
+
+def _abbreviations(grid: _Grid) -> list[Text]:
+    """What the narrow headers stand for: `cap = capacity min/max, nom = nominal, ...`."""
+    said = [
+        f"{' '.join(c.narrow.split())} = {' '.join(c.header.split())}"
+        for c in grid.columns
+        if c.narrow and c.narrow != "!" and c.narrow.split() != c.header.split()
+    ]
+    return [Text("; ".join(said), style="dim")] if said else []
 
 
 # --- the grids --------------------------------------------------------------------------------
@@ -346,14 +360,14 @@ def _pool_grid(cluster: ClusterPlan, *, one_pool: bool) -> _Grid:
         _Column("resource", key=True, resource=True),
         _Column("unit", group=1, wraps=True),
         _Column("nodes", numeric=True, group=1),
-        _Column("capacity\nmin/max", "capa-\ncity", numeric=True, group=1),
+        _Column("capacity\nmin/max", "cap", numeric=True, group=1),
         _Column("queue\n(limit)", group=1, wraps=True),
-        _Column("nominal", "nomi-\nnal", numeric=True, group=2),
+        _Column("nominal", "nom", numeric=True, group=2),
         _Column(IN_GPUS, "GPUs", numeric=True, group=2),
-        _Column("guaranteed", "guaran-\nteed", numeric=True, group=2),
-        _Column("lendable", "lend-\nable", numeric=True, group=2),
+        _Column("guaranteed", "guar", numeric=True, group=2),
+        _Column("lendable", "lend", numeric=True, group=2),
         _Column("free", numeric=True, group=2),
-        _Column("headroom\nto limit", "head-\nroom", numeric=True, group=2),
+        _Column("headroom\nto limit", "room", numeric=True, group=2),
         _Column("used", numeric=True, group=2),
         _Column("notes", group=3, wraps=True, notes=True),
     )
@@ -384,14 +398,14 @@ def _team_grid(cluster: ClusterPlan, *, one_team: bool, one_pool: bool) -> _Grid
         _Column("team", key=True),
         _Column("pool", key=True),
         _Column("resource", key=True, resource=True),
-        _Column("guaranteed", "guaran-\nteed", numeric=True, group=1),
-        _Column("nominal", "nomi-\nnal", numeric=True, group=1),
+        _Column("guaranteed", "guar", numeric=True, group=1),
+        _Column("nominal", "nom", numeric=True, group=1),
         _Column(IN_GPUS, "GPUs", numeric=True, group=1),
-        _Column("lendable", "lend-\nable", numeric=True, group=1),
-        _Column("borrowing\nlimit", "borrow-\ning\nlimit", numeric=True, group=2),
-        _Column("borrowable", "borrow-\nable", numeric=True, group=2),
-        _Column("reachable\n(cohort lends)", "reach-\nable", numeric=True, group=2),
-        _Column("maximum\nwith borrowing", "maxi-\nmum", numeric=True, group=2),
+        _Column("lendable", "lend", numeric=True, group=1),
+        _Column("borrowing\nlimit", "borrow\nlimit", numeric=True, group=2),
+        _Column("borrowable", "can\nborrow", numeric=True, group=2),
+        _Column("reachable\n(cohort lends)", "reach", numeric=True, group=2),
+        _Column("maximum\nwith borrowing", "max", numeric=True, group=2),
         _Column("notes", group=3, wraps=True, notes=True),
     )
     rows = tuple(

@@ -136,10 +136,10 @@ def test_a_payload_a_finding_quotes_adds_no_runner_command(attempt: Attempt, pay
     code, github = cli(attempt, "validate", "--format", "github")
     assert code == 1
     _, as_json = cli(attempt, "validate", "--format", "json")
-    findings = json.loads(as_json)["diagnostics"]
+    findings = json.loads(as_json)["findings"]
     assert findings
     commands = runner_commands(github)
     assert len(commands) == len(findings), commands
     for line, finding in zip(commands, findings, strict=True):
-        assert line.startswith(f"::{finding['severity']} file={finding['file']},"), line
+        assert line.startswith(f"::{finding['level']} file={finding['file']},"), line
     assert "##[" not in github and "\x1b" not in github and "\u202e" not in github

@@ -22,12 +22,8 @@ from renderer.commands.acceptance.results import (
     Status,
     Verdict,
 )
-from renderer.findings.diagnostics import Diagnostic, Severity, finding_lines, inert_lines
+from renderer.findings.diagnostics import Severity, finding_lines, inert_lines
 from renderer.output import markdown_escape
-
-VERSION: Final = 1
-"""The `version` of the JSON report; bumped when a key is renamed or its meaning changes."""
-
 
 # --- cell text --------------------------------------------------------------------------------
 
@@ -368,10 +364,10 @@ def _json_number(value: float | bool | None) -> float | bool | None:  # noqa: FB
     return float(f"{float(value):.6g}")  # six significant digits: enough, and stable
 
 
-def report_json(report: AcceptanceReport) -> str:
-    """For tools: stable camelCase keys in sorted order, numbers as numbers."""
+def report_json(report: AcceptanceReport) -> dict[str, Any]:
+    """For tools: stable camelCase keys in sorted order, numbers as numbers; the findings go in
+    the envelope's `findings` (renderer.findings.envelope), which the CLI puts around this."""
     body = {
-        "version": VERSION,
         "passed": report.passed,
         "status": report.status.value,
         "summary": {
@@ -382,10 +378,10 @@ def report_json(report: AcceptanceReport) -> str:
             "resultsNotComparable": report.elsewhere,
         },
         "pools": [_pool_json(p) for p in report.pools],
-        "findings": [_finding_json(d) for d in report.findings],
         "formulas": dict(FORMULAS),
     }
-    return json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    result: dict[str, Any] = json.loads(json.dumps(body, sort_keys=True))
+    return result
 
 
 def _pool_json(p: PoolAcceptance) -> dict[str, Any]:
@@ -489,18 +485,6 @@ def _cost_json(c: Cost) -> dict[str, Any]:
         "gpusSource": c.gpus_source,
         "formula": c.formula,
         "result": c.result,
-    }
-
-
-def _finding_json(d: Diagnostic) -> dict[str, Any]:
-    return {
-        "rule": d.rule,
-        "severity": d.severity.value,
-        "message": d.message,
-        "file": d.at.file,
-        "line": d.at.line,
-        "column": d.at.col,
-        "hint": d.hint,
     }
 
 

@@ -17,8 +17,6 @@ from renderer.commands.cost.usage import MONEY_TERMS
 from renderer.findings.diagnostics import inert
 from renderer.output import markdown_escape
 
-SCHEMA_VERSION: Final = 1
-
 FORMULA: Final = (
     "effective cost = (compute + network + storage + support + idle + failed runs + operations)"
     " / accepted units"
@@ -200,7 +198,6 @@ def report_json(report: CostReport) -> dict[str, Any]:
     """The documented shape (docs/cost.md): money in `currency`, GPU-hours as hours, shares as
     fractions 0..1, null where a figure does not exist (no units, no GPU cost)."""
     return {
-        "schemaVersion": SCHEMA_VERSION,
         "currency": report.currency,
         "window": report.window,
         "ending": report.ending,

@@ -54,6 +54,37 @@ def _resolve(repo_root: Path, ref: str) -> tuple[Path, str, str]:
     return toplevel, found.stdout.decode().strip(), prefix.rstrip("/")
 
 
+UPSTREAM_CANDIDATES = ("origin/HEAD", "origin/main", "origin/master", "main", "master")
+"""Where the branch a change is merged into is looked for when `diff` is given no base: the
+remote's default branch (`origin/HEAD`, which `git clone` sets), then the usual names."""
+
+
+def default_base(repo_root: Path) -> tuple[str, str]:
+    """What `diff` compares with when no --base is given, as CI and a developer mean it: the
+    merge base of HEAD and the upstream default branch (`git merge-base HEAD origin/main`, what
+    a pull request's diff shows), as (its label, the commit). BaseRefError when there is none:
+    not a git repository, no commit, or no upstream branch."""
+    if _git(repo_root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").returncode != 0:
+        raise BaseRefError(
+            f"{repo_root} has no git commit to compare with: pass --base REF "
+            "(a branch, tag or commit)"
+        )
+    for name in UPSTREAM_CANDIDATES:
+        found = _git(repo_root, "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
+        if found.returncode != 0:
+            continue
+        merge_base = _git(repo_root, "merge-base", "HEAD", name)
+        if merge_base.returncode == 0:
+            commit = merge_base.stdout.decode().strip()
+            return f"merge base of HEAD and {name} ({commit[:12]})", commit
+    raise BaseRefError(
+        "no base to compare with: none of "
+        + ", ".join(UPSTREAM_CANDIDATES)
+        + " exists (or shares history with HEAD); pass --base REF, e.g. --base origin/main "
+        "after `git fetch origin main`"
+    )
+
+
 def checkout_base(repo_root: Path, ref: str, into: Path) -> str:
     """Write the input files of `repo_root` as they are at REF into the folder `into`, and
     return the commit REF resolved to: the kind folders, gpuplane.yaml, and the CRD schemas the

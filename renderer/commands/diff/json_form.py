@@ -25,10 +25,8 @@ from renderer.commands.diff.findings import (
     Risk,
     Side,
 )
+from renderer.findings.envelope import check_envelope
 from renderer.output.canonical import sorted_keys
-
-VERSION = 1
-"""The `version` of the JSON document; bumped when a key is renamed or its meaning changes."""
 
 
 def _figures_json(value: QuotaFigures | PoolFigures | PoolEvidence | None) -> dict[str, Any] | None:
@@ -86,7 +84,6 @@ def _finding_json(f: Finding) -> dict[str, Any]:
 def diff_json(report: DiffReport) -> dict[str, Any]:
     """The report as JSON-ready data: camelCase keys in sorted order, findings in report order."""
     body = {
-        "version": VERSION,
         "base": _side_json(report.base),
         "head": _side_json(report.head),
         "summary": {risk.value: report.count(risk) for risk in RISKS},
@@ -100,7 +97,7 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
             }
             for c in report.clusters
         ],
-        "findings": [_finding_json(f) for f in report.findings],
+        "changes": [_finding_json(f) for f in report.findings],
         "pools": [
             {
                 "cluster": p.cluster,
@@ -127,14 +124,13 @@ def _figures_from(kind: type[Any], data: Mapping[str, Any] | None) -> Any:
 
 def report_from_json(data: Mapping[str, Any]) -> DiffReport:
     """The report back from `diff_json`'s data (a CI job may render Markdown from a JSON file)."""
-    if data.get("version") != VERSION:
-        raise ValueError(f"unsupported diff document version {data.get('version')!r}")
+    check_envelope(data, "diff")
 
     def side(d: Mapping[str, Any]) -> Side:
         return Side(d["label"], d["commit"], d["valid"], d["errors"], d["warnings"])
 
     findings = []
-    for f in data["findings"]:
+    for f in data["changes"]:
         quota = f["quota"]
         objects = f["objects"]
         findings.append(
