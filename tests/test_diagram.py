@@ -544,3 +544,28 @@ def test_the_readme_embeds_the_mermaid_form(tmp_path: Path) -> None:
     assert blocks == [writers.mermaid(drawing(view))]
     assert "## The platform in six layers" in readme
     assert readme.count("```") == 2  # the description cannot open or close a fence
+
+
+# --- wording: counted nouns and the fabric's name ------------------------------------------------
+
+
+def test_counts_and_fabrics_read_as_english(tmp_path: Path) -> None:
+    """A cluster with one team and a pool without a fabric: its boxes say `1 team` and
+    `No fabric`, never `1 teams` or `No fabric fabric` (the words of the issue that found them)."""
+    copy = copy_inputs(REPO, tmp_path / "copy")
+    (copy / "teams" / "llm-eval.yaml").unlink()
+    pool = copy / "pools" / "l4-serve.yaml"
+    text = pool.read_text()
+    fabric = "  fabric:\n    type: ethernet\n    nics: 1\n    gbpsPerNic: 40\n"
+    assert fabric in text
+    pool.write_text(text.replace(fabric, "  fabric:\n    type: none\n"))
+    view = _views(copy)["staging-west"]
+    picture = drawing(view)
+    words = [_box_text(box) for layer in picture.layers for box in layer.boxes]
+    readme = cluster_readme(view)
+    for text in (*words, readme):
+        assert not re.search(r"\b1 (teams|nodes|GPUs|cohorts|LocalQueues|ClusterQueues)\b", text)
+        assert "fabric fabric" not in text
+    assert any(w.startswith("No fabric l4-serve") for w in words), words
+    assert any("1 team: owners" in w for w in words), words
+    assert any("1 cohort, 2 ClusterQueues" in w for w in words), words

@@ -37,6 +37,7 @@ from renderer.model.view import ClusterView
 from renderer.output import markdown_escape
 from renderer.output.drawing import mermaid
 from renderer.output.jinja_env import environment
+from renderer.output.words import plural
 
 
 def _template() -> jinja2.Template:
@@ -98,12 +99,11 @@ def _pool_row(pool: Pool) -> dict[str, Any]:
         "name": pool.name,
         "product": accelerator.product if accelerator else pool.accelerator,
         "memory_gb": accelerator.memory_gb if accelerator else "?",
-        "nodes": nodes,
-        "gpus_per_node": pool.gpus_per_node,
+        "nodes": f"{nodes} x {plural(pool.gpus_per_node, 'GPU')}",
         "workload": pool.workload,
         "sharing": _gets(pool.sharing, pool.replicas),
         "resources": [how_to_request(o) for o in offers],
-        "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
+        "capacity": ", ".join(plural(o.guaranteed, o.unit) for o in offers),
     }
 
 
