@@ -27,7 +27,7 @@ from renderer.model.names import (
     SCHEDULER_ADDON,
     VOLCANO_ADDON,
 )
-from renderer.model.platform import Pool, Queue
+from renderer.model.platform import Pool, Queue, Team
 from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from renderer.output.drawing import Box, Drawing, Edge, Layer
@@ -371,3 +371,79 @@ def _network(view: ClusterView) -> Iterator[Box]:
             )
             egress.append(f"{tenant.team.name}: {rules}")
     yield Box("Egress", tuple(egress))
+
+
+# --- the README's pictures: one per queue -------------------------------------------------------
+
+
+def queue_drawings(view: ClusterView) -> tuple[Drawing, ...]:
+    """One small picture per queue for the generated README: the queue's pools in one column
+    and, beside each pool, a box per team with quota on it (what it holds there), an edge from
+    the pool to each of its boxes.
+
+    The six-layer drawing is too wide for a README (GitHub scales a Mermaid picture to its
+    column, about 830 px, and the add-on layer alone is a row of fourteen boxes). Here each
+    column keeps its width whatever the number of teams, short lines keep the text at least
+    12 px there, and the edges form a tree (each box has one pool), so Mermaid's layout draws
+    none through a box: an edge from every pool to every team, as the six-layer drawing has,
+    runs behind the other pools' boxes (tests/test_diagram.py measures both in Chromium)."""
+    pools = {pool.name: pool for pool in view.pools}
+    kind = "queue" if view.cluster.scheduler == VOLCANO_ADDON else "cohort"
+    pictures = []
+    for queue in view.queues:
+        shown = [pools[name] for name in queue.pools if name in pools]
+        members = [t.team for t in view.tenants if t.team.queue == queue.name]
+        holdings = [
+            _holding_box(team, pool)
+            for pool in shown
+            for team in members
+            if any(q.pool == pool.name for q in team.gpus)
+        ]
+        edges = tuple(Edge(f"pool:{box.key.split(':')[2]}", box.key) for box in holdings)
+        idle = [team.name for team in members if not any(q.pool in queue.pools for q in team.gpus)]
+        strategy = queue.strategy + (", fair sharing" if queue.fair_sharing else "")
+        layers: tuple[Layer, ...] = (
+            Layer("pools", "", tuple(_short_pool_box(pool) for pool in shown)),
+            Layer("teams", "", tuple(holdings)),
+        )
+        if idle:
+            layers += (Layer("no GPU quota", "", (Box("no GPU quota", tuple(idle)),)),)
+        pictures.append(Drawing(f"{kind} {queue.name}", strategy, layers, edges))
+    return tuple(pictures)
+
+
+def _short_sharing(pool: Pool) -> str:
+    if pool.sharing == "mig":
+        return "MIG " + ", ".join(f"{p} x{n}" for p, n in pool.mig_layout.items())
+    if pool.sharing in TIME_SHARED:
+        return f"{pool.sharing}, {pool.replicas} per GPU"
+    return SHARING_MODES.get(pool.sharing, pool.sharing)
+
+
+def _short_pool_box(pool: Pool) -> Box:
+    accelerator = catalog.accelerator(pool.accelerator)
+    product = accelerator.product if accelerator is not None else pool.accelerator
+    nodes = pool.nodes
+    lines = (
+        product,
+        f"{_counted(nodes.min, nodes.max, 'node')} x {plural(pool.gpus_per_node, 'GPU')}",
+        _short_sharing(pool),
+    )
+    return Box(f"pool {pool.name}", lines, key=f"pool:{pool.name}")
+
+
+def _holding_box(team: Team, pool: Pool) -> Box:
+    """What a team holds on one pool: a line per quota entry, `(+n)` what it may borrow."""
+    lines = []
+    for quota in team.gpus:
+        if quota.pool != pool.name:
+            continue
+        offer = quota_offer(pool, quota)
+        if offer is not None and offer.profile:
+            text = f"{quota.nominal} x {offer.profile}"
+        else:
+            text = plural(quota.nominal, "replica" if pool.sharing in TIME_SHARED else "GPU")
+        if quota.borrowing_limit:
+            text += f" (+{quota.borrowing_limit})"
+        lines.append(text)
+    return Box(f"team {team.name}", tuple(lines), key=f"holds:{team.name}:{pool.name}")

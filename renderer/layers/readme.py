@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 
 from renderer.layers.addon_notes import UNPINNED, AddonNote, addon_notes
-from renderer.layers.platform_drawing import drawing
+from renderer.layers.platform_drawing import queue_drawings
 from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.model.choices import TIME_SHARED, Sharing
@@ -35,7 +35,7 @@ from renderer.model.security import admission_policies_served, priority_enforcem
 from renderer.model.topology import spans_nodes, topology_aware
 from renderer.model.view import ClusterView
 from renderer.output import markdown_escape
-from renderer.output.drawing import mermaid
+from renderer.output.drawing import mermaid_columns
 from renderer.output.jinja_env import environment
 from renderer.output.words import plural
 
@@ -66,7 +66,7 @@ def cluster_readme(view: ClusterView) -> str:
         teams=_team_rows(view),
         guardrails=guardrail_notes(view),
         integrations=integration_notes(view),
-        diagram=mermaid(drawing(view)),
+        diagrams=[mermaid_columns(d) for d in queue_drawings(view)],
         cluster_file=view.cluster.origin.file,
         addons=[_addon_row(note) for note in addon_notes(view)],
     )
