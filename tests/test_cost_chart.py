@@ -4,6 +4,8 @@ text inert; the PNG opens with Pillow at the layout's size with bars drawn where
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -38,10 +40,10 @@ def test_the_svg_is_well_formed_and_deterministic(
     assert draw(gpuplane, root, tmp_path / "b.svg", "--window", "30d") == first
     tree = ET.fromstring(first)
     texts = [t.text or "" for t in tree.iter(f"{SVG}text")]
-    assert "Effective cost per accepted unit, window 30d" in texts
+    assert "Spend per team, window 30d" in texts
     assert {"vision", "llm"} <= set(texts)
-    assert "per completed training run" in texts
-    assert "no accepted units: total shown" in texts
+    assert "USD 114.10 per completed training run" in texts
+    assert "no accepted units" in texts
     assert set(COLOURS) == {
         "compute",
         "network",
@@ -54,8 +56,9 @@ def test_the_svg_is_well_formed_and_deterministic(
     legend = {"compute", "network", "storage", "support", "idle", "failed runs", "operations"}
     assert legend <= set(texts)
     assert b'font-family="DejaVu Sans, sans-serif"' in first
-    # vision's bar: 456.40 / 4 runs = 114.10 per run; llm's: its total 897.50
-    assert "USD 114.10" in texts and "USD 897.50 total" in texts
+    # tests/test_cost.py's worked example: vision spent 456.40 (4 runs: 114.10 per run), llm
+    # 897.50 (no accepted units); every bar is the team's total
+    assert "USD 456.40 total" in texts and "USD 897.50 total" in texts
 
 
 def test_hostile_window_text_is_inert_in_the_svg(gpuplane: Run, root: Path, tmp_path: Path) -> None:
@@ -101,7 +104,7 @@ def test_the_browser_shows_title_and_teams(gpuplane: Run, root: Path, tmp_path: 
             timeout=120,
         ).stdout
 
-    assert "Effective cost per accepted unit, window 30d" in read(shot)
+    assert "Spend per team, window 30d" in read(shot)
     from PIL import Image
 
     labels = tmp_path / "labels.png"  # the column of team names, left of the bars
@@ -109,6 +112,112 @@ def test_the_browser_shows_title_and_teams(gpuplane: Run, root: Path, tmp_path: 
     # DejaVu Sans Bold's `l` and `I` are the same stroke to Tesseract ("IIm" for "llm")
     words = read(labels).replace("I", "l").split()
     assert "vision" in words and "llm" in words, words
+
+
+def _rows(tree: ET.Element) -> list[tuple[str, float, str]]:
+    """Per bar, top to bottom: the team's name, the bar's length, and the text at its end."""
+    texts = list(tree.iter(f"{SVG}text"))
+    names = [t for t in texts if t.get("font-weight") == "bold" and t.get("text-anchor") == "end"]
+    colours = set(COLOURS.values())
+    found = []
+    for name in sorted(names, key=lambda t: float(t.get("y", 0))):
+        y = float(name.get("y", 0)) - 14  # the bar's top: 14 above the name's baseline
+        parts = [
+            r
+            for r in tree.iter(f"{SVG}rect")
+            if r.get("fill") in colours
+            and float(r.get("y", 0)) == y
+            and r.get("height") == str(BAR)
+        ]
+        end = max(float(r.get("x", 0)) + float(r.get("width", 0)) for r in parts)
+        label = next(t.text or "" for t in texts if abs(float(t.get("x", 0)) - end - 8) < 0.02)
+        found.append((name.text or "", sum(float(r.get("width", 0)) for r in parts), label))
+    return found
+
+
+def test_bars_are_total_spend_biggest_first_on_one_axis_in_money(
+    gpuplane: Run, root: Path, tmp_path: Path
+) -> None:
+    """A team's cost per training run and another's per 1,000 requests are not one quantity:
+    the bars are what each team spent (one unit, the currency), the longest the biggest
+    spender's, first; each bar ends in its total, each team's cost per unit is written under
+    its name with the unit. Here vision spends more than llm once it has 400 more GPU-hours."""
+    usage = tmp_path / "usage.csv"
+    text = WORKED.read_text(encoding="utf-8")
+    assert "\nvision,h100-train,100,60,10,,,,,\n" in text
+    usage.write_text(text.replace("vision,h100-train,100,60,10", "vision,h100-train,500,460,10"))
+    out = tmp_path / "chart.svg"
+    done = gpuplane("-C", str(root), "cost", str(usage), "--chart", str(out), "--format", "json")
+    assert done.exit_code == 0, done.output
+    totals = {t["team"]: t["total"] for t in json.loads(done.output)["teams"]}
+    assert totals["vision"] > totals["llm"]
+    tree = ET.fromstring(out.read_bytes())
+    rows = _rows(tree)
+    assert [name for name, _, _ in rows] == sorted(totals, key=lambda t: -totals[t])
+    (first, first_len, first_label), (second, second_len, second_label) = rows
+    assert first_len / second_len == pytest.approx(totals[first] / totals[second], rel=1e-3)
+    assert first_label == f"USD {totals[first]:,.2f} total"
+    assert second_label == f"USD {totals[second]:,.2f} total"
+    texts = [t.text or "" for t in tree.iter(f"{SVG}text")]
+    assert "USD spent in the window, per team" in texts  # the axis says its unit
+    ticks = [t for t in texts if re.fullmatch(r"USD [\d,]+\.\d\d", t)]
+    assert len(ticks) >= 3 and ticks[0] == "USD 0.00"
+
+
+def test_tesseract_reads_the_totals_and_units(gpuplane: Run, root: Path, tmp_path: Path) -> None:
+    chromium = require_tool("chromium", "chromium")
+    tesseract = require_tool("tesseract", "tesseract-ocr")
+    svg = tmp_path / "chart.svg"
+    draw(gpuplane, root, svg, "--window", "30d")
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={WIDTH},450",
+            "--force-device-scale-factor=2",
+            svg.as_uri(),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    from PIL import Image
+
+    def read(image: Path) -> str:
+        seen = subprocess.run(
+            [tesseract, str(image), "-", "--psm", "11"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        return " ".join(seen.split())
+
+    words = read(shot)
+    # each bar's total, cut out from the end of its bar (Tesseract skips text that touches a
+    # coloured bar), as a person reads it there
+    tree = ET.fromstring(svg.read_bytes())
+    for text in tree.iter(f"{SVG}text"):
+        if (text.text or "").endswith(" total"):
+            x, y = float(text.get("x", 0)), float(text.get("y", 0))
+            crop = tmp_path / f"total-{y:.0f}.png"
+            Image.open(shot).crop(
+                (int(x - 4) * 2, int(y - 20) * 2, WIDTH * 2, int(y + 8) * 2)
+            ).save(crop)
+            words += " " + read(crop)
+    # the worked example's totals (tests/test_cost.py) and the units they are in
+    for wanted in (
+        "USD 897.50 total",
+        "USD 456.40 total",
+        "USD 114.10 per completed training run",
+        "USD spent in the window, per team",
+    ):
+        assert wanted in words, (wanted, words)
 
 
 def test_the_png_opens_with_bars_in_place(gpuplane: Run, root: Path, tmp_path: Path) -> None:

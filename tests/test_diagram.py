@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from renderer.commands.diagram import build
-from renderer.layers.platform_drawing import drawing
+from renderer.layers.platform_drawing import drawing, queue_drawings
 from renderer.layers.readme import cluster_readme
 from renderer.model.view import ClusterView
 from renderer.output import drawing as writers
@@ -526,21 +526,125 @@ def test_the_command_refuses_an_invalid_platform(
     assert "pools/h100-train.yaml" in result.output
 
 
-def test_the_readme_embeds_the_mermaid_form(tmp_path: Path) -> None:
+def test_the_readme_embeds_a_mermaid_picture_per_queue(tmp_path: Path) -> None:
     copy = copy_inputs(REPO, tmp_path / "copy")
-    cluster = copy / "clusters" / "prod-east.yaml"
-    text = cluster.read_text()
     hostile = "Lab ``` \n```mermaid\nflowchart LR; evil-->x"
-    for old in (
-        "description: Production GPU cluster for training and online inference, east data center",
-        "description: on-prem S3 gateway (HTTPS)",  # shown in the network layer's object store
-    ):
-        assert old in text
-        text = text.replace(old, f"description: {json.dumps(hostile)}")
-    cluster.write_text(text)
+    cluster = copy / "clusters" / "prod-east.yaml"
+    old = "description: Production GPU cluster for training and online inference, east data center"
+    assert old in cluster.read_text()
+    cluster.write_text(cluster.read_text().replace(old, f"description: {json.dumps(hostile)}"))
     view = _views(copy)["prod-east"]
     readme = cluster_readme(view)
     blocks = re.findall(r"^```mermaid\n(.*?)^```$", readme, re.S | re.M)
-    assert blocks == [writers.mermaid(drawing(view))]
-    assert "## The platform in six layers" in readme
-    assert readme.count("```") == 2  # the description cannot open or close a fence
+    queues = sorted({t["spec"]["queue"] for t in _yaml("teams")} & {q.name for q in view.queues})
+    assert len(blocks) == len(queues) == len(view.queues)
+    assert blocks == [writers.mermaid_columns(d) for d in queue_drawings(view)]
+    assert "## Pools and teams, per queue" in readme
+    assert readme.count("```") == 2 * len(blocks)  # the description cannot open or close a fence
+    # every team with quota on a pool of its queue is drawn beside that pool, its nominal shown
+    for t in _yaml("teams"):
+        for quota in t["spec"].get("gpus", []):
+            pool = next(p for p in _yaml("pools") if p["metadata"]["name"] == quota["pool"])
+            if pool["spec"]["cluster"] != "prod-east":
+                continue
+            assert re.search(rf"l0b\d+\[\"<b>pool {quota['pool']}</b>", blocks[0]), quota["pool"]
+            name, nominal = t["metadata"]["name"], quota["nominal"]
+            assert re.search(rf'<b>team {name}</b>(<br/>[^"]*)?<br/>{nominal} ', blocks[0])
+
+
+def _mermaid_in_chromium(tmp_path: Path, blocks: list[str], column: int) -> list[dict[str, Any]]:
+    """Each Mermaid text drawn by Mermaid's own renderer in headless Chromium, in a column
+    `column` px wide, measured by tests/mermaid/measure.js."""
+    chromium = require_tool("chromium", "chromium")
+    folder = Path(os.environ.get("GPUPLANE_MERMAID", REPO / "tests" / "mermaid"))
+    script = folder / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+    if not script.is_file():
+        message = f"Mermaid is not installed in {folder} (npm ci --prefix tests/mermaid)"
+        if os.environ.get(REQUIRE_TOOLS) == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    sources = "".join(
+        f'<pre class="src" style="display:none">{html.escape(b)}</pre>' for b in blocks
+    )
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<!doctype html><html><head><meta charset=utf-8><style>body{margin:0}</style></head>"
+        f'<body>{sources}<pre id="result"></pre><script src="{script.as_uri()}"></script>'
+        f"<script>const COLUMN = {column};</script>"
+        f'<script src="{(REPO / "tests" / "mermaid" / "measure.js").as_uri()}"></script>'
+        "</body></html>",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=60000",
+            f"--window-size={column},2000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=180,
+    )
+    found = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.S)
+    assert found and found[1], done.stdout[-2000:]
+    return list(json.loads(html.unescape(found[1])))
+
+
+GITHUB_COLUMN = 830
+"""The width in pixels of a README's content column on github.com at desktop width (the
+repository page's Markdown body, about 830-880 px): a Mermaid picture is scaled down to it."""
+
+READABLE_PX = 12
+"""The smallest text, in screen pixels, that reads without zooming."""
+
+
+def test_the_readme_pictures_read_at_githubs_width(tmp_path: Path) -> None:
+    """The README's Mermaid, drawn by Mermaid itself in Chromium at GitHub's column width: no
+    text under 12 px, and no edge drawn through a box other than its own ends (prod-east has
+    four teams on three pools: the six-layer picture it replaced came out at 3 px, its edges
+    behind the pool boxes)."""
+    for name in ("prod-east", "staging-west"):
+        readme = (REPO / "rendered" / name / "README.md").read_text(encoding="utf-8")
+        blocks = re.findall(r"^```mermaid\n(.*?)^```$", readme, re.S | re.M)
+        assert blocks, name
+        measured = _mermaid_in_chromium(tmp_path / name, blocks, GITHUB_COLUMN)
+        assert len(measured) == len(blocks)
+        for block, seen in zip(blocks, measured, strict=True):
+            assert "error" not in seen, seen
+            assert seen["labels"] >= seen["nodes"] > 1, seen
+            assert seen["edges"] == len(re.findall(r" --> ", block)) > 0, seen
+            assert seen["minPx"] >= READABLE_PX, (name, seen["smallest"], seen["scale"])
+            assert seen["crossings"] == [], (name, seen["crossings"])
+
+
+# --- wording: counted nouns and the fabric's name ------------------------------------------------
+
+
+def test_counts_and_fabrics_read_as_english(tmp_path: Path) -> None:
+    """A cluster with one team and a pool without a fabric: its boxes say `1 team` and
+    `No fabric`, never `1 teams` or `No fabric fabric` (the words of the issue that found them)."""
+    copy = copy_inputs(REPO, tmp_path / "copy")
+    (copy / "teams" / "llm-eval.yaml").unlink()
+    pool = copy / "pools" / "l4-serve.yaml"
+    text = pool.read_text()
+    fabric = "  fabric:\n    type: ethernet\n    nics: 1\n    gbpsPerNic: 40\n"
+    assert fabric in text
+    pool.write_text(text.replace(fabric, "  fabric:\n    type: none\n"))
+    view = _views(copy)["staging-west"]
+    picture = drawing(view)
+    words = [_box_text(box) for layer in picture.layers for box in layer.boxes]
+    readme = cluster_readme(view)
+    for text in (*words, readme):
+        assert not re.search(r"\b1 (teams|nodes|GPUs|cohorts|LocalQueues|ClusterQueues)\b", text)
+        assert "fabric fabric" not in text
+    assert any(w.startswith("No fabric l4-serve") for w in words), words
+    assert any("1 team: owners" in w for w in words), words
+    assert any("1 cohort, 2 ClusterQueues" in w for w in words), words

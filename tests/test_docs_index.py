@@ -1,6 +1,8 @@
 """docs/index.md is the map of the docs: every page of docs/ is linked from it, every link in it
 leads to a file or folder that exists, and every `Design: docs/<page>.md#<anchor>` that a module
-docstring points at names a page and a heading that exist."""
+docstring points at names a page and a heading that exist. Every page of docs/ (and the top
+README and CONTRIBUTING) links only to files that exist, and every repository path it quotes in
+backticks (`renderer/cli/app.py`, `schemas/results/`) exists in a clone: a reader follows them."""
 
 from __future__ import annotations
 
@@ -26,6 +28,45 @@ def links(page: Path) -> list[str]:
 def broken_links(index: Path) -> list[str]:
     """The links of `index` that lead to no file or folder."""
     return [t for t in links(index) if not (index.parent / t).exists()]
+
+
+CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+"""An inline code span: `text` (a fenced block is removed before the search)."""
+
+FENCE = re.compile(r"(?ms)^```.*?^```")
+
+MACHINE_ROOTS = ("/work/", "/home/", "/Users/", "/root/")
+"""Absolute paths on somebody's machine: a clone has none of them."""
+
+
+def quoted_paths(page: Path, root: Path) -> list[str]:
+    """The repository paths `page` quotes in backticks: spans that are one path (no spaces, no
+    placeholder such as `<probe>` or `*`) whose first segment is an entry at the top of `root`
+    (`renderer/...`, `docs/...`, `Makefile`), with a `:line` suffix dropped; and absolute paths
+    on a person's machine (`/work/...`), which a clone never has."""
+    top = {entry.name for entry in root.iterdir() if not entry.name.startswith(".")}
+    found = []
+    for span in CODE_SPAN.findall(FENCE.sub("", page.read_text(encoding="utf-8"))):
+        text = span.strip()
+        if text.startswith(MACHINE_ROOTS):
+            found.append(text)
+            continue
+        if not re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?(:\d+(:\d+)?)?", text):
+            continue
+        path = text.split(":")[0]
+        if "/" in path and path.split("/")[0] in top:
+            found.append(path)
+    return found
+
+
+def missing_paths(page: Path, root: Path) -> list[str]:
+    """The paths `page` quotes in backticks (`quoted_paths`) that do not exist under `root`."""
+    return [p for p in quoted_paths(page, root) if p.startswith("/") or not (root / p).exists()]
+
+
+def read_pages(root: Path) -> list[Path]:
+    """The pages a new user reads: docs/*.md, the top README and CONTRIBUTING."""
+    return [*sorted((root / "docs").glob("*.md")), root / "README.md", root / "CONTRIBUTING.md"]
 
 
 def unlinked_pages(docs: Path) -> list[str]:
@@ -67,6 +108,21 @@ def test_every_page_of_docs_is_linked_from_the_index() -> None:
 def test_every_link_of_the_index_leads_somewhere() -> None:
     assert len(links(REPO / "docs" / "index.md")) > 100, "the link search is broken"
     assert broken_links(REPO / "docs" / "index.md") == []
+
+
+def test_every_link_of_every_page_leads_somewhere() -> None:
+    pages = read_pages(REPO)
+    assert sum(len(links(page)) for page in pages) > 150, "the link search is broken"
+    broken = {page.name: broken_links(page) for page in pages}
+    assert {name: b for name, b in broken.items() if b} == {}
+
+
+def test_every_path_a_page_quotes_exists() -> None:
+    """`docs/probes.md` pointed at `/work/shared/reference/...`, which no clone has."""
+    pages = read_pages(REPO)
+    assert sum(len(quoted_paths(page, REPO)) for page in pages) > 200, "the path search is broken"
+    missing = {page.name: missing_paths(page, REPO) for page in pages}
+    assert {name: m for name, m in missing.items() if m} == {}
 
 
 def test_the_readme_links_the_index_near_the_top() -> None:
@@ -114,3 +170,23 @@ def test_a_design_pointer_to_a_missing_page_or_heading_is_found(tmp_path: Path) 
         "renderer/m.py: docs/a.md#nope",
         "renderer/m.py: docs/gone.md#",
     ]
+
+
+def test_a_quoted_path_to_nothing_is_found(tmp_path: Path) -> None:
+    docs = _docs(tmp_path, "", "a.md")
+    (tmp_path / "renderer").mkdir()
+    (tmp_path / "renderer" / "x.py").write_text("", encoding="utf-8")
+    page = docs / "b.md"
+    page.write_text(
+        "`renderer/x.py:12` `renderer/gone.py` `docs/a.md` `workflows/<probe>.py` `a b/c`\n"
+        "`/work/shared/ref.md` `/proc/driver/nvidia/version` `gpuplane.dev/pool`\n"
+        "```\n`renderer/in-a-fence.py`\n```\n",
+        encoding="utf-8",
+    )
+    assert quoted_paths(page, tmp_path) == [
+        "renderer/x.py",
+        "renderer/gone.py",
+        "docs/a.md",
+        "/work/shared/ref.md",
+    ]
+    assert missing_paths(page, tmp_path) == ["renderer/gone.py", "/work/shared/ref.md"]

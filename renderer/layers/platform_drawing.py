@@ -27,10 +27,11 @@ from renderer.model.names import (
     SCHEDULER_ADDON,
     VOLCANO_ADDON,
 )
-from renderer.model.platform import Pool, Queue
+from renderer.model.platform import Pool, Queue, Team
 from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
 from renderer.output.drawing import Box, Drawing, Edge, Layer
+from renderer.output.words import plural
 
 LAYER_TITLES = (
     "Control plane",
@@ -127,7 +128,9 @@ def _control_plane(view: ClusterView) -> Iterator[Box]:
     identity = [f"IdP groups as {cluster.group_prefix or '(no prefix)'}<group>"]
     if cluster.platform_owners:
         identity.append(f"platform owners: {', '.join(map(escaped, cluster.platform_owners))}")
-    identity.append(f"{len(view.tenants)} teams: owners, members, viewers bound per namespace")
+    identity.append(
+        f"{plural(len(view.tenants), 'team')}: owners, members, viewers bound per namespace"
+    )
     yield Box("Identity and RBAC", tuple(identity))
 
 
@@ -142,7 +145,7 @@ def _scheduler_box(view: ClusterView) -> Box:
         return Box(
             f"Volcano {version}",
             (
-                f"{_plural(len(view.queues), 'parent queue')}, a queue per team",
+                f"{plural(len(view.queues), 'parent queue')}, a queue per team",
                 "gang scheduling (minAvailable)",
             ),
             key="scheduler",
@@ -152,9 +155,10 @@ def _scheduler_box(view: ClusterView) -> Box:
     return Box(
         f"Kueue {version}",
         (
-            f"{_plural(len(view.queues), 'cohort')}, {len(plans)} ClusterQueues (team x purpose)",
-            f"{len(view.pools)} ResourceFlavors, one per pool",
-            f"{namespaces} LocalQueues 'default', one per team namespace",
+            f"{plural(len(view.queues), 'cohort')}, "
+            f"{plural(len(plans), 'ClusterQueue')} (team x purpose)",
+            f"{plural(len(view.pools), 'ResourceFlavor')}, one per pool",
+            f"{plural(namespaces, 'LocalQueue')} 'default', one per team namespace",
         ),
         key="scheduler",
     )
@@ -244,6 +248,11 @@ def _count(low: int, high: int) -> str:
     return f"{low}" if low == high else f"{low}-{high}"
 
 
+def _counted(low: int, high: int, unit: str) -> str:
+    """`1 node`, `2 nodes`, `1-2 nodes`: a range is plural."""
+    return plural(low, unit) if low == high else f"{low}-{high} {unit}s"
+
+
 def _sharing(pool: Pool) -> str:
     if pool.sharing == "mig":
         layout = ", ".join(f"{p} x{n}" for p, n in pool.mig_layout.items())
@@ -252,6 +261,14 @@ def _sharing(pool: Pool) -> str:
     if pool.sharing in TIME_SHARED:
         return f"{pool.sharing}: {pool.replicas} replicas per GPU"
     return SHARING_MODES.get(pool.sharing, pool.sharing)
+
+
+def fabric_title(fabric: Fabric) -> str:
+    """The network box's title for a fabric: `InfiniBand fabric`, and `No fabric` (never
+    "No fabric fabric")."""
+    if fabric == "none":
+        return FABRIC_TITLES["none"]
+    return f"{FABRIC_TITLES.get(fabric, fabric)} fabric"
 
 
 def fabric_text(pool: Pool) -> str:
@@ -272,8 +289,8 @@ def _pool_box(pool: Pool) -> Box:
     nodes, per = pool.nodes, pool.gpus_per_node
     lines = [
         product,
-        f"{_count(nodes.min, nodes.max)} nodes x {per} GPUs = "
-        f"{_count(nodes.min * per, nodes.max * per)} GPUs",
+        f"{_counted(nodes.min, nodes.max, 'node')} x {plural(per, 'GPU')} = "
+        f"{_counted(nodes.min * per, nodes.max * per, 'GPU')}",
         _sharing(pool),
     ]
     offers = pool_offers(pool)
@@ -295,10 +312,6 @@ def _pool_box(pool: Pool) -> Box:
 # --- 5. workloads -------------------------------------------------------------------------------
 
 
-def _plural(count: int, unit: str) -> str:
-    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
-
-
 def _teams(view: ClusterView) -> Iterator[Box]:
     pools = {pool.name: pool for pool in view.pools}
     for tenant in view.tenants:
@@ -311,7 +324,7 @@ def _teams(view: ClusterView) -> Iterator[Box]:
                 continue
             offer = quota_offer(pool, quota)
             unit = offer.unit if offer is not None else "GPU"
-            text = f"{quota.pool}: {_plural(quota.nominal, unit)}"
+            text = f"{quota.pool}: {plural(quota.nominal, unit)}"
             if quota.borrowing_limit:
                 text += f", borrows up to {quota.borrowing_limit} more"
             lines.append(text)
@@ -333,7 +346,7 @@ def _network(view: ClusterView) -> Iterator[Box]:
             detail += ", NCCL over TCP"
         fabrics.setdefault(pool.fabric, []).append(f"{pool.name}: {detail}")
     for fabric, lines in sorted(fabrics.items()):
-        yield Box(f"{FABRIC_TITLES.get(fabric, fabric)} fabric", tuple(lines))
+        yield Box(fabric_title(fabric), tuple(lines))
     storage = [
         f"shared: {cluster.shared_class or 'not declared'} (datasets, checkpoints)",
         f"scratch: {cluster.scratch_class or 'not declared'}",
@@ -358,3 +371,79 @@ def _network(view: ClusterView) -> Iterator[Box]:
             )
             egress.append(f"{tenant.team.name}: {rules}")
     yield Box("Egress", tuple(egress))
+
+
+# --- the README's pictures: one per queue -------------------------------------------------------
+
+
+def queue_drawings(view: ClusterView) -> tuple[Drawing, ...]:
+    """One small picture per queue for the generated README: the queue's pools in one column
+    and, beside each pool, a box per team with quota on it (what it holds there), an edge from
+    the pool to each of its boxes.
+
+    The six-layer drawing is too wide for a README (GitHub scales a Mermaid picture to its
+    column, about 830 px, and the add-on layer alone is a row of fourteen boxes). Here each
+    column keeps its width whatever the number of teams, short lines keep the text at least
+    12 px there, and the edges form a tree (each box has one pool), so Mermaid's layout draws
+    none through a box: an edge from every pool to every team, as the six-layer drawing has,
+    runs behind the other pools' boxes (tests/test_diagram.py measures both in Chromium)."""
+    pools = {pool.name: pool for pool in view.pools}
+    kind = "queue" if view.cluster.scheduler == VOLCANO_ADDON else "cohort"
+    pictures = []
+    for queue in view.queues:
+        shown = [pools[name] for name in queue.pools if name in pools]
+        members = [t.team for t in view.tenants if t.team.queue == queue.name]
+        holdings = [
+            _holding_box(team, pool)
+            for pool in shown
+            for team in members
+            if any(q.pool == pool.name for q in team.gpus)
+        ]
+        edges = tuple(Edge(f"pool:{box.key.split(':')[2]}", box.key) for box in holdings)
+        idle = [team.name for team in members if not any(q.pool in queue.pools for q in team.gpus)]
+        strategy = queue.strategy + (", fair sharing" if queue.fair_sharing else "")
+        layers: tuple[Layer, ...] = (
+            Layer("pools", "", tuple(_short_pool_box(pool) for pool in shown)),
+            Layer("teams", "", tuple(holdings)),
+        )
+        if idle:
+            layers += (Layer("no GPU quota", "", (Box("no GPU quota", tuple(idle)),)),)
+        pictures.append(Drawing(f"{kind} {queue.name}", strategy, layers, edges))
+    return tuple(pictures)
+
+
+def _short_sharing(pool: Pool) -> str:
+    if pool.sharing == "mig":
+        return "MIG " + ", ".join(f"{p} x{n}" for p, n in pool.mig_layout.items())
+    if pool.sharing in TIME_SHARED:
+        return f"{pool.sharing}, {pool.replicas} per GPU"
+    return SHARING_MODES.get(pool.sharing, pool.sharing)
+
+
+def _short_pool_box(pool: Pool) -> Box:
+    accelerator = catalog.accelerator(pool.accelerator)
+    product = accelerator.product if accelerator is not None else pool.accelerator
+    nodes = pool.nodes
+    lines = (
+        product,
+        f"{_counted(nodes.min, nodes.max, 'node')} x {plural(pool.gpus_per_node, 'GPU')}",
+        _short_sharing(pool),
+    )
+    return Box(f"pool {pool.name}", lines, key=f"pool:{pool.name}")
+
+
+def _holding_box(team: Team, pool: Pool) -> Box:
+    """What a team holds on one pool: a line per quota entry, `(+n)` what it may borrow."""
+    lines = []
+    for quota in team.gpus:
+        if quota.pool != pool.name:
+            continue
+        offer = quota_offer(pool, quota)
+        if offer is not None and offer.profile:
+            text = f"{quota.nominal} x {offer.profile}"
+        else:
+            text = plural(quota.nominal, "replica" if pool.sharing in TIME_SHARED else "GPU")
+        if quota.borrowing_limit:
+            text += f" (+{quota.borrowing_limit})"
+        lines.append(text)
+    return Box(f"team {team.name}", tuple(lines), key=f"holds:{team.name}:{pool.name}")

@@ -9,17 +9,23 @@ team lead looks. Text for people, so it is a Jinja2 template (data in, Markdown 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
 
 from renderer.layers.addon_notes import UNPINNED, AddonNote, addon_notes
-from renderer.layers.platform_drawing import drawing
+from renderer.layers.platform_drawing import queue_drawings
 from renderer.model import catalog
 from renderer.model.capacity import SHARING_MODES, how_to_request, pool_offers
 from renderer.model.choices import TIME_SHARED, Sharing
 from renderer.model.integrations import KUEUE_INTEGRATIONS, enabled_frameworks
-from renderer.model.names import DEFAULT_POD_SECURITY
+from renderer.model.names import (
+    DEFAULT_FINISHED_JOBS,
+    DEFAULT_POD_SECURITY,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+)
 from renderer.model.platform import Namespace, Pool
 from renderer.model.queue_plans import (
     CPU,
@@ -33,10 +39,12 @@ from renderer.model.queue_plans import (
 )
 from renderer.model.security import admission_policies_served, priority_enforcement
 from renderer.model.topology import spans_nodes, topology_aware
-from renderer.model.view import ClusterView
+from renderer.model.view import ClusterView, Tenant
 from renderer.output import markdown_escape
-from renderer.output.drawing import mermaid
+from renderer.output.drawing import mermaid_columns
 from renderer.output.jinja_env import environment
+from renderer.output.manifest import labels
+from renderer.output.words import plural
 
 
 def _template() -> jinja2.Template:
@@ -65,7 +73,7 @@ def cluster_readme(view: ClusterView) -> str:
         teams=_team_rows(view),
         guardrails=guardrail_notes(view),
         integrations=integration_notes(view),
-        diagram=mermaid(drawing(view)),
+        diagrams=[mermaid_columns(d) for d in queue_drawings(view)],
         cluster_file=view.cluster.origin.file,
         addons=[_addon_row(note) for note in addon_notes(view)],
     )
@@ -98,12 +106,11 @@ def _pool_row(pool: Pool) -> dict[str, Any]:
         "name": pool.name,
         "product": accelerator.product if accelerator else pool.accelerator,
         "memory_gb": accelerator.memory_gb if accelerator else "?",
-        "nodes": nodes,
-        "gpus_per_node": pool.gpus_per_node,
+        "nodes": f"{nodes} x {plural(pool.gpus_per_node, 'GPU')}",
         "workload": pool.workload,
         "sharing": _gets(pool.sharing, pool.replicas),
         "resources": [how_to_request(o) for o in offers],
-        "capacity": ", ".join(f"{o.guaranteed} {o.unit}s" for o in offers),
+        "capacity": ", ".join(plural(o.guaranteed, o.unit) for o in offers),
     }
 
 
@@ -131,6 +138,7 @@ def _team_rows(view: ClusterView) -> list[dict[str, Any]]:
         }
     plans = {ns.name: plan for plan in cluster_queues(view) for ns in plan.namespaces}
     by_cohort = cohorts(cluster_queues(view))
+    templated = templated_namespaces(view)
     teams = []
     for tenant in view.tenants:
         team = tenant.team
@@ -144,6 +152,7 @@ def _team_rows(view: ClusterView) -> list[dict[str, Any]]:
             )
         teams.append(
             {
+                "carry": job_requirements(view, tenant, templated),
                 "name": team.name,
                 "description": team.description,
                 "cost_center": team.cost_center,
@@ -303,3 +312,57 @@ def guardrail_notes(view: ClusterView) -> list[str]:
     )
     notes.append(audit_logging.readme_note(cluster.provider))
     return notes
+
+
+# --- what a team's jobs must carry ---------------------------------------------------------------
+
+
+def templated_namespaces(view: ClusterView) -> dict[str, list[str]]:
+    """Per namespace, the workload templates rendered for it (`templates/<namespace>/<file>`),
+    as the templates layer writes them."""
+    from renderer.layers.workload_templates import workloads
+
+    found: dict[str, list[str]] = {}
+    for values in workloads.render(view):
+        found.setdefault(values.folder.removeprefix(f"{workloads.FOLDER}/"), []).append(
+            f"{values.chart}.yaml"
+        )
+    return {ns: sorted(files) for ns, files in found.items()}
+
+
+def job_requirements(
+    view: ClusterView, tenant: Tenant, templated: Mapping[str, list[str]]
+) -> dict[str, Any]:
+    """What a job of this team must carry to be admitted, from the values the admission
+    policies are rendered from: the common labels (`security.labels`), the queue and priority
+    labels (`security.priority`), the image prefixes (`security.images`: the team's
+    `spec.images`), the finished-job TTL (`security.cleanup`), and where its templates are."""
+    from renderer.layers.security import cleanup, priority
+    from renderer.layers.security import labels as common_labels
+
+    team, cluster = tenant.team, view.cluster
+    values = labels(team=team.name, cost_center=team.cost_center)
+    pairs = [(key, values[key]) for key in common_labels.LABEL_KEYS]
+    queue = next((q for q in view.queues if q.name == team.queue), None)
+    kueue = cluster.scheduler == "kueue"
+    if kueue:
+        pairs.append((QUEUE_LABEL, "default"))
+    chosen = priority.team_priority(team, queue) if queue is not None else None
+    if kueue and queue is not None and chosen is not None:
+        pairs.append((PRIORITY_LABEL, priority.class_name(queue, chosen)))
+    ttl_kinds = [kind.name for kind in cleanup.KINDS if kind.name != "CronJob"]
+    return {
+        "enforced": admission_policies_served(cluster),
+        "labels": pairs,
+        "queue_set_by_kueue": kueue,
+        "registries": list(team.images),
+        "ttl_seconds": cleanup.finished_jobs_seconds(team),
+        "ttl_field": cleanup.TTL,
+        "ttl_kinds": ttl_kinds,
+        "finished_jobs": str(team.retention.get("finishedJobs", DEFAULT_FINISHED_JOBS)),
+        "templates": [
+            {"namespace": ns.name, "files": templated[ns.name]}
+            for ns in tenant.namespaces
+            if ns.name in templated
+        ],
+    }

@@ -137,6 +137,29 @@ def mermaid(*drawings: Drawing) -> str:
     return "\n".join(out) + "\n"
 
 
+def mermaid_columns(drawing: Drawing) -> str:
+    """A Mermaid `flowchart LR` of one small drawing, for a README: its layers side by side as
+    columns inside one subgraph titled with the drawing's title and subtitle, a node per box,
+    an arrow per edge. The columns are Mermaid's own ranks (no subgraph per column: Mermaid
+    lays out a subgraph that edges leave on its own, and routes those edges behind the boxes),
+    so edges between neighbouring columns run between them and through no box; the picture is
+    as wide as its columns, however many boxes each holds. Ids are generated: `l<layer>b<box>`."""
+    heading = mermaid_text(" · ".join(p for p in (drawing.title, drawing.subtitle) if p))
+    out = ["flowchart LR", f'  subgraph all["{heading}"]', "    direction LR"]
+    ids: dict[str, str] = {}
+    for i, layer in enumerate(drawing.layers):
+        for j, box in enumerate(layer.boxes):
+            box_id = f"l{i}b{j}"
+            if box.key:
+                ids.setdefault(box.key, box_id)
+            out.append(f"    {box_id}[{_mermaid_label(box.title, box.lines)}]")
+    out.append("  end")
+    for edge in drawing.edges:
+        if edge.source in ids and edge.target in ids:
+            out.append(f"  {ids[edge.source]} --> {ids[edge.target]}")
+    return "\n".join(out) + "\n"
+
+
 # --- text widths (DejaVu Sans) ------------------------------------------------------------------
 
 _ASCII: Final = "".join(chr(c) for c in range(32, 127))

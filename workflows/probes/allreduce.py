@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from . import progress
 from .envelope import Outcome, measure
 from .runtime import Backend, World, distributed, launched, run_local_world, torch_labels
 
@@ -118,8 +119,9 @@ def rank_main(
     with distributed(backend, timeout_s, init_method) as world:
         seconds: list[float] = []
         wrong: list[int] = []
-        for nbytes in sizes:
-            elapsed, correct = _time_one_size(world, nbytes, iterations, warmup)
+        for index, nbytes in enumerate(sizes):
+            with progress.phase(f"size {index + 1}/{len(sizes)}", f"{nbytes} bytes"):
+                elapsed, correct = _time_one_size(world, nbytes, iterations, warmup)
             seconds.append(elapsed)
             if not correct:
                 wrong.append(nbytes)

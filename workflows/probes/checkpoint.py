@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 import torch
 
+from . import progress
 from .envelope import (
     Outcome,
     ProbeFailure,
@@ -342,13 +343,16 @@ def run_checkpoint(
         sidecar = file.with_name(file.name + ".json")
         try:
             if phase == "restore":
-                return _restore_elsewhere(file, sidecar, target, env, resume_steps)
-            state = training_state(config, target)
-            reference = continue_training(state, resume_steps, target)
+                with progress.phase("restore", f"{file}, then {resume_steps} training steps"):
+                    return _restore_elsewhere(file, sidecar, target, env, resume_steps)
+            with progress.phase("reference", f"{resume_steps} training steps from the state"):
+                state = training_state(config, target)
+                reference = continue_training(state, resume_steps, target)
             if not all(math.isfinite(loss) for loss in reference.losses):
                 raise ProbeFailure(f"training from the saved state gave losses {reference.losses}")
             start = time.perf_counter()
-            save_checkpoint(state, file)
+            with progress.phase("write", f"{settings.megabytes} MB to {file}"):
+                save_checkpoint(state, file)
             write_seconds = time.perf_counter() - start
             finished = time.time()
             nbytes = file.stat().st_size
@@ -367,10 +371,12 @@ def run_checkpoint(
                 return Outcome({}, None, env)
             evict(file)
             start = time.perf_counter()
-            restored = load_checkpoint(file, target)
+            with progress.phase("restore", f"{nbytes / 1e6:.0f} MB from {file}"):
+                restored = load_checkpoint(file, target)
             restore_seconds = time.perf_counter() - start
-            mismatched = differences(state, restored)
-            resume = _resume(restored, reference, resume_steps, target, verified=not mismatched)
+            with progress.phase("verify", f"every tensor, then {resume_steps} training steps"):
+                mismatched = differences(state, restored)
+                resume = _resume(restored, reference, resume_steps, target, verified=not mismatched)
             return _outcome(nbytes, write_seconds, restore_seconds, mismatched, resume, file, env)
         finally:
             if path is None and not keep:

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import progress
+
 SCHEMA_VERSION = 1
 PROBES = ("allreduce", "checkpoint", "storage", "staging", "training", "inference", "nodes")
 GB = 1e9  # bandwidths are decimal GB/s, as nccl-tests and storage vendors report them
@@ -121,14 +123,16 @@ def measure(
     environment(cluster, pool, labels)
     started_at = now_rfc3339()
     start = time.perf_counter()
-    try:
-        outcome = body()
-    except ProbeFailure as exc:
-        outcome = Outcome({}, str(exc))
-    except Exception as exc:  # a probe must always leave a result behind for the report
-        outcome = Outcome({}, f"{type(exc).__name__}: {exc}")
+    with progress.running(probe):
+        try:
+            outcome = body()
+        except ProbeFailure as exc:
+            outcome = Outcome({}, str(exc))
+        except Exception as exc:  # a probe must always leave a result behind for the report
+            outcome = Outcome({}, f"{type(exc).__name__}: {exc}")
     duration = time.perf_counter() - start
     error = None if outcome.error is None else one_line(outcome.error)
+    progress.say(f"finished in {duration:.1f} s: " + ("ok" if error is None else "failed"))
     return {
         "schemaVersion": SCHEMA_VERSION,
         "probe": probe,

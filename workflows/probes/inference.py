@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from . import progress
 from .envelope import Outcome, ProbeFailure, measure
 
 Api = Literal["completions", "chat"]
@@ -176,12 +177,15 @@ def run_inference(
     def body() -> Outcome:
         ready = None
         if settings.wait_s:
-            ready = wait_until_ready(models_url(settings.endpoint), headers, settings.wait_s)
+            with progress.phase("wait", f"for {settings.endpoint}, up to {settings.wait_s:g} s"):
+                ready = wait_until_ready(models_url(settings.endpoint), headers, settings.wait_s)
         with ThreadPoolExecutor(
             max_workers=settings.concurrency, thread_name_prefix="probe-request"
         ) as executor:
-            list(executor.map(one, range(settings.warmup)))
-            outcomes = list(executor.map(one, range(settings.requests)))
+            with progress.phase("warm-up", f"{settings.warmup} requests"):
+                list(executor.map(one, range(settings.warmup)))
+            with progress.phase("requests", f"{settings.requests}, {settings.concurrency} at once"):
+                outcomes = list(executor.map(one, range(settings.requests)))
         return _outcome(settings, url, outcomes, ready)
 
     return measure("inference", body, cluster=cluster, pool=pool, labels=labels)

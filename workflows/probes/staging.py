@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from . import progress
 from .envelope import Outcome, ProbeFailure, measure, rate
 
 CHUNK = 8 * 1024 * 1024
@@ -60,12 +61,13 @@ def run_staging(
         try:
             folder.mkdir(parents=True, exist_ok=True)
             start = time.perf_counter()
-            if scheme == "s3":
-                prefix = unquote(parts.path).lstrip("/")
-                files, nbytes = _from_s3(parts.netloc, prefix, folder, workers)
-            else:
-                local = Path(unquote(parts.path) if scheme == "file" else source)
-                files, nbytes = _from_folder(local, folder, workers)
+            with progress.phase("copy", f"{source} into {folder}, {workers} at once"):
+                if scheme == "s3":
+                    prefix = unquote(parts.path).lstrip("/")
+                    files, nbytes = _from_s3(parts.netloc, prefix, folder, workers)
+                else:
+                    local = Path(unquote(parts.path) if scheme == "file" else source)
+                    files, nbytes = _from_folder(local, folder, workers)
             seconds = time.perf_counter() - start
         finally:
             if dest is None:

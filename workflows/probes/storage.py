@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import progress
 from .envelope import Outcome, ProbeFailure, drop_cache, fsync_directory, measure, rate
 
 MIB = 1024 * 1024
@@ -95,9 +96,11 @@ def run_storage(
         buffer = mmap.mmap(-1, block_bytes)  # page-aligned, as O_DIRECT requires
         try:
             buffer.write(os.urandom(block_bytes))
-            write_seconds = _write(file, buffer, blocks, flags)
+            with progress.phase("write", f"{nbytes / 1e6:.0f} MB to {file}, fsync"):
+                write_seconds = _write(file, buffer, blocks, flags)
             evicted = direct or _evict(file)
-            read_seconds, read = _read(file, buffer, flags)
+            with progress.phase("read", f"{nbytes / 1e6:.0f} MB back"):
+                read_seconds, read = _read(file, buffer, flags)
         except OSError as exc:
             if direct and exc.errno == 22:
                 raise ProbeFailure(

@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from . import progress
 from .envelope import Outcome, ProbeFailure, measure
 from .models import ModelConfig, TinyTransformer, synthetic_batches
 from .runtime import (
@@ -121,17 +122,19 @@ def _train(world: World | None, device: torch.device, settings: TrainingSettings
         optimizer.step()
         return loss.detach()
 
-    for index in range(settings.warmup_steps):
-        step(index)
-    _synchronize(device)
+    with progress.phase("warm-up", f"{settings.warmup_steps} steps"):
+        for index in range(settings.warmup_steps):
+            step(index)
+        _synchronize(device)
     steps = 0
     start = time.perf_counter()
-    while True:
-        loss = step(settings.warmup_steps + steps)
-        steps += 1
-        if _window_closed(world, device, time.perf_counter() - start >= settings.seconds):
-            break
-    _synchronize(device)
+    with progress.phase("timed window", f"{settings.seconds:g} s of training"):
+        while True:
+            loss = step(settings.warmup_steps + steps)
+            steps += 1
+            if _window_closed(world, device, time.perf_counter() - start >= settings.seconds):
+                break
+        _synchronize(device)
     window = time.perf_counter() - start
     final_loss = float(loss)
     if not math.isfinite(final_loss):

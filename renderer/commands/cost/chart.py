@@ -1,6 +1,10 @@
-"""The cost chart: one stacked horizontal bar per team of its cost per accepted unit, split into
-the guide's seven terms, with a legend and an axis in the currency; a team without accepted
-units shows its total instead, and says so under its name.
+"""The cost chart: one stacked horizontal bar per team of what it spent in the window, split
+into the guide's seven terms, biggest spender first, its total at the end of its bar and its
+cost per accepted unit under its name, with a legend and an axis in the currency.
+
+All bars share one axis only because they share one unit (money spent): the costs per unit are
+in different units (USD per training run, USD per 1,000 requests), so they are written beside
+each team as figures with their units, never drawn as lengths against one another.
 
 The chart is laid out once as rectangles and texts (`layout`), then written by hand as SVG
 (`svg`: deterministic bytes, every text escaped, fonts `DejaVu Sans, sans-serif`) or drawn
@@ -33,7 +37,7 @@ COLOURS: Final = {
 INK: Final = "#222222"
 GRID: Final = "#cccccc"
 PLOT_LEFT: Final = 300
-PLOT_RIGHT: Final = WIDTH - 120
+PLOT_RIGHT: Final = WIDTH - 170  # room for the total at the end of the longest bar
 TOP: Final = 100
 ROW: Final = 60
 BAR: Final = 30
@@ -86,27 +90,34 @@ def _step(top: float) -> float:
 
 
 def bars(report: CostReport) -> list[tuple[str, str, dict[str, float]]]:
-    """Per team: its name, what the bar shows, and each term's length in the currency."""
+    """Per team, biggest total first (by name on a tie): its name, its cost per accepted unit
+    in words with its unit, and each term's spend in the currency."""
     found = []
-    for team in report.teams:
+    c = report.currency
+    for team in sorted(report.teams, key=lambda t: (-t.total, t.team)):
         if team.per_unit is None:
-            scale, what = 1.0, "no accepted units: total shown"
+            what = "no accepted units"
         else:
-            scale = team.per / (team.units or 1)
-            what = team.unit_words()
-        found.append((team.team, what, {t: team.terms[t] * scale for t in TERMS}))
+            what = f"{c} {money(team.per_unit)} {team.unit_words()}"
+        found.append((team.team, what, {t: team.terms[t] for t in TERMS}))
     return found
 
 
 def layout(report: CostReport) -> Chart:
     rows = bars(report)
     c = report.currency
-    units = {what for _, what, _ in rows if not what.startswith("no accepted")}
-    unit = f"{c} {units.pop()}" if len(units) == 1 else f"{c} per each team's accepted unit"
     window = f"window {report.window}" if report.window else "window not stated"
     texts = [
-        Text(40, 42, clean(f"Effective cost per accepted unit, {window}"), 24, bold=True),
-        Text(40, 72, clean(f"{unit}; split into the guide's seven terms"), 16),
+        Text(40, 42, clean(f"Spend per team, {window}"), 24, bold=True),
+        Text(
+            40,
+            72,
+            clean(
+                f"{c} spent, split into the guide's seven terms; under each team, its cost "
+                "per accepted unit"
+            ),
+            16,
+        ),
     ]
     rects: list[Rect] = []
     top = max((sum(v.values()) for _, _, v in rows), default=0.0)
@@ -119,7 +130,8 @@ def layout(report: CostReport) -> Chart:
         x = PLOT_LEFT + span * i / ticks
         rects.append(Rect(x, TOP - 8, 1, bottom - TOP + 8, GRID))
         texts.append(Text(x, bottom + 24, clean(f"{c} {money(step * i)}"), 13, "middle"))
-    texts.append(Text((PLOT_LEFT + PLOT_RIGHT) / 2, bottom + 50, clean(unit), 14, "middle"))
+    axis = f"{c} spent in the window, per team"
+    texts.append(Text((PLOT_LEFT + PLOT_RIGHT) / 2, bottom + 50, clean(axis), 14, "middle"))
     for n, (team, what, values) in enumerate(rows):
         y = TOP + ROW * n + (ROW - BAR) / 2
         texts.append(Text(PLOT_LEFT - 14, y + 14, clean(team), 18, "end", bold=True))
@@ -130,9 +142,8 @@ def layout(report: CostReport) -> Chart:
             if width > 0:
                 rects.append(Rect(x, y, width, BAR, COLOURS[term]))
                 x += width
-        total = f"{c} {money(sum(values.values()))}"
-        marked = f"{total} total" if what.startswith("no accepted") else total
-        texts.append(Text(x + 8, y + 21, clean(marked), 14))
+        total = f"{c} {money(sum(values.values()))} total"
+        texts.append(Text(x + 8, y + 21, clean(total), 14))
     legend_y = bottom + 84
     for i, term in enumerate(TERMS):
         lx = 40 + 148 * i
