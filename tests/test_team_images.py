@@ -88,7 +88,7 @@ def test_a_team_without_images_is_an_error_whose_hint_makes_it_pass(
     result = gpuplane("-C", str(repo), "render", "--crds", str(crds))
     assert result.exit_code == 0, result.output
     text = (repo / "rendered/prod-east/README.md").read_text()
-    assert "Images from: `registry.example.com/ranking/`." in text
+    assert "| images only from | `registry.example.com/ranking/` |" in text
 
 
 def test_a_team_with_no_gpus_and_no_endpoint_is_warned(repo: Path, gpuplane) -> None:
@@ -103,7 +103,7 @@ def test_a_team_with_no_gpus_and_no_endpoint_is_warned(repo: Path, gpuplane) -> 
     # the scaffold's one namespace is on prod-east (TEAM)
     page = readme.cluster_readme(ClusterView.of(platform, platform.clusters["prod-east"]))
     section = page.split("### ranking\n", 1)[1].split("\n### ", 1)[0]
-    assert "Images from: none: every pod is refused" in section
+    assert "| images only from | none: every pod is refused" in section
 
 
 def _team_without_gpus_or_images(root: Path, gpuplane) -> Path:
