@@ -348,7 +348,7 @@ def load_stream(file: Path, display: str) -> StreamResult:
     try:
         return _compose_stream(text, display)
     except (YAMLError, RecursionError) as err:
-        return StreamResult((), _parse_error(err, display).diagnostics)
+        return StreamResult((), _parse_error(err, text, display).diagnostics)
 
 
 def _compose_stream(text: str, display: str) -> StreamResult:
