@@ -54,8 +54,14 @@ class SourceMap:
         return Location(self.file, 1, 1)
 
     def locate_key(self, path: PathKey) -> Location:
-        """The position of the key that holds `path` (for "unknown field" and the like)."""
-        return self.keys.get(path) or self.locate(path)
+        """The position of the key that holds `path` (for "unknown field" and the like); for
+        a key not written, that of its nearest written ancestor's key (`spec:` for a missing
+        `spec.resources`, where it would go), not the ancestor's first child."""
+        for end in range(len(path), 0, -1):
+            found = self.keys.get(path[:end])
+            if found is not None:
+                return found
+        return self.locate(path)
 
     def __reduce__(self) -> tuple[Callable[..., SourceMap], tuple[str, bytes, bytes]]:
         """Pickled as each map's paths, lines and columns in one marshal string, read back

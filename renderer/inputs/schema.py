@@ -480,9 +480,18 @@ def _too_many(failure: _Failure) -> Diagnostic | None:
 
 
 def _forbidden(failure: _Failure) -> Diagnostic:
-    return failure.invalid_value(
+    """On the key the schema forbids (`mig:` of a pool that does not share by MIG), not on
+    its mapping, whose position is its first key's line."""
+    forbidden = failure.error.validator_value
+    written = failure.error.instance
+    keys = forbidden.get("required", []) if isinstance(forbidden, Mapping) else []
+    present = [k for k in keys if isinstance(written, Mapping) and k in written]
+    doc, path = failure.doc, failure.path
+    return Diagnostic(
+        "schema-invalid-value",
         f"{failure.where} holds a combination its schema forbids: {_not_text(failure.error)}",
-        str(failure.schema.get("description") or "remove the field that is not allowed here"),
+        doc.locate_key((*path, present[0])) if present else doc.locate(path),
+        hint=str(failure.schema.get("description") or "remove the field that is not allowed here"),
     )
 
 

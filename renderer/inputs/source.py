@@ -10,6 +10,7 @@ every key and value keeps its line and column.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,7 +272,7 @@ def _compose(text: str, display: str) -> LoadResult:
         first = next(documents, None)
         second = next(documents, None) if first is not None else None
     except (YAMLError, RecursionError) as err:
-        return _parse_error(err, display)
+        return _parse_error(err, text, display)
     if first is None or _is_null(first):
         return _fail(
             "yaml-empty",
@@ -298,7 +299,9 @@ def _compose(text: str, display: str) -> LoadResult:
     return LoadResult(Document(display, data, source, builder.plain_text), ())
 
 
-def _parse_error(err: YAMLError | RecursionError, display: str) -> LoadResult:
+def _parse_error(err: YAMLError | RecursionError, text: str, display: str) -> LoadResult:
+    if isinstance(err, MarkedYAMLError) and (dedented := _dedented_key(err, text, display)):
+        return LoadResult(None, (dedented,))
     if isinstance(err, MarkedYAMLError):
         mark = err.problem_mark or err.context_mark
         where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
@@ -345,7 +348,7 @@ def load_stream(file: Path, display: str) -> StreamResult:
     try:
         return _compose_stream(text, display)
     except (YAMLError, RecursionError) as err:
-        return StreamResult((), _parse_error(err, display).diagnostics)
+        return StreamResult((), _parse_error(err, text, display).diagnostics)
 
 
 def _compose_stream(text: str, display: str) -> StreamResult:
@@ -387,6 +390,82 @@ def _stream_fail(rule: str, message: str, at: Location, hint: str) -> StreamResu
 
 def _is_null(node: Node) -> bool:
     return isinstance(node, ScalarNode) and str(node.tag) == f"{_TAG}null"
+
+
+_KEY_LINE = re.compile(r"( *)([^\s#:-][^:#]*):(\s|$)")
+
+
+def _dedented_key(err: MarkedYAMLError, text: str, display: str) -> Diagnostic | None:
+    """A key written less indented than the keys around it, where the parser stumbles later.
+
+    `topology:` moved to column 1 inside `spec` parses as a new top-level key; its own children
+    parse too, and the parser only fails at the next key back at spec's indentation, which the
+    problem mark points at, lines below. The culprit is the last line between the context mark
+    (the mapping the parser was in) and the problem mark at the context's indentation, when it
+    is a key that interrupts keys indented as the problem's, and what follows it is nested as
+    under such a key. Anything else keeps the parser's own position."""
+    problem, context = err.problem_mark, err.context_mark
+    lines = text.split("\n")
+    if problem is not None and "mapping values are not allowed" in str(err.problem):
+        return _dedented_scalar_key(lines, problem.line, display)
+    if problem is None or context is None or "expected key" not in str(err.problem):
+        return None
+    deeper = problem.column
+    if deeper <= context.column or problem.line >= len(lines):
+        return None
+    written = [
+        (number, len(line) - len(line.lstrip(" ")), line)
+        for number, line in enumerate(lines[context.line : problem.line], start=context.line)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    at_context = [i for i, (_, indent, _) in enumerate(written) if indent <= context.column]
+    if not at_context or at_context[-1] == 0:
+        return None
+    last = at_context[-1]  # the key that closed the mapping the problem's key belongs to
+    number, indent, line = written[last]
+    key = _KEY_LINE.match(line)
+    # it interrupts keys at the problem's indentation (the first line above it not nested
+    # deeper is one of them), and what follows it is nested as it would be under such a key
+    above = next((i for _, i, _ in reversed(written[:last]) if i <= deeper), None)
+    if not key or indent != context.column or above != deeper:
+        return None
+    if not all(_nested_under(deeper, inner, text) for _, inner, text in written[last + 1 :]):
+        return None
+    return _dedented(key.group(2), number, indent, deeper, display)
+
+
+def _dedented_scalar_key(lines: list[str], problem: int, display: str) -> Diagnostic | None:
+    """`cluster: prod-east` moved to column 1 between keys indented by 2: the key after it
+    reads as the rest of its plain value, and the scanner stumbles on that key's colon, one
+    line late. The culprit is the line above the problem's, when it is a key indented less
+    than both the problem's line and the key line above it, which are indented alike."""
+    written = [
+        (number, len(line) - len(line.lstrip(" ")), line)
+        for number, line in enumerate(lines[: problem + 1])
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if len(written) < 3 or written[-1][0] != problem:
+        return None
+    (_, indent_above, above), (number, indent, line), (_, deeper, _) = written[-3:]
+    key = _KEY_LINE.match(line)
+    if not key or indent >= deeper or indent_above != deeper or not _KEY_LINE.match(above):
+        return None
+    return _dedented(key.group(2), number, indent, deeper, display)
+
+
+def _dedented(name: str, number: int, indent: int, deeper: int, display: str) -> Diagnostic:
+    return Diagnostic(
+        "yaml-syntax",
+        f"key '{name}' is indented by {indent}, less than the keys before and after it",
+        Location(display, number + 1, indent + 1),
+        hint=f"indent '{name}:' by {deeper} spaces, as the keys around it",
+    )
+
+
+def _nested_under(indent: int, inner: int, line: str) -> bool:
+    """Whether `line`, indented by `inner`, reads as nested under a key indented by `indent`
+    as the example files write it: two more spaces, or a list item at the key's own."""
+    return inner >= indent + 2 or (inner == indent and line.lstrip().startswith("- "))
 
 
 def _syntax_hint(problem: str) -> str:

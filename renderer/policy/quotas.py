@@ -143,6 +143,7 @@ def _overcommit(p: Platform, rule_id: str, found: _Overcommitted, wording: _Word
     hint = wording.anyone
     if changed:
         hint = wording.alone if amount >= over else wording.shared
+    fields["limits"] = _limits_after(quota, max(quota.nominal - over, 0), offer)
     notes = tuple(
         (f"team '{t.name}' asks for {a}", q.origin.at("nominal"))
         for t, q, a in ranked
@@ -157,6 +158,18 @@ def _overcommit(p: Platform, rule_id: str, found: _Overcommitted, wording: _Word
     )
 
 
+def _limits_after(quota: GpuQuota, nominal: int, offer: Offer) -> str:
+    """What else of the quota entry must change once its nominal is lowered to `nominal`, so
+    that the hint, applied, raises neither lending-exceeds-nominal nor borrowing-exceeds-pool
+    (which stays silent on an over-committed pool: this hint speaks for it)."""
+    more = []
+    if quota.lending_limit is not None and quota.lending_limit > nominal:
+        more.append(f"lendingLimit to at most {nominal}")
+    if quota.borrowing_limit is not None and nominal + quota.borrowing_limit > offer.maximum:
+        more.append(f"borrowingLimit to at most {max(offer.maximum - nominal, 0)}")
+    return f" (and {' and '.join(more)})" if more else ""
+
+
 def _ratio_for(total: int, guaranteed: int) -> str:
     """The smallest oversubscription, in hundredths, under which `total` fits `guaranteed`
     (as `quotas_fit_pools` counts it); "" when none the schema allows does."""
@@ -166,6 +179,24 @@ def _ratio_for(total: int, guaranteed: int) -> str:
     while int(guaranteed * ratio) < total:  # float rounding: step up to the first that fits
         ratio = round(ratio + 0.01, 2)
     return f"{ratio:g}" if ratio <= MAX_OVERSUBSCRIPTION else ""
+
+
+def _allowed(p: Platform, pool_name: str, offer: Offer) -> tuple[Queue | None, float, int]:
+    """The queue that lists the pool, its oversubscription, and the nominal it allows."""
+    queue = next((q for q in p.queues.values() if pool_name in q.pools), None)
+    ratio = queue.oversubscription if queue is not None else 1.0
+    return queue, ratio, int(offer.guaranteed * ratio)
+
+
+def _nominal_over(p: Platform) -> dict[tuple[str, str], float]:
+    """The offers quota-exceeds-pool reports, with their queue's oversubscription: the
+    other capacity rules leave them to it, so that one hint says what to change."""
+    over: dict[tuple[str, str], float] = {}
+    for key, entries in quota_offers(p).items():
+        _, ratio, allowed = _allowed(p, key[0], entries[0][2])
+        if sum(q.nominal for _, q, _ in entries) > allowed:
+            over[key] = ratio
+    return over
 
 
 @rule("quota-exceeds-pool")
@@ -189,10 +220,8 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     """
     for (pool_name, _), entries in sorted(quota_offers(p).items()):
         pool = p.pools[pool_name]
-        queue = next((q for q in p.queues.values() if pool_name in q.pools), None)
-        ratio = queue.oversubscription if queue is not None else 1.0
+        queue, ratio, allowed = _allowed(p, pool_name, entries[0][2])
         offer = entries[0][2]
-        allowed = int(offer.guaranteed * ratio)
         if sum(q.nominal for _, q, _ in entries) <= allowed:
             continue
         note = _declares(pool, offer)
@@ -207,9 +236,10 @@ def quotas_fit_pools(p: Platform) -> Iterator[Diagnostic]:
             _Wording(
                 what=_what(offer),
                 capacity_note=note,
-                anyone="lower gpus[{index}].nominal (or another team's) by {over} in total, "
-                "or add nodes to '{pool}'",
-                alone="lower gpus[{index}].nominal in {file} by {over}, or add nodes to '{pool}'",
+                anyone="lower gpus[{index}].nominal (or another team's) by {over} in total"
+                "{limits}, or add nodes to '{pool}'",
+                alone="lower gpus[{index}].nominal in {file} by {over}{limits}, or add nodes to "
+                "'{pool}'",
                 shared="lower gpus[{index}].nominal in {file} (it asks for {amount}) and other "
                 "teams' by {over} in total, or add nodes to '{pool}'",
                 resized="raise spec.nodes in {file} so '{pool}' holds {over} more {unit}, "
@@ -234,9 +264,14 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
     To satisfy it: in the team files' `spec.gpus` entries on that pool, raise `lendingLimit`
     (at most `nominal`; this rule counts a missing one as 0) or lower `nominal`, until the
     parts never lent, `nominal - lendingLimit`, fit the pool at `nodes` (min); or add nodes.
+    On a pool whose nominal quotas already exceed it without oversubscription, quota-exceeds-pool
+    is reported instead: lowering the nominal quotas as it says fixes this too.
     """
-    for (pool_name, _), entries in sorted(quota_offers(p).items()):
-        pool = p.pools[pool_name]
+    over = _nominal_over(p)
+    for key, entries in sorted(quota_offers(p).items()):
+        if over.get(key) == 1.0:  # lowering the nominal quotas, as that hint says, fixes this
+            continue
+        pool = p.pools[key[0]]
         offer = entries[0][2]
         kept = [(t, q, q.nominal - (q.lending_limit or 0)) for t, q, _ in entries]
         if sum(k for _, _, k in kept) <= offer.guaranteed:
@@ -292,14 +327,19 @@ def borrowing_within_pool(p: Platform) -> Iterator[Diagnostic]:
     To satisfy it: lower `borrowingLimit` of that `spec.gpus` entry to at most the pool's
     maximum (`nodes` max x `gpusPerNode`, in the pool's unit) minus `nominal`, the number the
     hint gives; or let the pool grow: write its `spec.nodes` as `{min: N, max: M}` with a larger
-    `max` (an autoscaled pool). An entry without `borrowingLimit` is not checked.
+    `max` (an autoscaled pool). An entry without `borrowingLimit` is not checked, nor one on a
+    pool whose nominal quotas exceed it: quota-exceeds-pool's hint then names the borrowing limit
+    that fits the lowered nominal.
     """
+    over = _nominal_over(p)
     for team in p.teams.values():
         for quota in team.gpus:
             pool = p.pools.get(quota.pool)
             usable = pool is not None and mig_layout_usable(pool)
             offer = quota_offer(pool, quota) if pool is not None and usable else None
             if offer is None or quota.borrowing_limit is None:
+                continue
+            if (offer.pool, offer.resource) in over:  # quota-exceeds-pool's hint says it
                 continue
             if quota.nominal + quota.borrowing_limit > offer.maximum:
                 yield error(
@@ -320,13 +360,15 @@ def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
 
     To satisfy it: add a namespace on the pool's cluster to the team's `spec.namespaces`, with a
     purpose the pool serves, e.g. `- {name: vision-train, cluster: prod-east, purpose:
-    training}`; or move the quota to a pool on a cluster where the team has a namespace.
+    training}`; or move the quota to a pool on a cluster where the team has a namespace. A
+    pool on another cluster than the team's queue is pool-not-in-queue's, not this rule's.
     """
     for team in p.teams.values():
+        queue = p.queues.get(team.queue)
         for quota in team.gpus:
             pool = p.pools.get(quota.pool)
-            if pool is None:
-                continue
+            if pool is None or (queue is not None and queue.cluster != pool.cluster):
+                continue  # pool-not-in-queue: a namespace there would leave the queue's cluster
             if not any(ns.cluster == pool.cluster for ns in team.namespaces):
                 yield error(
                     "quota-needs-namespace",

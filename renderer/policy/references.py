@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 
 from renderer.findings.diagnostics import Diagnostic, PathKey
-from renderer.model.platform import GpuQuota, Namespace, Origin, Platform, Team
+from renderer.model.platform import GpuQuota, Namespace, Origin, Platform, Queue, Team
 from renderer.policy.rule import did_you_mean, error, rule
 
 
@@ -92,7 +92,9 @@ def team_pools_in_queue(p: Platform) -> Iterator[Diagnostic]:
 
     To satisfy it: add the pool to `spec.pools` of the team's queue file, move the quota to a
     pool the queue lists (the hint lists them), or set the team's `spec.queue` to the queue
-    that lists the pool.
+    that lists the pool. A pool of another cluster than the queue's cannot join it: move the
+    quota to a pool of the queue's cluster or remove the entry (a team whose work belongs on
+    the other cluster moves there whole: its `spec.queue` and every namespace's `cluster`).
     """
     for team in p.teams.values():
         queue = p.queues.get(team.queue)
@@ -104,8 +106,32 @@ def team_pools_in_queue(p: Platform) -> Iterator[Diagnostic]:
                     "pool-not-in-queue",
                     f"team '{team.name}' holds quota on pool '{quota.pool}', which queue '{queue.name}' does not list",
                     quota.origin.at("pool"),
-                    f"add '{quota.pool}' to {queue.origin.file} spec.pools, or use one of: {', '.join(queue.pools)}",
+                    _not_in_queue_hint(p, team, quota, queue),
                 )
+
+
+def _not_in_queue_hint(p: Platform, team: Team, quota: GpuQuota, queue: Queue) -> str:
+    """A change that, made, validates: a pool of another cluster cannot join the queue (a
+    queue lists only its own cluster's pools, and a team's namespaces sit on its queue's
+    cluster), so the quota moves to a pool of the queue the team holds none on yet, or goes."""
+    where = p.pools[quota.pool].cluster
+    if where == queue.cluster:
+        return f"add '{quota.pool}' to {queue.origin.file} spec.pools, or use one of: {', '.join(queue.pools)}"
+    held = {q.pool for q in team.gpus if q.profile is None}
+    free = [name for name in queue.pools if name not in held and name in p.pools]
+    free = (
+        [name for name in free if p.pools[name].sharing != "mig"] if quota.profile is None else free
+    )
+    move = (
+        f"move it to a pool of queue '{queue.name}' the team has no quota on yet ({', '.join(free)}) or "
+        if free
+        else ""
+    )
+    return (
+        f"pool '{quota.pool}' is on cluster '{where}', but the team's queue '{queue.name}' and "
+        f"namespaces are on '{queue.cluster}': {move}remove this gpus entry (quota on "
+        f"'{where}' needs the team's queue and namespaces there)"
+    )
 
 
 @rule("duplicate-quota")
