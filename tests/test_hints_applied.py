@@ -22,10 +22,10 @@ TABLE: list[dict[str, Any]] = YAML(typ="safe").load(CASES.read_text())
 @pytest.mark.parametrize("case", TABLE, ids=[c["name"] for c in TABLE])
 def test_hint_applied_validates(case: dict[str, Any], platform: Path, gpuplane) -> None:
     apply_edits(platform, case["file"], case["break"])
-    broken = [f for f in findings(gpuplane, platform) if f["severity"] == "error"]
+    broken = [f for f in findings(gpuplane, platform) if f["level"] == "error"]
     assert {f["rule"] for f in broken} - set(case.get("also", [])) == {case["rule"]}, broken
     hints = [f.get("hint") or "" for f in broken if f["rule"] == case["rule"]]
     assert all(case["says"] in hint for hint in hints), hints
     apply_edits(platform, case["file"], case["fix"])
-    errors = [f for f in findings(gpuplane, platform) if f["severity"] == "error"]
+    errors = [f for f in findings(gpuplane, platform) if f["level"] == "error"]
     assert errors == [], errors
