@@ -355,3 +355,10 @@ def test_base_sizes_reads_every_pool_file_of_the_base_commit(tmp_path: Path) -> 
     assert found is not None and found.unknown is None
     assert dict(found.sizes) == {"fixed": 3, "scaled": 5}
     assert found.unreadable == {"broken", "folder"}
+
+
+def test_a_one_node_pool_reads_as_one_node() -> None:
+    """English, not "(1 nodes)": the growth finding counts nodes with the right noun."""
+    from renderer.policy.capacity import _nodes
+
+    assert (_nodes(1), _nodes(2), _nodes(0)) == ("1 node", "2 nodes", "0 nodes")

@@ -115,14 +115,18 @@ def _hint(pool: Pool) -> str:
     )
 
 
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
+
+
 def _growth_finding(
     growth: Growth, cluster: Cluster, missing: list[str], day: datetime.date
 ) -> Diagnostic:
     pool = growth.pool
     grows = (
-        f"new pool {pool.name} ({pool.size} nodes)"
+        f"new pool {pool.name} ({_nodes(pool.size)})"
         if growth.base is None
-        else f"pool {pool.name} grows from {growth.base} to {pool.size} nodes"
+        else f"pool {pool.name} grows from {growth.base} to {_nodes(pool.size)}"
     )
     message = f"{grows} on {cluster.environment} cluster {cluster.name}: " + "; ".join(missing)
     severity = Severity.ERROR if cluster.production else Severity.WARNING
