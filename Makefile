@@ -14,8 +14,11 @@ STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
 .PHONY: help setup setup-dev render render-check test lint types check conformance bench clean
 
+# the target names bold only on a terminal, and never under NO_COLOR (https://no-color.org)
 help: ## Show the targets and what they do
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@if [ -t 1 ] && [ -z "$${NO_COLOR:-}" ]; then b='\033[1m' r='\033[0m'; else b= r=; fi; \
+	awk -v b="$$b" -v r="$$r" 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / \
+		{printf "  %s%-14s%s %s\n", b, $$1, r, $$2}' $(MAKEFILE_LIST)
 
 # `make render` installs what rendering needs; `make test` (and lint, types) add the dev tools
 # and PyTorch for the probes' tests. The stamps are redone when pyproject.toml changes.
