@@ -14,8 +14,9 @@ from renderer.cli.loading import (
     root_of,
     worker_stops_reported,
 )
-from renderer.cli.options import CRDS, FINDINGS_FORMAT, STRICT_SCHEMAS
+from renderer.cli.options import CRDS, FINDINGS_FORMAT, STRICT_SCHEMAS, UNCHECKED
 from renderer.cli.reporters import Findings, emit, progress
+from renderer.output.coverage import UncheckedView, unchecked_shown
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class RenderOptions:
     no_index: bool
     crds: tuple[Path, ...]
     strict_schemas: bool
+    unchecked: UncheckedView
     fmt: str
 
 
@@ -55,6 +57,7 @@ class RenderOptions:
 )
 @CRDS
 @STRICT_SCHEMAS
+@UNCHECKED
 @FINDINGS_FORMAT
 @click.pass_context
 def render(ctx: click.Context, /, **options: Any) -> None:
@@ -84,8 +87,11 @@ def render(ctx: click.Context, /, **options: Any) -> None:
             listing=on_disk,
             on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
         )
+    diagnostics = done.diagnostics
+    if asked.fmt == "text":
+        diagnostics = unchecked_shown(diagnostics, asked.unchecked)
     findings = Findings(
-        done.diagnostics, done.inputs, stale=done.stale, written=done.written, said=done.said
+        diagnostics, done.inputs, stale=done.stale, written=done.written, said=done.said
     )
     emit(findings, asked.fmt)
     ctx.exit(1 if done.failed or done.stale else 0)
