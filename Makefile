@@ -44,6 +44,14 @@ $(NCA)/bin/nca: tests/nca/requirements.txt
 	$(NCA)/bin/python -m pip install --quiet -r tests/nca/requirements.txt
 	@touch $@
 
+# Mermaid's own parser for tests/test_diagram.py (pinned in tests/mermaid/package-lock.json), where
+# npm is here; without it those tests skip (README.md, "Tools the tests drive")
+MERMAID := tests/mermaid/node_modules/.package-lock.json
+$(MERMAID): tests/mermaid/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix tests/mermaid --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm is not installed: the Mermaid diagram tests will skip (README.md)"; fi
+
 setup: $(BIN)/gpuplane ## Create .venv (if needed) with gpuplane and what rendering needs
 
 setup-dev: $(VENV)/.dev ## ... and what the tests, lint and types need (PyTorch for the probes)
@@ -54,7 +62,7 @@ render: setup ## Validate and render the platform in this folder into rendered/
 render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes nothing)
 	$(BIN)/gpuplane render --check $(STRICT_SCHEMAS)
 
-test: setup-dev $(NCA)/bin/nca ## Run the test suite
+test: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run the test suite
 	$(BIN)/python -m pytest -q
 
 lint: setup-dev ## ruff lint and format check

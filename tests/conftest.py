@@ -440,9 +440,31 @@ REQUIRE_TOOLS = "GPUPLANE_REQUIRE_TOOLS"
 tool fails the test instead of skipping it, so a broken install step cannot pass as green."""
 
 
+@dataclass(frozen=True)
+class Tool:
+    """A program some tests drive: the Debian package that brings it, and what skips without it.
+    README.md names each with its install command (tests/test_tools_named.py)."""
+
+    package: str
+    skips: str
+
+
+TOOLS = {
+    "promtool": Tool("prometheus", "the rendered alert and recording rules' checks and unit tests"),
+    "chromium": Tool("chromium", "opening the SVG pictures in a browser"),
+    "tesseract": Tool("tesseract-ocr", "reading the pictures' screenshots"),
+    "node": Tool("nodejs", "Mermaid's parser on the cluster READMEs' diagrams"),
+    "npm": Tool("npm", "installing Mermaid's parser into tests/mermaid"),
+    "kubectl": Tool("kubectl", "`kubectl kustomize` builds of rendered/ (needs kustomize v5)"),
+}
+"""Every program a test skips without: `require_tool` takes no other, and `make test` installs
+the rest itself (network-config-analyzer in build/nca, Mermaid's parser where npm is here)."""
+
+
 def require_tool(name: str, package: str) -> str:
     """The path of an external program a test drives, or a skip naming the Debian package that
     brings it (a failure where `GPUPLANE_REQUIRE_TOOLS=1`)."""
+    assert TOOLS[name].package == package, f"{name} is in TOOLS with another package"
     path = shutil.which(name)
     if path is not None:
         return path
