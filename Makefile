@@ -12,7 +12,7 @@ CRDS ?= $(wildcard ../shared/crds)
 export GPUPLANE_CRDS ?= $(CRDS)
 STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
-.PHONY: help setup setup-dev render render-check test lint types check conformance bench clean
+.PHONY: help setup setup-dev render render-check test test-all measure lint types check conformance bench clean
 
 # the target names bold only on a terminal, and never under NO_COLOR (https://no-color.org)
 help: ## Show the targets and what they do
@@ -62,7 +62,10 @@ render: setup ## Validate and render the platform in this folder into rendered/
 render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes nothing)
 	$(BIN)/gpuplane render --check $(STRICT_SCHEMAS)
 
-test: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run the test suite
+test: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run the fast tests: every stage, minutes (docs/testing.md)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run every test, the slow ones too (what CI runs)
 	$(BIN)/python -m pytest -q
 
 lint: setup-dev ## ruff lint and format check
@@ -72,13 +75,16 @@ lint: setup-dev ## ruff lint and format check
 types: setup-dev ## mypy --strict on renderer/
 	$(BIN)/mypy
 
-check: lint types test render-check ## Everything CI cares about: lint, types, tests, render --check
+check: lint types test-all render-check ## Everything CI cares about: lint, types, all tests, render --check
 
 conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on fit's admission engine
 	$(BIN)/python -m tests.kueue_conformance.report
 
 bench: setup-dev ## Time every stage and command at 1x/2x/4x a synthetic platform (fails on findings)
 	$(BIN)/python -m bench.run
+
+measure: ## Time the README's two commands on a fresh clone and write its figures (tools/measure.py)
+	$(PYTHON) -m tools.measure $(if $(NOTE),--note "$(NOTE)",)
 
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/out
