@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,9 @@ def timed(command: list[str], cwd: Path) -> tuple[float, str, int]:
 
 
 def size_mb(path: Path) -> int:
-    """Bytes of every file under `path` (links not followed), in MB (10^6), as `du -s --apparent`."""
-    total = sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-    return round(total / 1e6)
+    """The disk space under `path` in MiB, as `du -sh` prints it (what a newcomer checks)."""
+    done = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=True)
+    return round(int(done.stdout.split()[0]) / 1024)
 
 
 def outcomes(output: str) -> dict[str, int]:
@@ -165,7 +166,8 @@ def readme_block(data: dict[str, Any]) -> str:
             f"[docs/testing.md](docs/testing.md))."
         )
     lines.append(f"Measured by `python3 -m tools.measure` on this {where}.")
-    return "\n".join([START, *lines, END])
+    text = textwrap.fill(" ".join(lines), width=99, break_long_words=False, break_on_hyphens=False)
+    return "\n".join([START, text, END])
 
 
 def write_readme(data: dict[str, Any]) -> None:
