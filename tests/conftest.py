@@ -28,6 +28,20 @@ SHARED_CRDS = REPO.parent / "shared" / "crds"
 INPUT_FOLDERS = ("clusters", "pools", "teams", "queues")
 
 
+SLOW_MODULE = re.compile(r"^pytestmark = .*\bpytest\.mark\.slow\b", re.MULTILINE)
+"""A test module slow as a whole (docs/testing.md): `pytestmark = pytest.mark.slow` at its top."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` (`make test`) a module slow as a whole is not even imported: its
+    imports (PyTorch, transformers, hypothesis) cost seconds of every run's collection."""
+    if config.getoption("markexpr") != "not slow" or collection_path.suffix != ".py":
+        return None
+    if collection_path.name.startswith("test_") and SLOW_MODULE.search(collection_path.read_text()):
+        return True
+    return None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

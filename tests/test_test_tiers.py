@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SLOW_MODULE
 
 MAKEFILE = (REPO / "Makefile").read_text()
 CI = (REPO / ".ci" / "run").read_text()
-MODULE_SLOW = re.compile(r"^pytestmark = .*\bpytest\.mark\.slow\b", re.MULTILINE)
 
 
 def recipe(target: str) -> str:
@@ -55,5 +54,5 @@ def test_every_command_keeps_a_test_file_in_the_fast_tier() -> None:
         command, tests = row.split(" | ")[0], row.split(" | ")[-1]
         files = re.findall(r"\(\.\./tests/(test_\w+\.py)\)", tests)
         assert files, row
-        fast = [f for f in files if not MODULE_SLOW.search((REPO / "tests" / f).read_text())]
+        fast = [f for f in files if not SLOW_MODULE.search((REPO / "tests" / f).read_text())]
         assert fast, f"{command}: every test file is marked slow: {files}"
