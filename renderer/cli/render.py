@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,7 +16,9 @@ from renderer.cli.loading import (
 )
 from renderer.cli.options import CRDS, FINDINGS_FORMAT, STRICT_SCHEMAS, UNCHECKED
 from renderer.cli.reporters import Findings, emit, progress
-from renderer.output.coverage import UncheckedView, unchecked_shown
+
+if TYPE_CHECKING:
+    from renderer.output.coverage import UncheckedView
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ def render(ctx: click.Context, /, **options: Any) -> None:
             listing=on_disk,
             on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
         )
+    from renderer.output.coverage import unchecked_shown
+
     diagnostics = done.diagnostics
     if asked.fmt == "text":
         diagnostics = unchecked_shown(diagnostics, asked.unchecked)
