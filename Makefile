@@ -12,10 +12,13 @@ CRDS ?= $(wildcard ../shared/crds)
 export GPUPLANE_CRDS ?= $(CRDS)
 STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
-.PHONY: help setup setup-dev render render-check test lint types check conformance bench clean
+.PHONY: help setup setup-dev render render-check test test-all measure lint types check conformance bench clean
 
+# the target names bold only on a terminal, and never under NO_COLOR (https://no-color.org)
 help: ## Show the targets and what they do
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@if [ -t 1 ] && [ -z "$${NO_COLOR:-}" ]; then b='\033[1m' r='\033[0m'; else b= r=; fi; \
+	awk -v b="$$b" -v r="$$r" 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / \
+		{printf "  %s%-14s%s %s\n", b, $$1, r, $$2}' $(MAKEFILE_LIST)
 
 # `make render` installs what rendering needs; `make test` (and lint, types) add the dev tools
 # and PyTorch for the probes' tests. The stamps are redone when pyproject.toml changes.
@@ -41,6 +44,14 @@ $(NCA)/bin/nca: tests/nca/requirements.txt
 	$(NCA)/bin/python -m pip install --quiet -r tests/nca/requirements.txt
 	@touch $@
 
+# Mermaid's own parser for tests/test_diagram.py (pinned in tests/mermaid/package-lock.json), where
+# npm is here; without it those tests skip (README.md, "Tools the tests drive")
+MERMAID := tests/mermaid/node_modules/.package-lock.json
+$(MERMAID): tests/mermaid/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --prefix tests/mermaid --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm is not installed: the Mermaid diagram tests will skip (README.md)"; fi
+
 setup: $(BIN)/gpuplane ## Create .venv (if needed) with gpuplane and what rendering needs
 
 setup-dev: $(VENV)/.dev ## ... and what the tests, lint and types need (PyTorch for the probes)
@@ -51,7 +62,10 @@ render: setup ## Validate and render the platform in this folder into rendered/
 render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes nothing)
 	$(BIN)/gpuplane render --check $(STRICT_SCHEMAS)
 
-test: setup-dev $(NCA)/bin/nca ## Run the test suite
+test: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run the fast tests: every stage, minutes (docs/testing.md)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run every test, the slow ones too (what CI runs)
 	$(BIN)/python -m pytest -q
 
 lint: setup-dev ## ruff lint and format check
@@ -61,13 +75,16 @@ lint: setup-dev ## ruff lint and format check
 types: setup-dev ## mypy --strict on renderer/
 	$(BIN)/mypy
 
-check: lint types test render-check ## Everything CI cares about: lint, types, tests, render --check
+check: lint types test-all render-check ## Everything CI cares about: lint, types, all tests, render --check
 
 conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on fit's admission engine
 	$(BIN)/python -m tests.kueue_conformance.report
 
 bench: setup-dev ## Time every stage and command at 1x/2x/4x a synthetic platform (fails on findings)
 	$(BIN)/python -m bench.run
+
+measure: ## Time the README's two commands on a fresh clone and write its figures (tools/measure.py)
+	$(PYTHON) -m tools.measure $(if $(NOTE),--note "$(NOTE)",)
 
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache bench/out

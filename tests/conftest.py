@@ -28,6 +28,20 @@ SHARED_CRDS = REPO.parent / "shared" / "crds"
 INPUT_FOLDERS = ("clusters", "pools", "teams", "queues")
 
 
+SLOW_MODULE = re.compile(r"^pytestmark = .*\bpytest\.mark\.slow\b", re.MULTILINE)
+"""A test module slow as a whole (docs/testing.md): `pytestmark = pytest.mark.slow` at its top."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m "not slow"` (`make test`) a module slow as a whole is not even imported: its
+    imports (PyTorch, transformers, hypothesis) cost seconds of every run's collection."""
+    if config.getoption("markexpr") != "not slow" or collection_path.suffix != ".py":
+        return None
+    if collection_path.name.startswith("test_") and SLOW_MODULE.search(collection_path.read_text()):
+        return True
+    return None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
@@ -440,9 +454,31 @@ REQUIRE_TOOLS = "GPUPLANE_REQUIRE_TOOLS"
 tool fails the test instead of skipping it, so a broken install step cannot pass as green."""
 
 
+@dataclass(frozen=True)
+class Tool:
+    """A program some tests drive: the Debian package that brings it, and what skips without it.
+    README.md names each with its install command (tests/test_tools_named.py)."""
+
+    package: str
+    skips: str
+
+
+TOOLS = {
+    "promtool": Tool("prometheus", "the rendered alert and recording rules' checks and unit tests"),
+    "chromium": Tool("chromium", "opening the SVG pictures in a browser"),
+    "tesseract": Tool("tesseract-ocr", "reading the pictures' screenshots"),
+    "node": Tool("nodejs", "Mermaid's parser on the cluster READMEs' diagrams"),
+    "npm": Tool("npm", "installing Mermaid's parser into tests/mermaid"),
+    "kubectl": Tool("kubectl", "`kubectl kustomize` builds of rendered/ (needs kustomize v5)"),
+}
+"""Every program a test skips without: `require_tool` takes no other, and `make test` installs
+the rest itself (network-config-analyzer in build/nca, Mermaid's parser where npm is here)."""
+
+
 def require_tool(name: str, package: str) -> str:
     """The path of an external program a test drives, or a skip naming the Debian package that
     brings it (a failure where `GPUPLANE_REQUIRE_TOOLS=1`)."""
+    assert TOOLS[name].package == package, f"{name} is in TOOLS with another package"
     path = shutil.which(name)
     if path is not None:
         return path

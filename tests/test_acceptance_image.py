@@ -263,6 +263,7 @@ def test_the_probe_package_lies_where_the_init_containers_copy_it_from(
     )
 
 
+@pytest.mark.slow
 def test_the_inference_server_serves_the_staged_sample_model(
     suite_jobs: list[list[dict[str, Any]]],
 ) -> None:
@@ -515,6 +516,7 @@ def test_the_tokenizer_maps_each_byte_to_its_own_id() -> None:
     assert symbols[ord("A")] == "A" and symbols[ord(" ")] == "\u0120"  # GPT-2's byte alphabet
 
 
+@pytest.mark.slow
 def test_the_model_loads_and_generates_with_transformers(written: Path) -> None:
     """The model and tokenizer load as Hugging Face's own classes (what vLLM builds on) and
     generate tokens."""

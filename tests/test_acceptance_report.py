@@ -729,6 +729,7 @@ def _probe(tmp_path: Path, probe: str, *args: str, pool: str = "h100-train") -> 
     return out
 
 
+@pytest.mark.slow
 def test_results_of_the_real_probes_are_judged(gpuplane: Run, tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     _probe(tmp_path, "storage", "--path", str(scratch), "--bytes", "8M", "--block-bytes", "1M")
@@ -753,6 +754,7 @@ def test_results_of_the_real_probes_are_judged(gpuplane: Run, tmp_path: Path) ->
     shutil.rmtree(scratch, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_real_checkpoint_is_judged_on_its_resume(gpuplane: Run, tmp_path: Path) -> None:
     common = ("--megabytes", "1", "--device", "cpu", "--path", str(tmp_path / "scratch"))
     _probe(tmp_path, "checkpoint", *common)

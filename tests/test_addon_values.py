@@ -297,6 +297,7 @@ def of_chart(every_values: list[ChartValues], chart: str) -> list[ChartValues]:
     return found
 
 
+@pytest.mark.slow
 def test_opencost_prices_nodes_with_the_csv_provider_from_the_mounted_pricing_file(
     every_values: list[ChartValues],
 ) -> None:

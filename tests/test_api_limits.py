@@ -369,6 +369,7 @@ def test_the_largest_amounts_a_team_may_write_render_within_range(tmp_path: Path
     shutil.rmtree(root)
 
 
+@pytest.mark.slow
 def test_the_largest_amounts_plan_and_diff(tmp_path: Path) -> None:
     """`plan` and `diff` (every format) read the largest amounts as they are, no traceback."""
     attempt = Attempt.on_example(tmp_path / "repo")

@@ -17,6 +17,8 @@ from bench import run
 from bench.generate import generate_platform
 from tests.conftest import SHARED_CRDS
 
+pytestmark = pytest.mark.slow
+
 TINY = ["--teams", "3", "--clusters", "1", "--pools-per-cluster", "4", "--repeat", "1"]
 
 

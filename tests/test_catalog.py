@@ -365,6 +365,7 @@ def _fits_by_scanning(counts: dict[tuple[int, int], int]) -> bool:
     return scan(0, dict(counts))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["a100-80gb", "h200-141gb"])
 def test_placement_agrees_with_an_independent_search(key: str) -> None:
     acc = _cat(key)

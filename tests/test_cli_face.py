@@ -66,6 +66,7 @@ def test_validate_does_not_import_hera_or_rich() -> None:
     assert json.loads(loaded) == []
 
 
+@pytest.mark.slow
 def test_load_every_rule_knows_every_rule() -> None:
     """`explain` and SARIF list a rule only once its module is imported; `load_every_rule` must
     reach as many as importing every module of the engine does."""

@@ -71,6 +71,7 @@ def test_hostile_window_text_is_inert_in_the_svg(gpuplane: Run, root: Path, tmp_
     assert "\x1b" not in title and "\\x1b[2J" in title
 
 
+@pytest.mark.slow
 def test_the_browser_shows_title_and_teams(gpuplane: Run, root: Path, tmp_path: Path) -> None:
     chromium = require_tool("chromium", "chromium")
     tesseract = require_tool("tesseract", "tesseract-ocr")

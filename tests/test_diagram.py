@@ -273,6 +273,7 @@ def _mermaid_parse(tmp_path: Path, texts: dict[str, str]) -> dict[str, Any]:
     return {Path(r["file"]).stem: r for r in results}
 
 
+@pytest.mark.slow
 def test_mermaids_own_parser_reads_every_form_and_hostile_text_inert(tmp_path: Path) -> None:
     views = _views()
     hostile = Drawing(
@@ -437,6 +438,7 @@ def test_hostile_text_stays_text_in_svg() -> None:
     assert '"] --> y[<script>' in joined
 
 
+@pytest.mark.slow
 def test_the_example_platform_in_a_real_browser(tmp_path: Path) -> None:
     chromium = require_tool("chromium", "chromium")
     tesseract = require_tool("tesseract", "tesseract-ocr")

@@ -79,6 +79,7 @@ def test_a_resized_pool_without_evidence_says_so(repo: Path, gpuplane: Any) -> N
     assert resized["details"] == ["evidence: none (acceptance/prod-east/h100-train.yaml)"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("until", "high"), [("2026-04-30", True), ("2026-03-20", False), ("2026-03-15", False)]
 )

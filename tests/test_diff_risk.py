@@ -169,6 +169,7 @@ def test_a_reserved_namespace_released_is_high(repo: Path, gpuplane: Any) -> Non
     assert f["risk"] == "high" and f["cluster"] == "prod-east"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "namespace", ["argocd", "gpu-operator", "kube-system", "vision-vault", "kube-x", "cert-manager"]
 )

@@ -55,6 +55,7 @@ SECOND = """        - name: chat-next
 CHAT_END = "          autoscaling: {signal: queue-depth, target: 4}\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "clash"),
     [

@@ -386,6 +386,7 @@ def test_every_input_schema_compiles_for_jsonschema_rs() -> None:
         assert input_schema.schema_for(kind).fast is not None, kind
 
 
+@pytest.mark.slow
 def test_the_compiled_check_agrees_with_jsonschema_on_every_input_file() -> None:
     documents = input_documents()
     assert len(documents) >= 40
@@ -404,6 +405,7 @@ def test_the_compiled_check_agrees_with_jsonschema_on_every_input_file() -> None
     assert sum(refused.values()) < sum(counts.values())
 
 
+@pytest.mark.slow
 def test_input_findings_are_those_of_jsonschema_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """check_document's findings, positions and words, are what jsonschema alone finds."""
     documents = input_documents()

@@ -56,6 +56,8 @@ from ruamel.yaml import YAML
 from renderer.cli import main
 from tests.conftest import example_at_kubernetes
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO.parent / "shared" / "reference"
 WORKLOADS = REFERENCE / "workloads"

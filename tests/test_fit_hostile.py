@@ -259,6 +259,7 @@ def test_nesting_past_64_levels_is_refused(
     assert "nesting deeper than 64 levels" in reasons_of(result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "nested",
     ["[" * 50_000 + "]" * 50_000, "[{a: " * 20_000 + "1" + "}]" * 20_000, "- " * 50_000 + "x"],
@@ -580,6 +581,7 @@ def test_a_wrong_typed_pod_template_label_map_is_an_error_not_a_traceback(
     assert "spec.headGroupSpec.template.metadata.labels must be a mapping" in reasons_of(result)
 
 
+@pytest.mark.slow
 def test_more_list_items_than_the_cel_engine_iterates_is_no_refusal(
     platform: Platform, write: Callable[..., Path]
 ) -> None:
@@ -938,6 +940,7 @@ def test_text_has_one_block_per_workload_and_lists_what_it_ignored(
         assert block.splitlines()[0].split(": ")[1] == FITS
 
 
+@pytest.mark.slow
 def test_output_is_the_same_bytes_whatever_the_hash_seed(
     write: Callable[..., Path], tmp_path: Path
 ) -> None:
@@ -1012,6 +1015,7 @@ HOSTILE_SNAPSHOTS: dict[str, str | bytes] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE_SNAPSHOTS))
 def test_a_hostile_snapshot_is_an_error_naming_why_never_a_traceback(
     write: Callable[..., Path], name: str

@@ -358,6 +358,7 @@ def _by_spellings(prefix: Prefix, image: str) -> bool:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", PREFIXES)
 def test_the_expressions_allow_exactly_what_the_prefix_allows(text: str) -> None:
     prefix = parse_prefix(text)

@@ -219,6 +219,7 @@ def test_yaml_round_trips_every_hostile_string_as_a_string(dumper: Any) -> None:
     assert dump(values, PythonDumper) == dump(values, CDumper)  # the same bytes either way
 
 
+@pytest.mark.slow
 def test_every_code_point_that_needs_escapes_is_double_quoted() -> None:
     """The quick whole-string check picks the same strings as asking of each character: a line
     break other than `\\n` (NEL, LS, PS), a byte order mark, or anything not printable but a
@@ -317,6 +318,7 @@ def _run(root: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+@pytest.mark.slow
 def test_hostile_free_text_is_accepted_and_inert_in_every_output(hostile: Path) -> None:
     outputs: dict[str, str] = {}
     code, outputs["validate"] = _run(hostile, "validate")

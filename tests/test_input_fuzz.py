@@ -42,6 +42,8 @@ from renderer.output.manifest import Manifest
 from renderer.pipeline import import_layers, load_platform, render_cluster
 from tests.conftest import REPO, copy_inputs
 
+pytestmark = pytest.mark.slow
+
 FILES = {
     "Team": ("teams/llm.yaml",),
     "Pool": (

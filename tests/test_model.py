@@ -37,6 +37,7 @@ def test_every_object_knows_its_source() -> None:
     assert quota.pool == "h100-train"
 
 
+@pytest.mark.slow
 def test_c_and_python_yaml_emitters_agree_on_every_rendered_file() -> None:
     """The writer uses gpuplane's emitter, which must write PyYAML's bytes (without handing the
     file to PyYAML); libyaml's and the pure-Python emitter must agree with it, so output does not

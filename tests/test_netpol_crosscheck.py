@@ -60,6 +60,8 @@ from tests.test_serving_traffic import (
     _matches,
 )
 
+pytestmark = pytest.mark.slow
+
 ENDPOINT = "gpuplane.dev/endpoint"
 NCA = Path(os.environ.get("GPUPLANE_NCA", REPO / "build" / "nca" / "bin" / "nca"))
 POD_RANGE = ipaddress.ip_network("100.64.0.0/16")

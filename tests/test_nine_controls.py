@@ -28,6 +28,8 @@ from renderer.pipeline import Rendered, render_platform
 from tests.admission_cel import evaluate, kueue_webhook
 from tests.conftest import REPO, copy_inputs
 
+pytestmark = pytest.mark.slow
+
 TEAM_LABEL = "gpuplane.dev/team"
 COST_LABEL = "gpuplane.dev/cost-center"
 GUARDED_WRITES = ("create", "update", "patch", "delete", "deletecollection", "*")

@@ -580,6 +580,7 @@ def test_a_node_lost_under_gpu_pods_pages_their_team_after_5_minutes(
     )
 
 
+@pytest.mark.slow
 def test_a_failed_run_that_burned_more_than_the_pools_gpu_hours_pages_its_team(
     prod: tuple[list[Path], list[str]], pools: dict[str, Pool], tmp_path: Path
 ) -> None:

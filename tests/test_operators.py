@@ -120,6 +120,7 @@ def _applications(cluster: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cluster", ["prod-east", "staging-west"])
 def test_every_rendered_kind_is_served_by_a_pinned_application_of_its_cluster(cluster: str) -> None:
     """Issue 30's "done when", read from the committed tree as Argo CD would apply it."""

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow
+
 PASSING = REPO / "tests" / "cases" / "acceptance" / "passing"
 
 

@@ -455,6 +455,7 @@ def test_every_rule_explains_itself(gpuplane) -> None:
         assert len(doc.text.split()) >= 8, f"{doc.id} explains too little"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("rule", "file", "old", "new"), CASES, ids=[f"{c[0]}:{c[1]}" for c in CASES]
 )

@@ -35,6 +35,7 @@ def test_an_unknown_or_ambiguous_device_has_no_catalog_figures() -> None:
     assert probe_figures.accelerator_of("NVIDIA H100") is None  # two H100s, no memory to tell
 
 
+@pytest.mark.slow
 def test_the_table_is_what_the_results_say(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

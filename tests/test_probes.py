@@ -46,6 +46,8 @@ from workflows.probes.staging import run_staging
 from workflows.probes.storage import StorageSettings, run_storage
 from workflows.probes.training import TrainingSettings, run_training
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas" / "results"
 SCHEMA_NAMES = ["result", *PROBES]

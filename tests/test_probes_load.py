@@ -20,6 +20,8 @@ from workflows.probes.checkpoint import CheckpointSettings, run_checkpoint
 from workflows.probes.staging import run_staging
 from workflows.probes.storage import StorageSettings, run_storage
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 KIB = 1024
 

@@ -26,6 +26,8 @@ from workflows.probes.nodes import (
     run_nodes,
 )
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas" / "results"
 SMALL = NodesSettings(

@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from renderer.model.capacity import pool_offers
 from renderer.model.queue_plans import CPU, MEMORY, cluster_queues, team_cohorts
 from renderer.model.view import ClusterView
 from renderer.pipeline import load_platform
+
+pytestmark = pytest.mark.slow
 
 QUOTA_RULES = {
     "quota-exceeds-pool",

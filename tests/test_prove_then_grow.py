@@ -60,6 +60,7 @@ def _grow(root: Path, before: int, after: int) -> None:
     edit_once(root / POOL, f"  nodes: {before}\n", f"  nodes: {after}\n")
 
 
+@pytest.mark.slow
 def test_a_pool_grows_only_once_a_gpu_run_is_recorded(
     repo: Path, tmp_path: Path, gpuplane: Any
 ) -> None:

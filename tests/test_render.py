@@ -250,6 +250,7 @@ a set of CRDs", kubernetes-sigs/gateway-api; its Inference Extension), unknown t
 kubernetes-validate's built-in schemas."""
 
 
+@pytest.mark.slow
 def test_every_committed_object_passes_kubernetes_validate_itself() -> None:
     """A cross-check with kubernetes-validate's own (slow, uncached) entry point, independent of
     the engine's compiled validators. It knows built-in kinds only; custom kinds (Kueue's) are
@@ -271,6 +272,7 @@ def test_every_committed_object_passes_kubernetes_validate_itself() -> None:
     assert checked > 100
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not kubectl_with_kustomize_v5(), reason="kubectl with kustomize v5 is not installed"
 )

@@ -228,6 +228,7 @@ def test_every_example_namespace_is_on_its_queues_cluster() -> None:
 # --- IdP group names ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("group", "problem"),
     [

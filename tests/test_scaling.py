@@ -32,6 +32,8 @@ from renderer.pipeline import load_platform, render_cluster
 from renderer.policy.check import check_policy
 from tests.conftest import REPO, SHARED_CRDS
 
+pytestmark = pytest.mark.slow
+
 SIZES = (12, 24, 48)
 """Teams per platform: the exponent is measured between the last two."""
 CLUSTERS = 2

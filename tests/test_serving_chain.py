@@ -34,6 +34,8 @@ from tests.conftest import REPO
 from tests.netpol import Cluster, Pod, selects
 from tests.test_serving_traffic import PROMETHEUS, Example, _gateway_proxy, _host_matches
 
+pytestmark = pytest.mark.slow
+
 ENDPOINT = "gpuplane.dev/endpoint"
 
 

@@ -43,6 +43,8 @@ from renderer.pipeline import load_platform
 from tests.conftest import REPO
 from tests.test_observability_rules import fires, silent, unit_test, write_rules
 
+pytestmark = pytest.mark.slow
+
 # --- the servers' metric names ---------------------------------------------------------------
 
 

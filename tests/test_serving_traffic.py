@@ -31,6 +31,8 @@ import yaml
 from tests.conftest import REPO
 from tests.netpol import Cluster, External, Pod, selects
 
+pytestmark = pytest.mark.slow
+
 RENDERED = REPO / "rendered"
 NAME = "kubernetes.io/metadata.name"
 

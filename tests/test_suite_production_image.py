@@ -40,6 +40,8 @@ from workflows.probes import preflight
 from workflows.suites import placement, scripts, settings, workflow_templates
 from workflows.suites.program import acceptance_steps
 
+pytestmark = pytest.mark.slow
+
 TORCH_PROBES = {"training", "allreduce", "checkpoint", "nodes"}
 """The subcommands of `python -m workflows.probes` that import torch (their modules do)."""
 SUITE_IMAGE = "{{inputs.parameters.image}}"

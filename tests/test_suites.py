@@ -1047,6 +1047,7 @@ def test_the_runner_prints_each_result_on_one_line(tmp_path: Path) -> None:
     assert results(done.stdout) == {"storage": {"probe": "storage", "ok": True}}
 
 
+@pytest.mark.slow
 def test_the_runner_restores_in_the_replacement_pod(tmp_path: Path) -> None:
     """Step 5 on real probes: checkpoint's write phase in the first pod, which then waits to be
     deleted; its replacement restores what it wrote, resumes training from it and prints the

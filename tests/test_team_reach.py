@@ -152,6 +152,7 @@ ATTACKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_more_purposes_never_widen_a_teams_reach(attack: str, tmp_path: Path) -> None:
     """A hostile team lead adds namespaces of other purposes to get more ClusterQueues, each

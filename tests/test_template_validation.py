@@ -109,6 +109,7 @@ def test_a_crd_rule_a_template_breaks_is_an_output_cel_finding(
     assert all("ManagedBy must be" in d.message for d in found)
 
 
+@pytest.mark.slow
 def test_a_template_kind_no_crd_checks_is_reported_as_unchecked(platform: Any) -> None:
     """Without CRDs the JobSet, RayJob and TrainJob templates are unchecked, as an applied
     custom object would be: a warning, an error with --strict-schemas."""

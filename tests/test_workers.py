@@ -195,6 +195,7 @@ def _gpuplane_with_a_worker_killed(victim: str, root: Path) -> subprocess.Comple
     )
 
 
+@pytest.mark.slow
 def test_render_reports_a_cluster_worker_killed_for_memory(platform: Path) -> None:
     found = _gpuplane_with_a_worker_killed("_render_one:staging-west", platform)
     assert found.returncode == 1, found.stderr
@@ -205,6 +206,7 @@ def test_render_reports_a_cluster_worker_killed_for_memory(platform: Path) -> No
     )
 
 
+@pytest.mark.slow
 def test_render_reports_a_loading_worker_killed_for_memory(tmp_path: Path) -> None:
     # enough input files to load them in workers (render.PARALLEL_LOAD_FROM)
     generate_platform(tmp_path, clusters=2, pools_per_cluster=1, teams=240)
@@ -235,6 +237,7 @@ cli.run()
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_render_and_its_workers_with_one_line(platform: Path, tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -321,6 +324,7 @@ def _assert_reaped(pids: list[int]) -> None:
     assert not left, f"workers {left} were left behind"
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_workers_start_stops_every_one_of_them(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -232,6 +232,7 @@ def test_every_template_validates_against_its_schema(case: Any, validator: Outpu
     assert checked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", KUEUE_PLATFORMS)
 def test_gpuplane_fit_admits_every_template(name: str, tmp_path: Path) -> None:
     platform = _platform(PLATFORMS[name])

@@ -36,7 +36,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 CACHE = Path(tempfile.gettempdir()) / "gpuplane-same-cache"
-INPUTS = ("clusters", "pools", "queues", "teams", "gpuplane.yaml", ".gpuplane", ".github", "schemas", "images")
+INPUTS = (
+    "clusters",
+    "pools",
+    "queues",
+    "teams",
+    "gpuplane.yaml",
+    ".gpuplane",
+    ".github",
+    "schemas",
+    "images",
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,9 @@ def platform_cases() -> Iterator[Case]:
     for name, folder in platforms():
         for fmt in formats:
             yield Case(f"{name}: validate {fmt}", ("validate", "--format", fmt), folder)
-            yield Case(f"{name}: render --check {fmt}", ("render", "--check", "--format", fmt), folder)
+            yield Case(
+                f"{name}: render --check {fmt}", ("render", "--check", "--format", fmt), folder
+            )
         yield Case(f"{name}: render", ("render",), folder)
         yield Case(f"{name}: render json", ("render", "--format", "json"), folder)
         for fmt in ("text", "json", "markdown"):
@@ -107,14 +119,21 @@ def fit_cases() -> Iterator[Case]:
         label = job.relative_to(job.parents[1])
         for fmt in ("text", "json"):
             yield Case(f"fit {label} {fmt}", ("fit", str(job), "--format", fmt), REPO)
-    yield Case("fit namespace", ("fit", str(REPO / "tests/cases/fit/jobset.yaml"), "--namespace", "nope"), REPO)
+    yield Case(
+        "fit namespace",
+        ("fit", str(REPO / "tests/cases/fit/jobset.yaml"), "--namespace", "nope"),
+        REPO,
+    )
 
 
 def other_cases() -> Iterator[Case]:
     yield Case("explain --list", ("explain", "--list"), None)
     rules = subprocess.run(
         [sys.executable, "-m", "renderer", "explain", "--list"],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
     ).stdout
     for line in rules.splitlines():
         rule = line.split(" ", 1)[0].strip()
@@ -126,9 +145,13 @@ def other_cases() -> Iterator[Case]:
         yield Case(f"new {kind} bad", ("new", kind, "Bad_Name"), REPO)
     for fmt in ("text", "markdown", "json"):
         yield Case(f"diff {fmt}", ("diff", "--base", "HEAD", "--format", fmt), REPO, git=True)
-        yield Case(f"cost {fmt}", ("cost", str(REPO / "tests/cost/worked.csv"), "--format", fmt), REPO)
+        yield Case(
+            f"cost {fmt}", ("cost", str(REPO / "tests/cost/worked.csv"), "--format", fmt), REPO
+        )
     yield Case("validate --base", ("validate", "--base", "HEAD"), REPO, git=True)
-    yield Case("validate --base json", ("validate", "--base", "HEAD", "--format", "json"), REPO, git=True)
+    yield Case(
+        "validate --base json", ("validate", "--base", "HEAD", "--format", "json"), REPO, git=True
+    )
     yield Case("cost --query", ("cost", "--query", "30d"), REPO)
     yield Case("schemas list", ("schemas", "list"), REPO)
     yield Case("schemas list json", ("schemas", "list", "--format", "json"), REPO)
@@ -188,7 +211,11 @@ def run(case: Case, tree: Path, scratch: Path) -> tuple[int, str, str, dict[str,
         env.pop("GPUPLANE_CRDS", None)
     done = subprocess.run(
         [sys.executable, "-m", "renderer", *case.argv],
-        capture_output=True, cwd=scratch, env=env, check=False, timeout=600,
+        capture_output=True,
+        cwd=scratch,
+        env=env,
+        check=False,
+        timeout=600,
     )
     return done.returncode, done.stdout.decode(), done.stderr.decode(), snapshot(scratch)
 
@@ -225,7 +252,9 @@ def compare(case: Case, old: Path, new: Path | None, scratch: Path) -> str | Non
                 changed = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
                 parts.append(f"files differ: {changed[:5]}")
             elif isinstance(x, str):
-                diff = difflib.unified_diff(x.splitlines(), y.splitlines(), "old", "new", lineterm="", n=1)
+                diff = difflib.unified_diff(
+                    x.splitlines(), y.splitlines(), "old", "new", lineterm="", n=1
+                )
                 parts.append(f"{what}:\n" + "\n".join(list(diff)[:20]))
             else:
                 parts.append(f"{what}: {x} -> {y}")
@@ -238,7 +267,9 @@ def old_tree(base: str) -> Path:
     ).stdout.strip()
     where = Path(tempfile.gettempdir()) / f"gpuplane-old-{sha}"
     if not where.exists():
-        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(where), sha], cwd=REPO, check=True)
+        subprocess.run(
+            ["git", "worktree", "add", "-q", "--detach", str(where), sha], cwd=REPO, check=True
+        )
     return where
 
 
@@ -252,7 +283,11 @@ def main() -> int:
     old = old_tree(args.base)
     cases = [c for c in all_cases() if args.only in c.name]
     # one scratch folder per checkout and case, the same on both sides and on every run
-    root = Path(tempfile.gettempdir()) / "gpuplane-same" / hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    root = (
+        Path(tempfile.gettempdir())
+        / "gpuplane-same"
+        / hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    )
 
     def one(case: Case) -> str | None:
         folder = hashlib.sha256(case.name.encode()).hexdigest()[:16]
@@ -263,7 +298,9 @@ def main() -> int:
     differing = [r for r in results if r]
     for report in differing:
         print(report, end="\n\n")
-    print(f"same behaviour: {len(cases) - len(differing)}/{len(cases)} runs identical (base {args.base})")
+    print(
+        f"same behaviour: {len(cases) - len(differing)}/{len(cases)} runs identical (base {args.base})"
+    )
     shutil.rmtree(root, ignore_errors=True)
     return 1 if differing else 0
 

@@ -52,3 +52,14 @@ STRICT_SCHEMAS = click.option(
     is_flag=True,
     help="Make a custom kind with no schema to check it an error, not a warning (for CI).",
 )
+
+UNCHECKED = click.option(
+    "--unchecked",
+    type=click.Choice(["summary", "list", "hide"]),
+    default="summary",
+    show_default=True,
+    envvar="GPUPLANE_UNCHECKED",
+    help="How the text report shows the custom kinds no CRD checked (warnings without "
+    "--strict-schemas): one summary line, one finding per kind with its hint, or nothing. "
+    "Errors and the tool formats always list every kind.",
+)

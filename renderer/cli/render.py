@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,8 +14,11 @@ from renderer.cli.loading import (
     root_of,
     worker_stops_reported,
 )
-from renderer.cli.options import CRDS, FINDINGS_FORMAT, STRICT_SCHEMAS
+from renderer.cli.options import CRDS, FINDINGS_FORMAT, STRICT_SCHEMAS, UNCHECKED
 from renderer.cli.reporters import Findings, emit, progress
+
+if TYPE_CHECKING:
+    from renderer.output.coverage import UncheckedView
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class RenderOptions:
     no_index: bool
     crds: tuple[Path, ...]
     strict_schemas: bool
+    unchecked: UncheckedView
     fmt: str
 
 
@@ -55,6 +59,7 @@ class RenderOptions:
 )
 @CRDS
 @STRICT_SCHEMAS
+@UNCHECKED
 @FINDINGS_FORMAT
 @click.pass_context
 def render(ctx: click.Context, /, **options: Any) -> None:
@@ -84,8 +89,13 @@ def render(ctx: click.Context, /, **options: Any) -> None:
             listing=on_disk,
             on_cluster=lambda name: step(f"rendered and checked cluster {name}"),
         )
+    from renderer.output.coverage import unchecked_shown
+
+    diagnostics = done.diagnostics
+    if asked.fmt == "text":
+        diagnostics = unchecked_shown(diagnostics, asked.unchecked)
     findings = Findings(
-        done.diagnostics, done.inputs, stale=done.stale, written=done.written, said=done.said
+        diagnostics, done.inputs, stale=done.stale, written=done.written, said=done.said
     )
     emit(findings, asked.fmt)
     ctx.exit(1 if done.failed or done.stale else 0)

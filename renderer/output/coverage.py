@@ -9,8 +9,10 @@ its finding on the `version:` line that pins it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from renderer.findings.diagnostics import Diagnostic, Location, Severity
 from renderer.findings.rules import document_rule
@@ -121,3 +123,44 @@ def coverage_findings(objects: Sequence[UncheckedObject], *, strict: bool) -> li
             )
         )
     return found
+
+
+UncheckedView = Literal["summary", "list", "hide"]
+"""How `render` shows the schema-unchecked warnings in text: one summary line (the default),
+every kind with its hint, or none (the count stays in JSON, SARIF and the other tool formats)."""
+
+_UNCHECKED = re.compile(r"^\S+ \S+: (\d+) objects? on .*? no CRD of (.+?) \(")
+
+
+def unchecked_shown(diagnostics: Sequence[Diagnostic], view: UncheckedView) -> list[Diagnostic]:
+    """The findings with the schema-unchecked *warnings* collapsed into one (`summary`), kept
+    (`list`) or left out (`hide`). Errors (`--strict-schemas`) are always listed one by one: a
+    failing run says exactly which kinds failed it."""
+    if view == "list":
+        return list(diagnostics)
+    unchecked = [
+        d for d in diagnostics if d.rule == "schema-unchecked" and d.severity is Severity.WARNING
+    ]
+    rest = [d for d in diagnostics if not any(d is u for u in unchecked)]
+    if view == "hide" or not unchecked:
+        return rest
+    objects = 0
+    releases: set[str] = set()
+    for d in unchecked:
+        match = _UNCHECKED.match(d.message)
+        if match:
+            objects += int(match.group(1))
+            releases.add(match.group(2))
+    kinds = "1 custom kind" if len(unchecked) == 1 else f"{len(unchecked)} custom kinds"
+    summary = Diagnostic(
+        "schema-unchecked",
+        f"{kinds} ({objects} objects) not schema-checked: no CRDs of "
+        f"{', '.join(sorted(releases, key=str.lower))}",
+        Location(unchecked[0].at.file),
+        severity=Severity.WARNING,
+        hint="`--unchecked list` (or GPUPLANE_UNCHECKED=list) lists each kind and where its "
+        "release is pinned, `--unchecked hide` leaves this line out; to check them, import the "
+        "CRDs (`gpuplane explain schema-unchecked`), and `--strict-schemas` in CI makes them errors",
+    )
+    first = next(i for i, d in enumerate(diagnostics) if d is unchecked[0])
+    return [*rest[:first], summary, *rest[first:]]

@@ -318,6 +318,7 @@ ESO_ATTACKS: dict[str, dict[str, Any]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(ESO_ATTACKS))
 @pytest.mark.parametrize("how", ["kubectl", "own-application"])
 def test_an_external_secret_that_reaches_past_the_teams_store(

@@ -555,6 +555,7 @@ PAYLOADS = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field", ["name", "model", "host", "path", "p95", "server", "signal"])
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_text_in_an_endpoint_field_is_refused_by_the_schema(
