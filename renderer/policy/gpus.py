@@ -295,8 +295,13 @@ def no_sharing_on_training(p: Platform) -> Iterator[Diagnostic]:
                 f"pool '{pool.name}' shares GPUs with {pool.sharing} but runs distributed "
                 f"training: {why}",
                 pool.origin.at("spec", "sharing"),
-                "use sharing: full-gpu for distributed training, or change the workload",
+                f"set sharing: full-gpu and remove the `{_SHARING_BLOCK[pool.sharing]}` block "
+                "for distributed training, or change the workload",
             )
+
+
+_SHARING_BLOCK = {"time-slicing": "timeSlicing", "mps": "mps", "mig": "mig"}
+"""The pool's settings block of each way of sharing, which full-gpu no longer allows."""
 
 
 @rule("dra-needs-kubernetes-1.34")
