@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from renderer.policy.check import POLICY
 from tests.test_finding_positions import apply_edits, findings
 
 CASES = Path(__file__).parent / "cases" / "hints" / "cases.yaml"
@@ -21,11 +22,78 @@ TABLE: list[dict[str, Any]] = YAML(typ="safe").load(CASES.read_text())
 
 @pytest.mark.parametrize("case", TABLE, ids=[c["name"] for c in TABLE])
 def test_hint_applied_validates(case: dict[str, Any], platform: Path, gpuplane) -> None:
+    """A warning's case (`level: warning`) must raise its rule as a warning, beside no error
+    but those in `also`; after the fix neither the warning nor any error is left."""
+    level = case.get("level", "error")
     apply_edits(platform, case["file"], case["break"])
-    broken = [f for f in findings(gpuplane, platform) if f["level"] == "error"]
+    before = findings(gpuplane, platform)
+    broken = [f for f in before if f["level"] == "error" or f["rule"] == case["rule"]]
     assert {f["rule"] for f in broken} - set(case.get("also", [])) == {case["rule"]}, broken
+    assert {f["level"] for f in broken if f["rule"] == case["rule"]} == {level}, broken
     hints = [f.get("hint") or "" for f in broken if f["rule"] == case["rule"]]
     assert all(case["says"] in hint for hint in hints), hints
     apply_edits(platform, case["file"], case["fix"])
-    errors = [f for f in findings(gpuplane, platform) if f["level"] == "error"]
-    assert errors == [], errors
+    left = [
+        f
+        for f in findings(gpuplane, platform)
+        if f["level"] == "error" or f["rule"] == case["rule"]
+    ]
+    assert left == [], left
+
+
+TODO = "not tried yet"
+
+# Policy rules that no case above applies the hint of yet, each with why: this list may only
+# shrink. Every policy rule gives a hint ("To satisfy it:" in its `explain` text); a new rule
+# needs a case, or a line here with its reason.
+NOT_YET: dict[str, str] = {
+    # Not reached by one edit of a file the example platform has (the table edits files, it
+    # does not add or rename them):
+    "pool-unused": "needs a pool no queue lists: every example pool is in a queue and used",
+    "pool-in-several-queues": "needs two queues on one cluster: the example has one on each",
+    "cohort-name-taken": "needs a team named like a queue: a team file renamed",
+    "reserved-queue-name": "needs a queue named like a reserved name: a queue file renamed",
+    "team-name-confusable": "needs a team named like another: a team file renamed",
+    "quota-needs-namespace": "every example team has several namespaces on its queue's cluster",
+    # The schema refuses the edit before the rule sees it (the schema's own hint applies):
+    "derived-name-too-long": "a namespace name long enough is refused by its maxLength first",
+    "addon-version-unpinned": "`latest` is refused by the schema's version pattern first",
+    # Not tried yet: the cases to add next.
+    "acceptance-image-differs": TODO,
+    "acceptance-thresholds": TODO,
+    "argo-workflows-addon-missing": TODO,
+    "argocd-project": TODO,
+    "capacity-evidence": TODO,
+    "dra-needs-kubernetes-1.34": TODO,
+    "dra-unsupported": TODO,
+    "driver-version-mismatch": TODO,
+    "driver-version-required": TODO,
+    "egress-too-many-rules": TODO,
+    "endpoint-slo-metric": TODO,
+    "evidence-place": TODO,
+    "guaranteed-exceeds-capacity": TODO,
+    "mig-strategy-conflict": TODO,
+    "multi-node-without-rdma": TODO,
+    "observability-missing": TODO,
+    "operator-conflict": TODO,
+    "operator-unused": TODO,
+    "operator-version-incompatible": TODO,
+    "pool-amount-out-of-range": TODO,
+    "pool-host-capacity": TODO,
+    "pool-label-domain": TODO,
+    "pool-labels-limit": TODO,
+    "queue-settings-differ": TODO,
+    "rdma-on-tcp-fabric": TODO,
+    "scheduler-addon-missing": TODO,
+    "secret-store-operator": TODO,
+    "sharing-needs-nvidia": TODO,
+}
+
+
+def test_every_policy_rule_has_a_case_or_says_why_not() -> None:
+    """Each policy rule's hint is applied by a case, or the rule waits in NOT_YET."""
+    covered = {case["rule"] for case in TABLE}
+    rules = {r.id for r in POLICY}
+    assert sorted(rules - covered - set(NOT_YET)) == [], "add a case or a NOT_YET line"
+    assert sorted(set(NOT_YET) & covered) == [], "covered now: remove it from NOT_YET"
+    assert sorted(set(NOT_YET) - rules) == [], "not a policy rule"

@@ -269,9 +269,11 @@ class Accelerator:
         one instance in all); computed once per accelerator."""
         return _valid_layouts(self)
 
-    def nearest_mig_layout(self, layout: Mapping[str, object]) -> dict[str, int] | None:
-        """The valid layout closest to ``layout``: fewest instances added or removed, then the
-        most compute and memory slices used. A profile of another accelerator counts as this
+    def nearest_mig_layout(
+        self, layout: Mapping[str, object], keep: frozenset[str] = frozenset()
+    ) -> dict[str, int] | None:
+        """The valid layout closest to ``layout``: fewest of the profiles in ``keep`` dropped,
+        then fewest instances added or removed, then the most compute and memory slices used. A profile of another accelerator counts as this
         one's profile of the same shape; anything else it does not know is left out. None when
         the accelerator has no MIG."""
         wanted: dict[str, int] = {}
@@ -285,13 +287,14 @@ class Accelerator:
             number = count if isinstance(count, int) and not isinstance(count, bool) else 1
             wanted[profile.name] = wanted.get(profile.name, 0) + max(number, 0)
 
-        def distance(candidate: Mapping[str, int]) -> tuple[int, int, int, str]:
+        def distance(candidate: Mapping[str, int]) -> tuple[int, int, int, int, str]:
+            dropped = sum(1 for n in keep if not candidate.get(n))
             names = set(candidate) | set(wanted)
             moved = sum(abs(candidate.get(n, 0) - wanted.get(n, 0)) for n in names)
             used = [(self.mig_profiles[n], c) for n, c in candidate.items()]
             compute = sum(p.compute_slices * c for p, c in used)
             memory = sum(p.memory_slices * c for p, c in used)
-            return (moved, -compute, -memory, repr(sorted(candidate.items())))
+            return (dropped, moved, -compute, -memory, repr(sorted(candidate.items())))
 
         valid = self.valid_mig_layouts()
         if not valid:

@@ -125,6 +125,8 @@ def endpoint_pools_usable(p: Platform) -> Iterator[Diagnostic]:
     team's `gpus`.
     """
     for team, ns, endpoint in _endpoints(p):
+        if ns.purpose != "inference":
+            continue  # endpoint-purpose's: moved to an inference namespace, the pool may do
         problem = _pool_problem(p, team, ns, endpoint)
         if problem is not None:
             choices = _inference_pools(p, team, ns)

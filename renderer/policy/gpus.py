@@ -54,7 +54,8 @@ def mig_layouts_valid(p: Platform) -> Iterator[Diagnostic]:
 
     To satisfy it: write `spec.mig.layout` of the pool file as instances per GPU of the
     accelerator's own profiles, e.g. `layout: {1g.10gb: 2, 2g.20gb: 1, 3g.40gb: 1}` on
-    a100-80gb or h100-80gb (the hint gives the valid layout nearest to yours), or by name:
+    a100-80gb or h100-80gb (the hint gives the valid layout nearest to yours that keeps every
+    profile a team holds quota on, so quota-profile stays satisfied), or by name:
     `layout: all-balanced` (two of the smallest 1g profile, one 2g, one 3g) or
     `layout: all-<profile>`, that profile only, as many as a GPU holds (`all-1g.10gb` is
     7 x 1g.10gb on h100-80gb; `+me` is written `.me`: `all-1g.10gb.me`). Profile names carry
@@ -78,7 +79,8 @@ def mig_layouts_valid(p: Platform) -> Iterator[Diagnostic]:
         elif pool.mig_layout_name is not None:
             yield from _named_layout_findings(pool, gpu)
         else:
-            yield from _layout_findings(pool, gpu)
+            held = {q.profile for t in p.teams.values() for q in t.gpus if q.pool == pool.name}
+            yield from _layout_findings(pool, gpu, frozenset(x for x in held if x))
 
 
 def _named_layout_findings(pool: Pool, gpu: Accelerator) -> Iterator[Diagnostic]:
@@ -156,9 +158,10 @@ def _unknown_profile(pool: Pool, gpu: Accelerator, name: str) -> Diagnostic:
     )
 
 
-def _layout_findings(pool: Pool, gpu: Accelerator) -> Iterator[Diagnostic]:
+def _layout_findings(pool: Pool, gpu: Accelerator, held: frozenset[str]) -> Iterator[Diagnostic]:
     """A layout of instances per profile: each unknown profile at its key, then what is wrong
-    with the rest, with the valid layout nearest to the whole and the standard ones."""
+    with the rest, with the valid layout nearest to the whole (keeping the profiles teams hold
+    quota on, `held`, where one can) and the standard ones."""
     layout = pool.mig_layout
     unknown = [name for name in layout if name not in gpu.mig_profiles]
     for name in unknown:
@@ -167,7 +170,7 @@ def _layout_findings(pool: Pool, gpu: Accelerator) -> Iterator[Diagnostic]:
     problems = gpu.mig_layout_problems(known) if known or not unknown else []
     if not problems:
         return
-    hint = _valid_layouts_hint(gpu, gpu.nearest_mig_layout(layout))
+    hint = _valid_layouts_hint(gpu, gpu.nearest_mig_layout(layout, keep=held))
     for problem in problems:
         yield error(
             "mig-layout-invalid",
@@ -292,8 +295,13 @@ def no_sharing_on_training(p: Platform) -> Iterator[Diagnostic]:
                 f"pool '{pool.name}' shares GPUs with {pool.sharing} but runs distributed "
                 f"training: {why}",
                 pool.origin.at("spec", "sharing"),
-                "use sharing: full-gpu for distributed training, or change the workload",
+                f"set sharing: full-gpu and remove the `{_SHARING_BLOCK[pool.sharing]}` block "
+                "for distributed training, or change the workload",
             )
+
+
+_SHARING_BLOCK = {"time-slicing": "timeSlicing", "mps": "mps", "mig": "mig"}
+"""The pool's settings block of each way of sharing, which full-gpu no longer allows."""
 
 
 @rule("dra-needs-kubernetes-1.34")

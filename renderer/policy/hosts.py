@@ -55,12 +55,14 @@ def prefixes_overlap(first: str, second: str) -> bool:
     return a[:shorter] == b[:shorter]
 
 
-def suggested_host(team: Team, endpoint: Endpoint, ns: Namespace) -> str:
-    """A host the hints offer: the endpoint's name (or, where that is a reserved label, the
-    namespace's and the endpoint's) under the team's first domain."""
+def suggested_host(
+    team: Team, endpoint: Endpoint, ns: Namespace, taken: frozenset[str] = frozenset()
+) -> str:
+    """A host the hints offer: the endpoint's name (or, where that is a reserved label or a
+    host in `taken`, the namespace's and the endpoint's) under the team's first domain."""
     domain = team.domains[0] if team.domains else f"{team.name}.example.com"
     label = endpoint.name
-    if label in RESERVED_HOST_LABELS:
+    if label in RESERVED_HOST_LABELS or f"{label}.{domain}".lower() in taken:
         label = f"{ns.name}-{endpoint.name}"
     return f"{label}.{domain}"
 
@@ -79,10 +81,12 @@ def hosts_unique(p: Platform) -> Iterator[Diagnostic]:
     name, then file order) keeps the host; the second is reported, on its `host` line.
 
     To satisfy it: give the second endpoint a host of its own under the team's `spec.domains`
-    in its `endpoints[].host` (for example `<endpoint>.<domain>`), or a `path` prefix that
-    neither contains nor lies under the other endpoint's.
+    in its `endpoints[].host` (for example `<endpoint>.<domain>`, or
+    `<namespace>-<endpoint>.<domain>` where that one is taken), or a `path` prefix that neither
+    contains nor lies under the other endpoint's.
     """
     seen: list[_Declared] = []
+    taken = frozenset(d.host for d in _declared(p))  # the hint must not offer one of these
     for declared in _declared(p):
         first = next(
             (
@@ -104,8 +108,8 @@ def hosts_unique(p: Platform) -> Iterator[Diagnostic]:
             f"'{first.ns.name}') already routes at '{first.endpoint.path}'",
             endpoint.origin.at("host"),
             f"use a host of its own, e.g. "
-            f"'{suggested_host(declared.team, endpoint, declared.ns)}', or a path prefix that "
-            f"does not overlap '{first.endpoint.path}'",
+            f"'{suggested_host(declared.team, endpoint, declared.ns, taken)}', or a path prefix "
+            f"that does not overlap '{first.endpoint.path}'",
             (("first declared here", first.endpoint.origin.at("host")),),
         )
 

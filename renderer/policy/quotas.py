@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from renderer.findings.diagnostics import Diagnostic, PathKey
 from renderer.model.capacity import (
+    PURPOSE_ORDER,
     WORKLOAD_PURPOSES,
     Offer,
     mig_layout_usable,
@@ -389,7 +390,8 @@ def purposes_match_pools(p: Platform) -> Iterator[Diagnostic]:
     `mixing: {inferencePriority: NAME}`, naming its highest priority so inference always wins.
 
     To satisfy it: give the team a namespace on the pool's cluster whose `purpose` the pool
-    serves (`purpose: inference` for an online-inference pool, for example), or move the quota
+    serves (`purpose: inference` for an online-inference pool, for example; the hint writes
+    the entry, named `<team>-<purpose>`), or move the quota
     to a pool whose `spec.workload` fits the team's namespaces, or set `spec.mixing` on the
     queue as above.
     """
@@ -403,10 +405,13 @@ def purposes_match_pools(p: Platform) -> Iterator[Diagnostic]:
             if on_cluster and not any(serves(pool, ns, queue) for ns in on_cluster):
                 purposes = ", ".join(sorted({ns.purpose for ns in on_cluster}))
                 wanted = " or ".join(sorted(WORKLOAD_PURPOSES[pool.workload]))
+                first = PURPOSE_ORDER[pool.workload][0]  # the pool's primary purpose
                 yield error(
                     "training-inference-separation",
                     f"pool '{pool.name}' ({pool.workload}) serves {wanted} namespaces; "
                     f"team '{team.name}' has only {purposes} namespaces on '{pool.cluster}'",
                     quota.origin.at("pool"),
-                    f"add a {wanted} namespace, use a pool for {purposes} work, or let the queue mix workloads with mixing.inferencePriority",
+                    f"add `- {{name: {team.name}-{first}, cluster: {pool.cluster}, purpose: "
+                    f"{first}}}` to spec.namespaces, use a pool for {purposes} work, or let the "
+                    "queue mix workloads with mixing.inferencePriority",
                 )

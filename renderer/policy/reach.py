@@ -61,8 +61,8 @@ def namespace_shares_within_team(p: Platform) -> Iterator[Diagnostic]:
     promises, and a share of a cap the team does not have would cap nothing that the file says.
 
     To satisfy it: lower the `resources` of the team's `spec.namespaces` entries so that they
-    add up to at most the team's `spec.resources` (the hint says by how much), raise the
-    team's cap, or remove a key the team has no cap for.
+    add up to at most the team's `spec.resources` (the hint names the largest share and by how
+    much to lower it), raise the team's cap, or remove a key the team has no cap for.
     """
     for team in p.teams.values():
         for cluster_name in sorted({ns.cluster for ns in team.namespaces}):
@@ -95,18 +95,26 @@ def _shares_of(team: Team, cluster: Cluster) -> Iterator[Diagnostic]:
         total = sum((quantity.parse(ns.resources[key]) for _, ns in setting), Decimal(0))
         if total <= caps[key]:
             continue
-        index, last = setting[-1]
+        # the hint lowers the largest share (the last of equals), the one that can give most
+        index, largest = max(
+            setting, key=lambda item: (quantity.parse(item[1].resources[key]), item[0])
+        )
         over = total - caps[key]
+        lower = (
+            f"lower spec.namespaces[{index}].resources.{key} by {text(key, over)}"
+            if quantity.parse(largest.resources[key]) >= over
+            else f"lower the namespaces' resources.{key} by {text(key, over)} in all"
+        )
         yield error(
             "namespace-caps-exceed-team",
             f"the namespaces of team '{team.name}' on cluster '{cluster.name}' take "
             f"{text(key, total)} {key} in all, more than the team's {text(key, caps[key])}",
-            last.origin.at("resources", key),
-            f"lower spec.namespaces[{index}].resources.{key} by {text(key, over)}, or raise "
-            f"spec.resources.{key}",
+            largest.origin.at("resources", key),
+            f"{lower}, or raise spec.resources.{key}",
             notes=tuple(
                 (f"'{ns.name}' takes {ns.resources[key]}", ns.origin.at("resources", key))
-                for _, ns in setting[:-1]
+                for _, ns in setting
+                if ns is not largest
             ),
         )
 
