@@ -443,6 +443,8 @@ def test_every_policy_rule_has_a_case() -> None:
         # growth against a base commit, in git repositories: tests/test_capacity_gate.py
         "capacity-evidence",
         "evidence-place",
+        # a team scaffolded by `new`, its hint applied: tests/test_team_images.py
+        "team-images-missing",
     }
     assert {rule.id for rule in POLICY} == {case[0] for case in CASES} | tested_elsewhere
 
