@@ -570,7 +570,7 @@ def test_bases_that_are_missing_or_not_rendered(
     )
     assert diffed.exit_code == 0, diffed.output
     risks = {
-        f["risk"] for f in json.loads(diffed.output)["findings"] if f["code"] == "immutable-field"
+        f["risk"] for f in json.loads(diffed.output)["changes"] if f["code"] == "immutable-field"
     }
     assert risks == {"high"}
     rendered = _render(gpuplane, repo)  # HEAD has no rendered/: a first render

@@ -45,13 +45,18 @@ def team_images_missing(p: Platform) -> Iterator[Diagnostic]:
     finding is an error when the team asks for GPUs (any `spec.gpus` entry) or serves an
     endpoint: such a team means to run pods, and none of them can start (`gpuplane fit` shows
     the same refusal). A team with neither is a warning: its namespaces may be being set up
-    (RBAC, secrets) before its workloads come, but every pod is refused there too.
+    (RBAC, secrets) before its workloads come, but every pod is refused there too. A platform
+    whose gpuplane.yaml allows no registry at all (or that has no gpuplane.yaml) gets no finding
+    per team: no team could list one (rule image-prefix-not-allowed refuses every prefix), and
+    the platform team chose that (docs/security.md).
 
     To satisfy it: add `images:` to the team file's `spec` with the registry paths its images
     come from, each within one of gpuplane.yaml's `spec.allowlists.images` entries (with
     `registry.example.com/` allowed: `images: [registry.example.com/vision/]`); the hint names
     the prefix to write.
     """
+    if p.repository is None or not p.repository.allowed_images:
+        return  # no team could list a registry: the platform's choice, not a team's slip
     for name in sorted(p.teams):
         team = p.teams[name]
         if team.images or not team.namespaces:
@@ -62,8 +67,8 @@ def team_images_missing(p: Platform) -> Iterator[Diagnostic]:
             "gpuplane.yaml's spec.allowlists.images; list each registry path the team's "
             "images come from)"
             if prefix is not None
-            else "gpuplane.yaml allows no registry (spec.allowlists.images): have the platform "
-            "team list the registries teams may use there, then list the team's in spec.images"
+            else "add to spec of the team file: images: [...], the registry paths the team's "
+            "images come from, each within gpuplane.yaml's spec.allowlists.images"
         )
         yield Diagnostic(
             "team-images-missing",

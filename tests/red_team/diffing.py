@@ -53,5 +53,5 @@ def cli(attempt: Attempt, *args: str) -> tuple[int, str]:
 def diff_findings(attempt: Attempt) -> list[dict[str, Any]]:
     code, output = cli(attempt, "diff", "--base", "HEAD", "--format", "json")
     assert code == 0, output
-    found: list[dict[str, Any]] = json.loads(output)["findings"]
+    found: list[dict[str, Any]] = json.loads(output)["changes"]
     return found
