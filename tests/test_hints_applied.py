@@ -2,7 +2,9 @@
 
 tests/cases/hints/cases.yaml holds the cases: a broken edit of the example platform, the rule
 it must raise, and the edit a user makes by following that rule's hint literally. The check is
-the platform after the fix, not the hint's wording.
+the platform after the fix, not the hint's wording. A step edits text in a file
+(`{old, new}`, optionally `file`), adds a whole file (`{add: path, text}`) or removes one
+(`{remove: path}`).
 """
 
 from __future__ import annotations
@@ -20,19 +22,32 @@ CASES = Path(__file__).parent / "cases" / "hints" / "cases.yaml"
 TABLE: list[dict[str, Any]] = YAML(typ="safe").load(CASES.read_text())
 
 
+def apply_steps(platform: Path, default_file: str, steps: list[dict[str, str]]) -> None:
+    """Apply each step in order: an edit, a file added (that must not exist yet) or removed."""
+    for step in steps:
+        if "add" in step:
+            added = platform / step["add"]
+            assert not added.exists(), added
+            added.write_text(step["text"])
+        elif "remove" in step:
+            (platform / step["remove"]).unlink()
+        else:
+            apply_edits(platform, default_file, [step])
+
+
 @pytest.mark.parametrize("case", TABLE, ids=[c["name"] for c in TABLE])
 def test_hint_applied_validates(case: dict[str, Any], platform: Path, gpuplane) -> None:
     """A warning's case (`level: warning`) must raise its rule as a warning, beside no error
     but those in `also`; after the fix neither the warning nor any error is left."""
     level = case.get("level", "error")
-    apply_edits(platform, case["file"], case["break"])
+    apply_steps(platform, case["file"], case["break"])
     before = findings(gpuplane, platform)
     broken = [f for f in before if f["level"] == "error" or f["rule"] == case["rule"]]
     assert {f["rule"] for f in broken} - set(case.get("also", [])) == {case["rule"]}, broken
     assert {f["level"] for f in broken if f["rule"] == case["rule"]} == {level}, broken
     hints = [f.get("hint") or "" for f in broken if f["rule"] == case["rule"]]
     assert all(case["says"] in hint for hint in hints), hints
-    apply_edits(platform, case["file"], case["fix"])
+    apply_steps(platform, case["file"], case["fix"])
     left = [
         f
         for f in findings(gpuplane, platform)
@@ -47,44 +62,31 @@ TODO = "not tried yet"
 # shrink. Every policy rule gives a hint ("To satisfy it:" in its `explain` text); a new rule
 # needs a case, or a line here with its reason.
 NOT_YET: dict[str, str] = {
-    # Not reached by one edit of a file the example platform has (the table edits files, it
-    # does not add or rename them):
-    "pool-unused": "needs a pool no queue lists: every example pool is in a queue and used",
-    "pool-in-several-queues": "needs two queues on one cluster: the example has one on each",
-    "cohort-name-taken": "needs a team named like a queue: a team file renamed",
+    # Not reached alone, even with files added:
     "reserved-queue-name": "needs a queue named like a reserved name: a queue file renamed",
-    "team-name-confusable": "needs a team named like another: a team file renamed",
-    "quota-needs-namespace": "every example team has several namespaces on its queue's cluster",
+    "quota-needs-namespace": "a team has one namespace at least (schema), each on its queue's "
+    "cluster (namespace-outside-queue-cluster), and quota off that cluster is pool-not-in-queue's",
     # The schema refuses the edit before the rule sees it (the schema's own hint applies):
     "derived-name-too-long": "a namespace name long enough is refused by its maxLength first",
     "addon-version-unpinned": "`latest` is refused by the schema's version pattern first",
     # Not tried yet: the cases to add next.
     "acceptance-image-differs": TODO,
-    "acceptance-thresholds": TODO,
-    "argo-workflows-addon-missing": TODO,
     "argocd-project": TODO,
     "capacity-evidence": TODO,
     "dra-needs-kubernetes-1.34": TODO,
     "dra-unsupported": TODO,
     "driver-version-mismatch": TODO,
-    "driver-version-required": TODO,
     "egress-too-many-rules": TODO,
     "endpoint-slo-metric": TODO,
     "evidence-place": TODO,
     "guaranteed-exceeds-capacity": TODO,
     "mig-strategy-conflict": TODO,
-    "multi-node-without-rdma": TODO,
     "observability-missing": TODO,
     "operator-conflict": TODO,
-    "operator-unused": TODO,
     "operator-version-incompatible": TODO,
     "pool-amount-out-of-range": TODO,
-    "pool-host-capacity": TODO,
-    "pool-label-domain": TODO,
     "pool-labels-limit": TODO,
     "queue-settings-differ": TODO,
-    "rdma-on-tcp-fabric": TODO,
-    "scheduler-addon-missing": TODO,
     "secret-store-operator": TODO,
     "sharing-needs-nvidia": TODO,
 }

@@ -160,6 +160,8 @@ def domains_disjoint(p: Platform) -> Iterator[Diagnostic]:
 
     To satisfy it: remove the domain from the team's `spec.domains`, or replace it with one
     that neither equals nor lies below another team's domain (e.g. `<team>.<parent domain>`).
+    If the finding is on a domain a team has long held and the other team's outer domain is
+    the new one, remove that outer domain from the other team's file (the note shows where).
     """
     for inner, outer in _overlaps(p):
         (team, index), (owner, at) = inner, outer
@@ -184,7 +186,9 @@ def domains_disjoint(p: Platform) -> Iterator[Diagnostic]:
             f"domain '{domain}' of team '{team.name}' is "
             f"{'the same as' if same else 'inside'} team '{owner.name}''s domain '{parent}'",
             inner_at,
-            f"remove it from spec.domains, or use a domain outside '{parent}'",
+            f"remove it from spec.domains, or use a domain outside '{parent}'; if '{parent}' "
+            f"is the domain being added, remove '{parent}' from spec.domains of "
+            f"{owner.origin.file} instead",
             notes=((f"team '{owner.name}' holds '{parent}' here", outer_at),),
         )
 

@@ -43,7 +43,7 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
     Two priorities with one value would leave the preemption order between them to chance.
 
     To satisfy it: in the queue's `spec.priorities`, give each entry its own `name` and its own
-    `value` (higher wins admission and preemption), and put `default: true` on exactly one, e.g.
+    `value` (higher wins admission and preemption; the hint names a free one), and put `default: true` on exactly one, e.g.
     `- {name: standard, value: 100, default: true}`.
     """
     for queue in p.queues.values():
@@ -61,7 +61,8 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
                     "queue-priorities",
                     f"priorities '{values[prio.value]}' and '{prio.name}' have the same value {prio.value}",
                     prio.origin.at("value"),
-                    "give each priority a distinct value so preemption order is explicit",
+                    f"give '{prio.name}' a value no other priority has, e.g. "
+                    f"value: {_free_value(queue, prio.value)}",
                 )
             names.add(prio.name)
             values.setdefault(prio.value, prio.name)
@@ -73,6 +74,17 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
                 queue.origin.key("spec", "priorities"),
                 "mark one priority with default: true",
             )
+
+
+def _free_value(queue: Queue, taken: int) -> int:
+    """The value next below `taken` that no priority of the queue has (or next above, at the
+    schema's minimum), so the order against the others stays as written."""
+    values = {prio.value for prio in queue.priorities}
+    step = -1 if taken > -1_000_000_000 else 1
+    free = taken + step
+    while free in values:
+        free += step
+    return free
 
 
 @rule("unknown-priority")

@@ -167,7 +167,10 @@ def team_names_distinct(p: Platform) -> Iterator[Diagnostic]:
                 f"{what} '{value}' of team '{team.name}' looks like {what} '{kept}' of team "
                 f"'{first.name}' ({at.file}:{at.line})",
                 team.origin.at(*field_path),
-                f"write '{kept}' if it is the same, else a value that reads differently",
+                f"rename the team (its metadata.name, file and namespaces) so that it does not "
+                f"read as '{kept}'"
+                if attribute == "name"
+                else f"write '{kept}' if it is the same, else a value that reads differently",
                 (("the value it looks like", at),),
             )
 
