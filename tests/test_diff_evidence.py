@@ -52,7 +52,7 @@ def _codes(found: list[dict[str, Any]], code: str) -> list[dict[str, Any]]:
 def test_a_resized_pool_shows_its_evidence_in_every_form(repo: Path, gpuplane: Any) -> None:
     edit_once(repo / POOL, "  nodes: 4\n", "  nodes: 8\n")
     _write_evidence(repo, _evidence())
-    (resized,) = _codes(json.loads(_diff(gpuplane, repo))["findings"], "pool-resized")
+    (resized,) = _codes(json.loads(_diff(gpuplane, repo))["changes"], "pool-resized")
     assert resized["evidence"] == {
         "file": "acceptance/prod-east/h100-train.yaml",
         "baseSize": 4,
@@ -75,7 +75,7 @@ def test_a_resized_pool_shows_its_evidence_in_every_form(repo: Path, gpuplane: A
 
 def test_a_resized_pool_without_evidence_says_so(repo: Path, gpuplane: Any) -> None:
     edit_once(repo / POOL, "  nodes: 4\n", "  nodes: 6\n")
-    (resized,) = _codes(json.loads(_diff(gpuplane, repo))["findings"], "pool-resized")
+    (resized,) = _codes(json.loads(_diff(gpuplane, repo))["changes"], "pool-resized")
     assert resized["details"] == ["evidence: none (acceptance/prod-east/h100-train.yaml)"]
 
 
@@ -87,7 +87,7 @@ def test_extending_a_growth_exception_is_high(
     repo: Path, gpuplane: Any, until: str, high: bool
 ) -> None:
     edit_once(repo / POOL, "until: 2026-03-20", f"until: {until}")
-    found = _codes(json.loads(_diff(gpuplane, repo))["findings"], "growth-exception")
+    found = _codes(json.loads(_diff(gpuplane, repo))["changes"], "growth-exception")
     assert [f["risk"] for f in found] == (["high"] if high else [])
     if high:
         assert "until 2026-04-30, on platform-team's word: burn-in" in found[0]["summary"]
@@ -96,6 +96,6 @@ def test_extending_a_growth_exception_is_high(
 def test_adding_a_growth_exception_is_high(repo: Path, gpuplane: Any) -> None:
     pool = repo / "pools" / "l40s-infer.yaml"
     edit_once(pool, "  workload:", EXCEPTION.format("2026-03-31") + "  workload:")
-    (found,) = _codes(json.loads(_diff(gpuplane, repo))["findings"], "growth-exception")
+    (found,) = _codes(json.loads(_diff(gpuplane, repo))["changes"], "growth-exception")
     assert (found["risk"], found["subject"]) == ("high", "l40s-infer")
     assert found["at"].startswith("pools/l40s-infer.yaml:")
