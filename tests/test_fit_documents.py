@@ -669,6 +669,9 @@ def test_json_shape_and_exit_code(
     )
     assert text.exit_code == 0
     assert set(body) == {
+        "schemaVersion",
+        "command",
+        "findings",
         "file",
         "verdict",
         "admissible",

@@ -67,7 +67,7 @@ def test_hide_leaves_them_out_and_the_tool_formats_keep_every_kind(repo: Path) -
     assert not any("warning" in line for line in lines), lines
     code, out = render(repo, "--format", "json")
     assert code == 0
-    findings = json.loads("\n".join(out))["diagnostics"]
+    findings = json.loads("\n".join(out))["findings"]
     assert len([f for f in findings if f["rule"] == "schema-unchecked"]) == len(
         EXAMPLE_CUSTOM_KINDS
     )

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +278,20 @@ def test_what_a_suite_reads_changes_its_digest() -> None:
 
 
 def test_the_digest_tells_types_and_orders_apart() -> None:
-    values = [1, True, 1.0, "1", b"1", (1,), [1], {1: 1}, {"1": 1}, frozenset({1}), None]
+    values = [
+        1,
+        True,
+        1.0,
+        Fraction(1),
+        "1",
+        b"1",
+        (1,),
+        [1],
+        {1: 1},
+        {"1": 1},
+        frozenset({1}),
+        None,
+    ]
     digests = [content_digest(v) for v in values]
     assert None not in digests and len(set(digests)) == len(values)
     assert content_digest({"a": 1, "b": 2}) != content_digest({"b": 2, "a": 1})  # order is output

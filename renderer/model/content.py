@@ -15,6 +15,7 @@ import enum
 import hashlib
 from collections.abc import Mapping, Set
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from renderer.findings.diagnostics import Location, SourceMap
@@ -50,7 +51,7 @@ def _feed(digest: Any, value: Any, open_ids: set[int]) -> None:
         data = value.encode("utf-8", "surrogatepass")
         digest.update(f"\0s{len(data)}:".encode())
         digest.update(data)
-    elif kind is int or kind is float or kind is Decimal:
+    elif kind is int or kind is float or kind is Decimal or kind is Fraction:
         digest.update(f"\0{kind.__name__}{value!r}".encode())
     elif kind is bytes:
         digest.update(f"\0b{len(value)}:".encode())
