@@ -77,23 +77,7 @@ def test_the_browser_shows_title_and_teams(gpuplane: Run, root: Path, tmp_path: 
     tesseract = require_tool("tesseract", "tesseract-ocr")
     svg = tmp_path / "chart.svg"
     draw(gpuplane, root, svg, "--window", "30d")
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            "--window-size=1200,800",
-            "--force-device-scale-factor=2",  # twice the pixels: Tesseract reads 12px text
-            svg.as_uri(),
-        ],
-        capture_output=True,
-        check=True,
-        timeout=120,
-    )
+    shot = _screenshot(chromium, svg, tmp_path, "1200,800")
     assert shot.is_file()
 
     def read(image: Path) -> str:
@@ -170,23 +154,7 @@ def test_tesseract_reads_the_totals_and_units(gpuplane: Run, root: Path, tmp_pat
     tesseract = require_tool("tesseract", "tesseract-ocr")
     svg = tmp_path / "chart.svg"
     draw(gpuplane, root, svg, "--window", "30d")
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            f"--window-size={WIDTH},450",
-            "--force-device-scale-factor=2",
-            svg.as_uri(),
-        ],
-        capture_output=True,
-        check=True,
-        timeout=120,
-    )
+    shot = _screenshot(chromium, svg, tmp_path, f"{WIDTH},450")
     from PIL import Image
 
     def read(image: Path) -> str:
@@ -244,3 +212,26 @@ def test_a_chart_of_another_kind_is_a_usage_error(
     done = gpuplane("-C", str(root), "cost", str(WORKED), "--chart", str(tmp_path / "c.jpg"))
     assert done.exit_code == 2
     assert not (tmp_path / "c.jpg").exists()
+
+
+def _screenshot(chromium: str, svg: Path, tmp_path: Path, size: str) -> Path:
+    """Chromium's headless screenshot of the SVG at `size` (width,height) CSS pixels, at twice
+    the pixels: Tesseract reads 12px text."""
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={size}",
+            "--force-device-scale-factor=2",
+            svg.as_uri(),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    return shot
