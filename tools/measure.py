@@ -114,6 +114,9 @@ def measure(note: str, *, skip_test: bool) -> dict[str, Any]:
         seconds, out, code = timed(["make", "test"], clone)
         if not outcomes(out).get("passed"):  # a failing test is a figure; no run at all is not
             raise SystemExit(f"make test ran no tests:\n{out[-4000:]}")
+        for line in out.splitlines():  # a failure is a figure, and the reader wants its name
+            if line.startswith(("FAILED ", "ERROR ")):
+                print(line, file=sys.stderr)
         data["test"] = {
             "date": today,
             "seconds": round(seconds),
