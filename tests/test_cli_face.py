@@ -190,7 +190,7 @@ def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
             [str(EXE), *args],
             stdout=follower,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, **env},
+            env=env,
             timeout=60,
             check=False,
         )

@@ -46,6 +46,9 @@ def test_the_editable_install_builds_without_a_warning(tmp_path: Path) -> None:
         [
             *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"),
             *("--disable-pip-version-check", "--prefix", str(tmp_path / "prefix")),
+            # never uninstall the gpuplane of the venv running the tests (pip would, to put
+            # the new one in its place, and the console-script tests after it would fail)
+            "--ignore-installed",
             *("-e", str(project)),
         ],
         capture_output=True,

@@ -27,6 +27,17 @@ pytestmark = pytest.mark.skipif(not can_fork(), reason="workers fork")
 
 
 @pytest.fixture(autouse=True)
+def ctrl_c_reaches_python() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt here, as in a terminal, even when the suite runs as a
+    shell's background job (`make test &`, nohup), which starts Python with SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(autouse=True)
 def never_hangs() -> Iterator[None]:
     """A wait that does not end fails the test after a minute instead."""
 

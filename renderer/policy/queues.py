@@ -43,8 +43,8 @@ def priorities_coherent(p: Platform) -> Iterator[Diagnostic]:
     Two priorities with one value would leave the preemption order between them to chance.
 
     To satisfy it: in the queue's `spec.priorities`, give each entry its own `name` and its own
-    `value` (higher wins admission and preemption; the hint names a free one), and put `default: true` on exactly one, e.g.
-    `- {name: standard, value: 100, default: true}`.
+    `value` (higher wins admission and preemption; the hint names a free one), and put
+    `default: true` on exactly one, e.g. `- {name: standard, value: 100, default: true}`.
     """
     for queue in p.queues.values():
         names: set[str] = set()
