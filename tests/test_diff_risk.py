@@ -19,6 +19,8 @@ from renderer.commands.diff.teams import teams
 from renderer.output.validation import OutputValidator
 from tests.conftest import REPO, copy_inputs, edit_once, git
 
+pytestmark = pytest.mark.slow  # one diff or render per attack: docs/testing.md
+
 VISION = "teams/vision.yaml"
 
 

@@ -9,6 +9,8 @@ import pytest
 from tests.red_team.diffing import commit_again, commit_base, diff_findings
 from tests.red_team.harness import Attempt, errors
 
+pytestmark = pytest.mark.slow  # one diff or render per attack: docs/testing.md
+
 LLM = "teams/llm.yaml"
 
 

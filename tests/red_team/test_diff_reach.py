@@ -18,6 +18,8 @@ from tests.conftest import REPO
 from tests.red_team.diffing import commit_again, commit_base, diff_findings
 from tests.red_team.harness import Attempt, errors
 
+pytestmark = pytest.mark.slow  # one diff or render per attack: docs/testing.md
+
 LLM = "teams/llm.yaml"
 VISION_REGISTRY = "registry.example.com/vision/"
 """Another team's images: a path of the platform's own registry, but not llm's."""

@@ -19,6 +19,8 @@ from tests.test_inert_everywhere import (
     runner_commands,
 )
 
+pytestmark = pytest.mark.slow  # one diff or render per attack: docs/testing.md
+
 LLM = "teams/llm.yaml"
 DESCRIPTION = (
     "description: Pre-training and post-training of language models, and the production LLM APIs"
