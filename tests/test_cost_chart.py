@@ -81,13 +81,7 @@ def test_the_browser_shows_title_and_teams(gpuplane: Run, root: Path, tmp_path: 
     assert shot.is_file()
 
     def read(image: Path) -> str:
-        return subprocess.run(
-            [tesseract, str(image), "-", "--psm", "11"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        ).stdout
+        return _ocr(tesseract, image)
 
     assert "Spend per team, window 30d" in read(shot)
     from PIL import Image
@@ -158,14 +152,7 @@ def test_tesseract_reads_the_totals_and_units(gpuplane: Run, root: Path, tmp_pat
     from PIL import Image
 
     def read(image: Path) -> str:
-        seen = subprocess.run(
-            [tesseract, str(image), "-", "--psm", "11"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        ).stdout
-        return " ".join(seen.split())
+        return " ".join(_ocr(tesseract, image).split())
 
     words = read(shot)
     # each bar's total, cut out from the end of its bar (Tesseract skips text that touches a
@@ -235,3 +222,14 @@ def _screenshot(chromium: str, svg: Path, tmp_path: Path, size: str) -> Path:
         timeout=120,
     )
     return shot
+
+
+def _ocr(tesseract: str, image: Path) -> str:
+    """What Tesseract reads in the image, in sparse-text mode (labels scattered over a chart)."""
+    return subprocess.run(
+        [tesseract, str(image), "-", "--psm", "11"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
