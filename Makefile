@@ -62,8 +62,12 @@ render: setup ## Validate and render the platform in this folder into rendered/
 render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes nothing)
 	$(BIN)/gpuplane render --check $(STRICT_SCHEMAS)
 
+# the fast tier on every core (pytest-xdist: one worker per core, the tests share no state but
+# their own tmp_path); TEST_WORKERS=0 runs it in this one process, as CI's make test-all does
+TEST_WORKERS ?= auto
+
 test: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run the fast tests: every stage, minutes (docs/testing.md)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 test-all: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run every test, the slow ones too (what CI runs)
 	$(BIN)/python -m pytest -q
