@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from renderer.cli import main
-from tests.conftest import REPO, copy_inputs
+from tests.conftest import REPO, SHARED_CRDS, copy_inputs
 from tools.measure import COLLECTED, DATA, END, FINDING_WARNING, START, readme_block
 
 MEASURED = json.loads(DATA.read_text())
@@ -41,6 +41,9 @@ def test_a_lone_render_prints_the_measured_warnings(tmp_path: Path) -> None:
 def test_each_tier_collects_the_measured_number_of_tests(tier: str, marker: str) -> None:
     if "test" not in MEASURED:
         pytest.skip("make test was not measured yet")
+    if SHARED_CRDS.parent.is_dir():
+        # the README counts a lone clone's tests; ../shared adds the cases read from it
+        pytest.skip("../shared is beside the checkout: its cases change the count")
     done = subprocess.run(
         [
             sys.executable,
