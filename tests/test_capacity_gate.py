@@ -359,6 +359,6 @@ def test_base_sizes_reads_every_pool_file_of_the_base_commit(tmp_path: Path) -> 
 
 def test_a_one_node_pool_reads_as_one_node() -> None:
     """English, not "(1 nodes)": the growth finding counts nodes with the right noun."""
-    from renderer.policy.capacity import _nodes
+    from renderer.model.words import plural
 
-    assert (_nodes(1), _nodes(2), _nodes(0)) == ("1 node", "2 nodes", "0 nodes")
+    assert [plural(n, "node") for n in (1, 2, 0)] == ["1 node", "2 nodes", "0 nodes"]

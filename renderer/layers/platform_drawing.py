@@ -30,8 +30,8 @@ from renderer.model.names import (
 from renderer.model.platform import Pool, Queue, Team
 from renderer.model.queue_plans import cluster_queues
 from renderer.model.view import ClusterView
+from renderer.model.words import plural
 from renderer.output.drawing import Box, Drawing, Edge, Layer
-from renderer.output.words import plural
 
 LAYER_TITLES = (
     "Control plane",

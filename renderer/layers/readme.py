@@ -40,11 +40,11 @@ from renderer.model.queue_plans import (
 from renderer.model.security import admission_policies_served, priority_enforcement
 from renderer.model.topology import spans_nodes, topology_aware
 from renderer.model.view import ClusterView, Tenant
+from renderer.model.words import plural
 from renderer.output import markdown_escape
 from renderer.output.drawing import mermaid_columns
 from renderer.output.jinja_env import environment
 from renderer.output.manifest import labels
-from renderer.output.words import plural
 
 
 def _template() -> jinja2.Template:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from renderer.findings.diagnostics import Diagnostic, Location, Severity
 from renderer.model.evidence import EVIDENCE_BROKEN, Evidence, evidence_path
 from renderer.model.platform import Cluster, Platform, Pool
+from renderer.model.words import plural
 from renderer.policy.rule import did_you_mean, error, rule
 
 
@@ -115,18 +116,14 @@ def _hint(pool: Pool) -> str:
     )
 
 
-def _nodes(count: int) -> str:
-    return f"{count} node" if count == 1 else f"{count} nodes"
-
-
 def _growth_finding(
     growth: Growth, cluster: Cluster, missing: list[str], day: datetime.date
 ) -> Diagnostic:
     pool = growth.pool
     grows = (
-        f"new pool {pool.name} ({_nodes(pool.size)})"
+        f"new pool {pool.name} ({plural(pool.size, 'node')})"
         if growth.base is None
-        else f"pool {pool.name} grows from {growth.base} to {_nodes(pool.size)}"
+        else f"pool {pool.name} grows from {growth.base} to {plural(pool.size, 'node')}"
     )
     message = f"{grows} on {cluster.environment} cluster {cluster.name}: " + "; ".join(missing)
     severity = Severity.ERROR if cluster.production else Severity.WARNING
