@@ -3,6 +3,7 @@
 Usage as a script (from the repository root)::
 
     python -m bench.generate OUT_DIR [--clusters N] [--pools-per-cluster N] [--teams N] [--seed N]
+        [--shape few-large|many-small]
 
 and as a module::
 
@@ -26,9 +27,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from renderer.inputs.schema import API_VERSION, KIND_FOLDERS
+
+Shape = Literal["few-large", "many-small"]
+"""How the teams are cut. `few-large`: every team has a training, an inference and a notebooks
+namespace. `many-small`: a team has a training namespace, and every other team an inference one
+too, so the same number of objects comes from about 1.6 times as many team files (issue 35: a
+fleet of many small teams costs more per object than one of few large teams)."""
+SHAPES: tuple[Shape, ...] = get_args(Shape)
 
 # kind -> folder under the platform root
 KIND_DIRS: dict[str, str] = {kind: folder for folder, kind in sorted(KIND_FOLDERS.items())}
@@ -286,8 +294,21 @@ def _queue(i: int, pools: list[str]) -> dict[str, Any]:
     )
 
 
+def _namespaces(name: str, cluster: str, k: int, shape: Shape) -> list[dict[str, str]]:
+    """A team's namespaces: three for `few-large`; one or two for `many-small`."""
+    purposes = [("train", "training"), ("serve", "inference"), ("nb", "notebooks")]
+    if shape == "many-small":
+        purposes = purposes[: 1 + k % 2]
+    return [{"name": f"{name}-{s}", "cluster": cluster, "purpose": p} for s, p in purposes]
+
+
 def build_platform(
-    *, clusters: int = 4, pools_per_cluster: int = 8, teams: int = 400, seed: int = 0
+    *,
+    clusters: int = 4,
+    pools_per_cluster: int = 8,
+    teams: int = 400,
+    seed: int = 0,
+    shape: Shape = "few-large",
 ) -> list[dict[str, Any]]:
     """The objects of a synthetic platform, in a deterministic order."""
     if clusters < 1 or pools_per_cluster < 1 or teams < 0:
@@ -318,6 +339,8 @@ def build_platform(
     takers: dict[tuple[str, str | None], int] = {}
     for k in range(teams):
         pools = cluster_pools[k % clusters]
+        if shape == "many-small" and k % 2 == 0:  # a training namespace alone: no serving pool
+            pools = [p for p in pools if pool_specs[p]["workload"] != "online-inference"]
         chosen = sorted(rng.sample(pools, rng.randint(1, min(3, len(pools)))), key=pools.index)
         entries: list[tuple[str, str | None]] = []
         for pool_name in chosen:
@@ -356,11 +379,7 @@ def build_platform(
             "contact": f"#{name}",
             "queue": queue_name(i),
             "priority": "standard",
-            "namespaces": [
-                {"name": f"{name}-train", "cluster": cluster, "purpose": "training"},
-                {"name": f"{name}-serve", "cluster": cluster, "purpose": "inference"},
-                {"name": f"{name}-nb", "cluster": cluster, "purpose": "notebooks"},
-            ],
+            "namespaces": _namespaces(name, cluster, k, shape),
             "gpus": gpus,
             "resources": {
                 "cpu": "256",
@@ -378,7 +397,13 @@ def build_platform(
 
 
 def generate_platform(
-    root: Path, *, clusters: int = 4, pools_per_cluster: int = 8, teams: int = 400, seed: int = 0
+    root: Path,
+    *,
+    clusters: int = 4,
+    pools_per_cluster: int = 8,
+    teams: int = 400,
+    seed: int = 0,
+    shape: Shape = "few-large",
 ) -> dict[str, int]:
     """Write a synthetic platform under ``root``; return the number of objects per kind.
 
@@ -387,7 +412,7 @@ def generate_platform(
     """
     root = Path(root)
     objects = build_platform(
-        clusters=clusters, pools_per_cluster=pools_per_cluster, teams=teams, seed=seed
+        clusters=clusters, pools_per_cluster=pools_per_cluster, teams=teams, seed=seed, shape=shape
     )
     files = {
         root / KIND_DIRS[o["kind"]] / f"{o['metadata']['name']}.yaml": to_yaml(o) for o in objects
@@ -424,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pools-per-cluster", type=int, default=8)
     parser.add_argument("--teams", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=SHAPES, default="few-large")
     args = parser.parse_args(argv)
     if args.clusters < 1 or args.pools_per_cluster < 1 or args.teams < 0:
         parser.error("--clusters and --pools-per-cluster must be >= 1, --teams >= 0")
@@ -435,6 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pools_per_cluster=args.pools_per_cluster,
             teams=args.teams,
             seed=args.seed,
+            shape=args.shape,
         )
     except FileExistsError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -173,3 +173,20 @@ def test_passes_every_input_and_policy_rule(platform: Path) -> None:
     from renderer.pipeline import load_platform
 
     assert load_platform(platform).diagnostics == []
+
+
+def test_many_small_teams_pass_and_have_one_or_two_namespaces(tmp_path: Path) -> None:
+    """Issue 35's second shape: no finding either, every team one or two namespaces (a training
+    one, and every other team an inference one), so the same objects need more team files."""
+    from renderer.pipeline import load_platform
+
+    few = generate_platform(tmp_path / "few", **SMALL)
+    many = generate_platform(tmp_path / "many", **SMALL, shape="many-small")
+    assert few == many  # the same files; the teams are smaller
+    assert load_platform(tmp_path / "many").diagnostics == []
+    namespaces = [
+        [ns["purpose"] for ns in team["spec"]["namespaces"]]
+        for _, team in _load(tmp_path / "many")["Team"]
+    ]
+    assert namespaces[:4] == [["training"], ["training", "inference"]] * 2
+    assert sum(map(len, namespaces)) == 30  # 20 teams: 10 with one namespace, 10 with two
