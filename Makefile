@@ -12,7 +12,7 @@ CRDS ?= $(wildcard ../shared/crds)
 export GPUPLANE_CRDS ?= $(CRDS)
 STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
-.PHONY: help setup setup-dev render render-check test test-all measure lint types check conformance bench clean
+.PHONY: help setup setup-dev render render-check test-tools test test-all measure lint types check conformance bench clean
 
 # the target names bold only on a terminal, and never under NO_COLOR (https://no-color.org)
 help: ## Show the targets and what they do
@@ -66,10 +66,15 @@ render-check: setup ## Exit 1 if rendered/ is not what the inputs render (writes
 # their own tmp_path); TEST_WORKERS=0 runs it in this one process, as CI's make test-all does
 TEST_WORKERS ?= auto
 
-test: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run the fast tests: every stage, minutes (docs/testing.md)
+# what the tests need, the three installs side by side: they wait on downloads and the disk more
+# than on the CPUs (one after another they took 100 s of a fresh clone's first `make test`)
+test-tools:
+	@$(MAKE) --no-print-directory -j3 $(VENV)/.dev $(NCA)/bin/nca $(MERMAID)
+
+test: test-tools ## Run the fast tests: every stage, minutes (docs/testing.md)
 	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
-test-all: setup-dev $(NCA)/bin/nca $(MERMAID) ## Run every test, the slow ones too (what CI runs)
+test-all: test-tools ## Run every test, the slow ones too (what CI runs)
 	$(BIN)/python -m pytest -q
 
 lint: setup-dev ## ruff lint and format check
