@@ -72,8 +72,6 @@ NOT_YET: dict[str, str] = {
     # Not tried yet: the cases to add next.
     "acceptance-image-differs": TODO,
     "capacity-evidence": TODO,
-    "dra-needs-kubernetes-1.34": TODO,
-    "dra-unsupported": TODO,
     "mig-strategy-conflict": TODO,
     "secret-store-operator": TODO,
     "sharing-needs-nvidia": TODO,

@@ -304,6 +304,21 @@ _SHARING_BLOCK = {"time-slicing": "timeSlicing", "mps": "mps", "mig": "mig"}
 """The pool's settings block of each way of sharing, which full-gpu no longer allows."""
 
 
+def dra_refused(p: Platform, pool: Pool) -> bool:
+    """A pool exposed through DRA that dra-needs-kubernetes-1.34 or dra-unsupported refuses: on
+    a cluster older than 1.34, of another vendor's GPUs, or time-shared. Its DRA driver is not
+    asked for (operator-missing) until those rules are satisfied: their hints may drop DRA."""
+    if pool.exposure != "dra":
+        return False
+    cluster = p.clusters.get(pool.cluster)
+    accelerator = catalog.accelerator(pool.accelerator)
+    return (
+        (cluster is not None and cluster.minor < 34)
+        or (accelerator is not None and accelerator.vendor != "nvidia")
+        or pool.sharing in TIME_SHARED
+    )
+
+
 @rule("dra-needs-kubernetes-1.34")
 def dra_needs_new_clusters(p: Platform) -> Iterator[Diagnostic]:
     """`exposure: dra` needs Kubernetes 1.34 or later, where `resource.k8s.io/v1` is served.
