@@ -72,9 +72,7 @@ NOT_YET: dict[str, str] = {
     # Not tried yet: the cases to add next.
     "acceptance-image-differs": TODO,
     "capacity-evidence": TODO,
-    "mig-strategy-conflict": TODO,
     "secret-store-operator": TODO,
-    "sharing-needs-nvidia": TODO,
 }
 
 
