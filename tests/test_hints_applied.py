@@ -3,8 +3,10 @@
 tests/cases/hints/cases.yaml holds the cases: a broken edit of the example platform, the rule
 it must raise, and the edit a user makes by following that rule's hint literally. The check is
 the platform after the fix, not the hint's wording. A step edits text in a file
-(`{old, new}`, optionally `file`), adds a whole file (`{add: path, text}`) or removes one
-(`{remove: path}`).
+(`{old, new}`, optionally `file`), adds a whole file (`{add: path, text}`), removes one
+(`{remove: path}`) or commits the platform as it stands (`{commit: message}`, making it a git
+repository first): the base of the change that the capacity gate measures growth against,
+judged as on TODAY.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import pytest
 from ruamel.yaml import YAML
 
 from renderer.policy.check import POLICY
+from tests.conftest import git
 from tests.test_finding_positions import apply_edits, findings
 
 CASES = Path(__file__).parent / "cases" / "hints" / "cases.yaml"
 TABLE: list[dict[str, Any]] = YAML(typ="safe").load(CASES.read_text())
+TODAY = "2026-03-10"
+"""The day the capacity gate judges evidence on (`$GPUPLANE_TODAY`), whatever the clock says."""
 
 
 def apply_steps(platform: Path, default_file: str, steps: list[dict[str, str]]) -> None:
@@ -32,14 +37,29 @@ def apply_steps(platform: Path, default_file: str, steps: list[dict[str, str]]) 
             added.write_text(step["text"])
         elif "remove" in step:
             (platform / step["remove"]).unlink()
+        elif "commit" in step:
+            if not (platform / ".git").exists():
+                git(platform, "-c", "init.defaultBranch=main", "init", "-q")
+            git(platform, "add", "-A")
+            git(platform, "commit", "-q", "-m", step["commit"])
         else:
             apply_edits(platform, default_file, [step])
 
 
 @pytest.mark.parametrize("case", TABLE, ids=[c["name"] for c in TABLE])
-def test_hint_applied_validates(case: dict[str, Any], platform: Path, gpuplane) -> None:
+def test_hint_applied_validates(
+    case: dict[str, Any],
+    platform: Path,
+    gpuplane,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A warning's case (`level: warning`) must raise its rule as a warning, beside no error
     but those in `also`; after the fix neither the warning nor any error is left."""
+    if any("commit" in step for step in case["break"] + case["fix"]):
+        request.getfixturevalue("git_env")  # git that reads no configuration of the machine
+        monkeypatch.setenv("GPUPLANE_TODAY", TODAY)
+        monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     level = case.get("level", "error")
     apply_steps(platform, case["file"], case["break"])
     before = findings(gpuplane, platform)
@@ -71,7 +91,6 @@ NOT_YET: dict[str, str] = {
     "addon-version-unpinned": "`latest` is refused by the schema's version pattern first",
     # Not tried yet: the cases to add next.
     "acceptance-image-differs": TODO,
-    "capacity-evidence": TODO,
     "secret-store-operator": TODO,
 }
 
