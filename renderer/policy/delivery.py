@@ -292,11 +292,15 @@ def acceptance_on_the_production_image(p: Platform) -> Iterator[Diagnostic]:
                 f"{k} {pool.acceptance_image.get(k, '-')} vs {pool.image.get(k, '-')}"
                 for k in differs
             )
+            wanted = ", ".join(
+                f'{k}: "{pool.image[k]}"' if k in pool.image else f"no {k}" for k in differs
+            )
             yield Diagnostic(
                 "acceptance-image-differs",
                 f"pool '{pool.name}' was accepted on another node image ({details})",
                 pool.origin.key("spec", "acceptance", "nodeImage"),
-                hint="re-run the acceptance suite on the production image, then update acceptance.nodeImage",
+                hint="re-run the acceptance suite on the pool's image, then write what spec.image "
+                f"says in spec.acceptance.nodeImage: {wanted}",
                 severity=Severity.WARNING,
             )
 
