@@ -87,8 +87,6 @@ NOT_YET: dict[str, str] = {
     "reserved-queue-name": "needs a queue named like a reserved name: a queue file renamed",
     "quota-needs-namespace": "a team has one namespace at least (schema), each on its queue's "
     "cluster (namespace-outside-queue-cluster), and quota off that cluster is pool-not-in-queue's",
-    # The schema refuses the edit before the rule sees it (the schema's own hint applies):
-    "addon-version-unpinned": "`latest` is refused by the schema's version pattern first",
     # Not tried yet: the cases to add next.
 }
 
