@@ -77,17 +77,16 @@ def test_hint_applied_validates(
     assert left == [], left
 
 
-TODO = "not tried yet"
-
 # Policy rules that no case above applies the hint of yet, each with why: this list may only
 # shrink. Every policy rule gives a hint ("To satisfy it:" in its `explain` text); a new rule
 # needs a case, or a line here with its reason.
 NOT_YET: dict[str, str] = {
-    # Not reached alone, even with files added:
-    "reserved-queue-name": "needs a queue named like a reserved name: a queue file renamed",
-    "quota-needs-namespace": "a team has one namespace at least (schema), each on its queue's "
-    "cluster (namespace-outside-queue-cluster), and quota off that cluster is pool-not-in-queue's",
-    # Not tried yet: the cases to add next.
+    # Never reported alone: only beside another rule's error, whose hint pulls another way.
+    "quota-needs-namespace": "a team has a namespace at least (schema); with its queue known, "
+    "quota off the queue's cluster is pool-not-in-queue's, and a team with no namespace on the "
+    "queue's cluster has each one reported by namespace-outside-queue-cluster (`set cluster:`), "
+    "beside which this hint (`add a namespace`) leaves those errors; with the queue unknown, "
+    "unknown-reference reports it first",
 }
 
 
