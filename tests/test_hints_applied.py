@@ -3,8 +3,10 @@
 tests/cases/hints/cases.yaml holds the cases: a broken edit of the example platform, the rule
 it must raise, and the edit a user makes by following that rule's hint literally. The check is
 the platform after the fix, not the hint's wording. A step edits text in a file
-(`{old, new}`, optionally `file`), adds a whole file (`{add: path, text}`) or removes one
-(`{remove: path}`).
+(`{old, new}`, optionally `file`), adds a whole file (`{add: path, text}`), removes one
+(`{remove: path}`) or commits the platform as it stands (`{commit: message}`, making it a git
+repository first): the base of the change that the capacity gate measures growth against,
+judged as on TODAY.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import pytest
 from ruamel.yaml import YAML
 
 from renderer.policy.check import POLICY
+from tests.conftest import git
 from tests.test_finding_positions import apply_edits, findings
 
 CASES = Path(__file__).parent / "cases" / "hints" / "cases.yaml"
 TABLE: list[dict[str, Any]] = YAML(typ="safe").load(CASES.read_text())
+TODAY = "2026-03-10"
+"""The day the capacity gate judges evidence on (`$GPUPLANE_TODAY`), whatever the clock says."""
 
 
 def apply_steps(platform: Path, default_file: str, steps: list[dict[str, str]]) -> None:
@@ -28,17 +33,33 @@ def apply_steps(platform: Path, default_file: str, steps: list[dict[str, str]]) 
         if "add" in step:
             added = platform / step["add"]
             assert not added.exists(), added
+            added.parent.mkdir(parents=True, exist_ok=True)
             added.write_text(step["text"])
         elif "remove" in step:
             (platform / step["remove"]).unlink()
+        elif "commit" in step:
+            if not (platform / ".git").exists():
+                git(platform, "-c", "init.defaultBranch=main", "init", "-q")
+            git(platform, "add", "-A")
+            git(platform, "commit", "-q", "-m", step["commit"])
         else:
             apply_edits(platform, default_file, [step])
 
 
 @pytest.mark.parametrize("case", TABLE, ids=[c["name"] for c in TABLE])
-def test_hint_applied_validates(case: dict[str, Any], platform: Path, gpuplane) -> None:
+def test_hint_applied_validates(
+    case: dict[str, Any],
+    platform: Path,
+    gpuplane,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A warning's case (`level: warning`) must raise its rule as a warning, beside no error
     but those in `also`; after the fix neither the warning nor any error is left."""
+    if any("commit" in step for step in case["break"] + case["fix"]):
+        request.getfixturevalue("git_env")  # git that reads no configuration of the machine
+        monkeypatch.setenv("GPUPLANE_TODAY", TODAY)
+        monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     level = case.get("level", "error")
     apply_steps(platform, case["file"], case["break"])
     before = findings(gpuplane, platform)
@@ -56,39 +77,16 @@ def test_hint_applied_validates(case: dict[str, Any], platform: Path, gpuplane) 
     assert left == [], left
 
 
-TODO = "not tried yet"
-
 # Policy rules that no case above applies the hint of yet, each with why: this list may only
 # shrink. Every policy rule gives a hint ("To satisfy it:" in its `explain` text); a new rule
 # needs a case, or a line here with its reason.
 NOT_YET: dict[str, str] = {
-    # Not reached alone, even with files added:
-    "reserved-queue-name": "needs a queue named like a reserved name: a queue file renamed",
-    "quota-needs-namespace": "a team has one namespace at least (schema), each on its queue's "
-    "cluster (namespace-outside-queue-cluster), and quota off that cluster is pool-not-in-queue's",
-    # The schema refuses the edit before the rule sees it (the schema's own hint applies):
-    "derived-name-too-long": "a namespace name long enough is refused by its maxLength first",
-    "addon-version-unpinned": "`latest` is refused by the schema's version pattern first",
-    # Not tried yet: the cases to add next.
-    "acceptance-image-differs": TODO,
-    "argocd-project": TODO,
-    "capacity-evidence": TODO,
-    "dra-needs-kubernetes-1.34": TODO,
-    "dra-unsupported": TODO,
-    "driver-version-mismatch": TODO,
-    "egress-too-many-rules": TODO,
-    "endpoint-slo-metric": TODO,
-    "evidence-place": TODO,
-    "guaranteed-exceeds-capacity": TODO,
-    "mig-strategy-conflict": TODO,
-    "observability-missing": TODO,
-    "operator-conflict": TODO,
-    "operator-version-incompatible": TODO,
-    "pool-amount-out-of-range": TODO,
-    "pool-labels-limit": TODO,
-    "queue-settings-differ": TODO,
-    "secret-store-operator": TODO,
-    "sharing-needs-nvidia": TODO,
+    # Never reported alone: only beside another rule's error, whose hint pulls another way.
+    "quota-needs-namespace": "a team has a namespace at least (schema); with its queue known, "
+    "quota off the queue's cluster is pool-not-in-queue's, and a team with no namespace on the "
+    "queue's cluster has each one reported by namespace-outside-queue-cluster (`set cluster:`), "
+    "beside which this hint (`add a namespace`) leaves those errors; with the queue unknown, "
+    "unknown-reference reports it first",
 }
 
 

@@ -16,7 +16,9 @@ from renderer.model.names import (
     PROMETHEUS_ADDON,
     SCHEDULER_ADDON,
 )
+from renderer.model.operators import BY_ADDON
 from renderer.model.platform import Cluster, Platform
+from renderer.policy.operators import suggested_release
 from renderer.policy.quotas import quota_offers
 from renderer.policy.rule import error, pools_by_cluster, rule
 
@@ -72,6 +74,12 @@ def _runs_suites(p: Platform) -> set[str]:
     }
 
 
+def _release(cluster: Cluster, addon: str) -> str | None:
+    """The release to pin where gpuplane knows one (its tested release, or the newest line that
+    supports the cluster's Kubernetes); None for an add-on it has no release of."""
+    return suggested_release(cluster, addon) if addon in BY_ADDON else None
+
+
 @rule("addon-version-unpinned")
 def production_pins_addons(p: Platform) -> Iterator[Diagnostic]:
     """Production clusters declare and pin every add-on: GPU Operator, scheduler, DCGM exporter,
@@ -95,11 +103,14 @@ def production_pins_addons(p: Platform) -> Iterator[Diagnostic]:
             required.append(ARGO_WORKFLOWS_ADDON)
         for name in required:
             if name not in cluster.addons:
+                known = _release(cluster, name)
                 yield error(
                     "addon-version-unpinned",
                     f"production cluster '{cluster.name}' does not declare the {name} add-on",
                     cluster.origin.key("spec", "addons"),
-                    f"add spec.addons.{name}.version",
+                    f"add `{name}: {{version: {known}}}` under spec.addons"
+                    if known
+                    else f"add spec.addons.{name}.version",
                 )
         for addon in cluster.addons.values():
             enabled = addon.settings.get("enabled", True)
@@ -108,7 +119,7 @@ def production_pins_addons(p: Platform) -> Iterator[Diagnostic]:
                     "addon-version-unpinned",
                     f"production cluster '{cluster.name}' does not pin the {addon.name} version",
                     addon.origin.location,
-                    f"add version: to spec.addons.{addon.name}",
+                    f"add version: {_release(cluster, addon.name) or '…'} to spec.addons.{addon.name}",
                 )
 
 
@@ -292,11 +303,15 @@ def acceptance_on_the_production_image(p: Platform) -> Iterator[Diagnostic]:
                 f"{k} {pool.acceptance_image.get(k, '-')} vs {pool.image.get(k, '-')}"
                 for k in differs
             )
+            wanted = ", ".join(
+                f'{k}: "{pool.image[k]}"' if k in pool.image else f"no {k}" for k in differs
+            )
             yield Diagnostic(
                 "acceptance-image-differs",
                 f"pool '{pool.name}' was accepted on another node image ({details})",
                 pool.origin.key("spec", "acceptance", "nodeImage"),
-                hint="re-run the acceptance suite on the production image, then update acceptance.nodeImage",
+                hint="re-run the acceptance suite on the pool's image, then write what spec.image "
+                f"says in spec.acceptance.nodeImage: {wanted}",
                 severity=Severity.WARNING,
             )
 

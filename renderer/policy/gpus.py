@@ -12,6 +12,7 @@ from renderer.model import catalog
 from renderer.model.capacity import mig_layout_usable
 from renderer.model.catalog import Accelerator
 from renderer.model.choices import TIME_SHARED
+from renderer.model.operators import DRA_DRIVER_ADDON, serves_here
 from renderer.model.platform import Platform, Pool
 from renderer.policy.rule import error, pools_by_cluster, rule
 
@@ -304,6 +305,21 @@ _SHARING_BLOCK = {"time-slicing": "timeSlicing", "mps": "mps", "mig": "mig"}
 """The pool's settings block of each way of sharing, which full-gpu no longer allows."""
 
 
+def dra_refused(p: Platform, pool: Pool) -> bool:
+    """A pool exposed through DRA that dra-needs-kubernetes-1.34 or dra-unsupported refuses: on
+    a cluster older than 1.34, of another vendor's GPUs, or time-shared. Its DRA driver is not
+    asked for (operator-missing) until those rules are satisfied: their hints may drop DRA."""
+    if pool.exposure != "dra":
+        return False
+    cluster = p.clusters.get(pool.cluster)
+    accelerator = catalog.accelerator(pool.accelerator)
+    return (
+        (cluster is not None and cluster.minor < 34)
+        or (accelerator is not None and accelerator.vendor != "nvidia")
+        or pool.sharing in TIME_SHARED
+    )
+
+
 @rule("dra-needs-kubernetes-1.34")
 def dra_needs_new_clusters(p: Platform) -> Iterator[Diagnostic]:
     """`exposure: dra` needs Kubernetes 1.34 or later, where `resource.k8s.io/v1` is served.
@@ -348,7 +364,8 @@ def one_mig_strategy(p: Platform) -> Iterator[Diagnostic]:
                     "mig-strategy-conflict",
                     f"pool '{pool.name}' uses MPS on cluster '{pool.cluster}', whose MIG pool '{mig[0].name}' makes the MIG strategy mixed",
                     pool.origin.at("spec", "sharing"),
-                    "use time-slicing for this pool, or move it (or the MIG pool) to another cluster",
+                    "set sharing: time-slicing and rename the `mps` block `timeSlicing`, or "
+                    "move this pool (or the MIG pool) to another cluster",
                     (("the MIG pool is declared here", mig[0].origin.at("spec", "sharing")),),
                 )
 
@@ -361,7 +378,8 @@ def sharing_is_nvidia_only(p: Platform) -> Iterator[Diagnostic]:
     on an AMD pool they would be promised in quotas and never configured on the nodes.
 
     To satisfy it: set the pool's `spec.sharing: full-gpu` and remove its `mig`, `timeSlicing`
-    or `mps` block; pods then request whole GPUs (`amd.com/gpu` on AMD).
+    or `mps` block; pods then request whole GPUs (`amd.com/gpu` on AMD), and the teams' quotas
+    on a pool that was time-sliced count whole GPUs, no longer replicas.
     """
     for pool in p.pools.values():
         accelerator = catalog.accelerator(pool.accelerator)
@@ -374,7 +392,8 @@ def sharing_is_nvidia_only(p: Platform) -> Iterator[Diagnostic]:
                 "sharing-needs-nvidia",
                 f"pool '{pool.name}' ({accelerator.product}) uses {pool.sharing}, which gpuplane renders for NVIDIA GPUs only",
                 pool.origin.at("spec", "sharing"),
-                "use sharing: full-gpu",
+                f"set sharing: full-gpu and remove the `{_SHARING_BLOCK[pool.sharing]}` block"
+                + (" (quotas on the pool then count whole GPUs)" if pool.sharing != "mig" else ""),
             )
 
 
@@ -387,8 +406,9 @@ def dra_is_nvidia_whole_or_mig(p: Platform) -> Iterator[Diagnostic]:
     would promise devices no claim can get.
 
     To satisfy it: on a pool of another vendor's GPUs set `spec.exposure: device-plugin`; on an
-    NVIDIA DRA pool use `sharing: full-gpu` or `mig`, or keep time-slicing or MPS and set
-    `exposure: device-plugin`.
+    NVIDIA DRA pool keep time-slicing or MPS and set `exposure: device-plugin`, or use
+    `sharing: full-gpu` (removing the `timeSlicing` or `mps` block) or `mig`, with the NVIDIA
+    DRA driver declared on the cluster (`draDriver` under `spec.addons`, rule operator-missing).
     """
     for pool in p.pools.values():
         if pool.exposure != "dra":
@@ -402,9 +422,17 @@ def dra_is_nvidia_whole_or_mig(p: Platform) -> Iterator[Diagnostic]:
                 "use exposure: device-plugin",
             )
         if pool.sharing in TIME_SHARED:
+            cluster = p.clusters.get(pool.cluster)
+            driver = cluster is None or serves_here(cluster, DRA_DRIVER_ADDON)
             yield error(
                 "dra-unsupported",
                 f"pool '{pool.name}' combines DRA with {pool.sharing}, whose replicas a DRA claim cannot get",
                 pool.origin.at("spec", "sharing"),
-                "use sharing: full-gpu or mig with exposure: dra, or the device plugin for sharing",
+                f"set exposure: device-plugin to keep {pool.sharing}, or set sharing: full-gpu "
+                f"and remove the `{_SHARING_BLOCK[pool.sharing]}` block to keep DRA"
+                + (
+                    ""
+                    if driver
+                    else f" (and declare spec.addons.{DRA_DRIVER_ADDON} on the cluster)"
+                ),
             )

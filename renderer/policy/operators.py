@@ -17,6 +17,7 @@ from renderer.model.operator_support import (
 )
 from renderer.model.operators import (
     BY_ADDON,
+    DRA_DRIVER_ADDON,
     OPTIONAL_ADDONS,
     Operator,
     conflicts,
@@ -24,6 +25,7 @@ from renderer.model.operators import (
     serves_here,
 )
 from renderer.model.platform import Cluster, Platform
+from renderer.policy.gpus import dra_refused
 from renderer.policy.rule import error, rule
 
 
@@ -72,13 +74,20 @@ def needed_operators_declared(p: Platform) -> Iterator[Diagnostic]:
     (MPIJob v2beta1). Where the cluster already runs the operator (installed outside
     gpuplane), declare it with `enabled: false`.
     Or remove the need: the kind from the namespace's `kinds`, the pool's `rdma` or
-    `exposure: dra`, an endpoint's autoscaling (`replicas.max` equal to `replicas.min`).
+    `exposure: dra`, an endpoint's autoscaling (`replicas.max` equal to `replicas.min`). A pool
+    whose DRA is refused (dra-needs-kubernetes-1.34, dra-unsupported) asks for no DRA driver
+    until those rules are satisfied: their hints may lead back to the device plugin.
     """
+    refused = {
+        pool.origin.at("spec", "exposure") for pool in p.pools.values() if dra_refused(p, pool)
+    }
     for cluster in p.clusters.values():
         reported: set[tuple[str, str]] = set()
         for need in cluster_needs(p, cluster):
             if serves_here(cluster, need.addon):
                 continue
+            if need.addon == DRA_DRIVER_ADDON and need.at in refused:
+                continue  # dra-needs-kubernetes-1.34 or dra-unsupported: DRA itself is refused
             key = (need.addon, f"{need.at.file}:{need.at.line}")
             if key in reported:
                 continue

@@ -218,12 +218,20 @@ def queue_names_not_reserved(p: Platform) -> Iterator[Diagnostic]:
             and cluster.scheduler == "volcano"
             and queue.name in ("root", "default")
         ):
+            teams = sorted(t.name for t in p.teams.values() if t.queue == queue.name)
             yield error(
                 "reserved-queue-name",
                 f"queue '{queue.name}' would replace Volcano's own '{queue.name}' queue on cluster '{cluster.name}'",
                 queue.origin.at("metadata", "name"),
-                f"rename the queue (and its file), e.g. '{cluster.name}-{queue.name}'",
+                f"rename the queue (its metadata.name and its file), e.g. "
+                f"'{cluster.name}-{queue.name}'"
+                + (f", and spec.queue of {_teams(teams)}" if teams else ""),
             )
+
+
+def _teams(names: list[str]) -> str:
+    """`team llm` or `teams llm-eval, search`."""
+    return ("team " if len(names) == 1 else "teams ") + ", ".join(names)
 
 
 @rule("queue-settings-differ")

@@ -15,6 +15,7 @@ from typing import Any
 from renderer.findings.diagnostics import Diagnostic, PathKey, SourceMap
 from renderer.model.names import EXTERNAL_SECRETS_ADDON
 from renderer.model.platform import Platform
+from renderer.policy.operators import suggested_release
 from renderer.policy.rule import error, rule
 
 
@@ -198,5 +199,7 @@ def secret_store_has_operator(p: Platform) -> Iterator[Diagnostic]:
                 f"cluster '{cluster.name}' declares spec.secretStore but not "
                 "spec.addons.externalSecrets",
                 store.origin.key(),
-                "add externalSecrets: {version: …} under spec.addons",
+                f"add `{EXTERNAL_SECRETS_ADDON}: {{version: "
+                f"{suggested_release(cluster, EXTERNAL_SECRETS_ADDON)}}}` under spec.addons "
+                "(the External Secrets Operator chart), or remove spec.secretStore",
             )
