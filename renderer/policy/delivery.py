@@ -142,7 +142,8 @@ def scheduler_installed(p: Platform) -> Iterator[Diagnostic]:
                 "scheduler-addon-missing",
                 f"cluster '{cluster.name}' schedules with {cluster.scheduler} but does not install it",
                 cluster.origin.at("spec", "scheduler"),
-                f"add spec.addons.{wanted}",
+                f"add `{wanted}: {{version: {_release(cluster, wanted) or '…'}}}` under "
+                "spec.addons",
             )
 
 

@@ -178,6 +178,14 @@ def _pool_amounts(pool: Pool) -> Iterator[tuple[tuple[str, ...], str | int, Unit
         yield ("spec", "gpusPerNode"), offer.per_node, "count", offer.resource
 
 
+def _per_node(most: str, unit: Unit) -> str:
+    """The largest amount as `spec.host` writes it: CPUs in whole cores (`range_problem` gives
+    millicores, which `host.cpus`, an integer, cannot hold)."""
+    if unit == "cpu" and most.endswith("m"):
+        return str(int(most[:-1]) // 1000)
+    return most
+
+
 @rule("pool-amount-out-of-range")
 def pool_amounts_countable(p: Platform) -> Iterator[Diagnostic]:
     """A pool holds more CPU, memory or GPUs than Kubernetes and Kueue can count.
@@ -204,6 +212,6 @@ def pool_amounts_countable(p: Platform) -> Iterator[Diagnostic]:
                 f"pool '{pool.name}' has {value} {what} per node on up to {factor} node shares "
                 f"(nodes times the queue's oversubscription), {problem.message} per node",
                 pool.origin.at(*field),
-                f"write the nodes' real {what}: at most {problem.most} per node",
+                f"write the nodes' real {what}: at most {_per_node(problem.most, unit)} per node",
                 (("the nodes", pool.origin.at("spec", "nodes")),),
             )
