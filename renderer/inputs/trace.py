@@ -385,7 +385,8 @@ as `500m` and `64Gi`, names in lower case.""",
 A workload is its namespace and name, as a Kueue Workload is; a second of one name would be
 refused by the API server.
 
-To satisfy it: name each workload of a namespace once, for example with a suffix per run.""",
+To satisfy it: give each workload of a `namespace` its own `name`, for example with a suffix
+per run (`train-1`, `train-2`).""",
     "trace-unknown-name": """A trace names a namespace, priority class, pool or GPU resource the
 platform does not have.
 
