@@ -354,8 +354,8 @@ for _rule, _doc in {
 It is not a regular file, cannot be opened, is larger than {MAX_TRACE_BYTES // (1024 * 1024)} MiB,
 holds more than {MAX_ROWS:,} workloads, or is not UTF-8 text.
 
-To satisfy it: pass a CSV or JSON Lines trace as docs/simulate.md describes, saved as UTF-8;
-split a larger one by time.""",
+To satisfy it: pass a CSV or JSON Lines trace as docs/simulate.md describes, saved as UTF-8
+(`iconv -t UTF-8`); split a larger one by `submit_s`.""",
     "trace-header": """The header of a CSV trace names an unknown, repeated or missing column.
 
 The first line that is neither blank nor a `#` comment is the header. A misspelt column would
@@ -370,7 +370,7 @@ A CSV row has one cell per header column (an optional cell is left empty, not ou
 every quote; a JSON Lines row is one JSON object on its line.
 
 To satisfy it: give each workload one line with every column of the header, as docs/simulate.md
-shows.""",
+shows: `0,llm-train,pretrain,2,8,32,256Gi,3600,` leaves the last cell (`priority`) empty.""",
     "trace-field": """A field of a trace row is missing or out of its schema.
 
 Every workload gives when it is submitted (`submit_s`, seconds), its `namespace` and `name`, its
