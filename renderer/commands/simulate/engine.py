@@ -332,10 +332,19 @@ class Simulator:
         outcome.reason = entry.assignment.no_fit_reason
         if entry.cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
-        queue = self.queues[entry.cq.name]
-        heapq.heappop(queue)
+        self.take(entry)
         self.parked[entry.cq.name].append(entry.pending)
         return True
+
+    def take(self, entry: _Entry) -> None:
+        """Take the entry's workload out of its queue: the head it was, unless a workload
+        evicted earlier in this cycle went ahead of it."""
+        queue = self.queues[entry.cq.name]
+        if queue[0][1] is entry.pending:
+            heapq.heappop(queue)
+            return
+        queue[:] = [item for item in queue if item[1] is not entry.pending]
+        heapq.heapify(queue)
 
     def incoming(self, entry: _Entry) -> Incoming:
         needs = frozenset(
@@ -365,7 +374,7 @@ class Simulator:
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
-        heapq.heappop(self.queues[entry.cq.name])
+        self.take(entry)
         node = self.settings[entry.cq.name].node
         usage = {fr: v for fr, v in entry.assignment.usage.items() if v != 0}
         for fr, value in usage.items():
