@@ -53,9 +53,7 @@ def world(*queues: dict[str, Any]) -> World:
     return World(snapshot)
 
 
-def job(
-    index: int, queue: str, gpus: int, submit: int, duration: int, priority: int = 0
-) -> Job:
+def job(index: int, queue: str, gpus: int, submit: int, duration: int, priority: int = 0) -> Job:
     return Job(
         index=index,
         namespace=queue,
