@@ -32,6 +32,7 @@ from renderer.cli.plan import plan
 from renderer.cli.render import render
 from renderer.cli.reporters import wants_color
 from renderer.cli.schemas import schemas
+from renderer.cli.simulate import simulate
 from renderer.cli.validate import validate
 
 GC_THRESHOLDS = (50_000, 20, 100)
@@ -98,6 +99,7 @@ for command in (
     render,
     plan,
     diff,
+    simulate,
     acceptance,
     schemas,
     new_file,

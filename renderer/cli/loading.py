@@ -72,6 +72,7 @@ def load_every_rule() -> None:
     import renderer.commands.acceptance.load
     import renderer.commands.cost.rules
     import renderer.commands.stale
+    import renderer.inputs.trace
     import renderer.pipeline  # noqa: F401
 
 

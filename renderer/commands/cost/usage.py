@@ -14,6 +14,7 @@ from typing import Final
 
 from renderer.commands.cost.rules import MAX_ROWS, MAX_USAGE_BYTES
 from renderer.findings.diagnostics import Diagnostic, Location
+from renderer.inputs.csv_cells import split_cells
 
 GPU_TERMS: Final = ("allocated_gpu_hours", "used_gpu_hours", "failed_gpu_hours")
 """The GPU-hour figures of one team on one pool: the export query's `term` label values too."""
@@ -123,48 +124,6 @@ def number(text: str, what: str, at: Location) -> float | Diagnostic:
 
 
 # --- the CSV form -----------------------------------------------------------------------------
-
-
-def split_cells(line: str) -> list[tuple[str, int]] | tuple[str, int]:
-    """One CSV line (RFC 4180, `"` quotes with `""` inside) as its cells with the 1-based column
-    where each starts, whitespace around unquoted cells stripped; or (problem, column)."""
-    cells: list[tuple[str, int]] = []
-    i, size = 0, len(line)
-    while True:
-        start = i
-        while i < size and line[i] in " \t":
-            i += 1
-        if i < size and line[i] == '"':
-            opened = i
-            i += 1
-            value: list[str] = []
-            while True:
-                end = line.find('"', i)
-                if end < 0:
-                    return ("unclosed quote", opened + 1)
-                value.append(line[i:end])
-                if end + 1 < size and line[end + 1] == '"':
-                    value.append('"')
-                    i = end + 2
-                    continue
-                i = end + 1
-                break
-            while i < size and line[i] in " \t":
-                i += 1
-            if i < size and line[i] != ",":
-                return ("text after a closing quote", i + 1)
-            cells.append(("".join(value), opened + 1))
-        else:
-            end = line.find(",", i)
-            end = size if end < 0 else end
-            cells.append((line[i:end].strip(), i + 1 if i < end else start + 1))
-            i = end
-        if i >= size:
-            return cells
-        i += 1  # the comma
-        if i == size:
-            cells.append(("", i + 1))
-            return cells
 
 
 def read_csv(path: Path, display: str | None = None) -> Usage:

@@ -1,0 +1,460 @@
+"""The simulator's clock and Kueue's scheduling cycles, on the admission engine's own objects.
+
+One `Simulator` per cluster: its ClusterQueues, Cohorts and flavors as Kueue's scheduler holds
+them (`scheduler.snapshot`), one quota tree (`model.quota_tree`) whose usage the admissions and
+finishes change, and for every decision the engine `fit` runs: the flavor assigner
+(`scheduler.kueue_assigner.FlavorAssigner`, Kueue's `assignFlavors`) and the preemptor
+(`scheduler.preemptor.classical`, `scheduler.fairsharing.fair_preemptions`: `GetTargets`).
+
+Time is an integer of milliseconds and never slept. Events at one instant are taken together
+(finishes first, then submissions in trace order); then Kueue's scheduler runs cycles until one
+changes nothing (`Scheduler.schedule`, pkg/scheduler/scheduler.go):
+
+1. the head of each ClusterQueue's queue (priority, then the time it was queued: Kueue's
+   `queueOrderingFunc`), a parked (inadmissible) workload left out;
+2. each head nominated: its flavors assigned against the usage at the cycle's start;
+3. the entries in Kueue's order (`entryOrdering`: lower borrowing first, then higher priority,
+   then earlier queued), each admitted where it still fits, or, in Preempt mode, admitted once
+   the preemptor's targets are evicted (they release their quota at once here; Kueue waits for
+   their pods to end); an entry that fits no more after an earlier one of the cycle stays at
+   its head;
+4. an entry that can neither: under BestEffortFIFO it is parked until quota is released in
+   its tree (a finish or an eviction: Kueue's `QueueInadmissibleWorkloads`); under StrictFIFO it
+   stays the head and blocks its ClusterQueue.
+
+A workload still pending when the trace is over and nothing runs is never admitted; its reason
+is Kueue's message from its last nomination (`Assignment.Message`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Literal
+
+from renderer.admission.scheduler import fairsharing, preemptor
+from renderer.admission.scheduler.assignment import Assignment
+from renderer.admission.scheduler.kueue_assigner import FlavorAssigner, PodSetRequest, Setting
+from renderer.admission.scheduler.preemptor import Incoming, Target
+from renderer.admission.scheduler.snapshot import (
+    AdmittedWorkload,
+    ClusterQueue,
+    KueueSnapshot,
+    PodSetUsage,
+    QuotaTree,
+)
+from renderer.model.quota_tree import FlavorResource, QuotaNode
+
+ZERO = Decimal(0)
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+"""The simulated clock's zero, for the timestamps the preemptor orders Workloads by."""
+
+FINISH, SUBMIT = 0, 1
+"""Event kinds, in the order events of one instant are taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class World:
+    """A cluster's Kueue as the scheduler holds it: the objects, each Topology's levels, and
+    whether the Kueue Configuration turns fair sharing on."""
+
+    snapshot: KueueSnapshot
+    topologies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    fair_sharing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One workload of the trace: one pod set of `pods` pods, admitted all together."""
+
+    index: int
+    namespace: str
+    name: str
+    cluster_queue: str
+    priority: int
+    submit: int
+    """Milliseconds from the trace's start."""
+    duration: int
+    pods: int
+    per_pod: Mapping[str, Decimal]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+Fate = Literal["completed", "never", "running"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one job."""
+
+    job: Job
+    waits: list[int] = field(default_factory=list)
+    """Per admission, milliseconds from being queued (submitted or evicted) to admitted."""
+    preempted: int = 0
+    """Times it was evicted by another workload's preemption."""
+    preempting: int = 0
+    """Workloads its own admissions evicted."""
+    completed_at: int | None = None
+    message: str = ""
+    """Kueue's message from its last nomination that did not admit it."""
+    reason: str = ""
+    """That nomination's no-fit reason (UnadmittedWorkloadsObservability), where Kueue gives one."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    job: Job
+    queued: int
+    seq: int
+
+    def order(self) -> tuple[int, int, int]:
+        return (-self.job.priority, self.queued, self.seq)
+
+
+@dataclass(slots=True)
+class _Running:
+    job: Job
+    admitted: AdmittedWorkload
+    started: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """The usage per (flavor, resource) from `start` on (until the next sample)."""
+
+    start: int
+    usage: Mapping[FlavorResource, Decimal]
+    borrowed: Mapping[FlavorResource, Decimal]
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A finished simulation: each job's outcome (in trace order), the usage over time, when
+    the last event happened, and each Cohort's share at every change."""
+
+    outcomes: tuple[Outcome, ...]
+    samples: tuple[Sample, ...]
+    end: int
+    peak: Mapping[FlavorResource, Decimal]
+    shares: Mapping[str, float]
+    """Per Cohort under a parent, the time-weighted mean of its DominantResourceShare."""
+
+
+class Live(preemptor.Working):
+    """The preemptor's working copy, kept by the simulator instead of built from a snapshot:
+    the tree with the usage now and the Workloads running in each ClusterQueue."""
+
+    def __init__(self, snapshot: KueueSnapshot, tree: QuotaTree) -> None:
+        self.snapshot = snapshot
+        self.tree = tree
+        self.running: dict[str, dict[str, AdmittedWorkload]] = {
+            name: {} for name in snapshot.cluster_queues
+        }
+
+    def workloads(self, cluster_queue: str) -> list[AdmittedWorkload]:
+        return list(self.running.get(cluster_queue, {}).values())
+
+
+@dataclass
+class _Entry:
+    pending: _Pending
+    cq: ClusterQueue
+    assignment: Assignment
+
+
+class Simulator:
+    """Kueue's scheduler on one cluster, over a trace of jobs (docs/simulate.md)."""
+
+    def __init__(self, world: World, jobs: Sequence[Job]) -> None:
+        self.world = world
+        self.jobs = tuple(jobs)
+        snapshot = world.snapshot
+        self.tree = snapshot.tree(with_usage=False)
+        self.live = Live(snapshot, self.tree)
+        self.settings: dict[str, Setting] = {}
+        for name, cq in sorted(snapshot.cluster_queues.items()):
+            node = self.tree.cluster_queue(name)
+            if node is not None:
+                self.settings[name] = Setting(
+                    cq, node, snapshot.flavors, world.topologies, world.fair_sharing
+                )
+        self.queues: dict[str, list[tuple[tuple[int, int, int], _Pending]]] = {
+            n: [] for n in self.settings
+        }
+        self.parked: dict[str, list[_Pending]] = {n: [] for n in self.settings}
+        self.running: dict[str, _Running] = {}
+        self.outcomes = {job.key: Outcome(job) for job in self.jobs}
+        self.events: list[tuple[int, int, int, str, int]] = []
+        self.seq = itertools.count()
+        self.generation = itertools.count()
+        self.samples: list[Sample] = []
+        self.peak: dict[FlavorResource, Decimal] = {}
+        self.share_time: dict[str, float] = {}
+        self.now = 0
+        self.requests: dict[str, tuple[PodSetRequest, ...]] = {}
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> Run:
+        for job in self.jobs:
+            heapq.heappush(self.events, (job.submit, SUBMIT, job.index, job.key, -1))
+        last_sample = 0
+        while self.events:
+            self.now = self.events[0][0]
+            self.account(last_sample)
+            last_sample = self.now
+            while self.events and self.events[0][0] == self.now:
+                _, kind, _, key, generation = heapq.heappop(self.events)
+                if kind == FINISH:
+                    self.finish(key, generation)
+                else:
+                    self.enqueue(self.outcomes[key].job, self.now)
+            self.schedule()
+            self.sample()
+        return Run(
+            outcomes=tuple(self.outcomes[j.key] for j in self.jobs),
+            samples=tuple(self.samples),
+            end=self.now,
+            peak=MappingProxyType(dict(self.peak)),
+            shares=MappingProxyType(
+                {k: v / self.now if self.now else 0.0 for k, v in sorted(self.share_time.items())}
+            ),
+        )
+
+    def enqueue(self, job: Job, queued: int) -> None:
+        pending = _Pending(job, queued, next(self.seq))
+        queue = self.queues.get(job.cluster_queue)
+        if queue is None:
+            self.outcomes[job.key].message = f"ClusterQueue {job.cluster_queue} doesn't exist"
+            return
+        heapq.heappush(queue, (pending.order(), pending))
+
+    def finish(self, key: str, generation: int) -> None:
+        running = self.running.get(key)
+        if running is None or running.generation != generation:
+            return  # evicted since; this finish is stale
+        self.release(running)
+        self.outcomes[key].completed_at = self.now
+
+    def release(self, running: _Running) -> None:
+        job = running.job
+        del self.running[job.key]
+        node = self.settings[job.cluster_queue].node
+        for fr, value in running.admitted.usage.items():
+            node.remove_usage(fr, value)
+        del self.live.running[job.cluster_queue][job.key]
+        self.unpark(node.root())
+
+    def unpark(self, root: QuotaNode) -> None:
+        """Kueue's `QueueInadmissibleWorkloads`: quota came free in this tree."""
+        for name, parked in self.parked.items():
+            if not parked or self.settings[name].node.root() is not root:
+                continue
+            for pending in parked:
+                heapq.heappush(self.queues[name], (pending.order(), pending))
+            parked.clear()
+
+    # --- Kueue's cycles ------------------------------------------------------------------------
+
+    def schedule(self) -> None:
+        """Cycles until one admits, evicts or parks nothing (at most a bound of them, so that
+        a preemption that undid another could not cycle for ever)."""
+        for _ in range(4 * len(self.jobs) + 100):
+            entries = [
+                self.nominate(name, queue[0][1]) for name, queue in self.queues.items() if queue
+            ]
+            if not entries:
+                return
+            entries.sort(
+                key=lambda e: (
+                    e.assignment.borrowing,
+                    -e.pending.job.priority,
+                    e.pending.queued,
+                    e.pending.seq,
+                )
+            )
+            changed = False
+            for entry in entries:
+                changed = self.process(entry) or changed
+            if not changed:
+                return
+
+    def nominate(self, name: str, pending: _Pending) -> _Entry:
+        setting = self.settings[name]
+        requests = self.requests.get(pending.job.key)
+        if requests is None:
+            job = pending.job
+            requests = (
+                PodSetRequest(
+                    "main",
+                    job.pods,
+                    job.per_pod,
+                    node_selector=job.node_selector,
+                ),
+            )
+            self.requests[job.key] = requests
+        assignment = FlavorAssigner(setting, requests).assign()
+        return _Entry(pending, setting.cq, assignment)
+
+    def process(self, entry: _Entry) -> bool:
+        """One entry of the cycle; whether it changed anything."""
+        mode = entry.assignment.representative_mode
+        node = self.settings[entry.cq.name].node
+        incoming = self.incoming(entry)
+        if mode == "Fit":
+            if preemptor.workload_fits(node, incoming.usage, borrow=True):
+                self.admit(entry)
+                return True
+            return False  # Kueue: no longer fits after an earlier entry; stays the head
+        if mode == "Preempt":
+            targets = self.targets(incoming)
+            if targets:
+                for target in targets:
+                    self.evict(target, entry.pending.job)
+                if preemptor.workload_fits(node, incoming.usage, borrow=True):
+                    self.admit(entry)
+                return True
+        return self.inadmissible(entry)
+
+    def inadmissible(self, entry: _Entry) -> bool:
+        outcome = self.outcomes[entry.pending.job.key]
+        outcome.message = entry.assignment.message() or "couldn't find preemption targets"
+        outcome.reason = entry.assignment.no_fit_reason
+        if entry.cq.queueing_strategy == "StrictFIFO":
+            return False  # the head stays, and blocks the ClusterQueue
+        self.take(entry)
+        self.parked[entry.cq.name].append(entry.pending)
+        return True
+
+    def take(self, entry: _Entry) -> None:
+        """Take the entry's workload out of its queue: the head it was, unless a workload
+        evicted earlier in this cycle went ahead of it."""
+        queue = self.queues[entry.cq.name]
+        if queue[0][1] is entry.pending:
+            heapq.heappop(queue)
+            return
+        queue[:] = [item for item in queue if item[1] is not entry.pending]
+        heapq.heapify(queue)
+
+    def incoming(self, entry: _Entry) -> Incoming:
+        needs = frozenset(
+            (assigned.flavor, resource)
+            for ps in entry.assignment.pod_sets
+            for resource, assigned in ps.flavors.items()
+            if assigned.mode == "Preempt"
+        )
+        job = entry.pending.job
+        return Incoming(
+            cluster_queue=entry.cq.name,
+            usage={fr: v for fr, v in entry.assignment.usage.items() if v != 0},
+            needs=needs,
+            priority=job.priority,
+            created=_stamp(job.submit),
+            name=job.name,
+            namespace=job.namespace,
+        )
+
+    def targets(self, incoming: Incoming) -> list[Target]:
+        clock = EPOCH + timedelta(milliseconds=self.now)
+        if self.world.fair_sharing:
+            return fairsharing.fair_preemptions(
+                self.live, incoming, preemptor.DEFAULT_STRATEGIES, clock
+            )
+        return preemptor.classical(self.live, incoming, clock)
+
+    def admit(self, entry: _Entry) -> None:
+        job = entry.pending.job
+        self.take(entry)
+        node = self.settings[entry.cq.name].node
+        usage = {fr: v for fr, v in entry.assignment.usage.items() if v != 0}
+        for fr, value in usage.items():
+            node.add_usage(fr, value)
+        flavors = {r: a.flavor for ps in entry.assignment.pod_sets for r, a in ps.flavors.items()}
+        admitted = AdmittedWorkload(
+            name=job.name,
+            namespace=job.namespace,
+            cluster_queue=job.cluster_queue,
+            priority=job.priority,
+            pod_sets=(
+                PodSetUsage(
+                    "main",
+                    job.pods,
+                    MappingProxyType(flavors),
+                    MappingProxyType({r: v for (_, r), v in usage.items()}),
+                ),
+            ),
+            uid=f"{job.index:012d}",
+            created=_stamp(job.submit),
+            reserved_at=_stamp(self.now),
+        )
+        generation = next(self.generation)
+        self.running[job.key] = _Running(job, admitted, self.now, generation)
+        self.live.running[job.cluster_queue][job.key] = admitted
+        self.outcomes[job.key].waits.append(self.now - entry.pending.queued)
+        heapq.heappush(
+            self.events, (self.now + job.duration, FINISH, job.index, job.key, generation)
+        )
+
+    def evict(self, target: Target, by: Job) -> None:
+        key = target.workload.key
+        running = self.running.get(key)
+        if running is None:
+            return
+        self.release(running)
+        self.outcomes[key].preempted += 1
+        self.outcomes[by.key].preempting += 1
+        self.enqueue(running.job, self.now)  # Kueue's requeuingTimestamp: Eviction
+
+    # --- accounting ----------------------------------------------------------------------------
+
+    def sample(self) -> None:
+        usage: dict[FlavorResource, Decimal] = {}
+        borrowed: dict[FlavorResource, Decimal] = {}
+        for name in self.settings:
+            for fr, value in self.settings[name].node.usage.items():
+                if value:
+                    usage[fr] = usage.get(fr, ZERO) + value
+        for root in self.tree.roots():
+            for child in root.children:
+                for fr, value in child.usage.items():
+                    over = value - child.subtree.get(fr, ZERO)
+                    if over > 0:
+                        borrowed[fr] = borrowed.get(fr, ZERO) + over
+        for fr, value in usage.items():
+            if value > self.peak.get(fr, ZERO):
+                self.peak[fr] = value
+        self.samples.append(Sample(self.now, MappingProxyType(usage), MappingProxyType(borrowed)))
+
+    def account(self, since: int) -> None:
+        """Each Cohort's share over [since, now): the time-weighted DominantResourceShare."""
+        span = self.now - since
+        if span <= 0:
+            return
+        for node in self.tree.values():
+            if node.kind != "Cohort" or node.parent is None:
+                continue
+            weight = self.world.snapshot.cohorts.get(node.name)
+            share = fairsharing.dominant_resource_share(
+                node, float(weight.fair_weight) if weight is not None else 1.0
+            )
+            weighted = share.weighted()
+            if weighted != float("inf"):
+                self.share_time[node.name] = self.share_time.get(node.name, 0.0) + weighted * span
+
+
+def _stamp(ms: int) -> str:
+    return (EPOCH + timedelta(milliseconds=ms)).isoformat().replace("+00:00", "Z")
+
+
+def simulate(world: World, jobs: Iterable[Job]) -> Run:
+    return Simulator(world, list(jobs)).run()
