@@ -89,7 +89,7 @@ check: lint types test-all render-check ## Everything CI cares about: lint, type
 conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on fit's admission engine
 	$(BIN)/python -m tests.kueue_conformance.report
 
-bench: setup-dev ## Time every stage and command at 1x/2x/4x a synthetic platform (fails on findings)
+bench: setup-dev ## Time every stage and command at 1x/2x/4x of two fleet shapes (fails on findings)
 	$(BIN)/python -m bench.run
 
 measure: ## Time the README's two commands on a fresh clone and write its figures (tools/measure.py)

@@ -1,6 +1,8 @@
 """`make bench`: the pipeline and the commands a user runs, timed at three platform sizes.
 
-For each size (the base number of teams times 1, 2 and 4; clusters and pools fixed) it generates a
+For each fleet shape (`--shapes`: few large teams of three namespaces, many small teams of one
+or two; each with its own base number of teams, so that both render about the same objects) and
+each size (the base times 1, 2 and 4; clusters and pools fixed) it generates a
 platform (`bench.generate`), refuses to go on if gpuplane finds anything wrong with it (a
 benchmark of a platform `gpuplane render` would refuse measures nothing), and then times:
 
@@ -13,7 +15,8 @@ benchmark of a platform `gpuplane render` would refuse measures nothing), and th
   and `kubectl kustomize` over the largest cluster's tree, with the ratios to `render --check`.
 
 It prints objects/s, the growth exponent between sizes (log of the time ratio over log of the
-object ratio: 1 is linear) and the machine. Not a test: nothing here asserts a time; it fails
+object ratio: 1 is linear) and the machine, per shape, then both shapes side by side at their
+largest size; `--json PATH` writes every figure. Not a test: nothing here asserts a time; it fails
 only when the platform has findings or a command does not do what it should.
 """
 
@@ -37,7 +40,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import TypeVar
@@ -45,7 +48,7 @@ from typing import TypeVar
 from rich.console import Console
 from rich.table import Table
 
-from bench.generate import generate_platform
+from bench.generate import SHAPES, Shape, generate_platform
 from renderer.cli import tune_garbage_collection
 from renderer.inputs.schema import KIND_FOLDERS, check_document
 from renderer.inputs.source import Document, load_file
@@ -129,12 +132,22 @@ def cpu_model() -> str:
     return host.processor() or "unknown CPU"
 
 
+DEFAULT_TEAMS: dict[Shape, int] = {"few-large": 340, "many-small": 600}
+"""Teams at 1x per shape, so that both shapes render about the same objects at every size:
+at 1x few-large's 340 teams render 13,552 objects and many-small's 600 teams 13,506; at 4x
+52,288 and 52,126 (8 clusters x 5 pools)."""
+
+COLD_CHECK = "gpuplane render --check --no-index (cold)"
+ONE_TEAM = "gpuplane render --check, index, one team changed"
+
+
 @dataclass
 class Size:
     """One generated platform and what was measured on it."""
 
     factor: int
     teams: int
+    shape: Shape = "few-large"
     files: int = 0
     objects: int = 0
     tree_files: int = 0
@@ -582,55 +595,141 @@ def kustomize(root: Path, rendered: dict[str, tuple[Manifest, ...]]) -> tuple[in
 # --- the report ----------------------------------------------------------------------------------
 
 
-def exponent(a_items: int, a_seconds: float, b_items: int, b_seconds: float) -> str:
+def growth(a_items: int, a_seconds: float, b_items: int, b_seconds: float) -> float | None:
+    """log(t2 / t1) / log(n2 / n1): 1 is linear; None where it means nothing."""
     if min(a_items, b_items, a_seconds, b_seconds) <= 0 or a_items == b_items:
-        return "-"
-    return f"{math.log(b_seconds / a_seconds) / math.log(b_items / a_items):.2f}"
+        return None
+    return math.log(b_seconds / a_seconds) / math.log(b_items / a_items)
 
 
-def report(console: Console, sizes: list[Size], args: argparse.Namespace) -> None:
+def exponent(a_items: int, a_seconds: float, b_items: int, b_seconds: float) -> str:
+    found = growth(a_items, a_seconds, b_items, b_seconds)
+    return "-" if found is None else f"{found:.2f}"
+
+
+def stage_growth(sizes: Sequence[Size]) -> dict[str, dict[str, float | None]]:
+    """stage -> "1x-2x" -> its exponent over the objects rendered, between consecutive sizes."""
+    pairs = list(itertools.pairwise(sizes))
+    return {
+        stage: {
+            f"{a.factor}x-{b.factor}x": growth(
+                a.objects, a.stages[stage][2], b.objects, b.stages[stage][2]
+            )
+            for a, b in pairs
+        }
+        for stage in sizes[-1].stages
+    }
+
+
+def command_growth(sizes: Sequence[Size]) -> dict[str, dict[str, float | None]]:
+    """command -> "1x-2x" -> its exponent over the objects rendered."""
+    pairs = list(itertools.pairwise(sizes))
+    return {
+        command: {
+            f"{a.factor}x-{b.factor}x": growth(
+                a.objects, a.commands[command][0], b.objects, b.commands[command][0]
+            )
+            for a, b in pairs
+        }
+        for command in sizes[-1].commands
+    }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One shape at its largest size, as the two-shape table at the end shows it."""
+
+    shape: Shape
+    factor: int
+    teams: int
+    input_files: int
+    objects: int
+    cold_check: float | None
+    one_team: float | None
+    peak_kib: int
+    peak_command: str | None
+    stage_exponent: float | None
+    stage: str | None
+
+
+def summarize(shape: Shape, sizes: Sequence[Size]) -> Summary:
+    """The largest size's input files, objects, cold `render --check --no-index`, one-team
+    change with the index, the largest peak memory of any command, and the largest growth
+    exponent of any stage between any two consecutive sizes."""
     largest = sizes[-1]
+    peak_command = max(largest.commands, key=lambda c: largest.commands[c][1], default=None)
+    exponents = [
+        (value, stage)
+        for stage, between in stage_growth(sizes).items()
+        for value in between.values()
+        if value is not None
+    ]
+    steepest = max(exponents, default=None)
+    return Summary(
+        shape=shape,
+        factor=largest.factor,
+        teams=largest.teams,
+        input_files=largest.files,
+        objects=largest.objects,
+        cold_check=largest.commands[COLD_CHECK][0] if COLD_CHECK in largest.commands else None,
+        one_team=largest.commands[ONE_TEAM][0] if ONE_TEAM in largest.commands else None,
+        peak_kib=largest.commands[peak_command][1] if peak_command is not None else 0,
+        peak_command=peak_command,
+        stage_exponent=steepest[0] if steepest is not None else None,
+        stage=steepest[1] if steepest is not None else None,
+    )
+
+
+def report(console: Console, shapes: dict[Shape, list[Size]], args: argparse.Namespace) -> None:
+    """Each shape's tables, then the two shapes side by side at their largest size."""
     console.print(
         f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {host.python_version()}; "
         f"{args.clusters} clusters x {args.pools_per_cluster} pools; medians of {args.repeat}"
     )
+    for shape, sizes in shapes.items():
+        report_shape(console, shape, sizes)
+    report_summary(console, [summarize(shape, sizes) for shape, sizes in shapes.items()])
+
+
+def report_shape(console: Console, shape: Shape, sizes: list[Size]) -> None:
+    largest = sizes[-1]
+    console.print(f"\n{shape}:")
     for s in sizes:
         console.print(
             f"  {s.factor}x: {s.teams} teams, {s.files} input files -> {s.objects:,} objects in "
             f"{s.tree_files:,} files"
         )
-    pairs = list(itertools.pairwise(sizes))
+    pairs = [f"{a.factor}x-{b.factor}x" for a, b in itertools.pairwise(sizes)]
 
-    table = Table(title="pipeline stages (one process, in memory)")
+    table = Table(title=f"{shape}: pipeline stages (one process, in memory)")
     table.add_column("stage")
     for s in sizes:
         table.add_column(f"{s.factor}x s", justify="right")
     table.add_column(f"{largest.factor}x items/s", justify="right")
-    for a, b in pairs:
-        table.add_column(f"exp {a.factor}x-{b.factor}x", justify="right")
+    for pair in pairs:
+        table.add_column(f"exp {pair}", justify="right")
+    # over the objects rendered, the platform's size, as for the commands: input files count
+    # the clusters, pools and queues too, which do not grow with the teams
+    stage_exponents = stage_growth(sizes)
     for stage in largest.stages:
         items, unit, seconds = largest.stages[stage]
         table.add_row(
             stage,
             *(f"{s.stages[stage][2]:.3f}" for s in sizes),
             f"{items / seconds:,.0f} {unit}/s" if seconds > 0 else "-",
-            # over the objects rendered, the platform's size, as for the commands: input files
-            # count the clusters, pools and queues too, which do not grow with the teams
-            *(
-                exponent(a.objects, a.stages[stage][2], b.objects, b.stages[stage][2])
-                for a, b in pairs
-            ),
+            *(shown(stage_exponents[stage][pair]) for pair in pairs),
         )
     console.print(table)
 
-    table = Table(title="commands (fresh process each; wall seconds, peak memory)")
+    table = Table(title=f"{shape}: commands (fresh process each; wall seconds, peak memory)")
     table.add_column("command")
     for s in sizes:
         table.add_column(f"{s.factor}x s", justify="right")
     table.add_column(f"{largest.factor}x objects/s", justify="right")
     table.add_column(f"{largest.factor}x peak MiB", justify="right")
-    for a, b in pairs:
-        table.add_column(f"exp {a.factor}x-{b.factor}x", justify="right")
+    for pair in pairs:
+        table.add_column(f"exp {pair}", justify="right")
+    command_exponents = command_growth(sizes)
     for command in largest.commands:
         seconds, peak = largest.commands[command]
         table.add_row(
@@ -638,16 +737,22 @@ def report(console: Console, sizes: list[Size], args: argparse.Namespace) -> Non
             *(f"{s.commands[command][0]:.2f}" for s in sizes),
             f"{largest.objects / seconds:,.0f}",
             f"{peak / 1024:,.0f}",
-            *(
-                exponent(a.objects, a.commands[command][0], b.objects, b.commands[command][0])
-                for a, b in pairs
-            ),
+            *(shown(command_exponents[command][pair]) for pair in pairs),
         )
     console.print(table)
+    report_others(console, shape, largest)
 
-    check = largest.commands["gpuplane render --check --no-index (warm)"][0]
-    ours = largest.objects / check
-    table = Table(title=f"the same objects through other tools ({largest.factor}x)")
+
+def shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def report_others(console: Console, shape: Shape, largest: Size) -> None:
+    warm = largest.commands.get("gpuplane render --check --no-index (warm)")
+    if not largest.others or warm is None:
+        return
+    ours = largest.objects / warm[0]
+    table = Table(title=f"{shape}: the same objects through other tools ({largest.factor}x)")
     for column in ("tool", "objects", "seconds", "objects/s", "render --check is"):
         table.add_column(column, justify="left" if column == "tool" else "right")
     for tool, (objects, seconds) in largest.others.items():
@@ -656,9 +761,184 @@ def report(console: Console, sizes: list[Size], args: argparse.Namespace) -> Non
     console.print(table)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def short_stage(stage: str) -> str:
+    """A stage's name without its explanation: "policy (all rules)" -> "policy"."""
+    return stage.split(" (", 1)[0]
+
+
+def report_summary(console: Console, summaries: list[Summary]) -> None:
+    """Per shape at its largest size: what issue 35's goals are stated in."""
+    table = Table(title="both shapes at their largest size (seconds: wall, median)")
+    for column in (
+        "shape",
+        "size",
+        "input files",
+        "objects",
+        "check --no-index, cold s",
+        "one team changed, index s",
+        "peak MiB",
+        "largest stage exp",
+    ):
+        table.add_column(column, justify="left" if column == "shape" else "right")
+    for s in summaries:
+        table.add_row(
+            s.shape,
+            f"{s.factor}x ({s.teams:,} teams)",
+            f"{s.input_files:,}",
+            f"{s.objects:,}",
+            "-" if s.cold_check is None else f"{s.cold_check:.2f}",
+            "-" if s.one_team is None else f"{s.one_team:.2f}",
+            f"{s.peak_kib / 1024:,.0f}",
+            "-" if s.stage is None else f"{shown(s.stage_exponent)} ({short_stage(s.stage)})",
+        )
+    console.print(table)
+
+
+def figures(shapes: dict[Shape, list[Size]], args: argparse.Namespace) -> dict[str, object]:
+    """Every figure measured, for `--json`: per shape, each size's stages (items, unit,
+    seconds), commands (seconds, peak KiB) and other tools, the exponents between consecutive
+    sizes, and the summary row."""
+    return {
+        "machine": {
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "python": host.python_version(),
+        },
+        "clusters": args.clusters,
+        "pools_per_cluster": args.pools_per_cluster,
+        "repeat": args.repeat,
+        "shapes": {
+            shape: {
+                "teams_at_1x": sizes[0].teams // sizes[0].factor,
+                "sizes": [size_figures(s) for s in sizes],
+                "exponents": {
+                    "stages": stage_growth(sizes),
+                    "commands": command_growth(sizes),
+                },
+                "summary": {
+                    key: value
+                    for key, value in asdict(summarize(shape, sizes)).items()
+                    if key != "shape"
+                },
+            }
+            for shape, sizes in shapes.items()
+        },
+    }
+
+
+def size_figures(size: Size) -> dict[str, object]:
+    return {
+        "factor": size.factor,
+        "teams": size.teams,
+        "input_files": size.files,
+        "objects": size.objects,
+        "tree_files": size.tree_files,
+        "stages": {
+            stage: {"items": items, "unit": unit, "seconds": seconds}
+            for stage, (items, unit, seconds) in size.stages.items()
+        },
+        "commands": {
+            command: {"seconds": seconds, "peak_kib": peak}
+            for command, (seconds, peak) in size.commands.items()
+        },
+        "others": {
+            tool: {"objects": objects, "seconds": seconds}
+            for tool, (objects, seconds) in size.others.items()
+        },
+    }
+
+
+def measure_size(size: Size, root: Path, crds: Path, args: argparse.Namespace) -> None:
+    """Generate the platform of `size` at `root`, refuse it on any finding, and time its
+    stages, its commands and the other tools on its objects."""
+    generate_platform(
+        root,
+        clusters=args.clusters,
+        pools_per_cluster=args.pools_per_cluster,
+        teams=size.teams,
+        shape=size.shape,
+    )
+    platform = refuse_findings(root)
+    stages_in_child(root, crds, size, args.repeat)
+    rendered = rendered_objects(platform)
+    commands(root, crds, size, args.repeat)
+    versions = {c.name: c.kubernetes_version for c in platform.clusters.values()}
+    size.others[f"kubernetes-validate {KUBERNETES_VALIDATE} (sample)"] = kubernetes_validate_rate(
+        rendered, versions, args.kubernetes_validate_sample
+    )
+    found = kustomize(root, rendered)
+    if found is not None:
+        size.others["kubectl kustomize (largest cluster)"] = found
+
+
+def measure(
+    console: Console,
+    teams: dict[Shape, int],
+    factors: list[int],
+    crds: Path,
+    args: argparse.Namespace,
+) -> dict[Shape, list[Size]]:
+    """Every shape at every size, each in a folder of its own with a fresh render index."""
+    shapes: dict[Shape, list[Size]] = {}
+    with tempfile.TemporaryDirectory(prefix="gpuplane-bench-") as tmp:
+        for shape, base in teams.items():
+            sizes = shapes.setdefault(shape, [])
+            for factor in factors:
+                size = Size(factor, base * factor, shape)
+                root = Path(tmp) / f"{shape}-x{factor}"
+                COMMAND_ENV["GPUPLANE_CACHE_DIR"] = str(Path(tmp) / f"cache-{shape}-x{factor}")
+                measure_size(size, root, crds, args)
+                sizes.append(size)
+                console.print(f"measured {shape} {factor}x: {size.objects:,} objects")
+    return shapes
+
+
+def shape_list(text: str) -> list[Shape]:
+    """`--shapes`: a comma-separated list of the generator's shapes, each once."""
+    chosen: list[Shape] = []
+    for name in (part.strip() for part in text.split(",")):
+        shape = next((s for s in SHAPES if s == name), None)
+        if shape is None:
+            raise argparse.ArgumentTypeError(
+                f"unknown shape {name!r} (the shapes: {', '.join(SHAPES)})"
+            )
+        if shape not in chosen:
+            chosen.append(shape)
+    return chosen
+
+
+def teams_per_shape(text: str | None, shapes: list[Shape]) -> dict[Shape, int]:
+    """`--teams`: one number for every shape, or `shape=N,...` (a shape not named keeps its
+    default); without it, `DEFAULT_TEAMS`."""
+    teams = {shape: DEFAULT_TEAMS[shape] for shape in shapes}
+    if text is None:
+        return teams
+    if text.strip().isdigit():
+        return dict.fromkeys(shapes, int(text))
+    for part in text.split(","):
+        name, _, number = part.partition("=")
+        if not number.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"--teams: {part!r} is not N or SHAPE=N")
+        for shape in shape_list(name):
+            if shape in teams:
+                teams[shape] = int(number)
+    return teams
+
+
+def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
-    parser.add_argument("--teams", type=int, default=340, help="teams at 1x (default 340)")
+    parser.add_argument(
+        "--shapes",
+        type=shape_list,
+        default=list(SHAPES),
+        help=f"fleet shapes to measure (default {','.join(SHAPES)})",
+    )
+    defaults = ", ".join(f"{shape} {n}" for shape, n in DEFAULT_TEAMS.items())
+    parser.add_argument(
+        "--teams",
+        default=None,
+        help=f"teams at 1x: N for every shape, or SHAPE=N,... (default {defaults})",
+    )
     parser.add_argument("--clusters", type=int, default=8)
     parser.add_argument("--pools-per-cluster", type=int, default=5)
     parser.add_argument("--sizes", default="1,2,4", help="factors of --teams (default 1,2,4)")
@@ -670,9 +950,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="objects kubernetes-validate is timed on",
     )
     parser.add_argument("--crds", type=Path, default=None)
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="PATH", help="write every figure here"
+    )
     parser.add_argument("--stages-of", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--stages-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    try:
+        args.teams = teams_per_shape(args.teams, args.shapes)
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = arguments(argv)
     console = Console(width=150)
     from_env = [Path(p) for p in os.environ.get("GPUPLANE_CRDS", "").split(":") if p]
     crds = args.crds or next((p for p in from_env if p.is_dir()), None)
@@ -696,36 +988,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"error: {error}", markup=False)
             return 1
     factors = [int(f) for f in args.sizes.split(",")]
-    sizes: list[Size] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="gpuplane-bench-") as tmp:
-            for factor in factors:
-                size = Size(factor, args.teams * factor)
-                root = Path(tmp) / f"x{factor}"
-                COMMAND_ENV["GPUPLANE_CACHE_DIR"] = str(Path(tmp) / f"cache-x{factor}")
-                generate_platform(
-                    root,
-                    clusters=args.clusters,
-                    pools_per_cluster=args.pools_per_cluster,
-                    teams=size.teams,
-                )
-                platform = refuse_findings(root)
-                stages_in_child(root, crds, size, args.repeat)
-                rendered = rendered_objects(platform)
-                commands(root, crds, size, args.repeat)
-                versions = {c.name: c.kubernetes_version for c in platform.clusters.values()}
-                size.others[f"kubernetes-validate {KUBERNETES_VALIDATE} (sample)"] = (
-                    kubernetes_validate_rate(rendered, versions, args.kubernetes_validate_sample)
-                )
-                found = kustomize(root, rendered)
-                if found is not None:
-                    size.others["kubectl kustomize (largest cluster)"] = found
-                sizes.append(size)
-                console.print(f"measured {factor}x: {size.objects:,} objects")
+        shapes = measure(console, args.teams, factors, crds, args)
     except BenchError as error:
         console.print(f"error: {error}", markup=False)
         return 1
-    report(console, sizes, args)
+    report(console, shapes, args)
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures(shapes, args), indent=2) + "\n", encoding="utf-8")
     return 0
 
 
