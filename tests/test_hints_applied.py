@@ -46,7 +46,10 @@ def apply_steps(platform: Path, default_file: str, steps: list[dict[str, str]]) 
             apply_edits(platform, default_file, [step])
 
 
-@pytest.mark.parametrize("case", TABLE, ids=[c["name"] for c in TABLE])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=() if c.get("fast") else pytest.mark.slow, id=c["name"]) for c in TABLE],
+)
 def test_hint_applied_validates(
     case: dict[str, Any],
     platform: Path,
