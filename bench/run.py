@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -607,32 +607,30 @@ def exponent(a_items: int, a_seconds: float, b_items: int, b_seconds: float) -> 
     return "-" if found is None else f"{found:.2f}"
 
 
-def stage_growth(sizes: Sequence[Size]) -> dict[str, dict[str, float | None]]:
-    """stage -> "1x-2x" -> its exponent over the objects rendered, between consecutive sizes."""
+def _growth_table(
+    sizes: Sequence[Size], names: Iterable[str], seconds: Callable[[Size, str], float]
+) -> dict[str, dict[str, float | None]]:
+    """name -> "1x-2x" -> its exponent over the objects rendered, between consecutive sizes."""
     pairs = list(itertools.pairwise(sizes))
     return {
-        stage: {
+        name: {
             f"{a.factor}x-{b.factor}x": growth(
-                a.objects, a.stages[stage][2], b.objects, b.stages[stage][2]
+                a.objects, seconds(a, name), b.objects, seconds(b, name)
             )
             for a, b in pairs
         }
-        for stage in sizes[-1].stages
+        for name in names
     }
+
+
+def stage_growth(sizes: Sequence[Size]) -> dict[str, dict[str, float | None]]:
+    """stage -> "1x-2x" -> its exponent over the objects rendered, between consecutive sizes."""
+    return _growth_table(sizes, sizes[-1].stages, lambda size, stage: size.stages[stage][2])
 
 
 def command_growth(sizes: Sequence[Size]) -> dict[str, dict[str, float | None]]:
     """command -> "1x-2x" -> its exponent over the objects rendered."""
-    pairs = list(itertools.pairwise(sizes))
-    return {
-        command: {
-            f"{a.factor}x-{b.factor}x": growth(
-                a.objects, a.commands[command][0], b.objects, b.commands[command][0]
-            )
-            for a, b in pairs
-        }
-        for command in sizes[-1].commands
-    }
+    return _growth_table(sizes, sizes[-1].commands, lambda size, command: size.commands[command][0])
 
 
 @dataclass(frozen=True)
