@@ -1055,6 +1055,7 @@ def test_the_h200_pool_passes_on_an_h200(gpuplane: Run, tmp_path: Path, name: st
     assert (code, body["status"]) == (0, "passed"), body
 
 
+@pytest.mark.slow  # runs the checkpoint probe under real PyTorch
 def test_a_pool_measured_only_on_the_cpu_never_passes(gpuplane: Run, tmp_path: Path) -> None:
     """The review's repro: a100-mig has no checkpoint thresholds (so no threshold turns not
     comparable), yet a checkpoint measured on this CPU must keep the pool from passing."""

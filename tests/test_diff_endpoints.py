@@ -292,6 +292,7 @@ def test_a_domain_removed_with_no_host_under_it_is_low(committed: Path, repo: Pa
 # --- the report forms -------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a diff against a committed base in each of four forms
 def test_the_report_says_it_in_every_form(repo: Path, gpuplane: Any) -> None:
     edit_once(repo / LLM, "host: chat.llm.example.com", "host: api.llm.example.com")
     at = _line(repo, LLM, "host: api.llm.example.com")

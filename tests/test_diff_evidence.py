@@ -49,6 +49,7 @@ def _codes(found: list[dict[str, Any]], code: str) -> list[dict[str, Any]]:
     return [f for f in found if f["code"] == code]
 
 
+@pytest.mark.slow  # a diff against a committed base in each of four forms
 def test_a_resized_pool_shows_its_evidence_in_every_form(repo: Path, gpuplane: Any) -> None:
     edit_once(repo / POOL, "  nodes: 4\n", "  nodes: 8\n")
     _write_evidence(repo, _evidence())

@@ -884,6 +884,7 @@ _json = st.recursive(
 )
 
 
+@pytest.mark.slow  # 300 hypothesis examples, as test_properties
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(readers.READERS)), body=_json)
 def test_workload_from_never_raises(kind: tuple[str, str], body: Any) -> None:
