@@ -25,15 +25,23 @@ def _render(gpuplane: Run, root: Path, *args: str) -> Any:
     return gpuplane("-C", str(root), "render", *args)
 
 
-@pytest.mark.parametrize("platform_kind", ["example", "generated"])
+@pytest.mark.parametrize("platform_kind", ["example", "generated", "many-small"])
 def test_every_job_count_writes_the_same_tree(
-    tmp_path: Path, crds: Path, gpuplane: Run, platform_kind: str
+    tmp_path: Path, crds: Path, gpuplane: Run, platform_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The same tree and report from one process and from workers; on the many-small shape
+    (teams of one or two namespaces) with the input files loaded in workers too."""
+    from renderer.commands import render
+
+    if platform_kind == "many-small":
+        monkeypatch.setattr(render, "PARALLEL_LOAD_FROM", 2)
     trees, outputs = [], []
     for jobs in ("1", "2", "5"):
         root = tmp_path / f"jobs-{jobs}"
         if platform_kind == "example":
             copy_inputs(REPO, root)
+        elif platform_kind == "many-small":
+            generate_platform(root, clusters=3, pools_per_cluster=2, teams=40, shape="many-small")
         else:
             generate_platform(root, clusters=5, pools_per_cluster=3, teams=20)
         result = _render(gpuplane, root, "--crds", str(crds), "--strict-schemas", "-j", jobs)
