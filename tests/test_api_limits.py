@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -228,6 +229,24 @@ def test_rendered_amounts_are_checked_wherever_they_sit() -> None:
     pod = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1.5"}}}]}}
     ((_, message),) = rendered_quantity_problems(pod)
     assert "is not a whole number" in message
+
+
+class _Label(str):
+    """A string of a subclass: the walks tell plain values by their exact type and must still
+    see through a subclass of one (and a mapping that is not a dict) as before."""
+
+
+def test_the_walks_see_mappings_that_are_not_dicts_and_subclassed_values() -> None:
+    template = MappingProxyType({"metadata": {"labels": {_Label("bad key!"): "v"}}})
+    job = {"kind": "Job", "metadata": {"name": "job"}, "spec": {"template": template}}
+    ((path, _),) = object_problems(job)
+    assert path == ("spec", "template", "metadata", "labels", "bad key!")
+    limits = MappingProxyType({"nvidia.com/gpu": _Label("1.5")})
+    pod = {"spec": {"containers": [MappingProxyType({"resources": {"limits": limits}})]}}
+    ((path, message),) = rendered_quantity_problems(pod)
+    assert path == ("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")
+    assert "is not a whole number" in message
+    assert rendered_quantity_problems({"spec": (limits,)}) == []  # a tuple is no list: not walked
 
 
 def test_the_output_check_runs_on_a_kind_no_schema_checks() -> None:

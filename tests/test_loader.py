@@ -5,10 +5,12 @@ from __future__ import annotations
 import shutil
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from renderer.findings.diagnostics import Location, SourceMap
+from renderer.inputs import source
 from renderer.inputs.source import MAX_FILE_BYTES, load_bytes, load_file
 from tests.conftest import tree
 
@@ -194,3 +196,71 @@ def test_positions_pickle_compactly_and_read_back_the_same(tmp_path: Path) -> No
     # a position in another file (none the loader makes, but a map may hold one) is kept
     mixed = SourceMap("a.yaml", {(): Location("b.yaml", 2, 3)}, {})
     assert pickle.loads(pickle.dumps(mixed)).locate(("x",)) == Location("b.yaml", 2, 3)
+
+
+# --- the composer made once per process (renderer.inputs.source._Loader) ---------------------
+
+_TRICKY_SCALARS = (
+    *("yes", "No", "on", "OFF", "y", "true", "False", "null", "~", "", "0", "010", "0o10"),
+    *("0x1F", "0b101", "1_000", "+1", ".5", "1e3", ".inf", "-.Inf", ".NaN", "12:30:45"),
+    *("2024-01-01", "2024-01-01T10:00:00Z", "'yes'", "'0'", '"true"', "!!str 1", "!!int '3'"),
+    "x" * 200,
+)
+
+
+def _shape(node: Any, seen: dict[int, int]) -> Any:
+    """A node graph as comparable data: kind, tag, value, style, anchor and both marks of
+    every node, an alias as the number of the node it repeats."""
+    if id(node) in seen:
+        return ("alias", seen[id(node)])
+    seen[id(node)] = len(seen)
+    marks = tuple((m.line, m.column, m.index) for m in (node.start_mark, node.end_mark))
+    head = (type(node).__name__, str(node.tag), marks, getattr(node, "style", None), node.anchor)
+    if isinstance(node.value, str):
+        return (*head, node.value)
+    if node.value and isinstance(node.value[0], tuple):
+        return (*head, [(_shape(k, seen), _shape(v, seen)) for k, v in node.value])
+    return (*head, [_shape(item, seen) for item in node.value])
+
+
+def _composed(text: str, compose: Any) -> Any:
+    try:
+        return [_shape(node, {}) for node in compose(text)]
+    except Exception as err:  # the same error, with the same words, from both
+        return (type(err).__name__, str(err))
+
+
+@pytest.mark.parametrize("scalar", _TRICKY_SCALARS)
+def test_the_composer_gives_the_nodes_ruamels_safe_loader_gives(scalar: str) -> None:
+    """`_documents` is `YAML(typ="safe", pure=False).compose_all` with the resolver's answers
+    remembered: every scalar the YAML 1.1 and 1.2 resolvers read apart, as a value, a list item,
+    a key and a whole document, twice (the second time from what was remembered), with a
+    `%YAML 1.1` directive (the C parser resolves by YAML 1.2's rules all the same: `yes` stays
+    a string) and with anchors and aliases."""
+    texts = [
+        f"k: {scalar}\n",
+        f"- {scalar}\n- [{scalar}, {{a: {scalar}}}]\n",
+        f"{scalar}: v\n" if scalar else "'': v\n",
+        f"%YAML 1.1\n---\nk: {scalar}\n",
+        f"a: &x {{k: {scalar}}}\nb: *x\n",
+    ]
+    for text in texts:
+        for _ in range(2):
+            ours = _composed(text, source._documents)
+            assert ours == _composed(text, lambda t: source._yaml().compose_all(t))
+    one = next(source._documents("%YAML 1.1\n---\nk: yes\n"))
+    assert [str(v.tag) for _, v in one.value] == ["tag:yaml.org,2002:str"]
+
+
+def test_the_parser_gives_ruamels_events_and_errors() -> None:
+    def events(text: str, parse: Any) -> Any:
+        try:
+            return [
+                (type(e).__name__, e.start_mark.line, getattr(e, "value", None))
+                for e in parse(text)
+            ]
+        except Exception as err:  # the same error, with the same words, from both
+            return (type(err).__name__, str(err))
+
+    for text in ("a: [1, {b: c}]\n", "a: b: c\n", "a: 'unclosed\n", "- - - x\n"):
+        assert events(text, source._events) == events(text, lambda t: source._yaml().parse(t))

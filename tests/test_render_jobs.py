@@ -5,6 +5,7 @@ path `diff` takes (`render_platform` then `build_tree`)."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,15 +25,23 @@ def _render(gpuplane: Run, root: Path, *args: str) -> Any:
     return gpuplane("-C", str(root), "render", *args)
 
 
-@pytest.mark.parametrize("platform_kind", ["example", "generated"])
+@pytest.mark.parametrize("platform_kind", ["example", "generated", "many-small"])
 def test_every_job_count_writes_the_same_tree(
-    tmp_path: Path, crds: Path, gpuplane: Run, platform_kind: str
+    tmp_path: Path, crds: Path, gpuplane: Run, platform_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The same tree and report from one process and from workers; on the many-small shape
+    (teams of one or two namespaces) with the input files loaded in workers too."""
+    from renderer.commands import render
+
+    if platform_kind == "many-small":
+        monkeypatch.setattr(render, "PARALLEL_LOAD_FROM", 2)
     trees, outputs = [], []
     for jobs in ("1", "2", "5"):
         root = tmp_path / f"jobs-{jobs}"
         if platform_kind == "example":
             copy_inputs(REPO, root)
+        elif platform_kind == "many-small":
+            generate_platform(root, clusters=3, pools_per_cluster=2, teams=40, shape="many-small")
         else:
             generate_platform(root, clusters=5, pools_per_cluster=3, teams=20)
         result = _render(gpuplane, root, "--crds", str(crds), "--strict-schemas", "-j", jobs)
@@ -142,3 +151,43 @@ def test_inputs_loaded_in_workers_give_the_same_report(
         outputs.append(result.output)
     assert outputs[0] == outputs[1]
     assert teams[0].name in outputs[0] and teams[1].name in outputs[0] and pool.name in outputs[0]
+
+
+@pytest.mark.parametrize("broken", ["none", "needed", "unneeded"])
+def test_crds_parsed_in_workers_give_the_same_report(
+    tmp_path: Path, crds: Path, gpuplane: Run, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    """With no disk cache of parsed CRDs (a clean CI machine) and the inputs loaded in workers,
+    the workers parse the CRD files too: the report is the one parsing them here gives, with a
+    CRD file that is not YAML as with none. A file parsed ahead is only remembered, so a broken
+    one is reported where a lookup meets it, as without workers (an eager parse of every file
+    had made a broken file no kind needed an error, only when the inputs loaded in workers)."""
+    from renderer.commands import render
+    from renderer.output import crds as crd_module
+
+    root = copy_inputs(REPO, tmp_path / "repo")
+    given = tmp_path / "crds"
+    shutil.copytree(crds / "kueue", given / "kueue")
+    if broken != "none":
+        named = "# kueue.x-k8s.io ClusterQueue: its lookup reads this file\n"
+        (given / "kueue" / "zz-broken.yaml").write_text(
+            (named if broken == "needed" else "")
+            + "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: [\n"
+        )
+    monkeypatch.setenv("GPUPLANE_CACHE_DIR", "")
+    adopted: list[Path] = []
+    adopt = crd_module.adopt
+    monkeypatch.setattr(
+        crd_module, "adopt", lambda path, *rest: adopted.append(path) or adopt(path, *rest)
+    )
+    outputs = []
+    for threshold, jobs in ((10_000, "1"), (2, "3")):
+        monkeypatch.setattr(crd_module, "_PARSED", {})  # parsed again, not kept from a test before
+        monkeypatch.setattr(render, "PARALLEL_LOAD_FROM", threshold)
+        result = _render(gpuplane, root, "--crds", str(given), "--check", "-j", jobs)
+        outputs.append((result.exit_code, result.output))
+    assert outputs[0] == outputs[1]
+    assert sorted(p.name for p in adopted) == sorted(
+        p.name for p in (given / "kueue").glob("kueue*.yaml")
+    )  # each parsed in a worker, but the broken one, parsed here again to say what is wrong
+    assert ("zz-broken.yaml" in outputs[0][1]) == (broken == "needed")

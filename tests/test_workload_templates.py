@@ -795,3 +795,19 @@ def test_a_template_body_is_copied_with_nothing_shared() -> None:
         assert type(copied["metadata"]["labels"]["on"]) is bool
         assert list(copied["spec"]) == ["labels", "items"]
     assert type(_tree({**body, "purpose": Purpose.TRAINING})["purpose"]) is Purpose
+
+
+def test_the_readme_lists_the_files_the_templates_layer_writes(
+    case: tuple[str, list[tuple[ClusterView, Values]]],
+) -> None:
+    """`workloads.files` names each template `render` writes, in order, without building one:
+    the cluster README lists them from it (`readme.templated_namespaces`)."""
+    _, rendered = case
+    views = {id(view): view for view, _ in rendered}
+    written = [(v.folder, v.chart) for _, v in rendered]
+    named = [
+        (f"{workloads.FOLDER}/{namespace}", chart)
+        for view in views.values()
+        for namespace, chart in workloads.files(view)
+    ]
+    assert named == written and written

@@ -28,7 +28,7 @@ from renderer.commands.workers import can_fork, forked_map
 from renderer.findings.diagnostics import Diagnostic, has_errors, sort_diagnostics
 from renderer.layers import workflows as suites
 from renderer.model import platform as model
-from renderer.output.crds import CrdLoadError
+from renderer.output import crds
 from renderer.output.reuse import CheckMemo, made_of_files
 from renderer.output.transitions import CommittedTree
 from renderer.output.validation import OutputValidator
@@ -328,28 +328,50 @@ PARALLEL_LOAD_FROM = 200
 def _load_in_workers(root: Path, inputs: InputCache, jobs: int, validator: OutputValidator) -> None:
     """Load the input files `inputs` holds under no version yet in `jobs` worker processes, each a
     share, into `inputs` (pickled, as the cache keeps them); `load_platform` then reads them
-    from there, in order, and reports as if it had loaded them itself. Meanwhile this process
-    does what each cluster worker would otherwise do first: import the layers and read the
-    CRDs given on the command line."""
+    from there, in order, and reports as if it had loaded them itself. The workers then parse
+    the CRD files given on the command line that the disk cache does not hold (seconds of YAML
+    on a clean machine, as CI's), the largest first; meanwhile this process imports the layers,
+    which each cluster worker would otherwise do first, and then takes their CRDs. A CRD file
+    parsed ahead is only remembered (`OutputValidator.parse_ahead`): which files a render
+    parses, and so which broken one it reports, stays the lookups' choice."""
     # by name, without reading: a file the cache holds other bytes of is load_platform's to load
     known = {display for display, _ in inputs}
     todo = [f for f in input_files(root) if f[1] not in known]
     workers = min(jobs, len(todo) // (PARALLEL_LOAD_FROM // 2))
     if workers <= 1 or not can_fork():
         return
-    shares = [todo[i::workers] for i in range(workers)]
-    with forked_map(
-        _load_share, shares, workers, describe=_share_name, advice=LESS_MEMORY
-    ) as loading:
+    slow = validator.slow_crds()
+    raw_of = dict(slow)
+    items: list[_LoadItem] = [*(todo[i::workers] for i in range(workers)), *slow]
+    with forked_map(_load_item, items, workers, describe=_item_name, advice=LESS_MEMORY) as loading:
         import_layers()
-        with contextlib.suppress(CrdLoadError):  # reported where the CRD is first needed
-            validator.load_all()
+        if not slow:
+            validator.parse_ahead()
         for loaded in loading:
-            inputs.update(loaded)
+            if isinstance(loaded, dict):
+                inputs.update(loaded)
+            elif loaded[1] is not None:  # a broken file is left to the lookup that meets it
+                crds.adopt(loaded[0], raw_of[loaded[0]], loaded[1])
+    if slow:
+        validator.parse_ahead()  # those from the disk cache; the workers' are parsed
 
 
-def _share_name(share: list[tuple[Path, str, str]]) -> str:
-    return f"loading {len(share)} input files from {share[0][1]}"
+_LoadItem = list[tuple[Path, str, str]] | tuple[Path, bytes]
+"""A share of the input files, or a CRD file and its bytes."""
+
+
+def _item_name(item: _LoadItem) -> str:
+    if isinstance(item, tuple):
+        return f"parsing CRD file {item[0]}"
+    return f"loading {len(item)} input files from {item[0][1]}"
+
+
+def _load_item(
+    item: _LoadItem,
+) -> dict[tuple[str, bytes], bytes] | tuple[Path, tuple[crds.Crd, ...] | None]:
+    if isinstance(item, tuple):
+        return item[0], crds.parsed_ahead(*item)
+    return _load_share(item)
 
 
 def _load_share(share: list[tuple[Path, str, str]]) -> dict[tuple[str, bytes], bytes]:

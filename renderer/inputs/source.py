@@ -19,12 +19,19 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
+    Event,
     MappingEndEvent,
     MappingStartEvent,
     SequenceEndEvent,
     SequenceStartEvent,
 )
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.resolver import VersionedResolver
+
+try:
+    from ruamel.yaml.cyaml import CParser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - ruamel.yaml without its C extension
+    CParser = None
 
 from renderer.findings.diagnostics import Diagnostic, Location, PathKey, SourceMap
 from renderer.findings.rules import document_rule
@@ -236,6 +243,73 @@ def _yaml() -> YAML:
     return YAML(typ="safe", pure=False, plug_ins=[])
 
 
+_RESOLVED: dict[tuple[Any, Any, Any], Any] = {}
+"""The tag each (node kind, scalar, implicit flags) resolves to, in this process."""
+_RESOLVED_MAX = 200_000
+_RESOLVED_LONGEST = 128
+"""Only scalars this short are kept: every implicit tag's expression matches a short word or
+number, and a hostile file's megabyte strings are not worth holding."""
+
+
+class _Resolver(VersionedResolver):
+    """`YAML(typ="safe")`'s resolver, remembering what it resolved. Resolving is a function of
+    the node's kind, its text and its implicit flags: the version its rules are for is YAML 1.2
+    for every document, since on the C parser `processing_version` finds no scanner and no
+    version to read (a `%YAML 1.1` directive changes nothing; tests/test_loader.py). Asking it
+    costs two caught AttributeErrors a node, a third of composing a small file."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        key = (kind, value, implicit)
+        found = _RESOLVED.get(key)
+        if found is None:
+            found = super().resolve(kind, value, implicit)
+            short = not isinstance(value, str) or len(value) <= _RESOLVED_LONGEST
+            if short and len(_RESOLVED) < _RESOLVED_MAX:
+                _RESOLVED[key] = found
+        return found
+
+
+if CParser is not None:
+
+    class _Loader(CParser, _Resolver):  # type: ignore[misc]
+        """What `YAML(typ="safe", pure=False).compose_all` and `.parse` build for each call (its
+        `XLoader`: the C parser, which composes too, and the resolver), made once: building it,
+        and the `YAML` object around it, was a fifth of loading a small file. The constructor
+        `XLoader` also carries is never used by composing or parsing."""
+
+        def __init__(self, text: str) -> None:
+            CParser.__init__(self, text)
+            self._parser = self._composer = self
+            _Resolver.__init__(self, version=None, loadumper=self)
+
+
+def _events(text: str) -> Iterator[Event]:
+    """The parser's events of `text`, as `YAML(typ="safe", pure=False).parse` gives them."""
+    if CParser is None:  # pragma: no cover - ruamel.yaml without its C extension
+        yield from _yaml().parse(text)
+        return
+    parser = _Loader(text)
+    try:
+        while parser.check_event():
+            yield parser.get_event()
+    finally:
+        parser.dispose()
+
+
+def _documents(text: str) -> Iterator[Node]:
+    """The composed node graph of each document of `text`, as `YAML(typ="safe",
+    pure=False).compose_all` gives them."""
+    if CParser is None:  # pragma: no cover - ruamel.yaml without its C extension
+        yield from _yaml().compose_all(text)
+        return
+    composer = _Loader(text)
+    try:
+        while composer.check_node():
+            yield composer.get_node()
+    finally:
+        composer.dispose()
+
+
 def _nesting_problem(text: str, display: str) -> Diagnostic | None:
     """Nesting deeper than MAX_DEPTH, found on the parser's events before any tree is built.
 
@@ -245,7 +319,7 @@ def _nesting_problem(text: str, display: str) -> Diagnostic | None:
     A syntax error here is left for the composer to report with its position."""
     depth = 0
     try:
-        for event in _yaml().parse(text):
+        for event in _events(text):
             if isinstance(event, (MappingStartEvent, SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH + 1:  # the document's own collection is the builder's 0
@@ -266,9 +340,8 @@ def _nesting_problem(text: str, display: str) -> Diagnostic | None:
 def _compose(text: str, display: str) -> LoadResult:
     if (deep := _nesting_problem(text, display)) is not None:
         return LoadResult(None, (deep,))
-    yaml = _yaml()
     try:
-        documents = yaml.compose_all(text)
+        documents = _documents(text)
         first = next(documents, None)
         second = next(documents, None) if first is not None else None
     except (YAMLError, RecursionError) as err:
@@ -354,7 +427,7 @@ def load_stream(file: Path, display: str) -> StreamResult:
 def _compose_stream(text: str, display: str) -> StreamResult:
     documents: list[Document] = []
     total = 0
-    for count, node in enumerate(_yaml().compose_all(text), start=1):
+    for count, node in enumerate(_documents(text), start=1):
         if count > MAX_STREAM_DOCUMENTS:
             return _stream_fail(
                 "yaml-too-large",

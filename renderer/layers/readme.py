@@ -323,10 +323,8 @@ def templated_namespaces(view: ClusterView) -> dict[str, list[str]]:
     from renderer.layers.workload_templates import workloads
 
     found: dict[str, list[str]] = {}
-    for values in workloads.render(view):
-        found.setdefault(values.folder.removeprefix(f"{workloads.FOLDER}/"), []).append(
-            f"{values.chart}.yaml"
-        )
+    for namespace, chart in workloads.files(view):
+        found.setdefault(namespace, []).append(f"{chart}.yaml")
     return {ns: sorted(files) for ns, files in found.items()}
 
 

@@ -74,22 +74,35 @@ def rendered_quantity_problems(obj: Mapping[str, Any]) -> list[tuple[_Path, str]
     while stack:
         node, at = stack.pop()
         if isinstance(node, list):
-            stack.extend((v, (*at, i)) for i, v in enumerate(node) if isinstance(v, Mapping | list))
+            stack.extend((v, (*at, i)) for i, v in enumerate(node) if _is_container(v))
             continue
         name = node.get("name")
-        if isinstance(name, str) and any(k in node for k in KUEUE_AMOUNTS):
+        if isinstance(name, str) and not node.keys().isdisjoint(KUEUE_AMOUNTS):
             for key in KUEUE_AMOUNTS:
                 if key in node:
                     found.extend(_judged((*at, key), name, node[key]))
         for key, value in node.items():
             if key == "sizeLimit":
                 found.extend(_judged((*at, key), "memory", value))
-            elif (
-                key in RESOURCE_MAPS
-                and key != "maxLimitRequestRatio"
-                and isinstance(value, Mapping)
-            ):
+            elif type(value) in _LEAVES:  # told from its type: no `Mapping` check in Python
+                continue
+            elif key in _AMOUNT_MAPS and isinstance(value, Mapping):
                 found.extend(_resource_map(value, (*at, key)))
-            elif isinstance(value, Mapping | list):
+            elif _is_container(value):
                 stack.append((value, (*at, key)))
     return found
+
+
+_AMOUNT_MAPS = RESOURCE_MAPS - {"maxLimitRequestRatio"}
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+"""Types of a value that is neither a mapping nor a list, told from the type alone: the
+`Mapping` check is a call into Python for each of a rendered object's thousands of values. A
+subclass of one of them is checked the long way."""
+
+
+def _is_container(value: object) -> bool:
+    kind = type(value)
+    return (
+        kind is dict or kind is list or (kind not in _LEAVES and isinstance(value, Mapping | list))
+    )

@@ -162,19 +162,40 @@ def _meta_problems(meta: Mapping[str, Any], at: _Path) -> Iterator[Found]:
                 yield (*at, section, key), f"invalid {section[:-1]} key {show(key)}"
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+"""Types of a value that is neither a mapping nor a list: told from the type alone, before the
+`Mapping` check, which is a call into Python for every value (a rendered object holds tens of
+thousands). A subclass of one of them is checked the long way."""
+
+
+def _is_mapping(value: object) -> bool:
+    kind = type(value)
+    return kind is dict or (kind is not list and kind not in _LEAVES and isinstance(value, Mapping))
+
+
+def _is_container(value: object) -> bool:
+    kind = type(value)
+    return (
+        kind is dict or kind is list or (kind not in _LEAVES and isinstance(value, Mapping | list))
+    )
+
+
 def _metadata_blocks(obj: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], _Path]]:
     """Every `metadata` mapping in an object: its own and those of the templates it carries."""
     stack: list[tuple[Any, _Path]] = [(obj, ())]
     while stack:
         node, at = stack.pop()
-        if isinstance(node, Mapping):
+        if _is_mapping(node):
             for key, value in node.items():
-                if isinstance(value, Mapping | list):
-                    if key == "metadata" and isinstance(value, Mapping):
+                kind = type(value)
+                if kind in _LEAVES:
+                    continue
+                if kind is dict or kind is list or isinstance(value, Mapping | list):
+                    if key == "metadata" and _is_mapping(value):
                         yield value, (*at, key)
                     stack.append((value, (*at, key)))
         else:
-            stack.extend((v, (*at, i)) for i, v in enumerate(node) if isinstance(v, Mapping | list))
+            stack.extend((v, (*at, i)) for i, v in enumerate(node) if _is_container(v))
 
 
 def _size_problems(obj: Mapping[str, Any]) -> Iterator[Found]:

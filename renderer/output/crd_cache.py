@@ -35,6 +35,15 @@ def cache_dir() -> Path | None:
     return Path(base) / "gpuplane"
 
 
+def holds(raw: bytes) -> bool:
+    """Whether the cache has an entry for a file of these bytes (not whether it reads back)."""
+    folder = cache_dir()
+    return (
+        folder is not None
+        and (folder / f"{FORMAT}-{hashlib.sha256(raw).hexdigest()}.json").is_file()
+    )
+
+
 def documents(raw: bytes, parse: Callable[[], list[Any]]) -> list[Any]:
     """The parsed documents of a file whose bytes are `raw`: from the cache, or `parse()`d and
     then kept there. The cache never decides an error: `parse` raises as it would without it."""

@@ -449,6 +449,21 @@ CRDs alone takes seconds, and a process (a test run, `diff` rendering two sides)
 validators over the same files. The parsed CRDs are never mutated."""
 
 
+def parsed_ahead(path: Path, raw: bytes) -> tuple[Crd, ...] | None:
+    """The CRDs of a file parsed before any lookup needs them, into this process's memo (or in
+    a worker process, to send to the one that will `adopt` them); None when the file is broken:
+    the lookup that needs it parses it again and meets the error, as it would have."""
+    try:
+        return parsed_crds(path, raw)
+    except CrdLoadError:
+        return None
+
+
+def adopt(path: Path, raw: bytes, found: tuple[Crd, ...]) -> None:
+    """What `parsed_ahead` parsed from this path and bytes elsewhere, as if parsed here."""
+    _PARSED.setdefault((path, hashlib.sha256(raw).digest()), found)
+
+
 def parsed_crds(path: Path, raw: bytes) -> tuple[Crd, ...]:
     key = (path, hashlib.sha256(raw).digest())
     found = _PARSED.get(key)
@@ -552,6 +567,10 @@ class CrdSet:
                 if all(needle in raw for needle in needles):
                     self._parse(path)
         return self.crds.get((group, kind))
+
+    def unparsed(self) -> list[tuple[Path, bytes]]:
+        """The files not parsed yet, with their bytes, in the order `load_all` parses them."""
+        return sorted(self._unparsed.items())
 
     def load_all(self) -> None:
         """Parse every file now; raises CrdLoadError for the first broken one."""

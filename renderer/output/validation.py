@@ -31,9 +31,17 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from renderer.findings.diagnostics import Location
+from renderer.output import crd_cache
 from renderer.output.api_limits import ObjectCheck, object_problems
 from renderer.output.cel import CelViolation, CompiledRules, UncheckedRule, compile_rules
-from renderer.output.crds import Crd, CrdSet, CrdValidatorClass, compile_fast, convert_crd_root
+from renderer.output.crds import (
+    Crd,
+    CrdSet,
+    CrdValidatorClass,
+    compile_fast,
+    convert_crd_root,
+    parsed_ahead,
+)
 from renderer.output.defaults import apply_defaults, defaulted
 from renderer.output.kubernetes_schemas import (
     DEFINITIONS_URI,
@@ -298,6 +306,26 @@ class OutputValidator:
     def has_custom_schemas(self) -> bool:
         """Whether any CRD source or schema store release is there to look custom kinds up in."""
         return any(self._explicit) or any(self.store_releases().values())
+
+    def slow_crds(self) -> list[tuple[Path, bytes]]:
+        """The explicit CRD files `parse_ahead` would parse from YAML (not parsed in this
+        process, not in the disk cache), largest first: what a worker process can parse
+        meanwhile (`crds.parsed_ahead`)."""
+        files = {
+            path: raw
+            for crd_set in self._explicit
+            for path, raw in crd_set.unparsed()
+            if path.suffix.lower() != ".json" and not crd_cache.holds(raw)
+        }
+        return sorted(files.items(), key=lambda item: (-len(item[1]), item[0]))
+
+    def parse_ahead(self) -> None:
+        """Parse every explicit CRD file now, into this process's memo only (`parsed_ahead`): a
+        lookup then finds its file parsed, and a broken file, or two that define a kind apart,
+        are an error only where a lookup meets them, as if nothing had been parsed ahead."""
+        for crd_set in self._explicit:
+            for path, raw in crd_set.unparsed():
+                parsed_ahead(path, raw)
 
     def load_all(self) -> None:
         """Parse every explicit CRD source now; raises CrdLoadError for the first broken one."""
