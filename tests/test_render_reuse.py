@@ -158,8 +158,10 @@ class _CountingValidator:
 
 
 def _memo_round(
-    validator: _CountingValidator, before: CheckMemo | None, committed: dict[str, bytes]
+    validator: _CountingValidator, before: CheckMemo | None, committed: dict[str, bytes] | None
 ) -> CheckMemo:
+    """One check of the same body; `committed`: the committed tree (None: none, as for a
+    workload template)."""
     example = load_platform(REPO).platform
     cluster = example.clusters[sorted(example.clusters)[0]]
     body = {
@@ -170,7 +172,7 @@ def _memo_round(
     }
     manifest = Manifest("queueing", body, cluster.origin.location)
     memo = CheckMemo(before.now if before is not None else {})
-    previous = CommittedTree(committed, "HEAD")
+    previous = CommittedTree(committed, "HEAD") if committed is not None else None
     key = hashlib.sha256(b"the same body").digest()
     memo.check(
         validator,  # type: ignore[arg-type]
@@ -207,6 +209,22 @@ def test_a_check_that_did_not_read_the_old_self_is_kept_whatever_is_committed() 
     first = _memo_round(validator, None, {})
     _memo_round(validator, first, {"anything/else.yaml": b"{}\n"})
     assert validator.calls == 1
+
+
+def test_a_check_without_a_committed_tree_is_kept_only_for_another_without_one() -> None:
+    # a workload template is checked with no committed tree (nothing applies it): a CRD with
+    # transition rules asks for its old self and gets none, so the check is the body's alone
+    validator = _CountingValidator(asks_old=True)
+    first = _memo_round(validator, None, None)
+    assert validator.calls == 1
+    second = _memo_round(validator, first, None)
+    assert validator.calls == 1  # kept
+    example = load_platform(REPO).platform
+    path = f"{sorted(example.clusters)[0]}/queueing/clusterqueue-llm-training.yaml"
+    _memo_round(validator, second, {path: b"kind: ClusterQueue\n"})
+    assert validator.calls == 2  # with a committed tree it may meet an old self: checked again
+    with_tree = _memo_round(validator, first, {})
+    assert validator.calls == 3 and not with_tree.now  # nothing committed for it: as before
 
 
 # --- the suites, compiled once per distinct input ------------------------------------------------
