@@ -574,7 +574,7 @@ def check_cluster(
         name,
         manifests,
         values,
-        cluster_readme(view),
+        cluster_readme(view, values),
         diagnostics,
         unchecked,
         rules,

@@ -501,3 +501,38 @@ def test_in_git_a_folder_is_fingerprinted_by_its_tree(tmp_path: Path) -> None:
     assert after.fingerprint("west") == before["west"]
     # a folder the revision does not have is fingerprinted as an empty one, as before
     assert after.fingerprint("north") == CommittedTree({}, "HEAD").fingerprint("north")
+
+
+# --- the README's templates, taken from the templates layer ---------------------------------------
+
+
+def test_the_readme_names_the_templates_the_layer_rendered(
+    monkeypatch: pytest.MonkeyPatch, validator
+) -> None:
+    """`check_cluster` hands the README the templates its layer rendered instead of rendering
+    the layer a second time; the README is the one it writes on its own."""
+    from renderer.layers import readme
+    from renderer.layers.workload_templates import workloads
+    from renderer.output.manifest import Values
+    from renderer.pipeline import check_cluster, render_cluster
+
+    platform = load_platform(REPO).platform
+    rendered = 0
+    layer = workloads.render
+
+    def counted(view: ClusterView):  # type: ignore[no-untyped-def]
+        nonlocal rendered
+        rendered += 1
+        yield from layer(view)
+
+    for name in sorted(platform.clusters):
+        view = ClusterView.of(platform, platform.clusters[name])
+        alone = readme.cluster_readme(view)
+        values = [o for o in render_cluster(view) if isinstance(o, Values)]
+        assert any(v.layer == workloads.LAYER for v in values)
+        assert readme.cluster_readme(view, values) == alone
+    first = sorted(platform.clusters)[0]
+    alone = readme.cluster_readme(ClusterView.of(platform, platform.clusters[first]))
+    monkeypatch.setattr(workloads, "render", counted)
+    assert check_cluster(platform, first, validator).readme == alone
+    assert rendered == 1

@@ -9,7 +9,7 @@ team lead looks. Text for people, so it is a Jinja2 template (data in, Markdown 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jinja2
@@ -44,7 +44,7 @@ from renderer.model.words import plural
 from renderer.output import markdown_escape
 from renderer.output.drawing import mermaid_columns
 from renderer.output.jinja_env import environment
-from renderer.output.manifest import labels
+from renderer.output.manifest import Values, labels
 
 
 def _template() -> jinja2.Template:
@@ -64,13 +64,15 @@ def _gets(sharing: Sharing, replicas: int) -> str:
     return f"{mode} ({replicas} per GPU)" if sharing in TIME_SHARED else mode
 
 
-def cluster_readme(view: ClusterView) -> str:
+def cluster_readme(view: ClusterView, templates: Iterable[Values] | None = None) -> str:
+    """The cluster's README. `templates`: the workload templates the cluster's templates layer
+    rendered, when the caller has them (else rendered again here, for their file names)."""
     text = _template().render(
         cluster=view.cluster,
         pools=[_pool_row(pool) for pool in view.pools],
         fabrics=_fabric_rows(view),
         topology=topology_notes(view),
-        teams=_team_rows(view),
+        teams=_team_rows(view, templates),
         guardrails=guardrail_notes(view),
         integrations=integration_notes(view),
         diagrams=[mermaid_columns(d) for d in queue_drawings(view)],
@@ -128,7 +130,7 @@ def _fabric_rows(view: ClusterView) -> list[dict[str, Any]]:
     ]
 
 
-def _team_rows(view: ClusterView) -> list[dict[str, Any]]:
+def _team_rows(view: ClusterView, templates: Iterable[Values] | None) -> list[dict[str, Any]]:
     """Per team, who it is and what each of its namespaces gets."""
     # where each namespace's `default` LocalQueue sends jobs that name no queue (Kueue only)
     local_queues: dict[str, str] = {}
@@ -138,7 +140,7 @@ def _team_rows(view: ClusterView) -> list[dict[str, Any]]:
         }
     plans = {ns.name: plan for plan in cluster_queues(view) for ns in plan.namespaces}
     by_cohort = cohorts(cluster_queues(view))
-    templated = templated_namespaces(view)
+    templated = templated_namespaces(view, templates)
     teams = []
     for tenant in view.tenants:
         team = tenant.team
@@ -317,13 +319,19 @@ def guardrail_notes(view: ClusterView) -> list[str]:
 # --- what a team's jobs must carry ---------------------------------------------------------------
 
 
-def templated_namespaces(view: ClusterView) -> dict[str, list[str]]:
+def templated_namespaces(
+    view: ClusterView, templates: Iterable[Values] | None = None
+) -> dict[str, list[str]]:
     """Per namespace, the workload templates rendered for it (`templates/<namespace>/<file>`),
-    as the templates layer writes them."""
+    as the templates layer writes them: of `templates`, the values the cluster's templates layer
+    rendered (any other values are left out), else of the layer rendered here."""
     from renderer.layers.workload_templates import workloads
 
     found: dict[str, list[str]] = {}
-    for values in workloads.render(view):
+    rendered = workloads.render(view) if templates is None else templates
+    for values in rendered:
+        if values.layer != workloads.LAYER:
+            continue
         found.setdefault(values.folder.removeprefix(f"{workloads.FOLDER}/"), []).append(
             f"{values.chart}.yaml"
         )
