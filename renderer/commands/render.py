@@ -374,7 +374,7 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
     outcome = check_cluster(work.platform, name, work.validator, work.previous, memo)
     listed = work.on_disk.get(name, {})
     made_of = (
-        made_of_files(name, outcome.manifests, outcome.keys, outcome.values)
+        made_of_files(name, outcome.manifests, outcome.keys, outcome.values, outcome.value_keys)
         if memo is not None
         else {}
     )
@@ -394,7 +394,7 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
         p: recorded[p][0] if b is None else hashlib.sha256(b).digest() for p, b in files.items()
     }
     return _ClusterFiles(
-        replace(outcome, manifests=(), values=(), keys=()),
+        replace(outcome, manifests=(), values=(), keys=(), value_keys=()),
         len(outcome.manifests),
         files if work.keep_files else None,
         len(files),

@@ -36,18 +36,22 @@ def made_of_files(
     manifests: Sequence[Manifest],
     keys: Sequence[bytes | None],
     values: Sequence[Values],
+    value_keys: Sequence[bytes | None] = (),
 ) -> dict[str, bytes]:
     """What each object and values file of a cluster's folder is made from: its body
-    (`body_key`; `keys`, the objects' in order), its source file (in its header) and a values
-    file's comment. The same bytes here are the same bytes in the file; a path two objects
+    (`body_key`; `keys`, the objects' in order; `value_keys`, the values files', worked out
+    here when not given), its source file (in its header) and a values file's comment. The same bytes here are the same bytes in the file; a path two objects
     claim (a clash, an error) gets none."""
     made: dict[str, bytes] = {}
     twice: set[str] = set()
     parts: list[tuple[str, bytes | None, str]] = [
         (f"{cluster}/{m.path}", key, m.source.file) for m, key in zip(manifests, keys, strict=True)
     ]
+    if not value_keys:
+        value_keys = [body_key(v.body) for v in values]
     parts.extend(
-        (f"{cluster}/{v.path}", body_key(v.body), f"{v.source.file}\0{v.comment}") for v in values
+        (f"{cluster}/{v.path}", key, f"{v.source.file}\0{v.comment}")
+        for v, key in zip(values, value_keys, strict=True)
     )
     seen: set[str] = set()
     for path, key, rest in parts:
