@@ -156,7 +156,7 @@ def render_tree(root: Path, target: Path, context: RenderContext) -> RenderedTre
     reused = _reused(index, names, keys, target, disk)
     # the clusters render in the workers while the policy runs here; an error drops them
     with _clusters_started(work, [n for n in names if n not in reused], context.jobs) as results:
-        diagnostics.extend(check_policy(loaded.platform))
+        diagnostics.extend(index.policy_findings(loaded, check_policy))
         if has_errors(diagnostics):
             return _nothing(loaded, diagnostics)
         done = _gathered(results, reused, context.on_cluster)
