@@ -539,6 +539,8 @@ class ClusterOutcome:
     between clusters."""
     keys: tuple[bytes | None, ...] = ()
     """Each manifest's `body_key`, in order, when checked with a `CheckMemo`."""
+    value_keys: tuple[bytes | None, ...] = ()
+    """Each values file's `body_key`, in order, when checked with a `CheckMemo`."""
 
 
 def check_cluster(
@@ -560,7 +562,8 @@ def check_cluster(
     checks = _ObjectChecks(cluster, validator, previous, memo, keys)
     diagnostics = _check_output(manifests, checks, unchecked, rules)
     values = tuple(o for o in outputs if isinstance(o, Values))
-    diagnostics.extend(_check_templates(values, checks, unchecked, rules))
+    value_keys = tuple(body_key(v.body) for v in values) if memo is not None else ()
+    diagnostics.extend(_check_templates(values, value_keys, checks, unchecked, rules))
     diagnostics.extend(_check_implied_cluster_policy(view, validator, unchecked))
     diagnostics.extend(
         unserved(
@@ -580,6 +583,7 @@ def check_cluster(
         rules,
         tuple(m for m in manifests if m.layer == argocd.LAYER),
         keys,
+        value_keys,
     )
 
 
@@ -814,6 +818,7 @@ def _check_output(
 
 def _check_templates(
     values: tuple[Values, ...],
+    keys: Sequence[bytes | None],
     checks: _ObjectChecks,
     unchecked: list[UncheckedObject],
     rules: UncheckedRules,
@@ -822,11 +827,12 @@ def _check_templates(
     the Kubernetes schemas and the pinned CRDs as the applied objects are, with the same
     findings on the template's source (the team's namespace entry). A template is created by
     the team, never replaced by a sync, so no transition rule applies, and it clashes with no
-    applied object (nothing applies it)."""
+    applied object (nothing applies it). `keys`: each values file's `body_key`, when checked
+    with a memo."""
     cluster = checks.cluster
     pin_of = schema_pins(cluster)
     problems: list[Diagnostic] = []
-    for item in values:
+    for position, item in enumerate(values):
         if item.layer != TEMPLATES_LAYER:
             continue
         manifest = Manifest(item.layer, item.body, item.source)
@@ -834,7 +840,7 @@ def _check_templates(
             if checks.memo is not None:
                 checked = checks.memo.check(
                     checks.validator,
-                    body_key(item.body),
+                    keys[position],
                     manifest,
                     cluster.name,
                     cluster.kubernetes_version,

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from bench.generate import generate_platform
+from renderer.findings.diagnostics import Diagnostic
+from renderer.model.platform import Platform
 from renderer.model.view import ClusterView, cluster_slice, slice_files
 from renderer.pipeline import load_platform, render_cluster
 from tests.conftest import REPO, tree
@@ -237,3 +240,69 @@ def test_an_empty_cache_setting_turns_the_index_off(
 
     monkeypatch.setenv("GPUPLANE_CACHE_DIR", "")
     assert RenderIndex.open(platform, [crds], strict_schemas=True).path is None
+
+
+def test_the_policy_findings_are_kept_while_every_input_is_the_same(
+    platform: Path, crds: Path, cache: Path, gpuplane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy runs again only when an input file, the files that failed to load or the
+    changed lines differ; a platform with policy errors saves no index, so runs it again."""
+    from renderer.commands import render as command
+    from renderer.policy.check import check_policy
+
+    calls = 0
+
+    def counted(platform_: Platform) -> list[Diagnostic]:
+        nonlocal calls
+        calls += 1
+        return check_policy(platform_)
+
+    monkeypatch.setattr(command, "check_policy", counted)
+    assert _check(gpuplane, platform, crds).exit_code == 0
+    assert calls == 1
+    assert _check(gpuplane, platform, crds).exit_code == 0
+    assert calls == 1  # nothing changed: kept
+    team = sorted((platform / "teams").glob("*.yaml"))[0]
+    team.write_text(re.sub(r"nominal: (\d+)", "nominal: 100000", team.read_text(), count=1))
+    first = _check(gpuplane, platform, crds)
+    assert calls == 2 and first.exit_code == 1 and "error[" in first.output
+    without = _check(gpuplane, platform, crds, "--no-index")
+    assert calls == 3 and without.exit_code == 1 and first.output == without.output
+
+
+def test_kept_policy_findings_are_the_ones_found(platform: Path, cache: Path) -> None:
+    """Findings kept in the saved index come back equal, and any input's bytes, a changed
+    line, or the pools' sizes at a change's base (from git) make the policy run again."""
+    import dataclasses
+
+    from renderer.commands.render_index import RenderIndex
+    from renderer.findings.diagnostics import Location
+
+    found = [Diagnostic("quota-exceeds-pool", "a finding", Location("teams/x.yaml", 3, 5))]
+    calls = 0
+
+    def check(platform_: Platform) -> list[Diagnostic]:
+        nonlocal calls
+        calls += 1
+        return list(found)
+
+    loaded = load_platform(platform, policy=False)
+    index = RenderIndex.open(platform, [], strict_schemas=False)
+    assert index.policy_findings(loaded, check) == found and calls == 1
+    index.save()
+    reopened = RenderIndex.open(platform, [], strict_schemas=False)
+    assert reopened.policy_findings(loaded, check) == found and calls == 1
+    team = sorted((platform / "teams").glob("*.yaml"))[0]
+    changed = load_platform(platform, changed={f"teams/{team.name}": frozenset({3})}, policy=False)
+    assert reopened.policy_findings(changed, check) == found and calls == 2
+    team.write_text(team.read_text() + "\n")
+    edited = load_platform(platform, policy=False)
+    assert reopened.policy_findings(edited, check) == found and calls == 3
+    from renderer.model.evidence import BaseSizes
+
+    based = dataclasses.replace(
+        edited, platform=dataclasses.replace(edited.platform, base_sizes=BaseSizes())
+    )
+    reopened.policy_findings(based, check)
+    reopened.policy_findings(based, check)
+    assert calls == 5

@@ -158,8 +158,10 @@ class _CountingValidator:
 
 
 def _memo_round(
-    validator: _CountingValidator, before: CheckMemo | None, committed: dict[str, bytes]
+    validator: _CountingValidator, before: CheckMemo | None, committed: dict[str, bytes] | None
 ) -> CheckMemo:
+    """One check of the same body; `committed`: the committed tree (None: none, as for a
+    workload template)."""
     example = load_platform(REPO).platform
     cluster = example.clusters[sorted(example.clusters)[0]]
     body = {
@@ -170,7 +172,7 @@ def _memo_round(
     }
     manifest = Manifest("queueing", body, cluster.origin.location)
     memo = CheckMemo(before.now if before is not None else {})
-    previous = CommittedTree(committed, "HEAD")
+    previous = CommittedTree(committed, "HEAD") if committed is not None else None
     key = hashlib.sha256(b"the same body").digest()
     memo.check(
         validator,  # type: ignore[arg-type]
@@ -207,6 +209,22 @@ def test_a_check_that_did_not_read_the_old_self_is_kept_whatever_is_committed() 
     first = _memo_round(validator, None, {})
     _memo_round(validator, first, {"anything/else.yaml": b"{}\n"})
     assert validator.calls == 1
+
+
+def test_a_check_without_a_committed_tree_is_kept_only_for_another_without_one() -> None:
+    # a workload template is checked with no committed tree (nothing applies it): a CRD with
+    # transition rules asks for its old self and gets none, so the check is the body's alone
+    validator = _CountingValidator(asks_old=True)
+    first = _memo_round(validator, None, None)
+    assert validator.calls == 1
+    second = _memo_round(validator, first, None)
+    assert validator.calls == 1  # kept
+    example = load_platform(REPO).platform
+    path = f"{sorted(example.clusters)[0]}/queueing/clusterqueue-llm-training.yaml"
+    _memo_round(validator, second, {path: b"kind: ClusterQueue\n"})
+    assert validator.calls == 2  # with a committed tree it may meet an old self: checked again
+    with_tree = _memo_round(validator, first, {})
+    assert validator.calls == 3 and not with_tree.now  # nothing committed for it: as before
 
 
 # --- the suites, compiled once per distinct input ------------------------------------------------
@@ -483,3 +501,31 @@ def test_in_git_a_folder_is_fingerprinted_by_its_tree(tmp_path: Path) -> None:
     assert after.fingerprint("west") == before["west"]
     # a folder the revision does not have is fingerprinted as an empty one, as before
     assert after.fingerprint("north") == CommittedTree({}, "HEAD").fingerprint("north")
+
+
+# --- the README's templates, taken from the templates layer ---------------------------------------
+
+
+def test_the_readme_names_the_templates_the_layer_rendered(
+    monkeypatch: pytest.MonkeyPatch, validator
+) -> None:
+    """`check_cluster` renders the templates layer once: the README lists each namespace's
+    template files (`workloads.files`) without building them a second time."""
+    from renderer.layers import readme
+    from renderer.layers.workload_templates import workloads
+    from renderer.pipeline import check_cluster
+
+    platform = load_platform(REPO).platform
+    rendered = 0
+    layer = workloads.render
+
+    def counted(view: ClusterView):  # type: ignore[no-untyped-def]
+        nonlocal rendered
+        rendered += 1
+        yield from layer(view)
+
+    first = sorted(platform.clusters)[0]
+    alone = readme.cluster_readme(ClusterView.of(platform, platform.clusters[first]))
+    monkeypatch.setattr(workloads, "render", counted)
+    assert check_cluster(platform, first, validator).readme == alone
+    assert rendered == 1

@@ -156,7 +156,7 @@ def render_tree(root: Path, target: Path, context: RenderContext) -> RenderedTre
     reused = _reused(index, names, keys, target, disk)
     # the clusters render in the workers while the policy runs here; an error drops them
     with _clusters_started(work, [n for n in names if n not in reused], context.jobs) as results:
-        diagnostics.extend(check_policy(loaded.platform))
+        diagnostics.extend(index.policy_findings(loaded, check_policy))
         if has_errors(diagnostics):
             return _nothing(loaded, diagnostics)
         done = _gathered(results, reused, context.on_cluster)
@@ -396,7 +396,7 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
     outcome = check_cluster(work.platform, name, work.validator, work.previous, memo)
     listed = work.on_disk.get(name, {})
     made_of = (
-        made_of_files(name, outcome.manifests, outcome.keys, outcome.values)
+        made_of_files(name, outcome.manifests, outcome.keys, outcome.values, outcome.value_keys)
         if memo is not None
         else {}
     )
@@ -416,7 +416,7 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
         p: recorded[p][0] if b is None else hashlib.sha256(b).digest() for p, b in files.items()
     }
     return _ClusterFiles(
-        replace(outcome, manifests=(), values=(), keys=()),
+        replace(outcome, manifests=(), values=(), keys=(), value_keys=()),
         len(outcome.manifests),
         files if work.keep_files else None,
         len(files),

@@ -28,11 +28,12 @@ import hashlib
 import os
 import pickle
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from renderer.findings.diagnostics import Diagnostic
 from renderer.layers import workflows as suites
 from renderer.model import platform as model
 from renderer.model.view import cluster_slice, slice_files
@@ -44,7 +45,7 @@ from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
 
-FORMAT = 5
+FORMAT = 6
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
 
 PINNED = (
@@ -114,6 +115,8 @@ class RenderIndex:
     _checked_with: dict[tuple[Path, tuple[str, ...]], bytes] = field(default_factory=dict)
     """What the checks of a folder read besides each object and its cluster's settings
     (`checked_with`), by the folder and the CRD sources its gpuplane.yaml lists."""
+    policy: tuple[bytes, list[Diagnostic]] | None = None
+    """The policy's findings, with the key of what they were found from (`policy_key`)."""
 
     def input_cache(self) -> InputCache | None:
         """The loaded inputs to start from, or None when the index is off."""
@@ -166,6 +169,9 @@ class RenderIndex:
                 index.clusters.clear()
                 index._stored.clear()
             index.inputs = stored["inputs"]
+            policy = stored.get("policy")
+            if isinstance(policy, tuple) and len(policy) == 2 and isinstance(policy[1], list):
+                index.policy = policy
         return index
 
     def save(self) -> None:
@@ -185,6 +191,7 @@ class RenderIndex:
             "fingerprint": self.fingerprint,
             "clusters": clusters,
             "inputs": inputs,
+            "policy": self.policy,
         }
         staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
@@ -218,6 +225,20 @@ class RenderIndex:
                 key.update(self.previous[name])
             keys[name] = key.digest()
         return keys
+
+    def policy_findings(
+        self, loaded: Loaded, check: Callable[[model.Platform], list[Diagnostic]]
+    ) -> list[Diagnostic]:
+        """`check(loaded.platform)`, the policy's findings: as the index recorded them when
+        what they are found from is the same (`policy_key`), else found now and recorded."""
+        if self.path is None:
+            return check(loaded.platform)
+        key = policy_key(self.fingerprint, loaded)
+        if key is not None and self.policy is not None and self.policy[0] == key:
+            return list(self.policy[1])
+        found = check(loaded.platform)
+        self.policy = None if key is None else (key, list(found))
+        return found
 
     def memo_for(self, root: Path, loaded: Loaded, name: str) -> CheckMemo | None:
         """The checks the cluster's last render made, for a render of `root`'s cluster `name`
@@ -353,6 +374,29 @@ def slice_key(
         key.update(f"\0file\0{file}\0{lines}\0".encode())
         key.update(loaded.digests[file])
     return key
+
+
+def policy_key(fingerprint: bytes, loaded: Loaded) -> bytes | None:
+    """What the policy's findings are a function of: gpuplane (`fingerprint`), the path and
+    bytes of every input file loaded (their SHA-256; the positions in findings are the bytes'),
+    the objects whose files did not load (`broken`), the evidence files, and the lines the change
+    touched in each file. None (never reused) when the platform holds the pools' sizes at a
+    change's base, which git gives and no input file holds."""
+    platform = loaded.platform
+    if platform.base_sizes is not None:
+        return None
+    key = hashlib.sha256(fingerprint)
+    key.update(f"\0policy\0{loaded.files}\0".encode())
+    for file, digest in sorted(loaded.digests.items()):
+        key.update(f"\0file\0{file}\0{_changed_lines(platform, file)}\0".encode())
+        key.update(digest)
+    for file in sorted(set(platform.changed) - set(loaded.digests)):
+        key.update(f"\0changed\0{file}\0{_changed_lines(platform, file)}\0".encode())
+    for kind, name in sorted(platform.broken):
+        key.update(f"\0broken\0{kind}\0{name}\0".encode())
+    for folder, name in sorted(platform.evidence):
+        key.update(f"\0evidence\0{folder}\0{name}\0".encode())
+    return key.digest()
 
 
 def outcome_keys(root: Path, loaded: Loaded, *, strict_schemas: bool) -> dict[str, bytes]:

@@ -36,18 +36,22 @@ def made_of_files(
     manifests: Sequence[Manifest],
     keys: Sequence[bytes | None],
     values: Sequence[Values],
+    value_keys: Sequence[bytes | None] = (),
 ) -> dict[str, bytes]:
     """What each object and values file of a cluster's folder is made from: its body
-    (`body_key`; `keys`, the objects' in order), its source file (in its header) and a values
-    file's comment. The same bytes here are the same bytes in the file; a path two objects
+    (`body_key`; `keys`, the objects' in order; `value_keys`, the values files', worked out
+    here when not given), its source file (in its header) and a values file's comment. The same bytes here are the same bytes in the file; a path two objects
     claim (a clash, an error) gets none."""
     made: dict[str, bytes] = {}
     twice: set[str] = set()
     parts: list[tuple[str, bytes | None, str]] = [
         (f"{cluster}/{m.path}", key, m.source.file) for m, key in zip(manifests, keys, strict=True)
     ]
+    if not value_keys:
+        value_keys = [body_key(v.body) for v in values]
     parts.extend(
-        (f"{cluster}/{v.path}", body_key(v.body), f"{v.source.file}\0{v.comment}") for v in values
+        (f"{cluster}/{v.path}", key, f"{v.source.file}\0{v.comment}")
+        for v, key in zip(values, value_keys, strict=True)
     )
     seen: set[str] = set()
     for path, key, rest in parts:
@@ -62,6 +66,12 @@ def made_of_files(
 _PASSED: tuple[Checked, None, bool] = (Checked([]), None, False)
 """What most objects' checks are: one shared entry, which the index pickles once."""
 
+NO_TREE = "\0no committed tree"
+"""The version of a check that asked for its old self with no committed tree to read it from
+(a workload template, which nothing applies; a render without `rendered/`): it met no old self,
+so it is what any check of the same body without a committed tree finds. No `version_of`
+holds a NUL."""
+
 
 @dataclass(slots=True)
 class CheckMemo:
@@ -69,7 +79,8 @@ class CheckMemo:
     object whose body did not change is not validated again. Valid only where everything else
     the check reads is the same: gpuplane, the CRDs, the cluster's Kubernetes version and
     operator pins (the caller's `context`); and, for an object whose CRD has transition rules,
-    the committed file its old self was read from (its blob id or stat), else not reused."""
+    the committed file its old self was read from (its blob id or stat), or, checked without a
+    committed tree, only by another check without one (`NO_TREE`); else not reused."""
 
     before: Mapping[bytes, tuple[Checked, str | None, bool]]
     """body key -> (the check, the version of the object's committed file, whether the check
@@ -90,11 +101,7 @@ class CheckMemo:
         earlier = self.before.get(key) if key is not None else None
         if earlier is not None:
             checked, version, asked = earlier
-            if not asked or (
-                previous is not None
-                and version is not None
-                and previous.version_of(f"{cluster}/{manifest.path}") == version
-            ):
+            if not asked or _same_old_self(version, previous, f"{cluster}/{manifest.path}"):
                 self.now[key] = earlier  # type: ignore[index]
                 return checked
         seen: list[str | None] = []
@@ -110,6 +117,16 @@ class CheckMemo:
         checked = validator.check(manifest.body, kubernetes_version, pin_of, old_of)
         if key is not None and not seen:
             self.now[key] = _PASSED if checked == _PASSED[0] else (checked, None, False)
+        elif key is not None and previous is None:
+            self.now[key] = (checked, NO_TREE, True)
         elif key is not None and seen[0] is not None:
             self.now[key] = (checked, seen[0], True)
         return checked
+
+
+def _same_old_self(version: str | None, previous: CommittedTree | None, path: str) -> bool:
+    """Whether a check that read an old self of `version` reads the same one now: no committed
+    tree then and now, or the object's own committed file at the same version."""
+    if previous is None:
+        return version == NO_TREE
+    return version is not None and version != NO_TREE and previous.version_of(path) == version

@@ -74,7 +74,7 @@ def base_part(
         outcome = check_cluster(loaded.platform, name, validator, None, memo)
         files[name] = cluster_files(name, outcome.manifests, outcome.values, outcome.readme)
         made[name] = _made_of(name, outcome.manifests, outcome.values, outcome.keys)
-        outcomes[name] = replace(outcome, manifests=(), values=(), keys=())
+        outcomes[name] = replace(outcome, manifests=(), values=(), keys=(), value_keys=())
     return BasePart(policy, [], True, outcomes, files, made)
 
 
