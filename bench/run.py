@@ -175,21 +175,38 @@ def refuse_findings(root: Path) -> model.Platform:
     return loaded.platform
 
 
+MOVABLE_NOMINAL = 4
+"""The least nominal quota of the entry the one-team change moves: room for the steps of
+`--repeat` runs and the memory run, each to a value not checked before."""
+
+
+def _movable_entry(root: Path) -> tuple[Path, str, re.Match[str]]:
+    """The first team (by file name) with a quota entry whose lending limit can move without
+    opening or closing its pool to the cohort: a nominal of `MOVABLE_NOMINAL` or more and a
+    lending limit of 1 or more. Opening a pool that lent nothing (0 to 1) changes what every
+    team of the cohort may borrow, which is not the one-team change this times; many-small's
+    first teams hold one or two GPUs a pool."""
+    for path in sorted((root / "teams").glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        for found in re.finditer(r"nominal: (\d+)[^\n}]*lendingLimit: (\d+)", text):
+            if int(found.group(1)) >= MOVABLE_NOMINAL and int(found.group(2)) >= 1:
+                return path, text, found
+    raise BenchError(
+        f"no team has a lendingLimit of 1 or more beside a nominal of {MOVABLE_NOMINAL} or more"
+    )
+
+
 def one_team_change(root: Path, step: int = 1) -> tuple[Path, bytes]:
-    """Change the first team's first lending limit (a quota change that reaches its
-    ClusterQueue) to the `step`-th value nearest above it that its nominal quota allows, so
-    that each step is a platform this run has not checked before (a check repeated on the
-    same change would find its new objects' checks kept in the index); returns the file and
-    its old bytes, to put back."""
-    path = sorted((root / "teams").glob("*.yaml"))[0]
+    """Change one team's lending limit (a quota change that reaches its ClusterQueue; the
+    entry `_movable_entry` finds) to the `step`-th value nearest above it that its nominal
+    quota allows, so that each step is a platform this run has not checked before (a check
+    repeated on the same change would find its new objects' checks kept in the index);
+    returns the file and its old bytes, to put back."""
+    path, text, found = _movable_entry(root)
     old = path.read_bytes()
-    text = old.decode()
-    found = re.search(r"nominal: (\d+)[^\n}]*lendingLimit: (\d+)", text)
-    if found is None:
-        raise BenchError(f"{path.name}: no lendingLimit beside a nominal quota to change")
     nominal, lending = int(found.group(1)), int(found.group(2))
     values = sorted(
-        (v for v in range(nominal + 1) if v != lending),
+        (v for v in range(1, nominal + 1) if v != lending),
         key=lambda v: (v < lending, abs(v - lending)),
     )
     if step > len(values):
