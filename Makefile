@@ -12,7 +12,7 @@ CRDS ?= $(wildcard ../shared/crds)
 export GPUPLANE_CRDS ?= $(CRDS)
 STRICT_SCHEMAS := $(if $(GPUPLANE_CRDS),--strict-schemas,)
 
-.PHONY: help setup setup-dev render render-check test-tools test test-all measure lint types check conformance bench clean
+.PHONY: help setup setup-dev render render-check test-tools test test-all measure lint types check conformance bench bench-simulate clean
 
 # the target names bold only on a terminal, and never under NO_COLOR (https://no-color.org)
 help: ## Show the targets and what they do
@@ -91,6 +91,9 @@ conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on fit's admi
 
 bench: setup-dev ## Time every stage and command at 1x/2x/4x of two fleet shapes (fails on findings)
 	$(BIN)/python -m bench.run
+
+bench-simulate: setup-dev ## Time gpuplane simulate on a seeded synthetic trace at three sizes
+	$(BIN)/python -m bench.simulate
 
 measure: ## Time the README's two commands on a fresh clone and write its figures (tools/measure.py)
 	$(PYTHON) -m tools.measure $(if $(NOTE),--note "$(NOTE)",)

@@ -175,9 +175,11 @@ class _Entry:
 class Simulator:
     """Kueue's scheduler on one cluster, over a trace of jobs (docs/simulate.md)."""
 
-    def __init__(self, world: World, jobs: Sequence[Job]) -> None:
+    def __init__(self, world: World, jobs: Sequence[Job], *, fast: bool = True) -> None:
         self.world = world
         self.jobs = tuple(jobs)
+        self.fast = fast
+        self.memo = _Memo(world.snapshot)
         snapshot = world.snapshot
         self.tree = snapshot.tree(with_usage=False)
         self.live = Live(snapshot, self.tree)
@@ -202,6 +204,11 @@ class Simulator:
         self.share_time: dict[str, float] = {}
         self.now = 0
         self.requests: dict[str, tuple[PodSetRequest, ...]] = {}
+        self.version = 0
+        """Bumped by every admission and release: the tree's usage and the running Workloads
+        are the same while it is."""
+        self.sampled = -1
+        self.accounted: tuple[int, list[tuple[str, float]]] = (-1, [])
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -249,6 +256,7 @@ class Simulator:
     def release(self, running: _Running) -> None:
         job = running.job
         del self.running[job.key]
+        self.version += 1
         node = self.settings[job.cluster_queue].node
         for fr, value in running.admitted.usage.items():
             node.remove_usage(fr, value)
@@ -291,6 +299,16 @@ class Simulator:
 
     def nominate(self, name: str, pending: _Pending) -> _Entry:
         setting = self.settings[name]
+        if self.fast:
+            memo = self.memo.at(self.version, self.now)
+            key = (name, self.memo.shape(pending.job))
+            known = memo.assigned.get(key)
+            if known is None:
+                known = memo.assigned[key] = FlavorAssigner(setting, self.request(pending)).assign()
+            return _Entry(pending, setting.cq, known)
+        return _Entry(pending, setting.cq, FlavorAssigner(setting, self.request(pending)).assign())
+
+    def request(self, pending: _Pending) -> tuple[PodSetRequest, ...]:
         requests = self.requests.get(pending.job.key)
         if requests is None:
             job = pending.job
@@ -303,8 +321,7 @@ class Simulator:
                 ),
             )
             self.requests[job.key] = requests
-        assignment = FlavorAssigner(setting, requests).assign()
-        return _Entry(pending, setting.cq, assignment)
+        return requests
 
     def process(self, entry: _Entry) -> bool:
         """One entry of the cycle; whether it changed anything."""
@@ -317,7 +334,7 @@ class Simulator:
                 return True
             return False  # Kueue: no longer fits after an earlier entry; stays the head
         if mode == "Preempt":
-            targets = self.targets(incoming)
+            targets = self.targets(incoming, entry.pending.job)
             if targets:
                 for target in targets:
                     self.evict(target, entry.pending.job)
@@ -364,19 +381,36 @@ class Simulator:
             namespace=job.namespace,
         )
 
-    def targets(self, incoming: Incoming) -> list[Target]:
+    def targets(self, incoming: Incoming, job: Job) -> list[Target]:
+        """The preemptor's targets; on the fast path, a search that found none is not run again
+        for a workload of the same ClusterQueue, shape and priority (and creation time, where a
+        policy compares it) until the usage or the instant changes: the same inputs, the same
+        answer."""
+        key: tuple[object, ...] = ()
+        if self.fast:
+            memo = self.memo.at(self.version, self.now)
+            key = (incoming.cluster_queue, self.memo.shape(job), job.priority)
+            if self.memo.by_creation:
+                key += (job.submit,)
+            if key in memo.hopeless:
+                return []
         clock = EPOCH + timedelta(milliseconds=self.now)
         if self.world.fair_sharing:
-            return fairsharing.fair_preemptions(
+            found = fairsharing.fair_preemptions(
                 self.live, incoming, preemptor.DEFAULT_STRATEGIES, clock
             )
-        return preemptor.classical(self.live, incoming, clock)
+        else:
+            found = preemptor.classical(self.live, incoming, clock)
+        if self.fast and not found:
+            self.memo.at(self.version, self.now).hopeless.add(key)
+        return found
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
         self.take(entry)
         node = self.settings[entry.cq.name].node
         usage = {fr: v for fr, v in entry.assignment.usage.items() if v != 0}
+        self.version += 1
         for fr, value in usage.items():
             node.add_usage(fr, value)
         flavors = {r: a.flavor for ps in entry.assignment.pod_sets for r, a in ps.flavors.items()}
@@ -418,6 +452,11 @@ class Simulator:
     # --- accounting ----------------------------------------------------------------------------
 
     def sample(self) -> None:
+        """The usage now, where it changed since the last sample (a sample holds until the
+        next one, so one equal to the last adds nothing)."""
+        if self.fast and self.sampled == self.version:
+            return
+        self.sampled = self.version
         usage: dict[FlavorResource, Decimal] = {}
         borrowed: dict[FlavorResource, Decimal] = {}
         for name in self.settings:
@@ -440,6 +479,14 @@ class Simulator:
         span = self.now - since
         if span <= 0:
             return
+        if not self.fast or self.accounted[0] != self.version:
+            self.accounted = (self.version, self.shares())
+        for name, weighted in self.accounted[1]:
+            self.share_time[name] = self.share_time.get(name, 0.0) + weighted * span
+
+    def shares(self) -> list[tuple[str, float]]:
+        """Each Cohort under a parent and its weighted DominantResourceShare now (finite)."""
+        out = []
         for node in self.tree.values():
             if node.kind != "Cohort" or node.parent is None:
                 continue
@@ -449,12 +496,58 @@ class Simulator:
             )
             weighted = share.weighted()
             if weighted != float("inf"):
-                self.share_time[node.name] = self.share_time.get(node.name, 0.0) + weighted * span
+                out.append((node.name, weighted))
+        return out
 
 
 def _stamp(ms: int) -> str:
     return (EPOCH + timedelta(milliseconds=ms)).isoformat().replace("+00:00", "Z")
 
 
-def simulate(world: World, jobs: Iterable[Job]) -> Run:
-    return Simulator(world, list(jobs)).run()
+@dataclass(slots=True)
+class _Answers:
+    assigned: dict[tuple[str, object], Assignment] = field(default_factory=dict)
+    hopeless: set[tuple[object, ...]] = field(default_factory=set)
+
+
+class _Memo:
+    """The fast path's answers at one usage (`Simulator.version`) and instant: each flavor
+    assignment per (ClusterQueue, request shape), and the preemption searches that found no
+    target. The engine's decisions are functions of the tree's usage, the running Workloads,
+    the instant and the request: while none changes, an answer is the one the engine would
+    give again (tests/test_simulate_fast.py runs both paths and compares every wait)."""
+
+    def __init__(self, snapshot: KueueSnapshot) -> None:
+        self.when = (-1, -1)
+        self.answers = _Answers()
+        self.shapes: dict[str, object] = {}
+        policies = {
+            policy
+            for cq in snapshot.cluster_queues.values()
+            for policy in (cq.preemption.within_cluster_queue, cq.preemption.reclaim_within_cohort)
+        }
+        self.by_creation = "LowerOrNewerEqualPriority" in policies
+        """Whether a preemption policy compares creation times (`satisfies`)."""
+
+    def at(self, version: int, now: int) -> _Answers:
+        if self.when != (version, now):
+            self.when = (version, now)
+            self.answers = _Answers()
+        return self.answers
+
+    def shape(self, job: Job) -> object:
+        """What the flavor assigner sees of a job: its pods, per-pod requests, node selector."""
+        found = self.shapes.get(job.key)
+        if found is None:
+            found = self.shapes[job.key] = (
+                job.pods,
+                tuple(sorted(job.per_pod.items())),
+                tuple(sorted(job.node_selector.items())),
+            )
+        return found
+
+
+def simulate(world: World, jobs: Iterable[Job], *, fast: bool = True) -> Run:
+    """The run of `jobs`; `fast` False: every decision computed afresh (the reference the fast
+    path is tested against)."""
+    return Simulator(world, list(jobs), fast=fast).run()
