@@ -83,14 +83,7 @@ def test_hint_applied_validates(
 # Policy rules that no case above applies the hint of yet, each with why: this list may only
 # shrink. Every policy rule gives a hint ("To satisfy it:" in its `explain` text); a new rule
 # needs a case, or a line here with its reason.
-NOT_YET: dict[str, str] = {
-    # Never reported alone: only beside another rule's error, whose hint pulls another way.
-    "quota-needs-namespace": "a team has a namespace at least (schema); with its queue known, "
-    "quota off the queue's cluster is pool-not-in-queue's, and a team with no namespace on the "
-    "queue's cluster has each one reported by namespace-outside-queue-cluster (`set cluster:`), "
-    "beside which this hint (`add a namespace`) leaves those errors; with the queue unknown, "
-    "unknown-reference reports it first",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def test_every_policy_rule_has_a_case_or_says_why_not() -> None:

@@ -359,9 +359,11 @@ def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
     Quota is admitted through a LocalQueue in a team namespace; without a namespace on the pool's
     cluster the quota can never be used, and usually means the namespace was forgotten.
 
-    To satisfy it: add a namespace on the pool's cluster to the team's `spec.namespaces`, with a
-    purpose the pool serves, e.g. `- {name: vision-train, cluster: prod-east, purpose:
-    training}`; or move the quota to a pool on a cluster where the team has a namespace. A
+    To satisfy it: put the team's namespaces on the pool's cluster, which is its queue's: set
+    `cluster` of each entry in `spec.namespaces` (namespace-outside-queue-cluster reports each
+    one, with the same fix); with the queue unknown, add a namespace on the pool's cluster with
+    a purpose the pool serves, e.g. `- {name: vision-train, cluster: prod-east, purpose:
+    training}`, or move the quota to a pool on a cluster where the team has a namespace. A
     pool on another cluster than the team's queue is pool-not-in-queue's, not this rule's.
     """
     for team in p.teams.values():
@@ -375,7 +377,11 @@ def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
                     "quota-needs-namespace",
                     f"team '{team.name}' holds quota on pool '{pool.name}' but has no namespace on cluster '{pool.cluster}'",
                     quota.origin.at("pool"),
-                    f"add a namespace with cluster: {pool.cluster}",
+                    # with the queue known, every namespace of the team is off the queue's
+                    # cluster, and namespace-outside-queue-cluster asks the same of each
+                    f"set cluster: {pool.cluster} on the team's namespaces (its queue's cluster)"
+                    if queue is not None
+                    else f"add a namespace with cluster: {pool.cluster}",
                 )
 
 
