@@ -19,10 +19,14 @@ from jsonschema import ValidationError
 
 from renderer.findings.diagnostics import Diagnostic, Location
 from renderer.findings.rules import document_rule
+from renderer.inputs.bounded import TextLimit, read_bounded_text
 from renderer.inputs.csv_cells import split_cells
 from renderer.inputs.schema import schema_for
 
 MAX_TRACE_BYTES: Final = 256 * 1024 * 1024
+TRACE_LIMIT: Final = TextLimit(
+    "trace-unreadable", MAX_TRACE_BYTES, "split the trace by time, and simulate each part"
+)
 """A trace of a million workloads is about 80 MiB of CSV; a file over 256 MiB is refused before
 it is read."""
 
@@ -72,7 +76,7 @@ def read_trace(path: Path, display: str | None = None) -> Trace:
     """The trace at `path`: JSON Lines when the name ends in `.jsonl` or `.ndjson`, or the first
     line that is neither blank nor a `#` comment starts with `{`; CSV otherwise."""
     shown = display or str(path)
-    text = _read_text(path, shown)
+    text = read_bounded_text(path, shown, TRACE_LIMIT)
     if isinstance(text, Diagnostic):
         return Trace(shown, findings=(text,))
     lines = text.split("\n")
@@ -85,35 +89,6 @@ def read_trace(path: Path, display: str | None = None) -> Trace:
 
 def _comment(line: str) -> bool:
     return line.lstrip().startswith("#")
-
-
-def _read_text(path: Path, display: str) -> str | Diagnostic:
-    where = Location(display, 1, 1)
-    try:
-        if not path.is_file():
-            return Diagnostic("trace-unreadable", "not a regular file", where)
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_TRACE_BYTES + 1)
-    except OSError as err:
-        return Diagnostic("trace-unreadable", f"cannot read file: {err.strerror}", where)
-    if len(raw) > MAX_TRACE_BYTES:
-        return Diagnostic(
-            "trace-unreadable",
-            f"file is larger than {MAX_TRACE_BYTES:,} bytes",
-            where,
-            hint="split the trace by time, and simulate each part",
-        )
-    try:
-        return raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
-        return Diagnostic(
-            "trace-unreadable",
-            f"byte 0x{raw[err.start]:02x} is not valid UTF-8",
-            Location(display, line, col),
-            hint="save the trace as UTF-8",
-        )
 
 
 def _numbered(lines: list[str]) -> Iterator[tuple[int, str]]:

@@ -14,6 +14,7 @@ from typing import Final
 
 from renderer.commands.cost.rules import MAX_ROWS, MAX_USAGE_BYTES
 from renderer.findings.diagnostics import Diagnostic, Location
+from renderer.inputs.bounded import TextLimit, read_bounded_text
 from renderer.inputs.csv_cells import split_cells
 
 GPU_TERMS: Final = ("allocated_gpu_hours", "used_gpu_hours", "failed_gpu_hours")
@@ -74,35 +75,16 @@ def finding(rule: str, message: str, at: Location, hint: str | None = None) -> D
     return Diagnostic(rule, message, at, hint=hint)
 
 
+USAGE_LIMIT: Final = TextLimit(
+    "cost-unreadable",
+    MAX_USAGE_BYTES,
+    "export one window of one platform: a usage export is a few kilobytes",
+)
+
+
 def read_text(path: Path, display: str) -> str | Diagnostic:
-    """The file as text (a UTF-8 BOM dropped), or why it cannot be read: never more than
-    `MAX_USAGE_BYTES` + 1 bytes are read, whatever the file claims."""
-    where = Location(display, 1, 1)
-    try:
-        if not path.is_file():
-            return finding("cost-unreadable", "not a regular file", where)
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_USAGE_BYTES + 1)
-    except OSError as err:
-        return finding("cost-unreadable", f"cannot read file: {err.strerror}", where)
-    if len(raw) > MAX_USAGE_BYTES:
-        return finding(
-            "cost-unreadable",
-            f"file is larger than {MAX_USAGE_BYTES:,} bytes",
-            where,
-            "export one window of one platform: a usage export is a few kilobytes",
-        )
-    try:
-        return raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        col = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
-        return finding(
-            "cost-unreadable",
-            f"byte 0x{raw[err.start]:02x} is not valid UTF-8",
-            Location(display, line, col),
-            "save the file as UTF-8",
-        )
+    """The usage export as text, or why it cannot be read (`read_bounded_text`)."""
+    return read_bounded_text(path, display, USAGE_LIMIT)
 
 
 def number(text: str, what: str, at: Location) -> float | Diagnostic:
