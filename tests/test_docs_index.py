@@ -59,9 +59,24 @@ def quoted_paths(page: Path, root: Path) -> list[str]:
     return found
 
 
+def made_by_make(root: Path) -> set[str]:
+    """The paths the Makefile builds (`NCA := build/nca`): a clone has them once `make test`
+    has run, not before, so a page may quote them."""
+    makefile = root / "Makefile"
+    text = makefile.read_text(encoding="utf-8") if makefile.is_file() else ""
+    return set(re.findall(r"^[A-Z_]+ := ((?:build|\.venv)/[\w./-]+)$", text, flags=re.MULTILINE))
+
+
 def missing_paths(page: Path, root: Path) -> list[str]:
-    """The paths `page` quotes in backticks (`quoted_paths`) that do not exist under `root`."""
-    return [p for p in quoted_paths(page, root) if p.startswith("/") or not (root / p).exists()]
+    """The paths `page` quotes in backticks (`quoted_paths`) that do not exist under `root`
+    and that the Makefile does not build."""
+    built = made_by_make(root)
+    return [
+        p
+        for p in quoted_paths(page, root)
+        if p.startswith("/")
+        or not ((root / p).exists() or any(p == b or p.startswith(f"{b}/") for b in built))
+    ]
 
 
 def read_pages(root: Path) -> list[Path]:
@@ -190,3 +205,13 @@ def test_a_quoted_path_to_nothing_is_found(tmp_path: Path) -> None:
         "/work/shared/ref.md",
     ]
     assert missing_paths(page, tmp_path) == ["renderer/gone.py", "/work/shared/ref.md"]
+
+
+def test_a_path_the_makefile_builds_may_be_quoted_before_it_is_built(tmp_path: Path) -> None:
+    """`build/nca` exists once `make test` has built it; a checkout whose `build/` holds only
+    something else (a wheel's build, say) has none yet."""
+    docs = _docs(tmp_path, "[a](a.md)\n", "a.md")
+    (tmp_path / "build").mkdir()
+    (docs / "a.md").write_text("Run `build/nca/bin/nca`, then read `build/other`.\n")
+    (tmp_path / "Makefile").write_text("NCA := build/nca\n$(NCA)/bin/nca: x\n")
+    assert missing_paths(docs / "a.md", tmp_path) == ["build/other"]
