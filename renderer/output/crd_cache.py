@@ -35,22 +35,24 @@ def cache_dir() -> Path | None:
     return Path(base) / "gpuplane"
 
 
+def _entry(raw: bytes) -> Path | None:
+    """Where the cache keeps the documents of a file whose bytes are `raw`; None when it is off."""
+    folder = cache_dir()
+    return None if folder is None else folder / f"{FORMAT}-{hashlib.sha256(raw).hexdigest()}.json"
+
+
 def holds(raw: bytes) -> bool:
     """Whether the cache has an entry for a file of these bytes (not whether it reads back)."""
-    folder = cache_dir()
-    return (
-        folder is not None
-        and (folder / f"{FORMAT}-{hashlib.sha256(raw).hexdigest()}.json").is_file()
-    )
+    entry = _entry(raw)
+    return entry is not None and entry.is_file()
 
 
 def documents(raw: bytes, parse: Callable[[], list[Any]]) -> list[Any]:
     """The parsed documents of a file whose bytes are `raw`: from the cache, or `parse()`d and
     then kept there. The cache never decides an error: `parse` raises as it would without it."""
-    folder = cache_dir()
-    if folder is None:
+    entry = _entry(raw)
+    if entry is None:
         return parse()
-    entry = folder / f"{FORMAT}-{hashlib.sha256(raw).hexdigest()}.json"
     try:
         cached = json.loads(entry.read_bytes())
     except (OSError, ValueError):
