@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from renderer.cli.loading import load_inputs
-from renderer.cli.options import format_option
+from renderer.cli.options import TABLES_MARKDOWN_OR_JSON
 from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
 from renderer.findings.diagnostics import has_errors, inert
 
@@ -53,13 +53,7 @@ class CostOptions:
     metavar="TEXT",
     help="The period the usage covers, for the report's and the chart's title (e.g. 30d).",
 )
-@format_option(
-    "text",
-    "markdown",
-    "json",
-    default="text",
-    help="Tables for people, Markdown for a pull request or job summary, JSON for tools.",
-)
+@TABLES_MARKDOWN_OR_JSON
 @click.option(
     "--chart",
     "chart_file",

@@ -38,6 +38,15 @@ TEXT_OR_JSON = format_option(
     "text", "json", default="text", help="Text for people, or JSON for tools."
 )
 
+TABLES_MARKDOWN_OR_JSON = format_option(
+    "text",
+    "markdown",
+    "json",
+    default="text",
+    help="Tables for people, Markdown for a pull request or job summary, JSON for tools.",
+)
+"""The formats of a report of tables (`cost`, `simulate`)."""
+
 CRDS = click.option(
     "--crds",
     multiple=True,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from renderer.cli.loading import load_inputs
-from renderer.cli.options import format_option
+from renderer.cli.options import TABLES_MARKDOWN_OR_JSON
 from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
 from renderer.findings.diagnostics import has_errors
 
@@ -27,13 +27,7 @@ class SimulateOptions:
 
 @click.command()
 @click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@format_option(
-    "text",
-    "markdown",
-    "json",
-    default="text",
-    help="Tables for people, Markdown for a pull request or job summary, JSON for tools.",
-)
+@TABLES_MARKDOWN_OR_JSON
 @click.pass_context
 def simulate(ctx: click.Context, /, **options: Any) -> None:
     """Replay a workload TRACE (CSV or JSON Lines) against the platform's queues with Kueue's
