@@ -13,7 +13,7 @@ from renderer.model.capacity import mig_layout_usable
 from renderer.model.catalog import Accelerator
 from renderer.model.choices import TIME_SHARED
 from renderer.model.operators import DRA_DRIVER_ADDON, serves_here
-from renderer.model.platform import Platform, Pool
+from renderer.model.platform import Cluster, Platform, Pool
 from renderer.policy.rule import error, pools_by_cluster, rule
 
 
@@ -309,15 +309,23 @@ def dra_refused(p: Platform, pool: Pool) -> bool:
     """A pool exposed through DRA that dra-needs-kubernetes-1.34 or dra-unsupported refuses: on
     a cluster older than 1.34, of another vendor's GPUs, or time-shared. Its DRA driver is not
     asked for (operator-missing) until those rules are satisfied: their hints may drop DRA."""
-    if pool.exposure != "dra":
-        return False
-    cluster = p.clusters.get(pool.cluster)
-    accelerator = catalog.accelerator(pool.accelerator)
-    return (
-        (cluster is not None and cluster.minor < 34)
-        or (accelerator is not None and accelerator.vendor != "nvidia")
+    return pool.exposure == "dra" and (
+        _too_old_for_dra(p, pool) is not None
+        or _not_nvidia(pool) is not None
         or pool.sharing in TIME_SHARED
     )
+
+
+def _too_old_for_dra(p: Platform, pool: Pool) -> Cluster | None:
+    """The pool's cluster, where it runs a Kubernetes older than 1.34."""
+    cluster = p.clusters.get(pool.cluster)
+    return cluster if cluster is not None and cluster.minor < 34 else None
+
+
+def _not_nvidia(pool: Pool) -> Accelerator | None:
+    """The pool's accelerator, where the catalog knows it and it is not NVIDIA's."""
+    accelerator = catalog.accelerator(pool.accelerator)
+    return accelerator if accelerator is not None and accelerator.vendor != "nvidia" else None
 
 
 @rule("dra-needs-kubernetes-1.34")
@@ -331,8 +339,8 @@ def dra_needs_new_clusters(p: Platform) -> Iterator[Diagnostic]:
     1.34 or later, raise `spec.kubernetesVersion` of its cluster file to match (quoted, "1.34").
     """
     for pool in p.pools.values():
-        cluster = p.clusters.get(pool.cluster)
-        if pool.exposure == "dra" and cluster is not None and cluster.minor < 34:
+        cluster = _too_old_for_dra(p, pool)
+        if pool.exposure == "dra" and cluster is not None:
             yield error(
                 "dra-needs-kubernetes-1.34",
                 f"pool '{pool.name}' uses DRA but cluster '{cluster.name}' runs Kubernetes {cluster.kubernetes_version}",
@@ -413,8 +421,8 @@ def dra_is_nvidia_whole_or_mig(p: Platform) -> Iterator[Diagnostic]:
     for pool in p.pools.values():
         if pool.exposure != "dra":
             continue
-        accelerator = catalog.accelerator(pool.accelerator)
-        if accelerator is not None and accelerator.vendor != "nvidia":
+        accelerator = _not_nvidia(pool)
+        if accelerator is not None:
             yield error(
                 "dra-unsupported",
                 f"pool '{pool.name}' ({accelerator.product}) uses DRA, which gpuplane renders for the NVIDIA DRA driver only",
