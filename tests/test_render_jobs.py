@@ -175,6 +175,7 @@ def test_crds_parsed_in_workers_give_the_same_report(
             + "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: [\n"
         )
     monkeypatch.setenv("GPUPLANE_CACHE_DIR", "")
+    monkeypatch.delenv("GPUPLANE_CRDS", raising=False)  # `make test-all` exports ../shared/crds
     adopted: list[Path] = []
     adopt = crd_module.adopt
     monkeypatch.setattr(
