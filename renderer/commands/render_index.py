@@ -28,11 +28,18 @@ import hashlib
 import os
 import pickle
 import sys
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from renderer.commands.policy_index import (
+    PolicyCheck,
+    TeamRecord,
+    changed_lines,
+    policy_key,
+    scoped_findings,
+)
 from renderer.findings.diagnostics import Diagnostic
 from renderer.layers import workflows as suites
 from renderer.model import platform as model
@@ -45,7 +52,7 @@ from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
 
-FORMAT = 6
+FORMAT = 7
 """Bumped when what the index holds changes shape: an index of another format is ignored."""
 
 PINNED = (
@@ -117,6 +124,8 @@ class RenderIndex:
     (`checked_with`), by the folder and the CRD sources its gpuplane.yaml lists."""
     policy: tuple[bytes, list[Diagnostic]] | None = None
     """The policy's findings, with the key of what they were found from (`policy_key`)."""
+    team_policy: TeamRecord | None = None
+    """The team rules' findings in each team file (`policy_index`)."""
 
     def input_cache(self) -> InputCache | None:
         """The loaded inputs to start from, or None when the index is off."""
@@ -172,6 +181,9 @@ class RenderIndex:
             policy = stored.get("policy")
             if isinstance(policy, tuple) and len(policy) == 2 and isinstance(policy[1], list):
                 index.policy = policy
+            team_policy = stored.get("team_policy")
+            if isinstance(team_policy, TeamRecord):
+                index.team_policy = team_policy
         return index
 
     def save(self) -> None:
@@ -192,6 +204,7 @@ class RenderIndex:
             "clusters": clusters,
             "inputs": inputs,
             "policy": self.policy,
+            "team_policy": self.team_policy,
         }
         staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
@@ -226,17 +239,17 @@ class RenderIndex:
             keys[name] = key.digest()
         return keys
 
-    def policy_findings(
-        self, loaded: Loaded, check: Callable[[model.Platform], list[Diagnostic]]
-    ) -> list[Diagnostic]:
+    def policy_findings(self, loaded: Loaded, check: PolicyCheck) -> list[Diagnostic]:
         """`check(loaded.platform)`, the policy's findings: as the index recorded them when
-        what they are found from is the same (`policy_key`), else found now and recorded."""
+        what they are found from is the same (`policy_key`), else found now, with the team
+        rules' findings in each unchanged team file taken from the index (`policy_index`), and
+        recorded."""
         if self.path is None:
             return check(loaded.platform)
         key = policy_key(self.fingerprint, loaded)
         if key is not None and self.policy is not None and self.policy[0] == key:
             return list(self.policy[1])
-        found = check(loaded.platform)
+        found, self.team_policy = scoped_findings(loaded, check, self.fingerprint, self.team_policy)
         self.policy = None if key is None else (key, list(found))
         return found
 
@@ -370,33 +383,10 @@ def slice_key(
     if files is None:
         files = slice_files(cluster_slice(platform, name))
     for file in files:  # each declares an object: read
-        lines = _changed_lines(platform, file) if with_changes else "-"
+        lines = changed_lines(platform, file) if with_changes else "-"
         key.update(f"\0file\0{file}\0{lines}\0".encode())
         key.update(loaded.digests[file])
     return key
-
-
-def policy_key(fingerprint: bytes, loaded: Loaded) -> bytes | None:
-    """What the policy's findings are a function of: gpuplane (`fingerprint`), the path and
-    bytes of every input file loaded (their SHA-256; the positions in findings are the bytes'),
-    the objects whose files did not load (`broken`), the evidence files, and the lines the change
-    touched in each file. None (never reused) when the platform holds the pools' sizes at a
-    change's base, which git gives and no input file holds."""
-    platform = loaded.platform
-    if platform.base_sizes is not None:
-        return None
-    key = hashlib.sha256(fingerprint)
-    key.update(f"\0policy\0{loaded.files}\0".encode())
-    for file, digest in sorted(loaded.digests.items()):
-        key.update(f"\0file\0{file}\0{_changed_lines(platform, file)}\0".encode())
-        key.update(digest)
-    for file in sorted(set(platform.changed) - set(loaded.digests)):
-        key.update(f"\0changed\0{file}\0{_changed_lines(platform, file)}\0".encode())
-    for kind, name in sorted(platform.broken):
-        key.update(f"\0broken\0{kind}\0{name}\0".encode())
-    for folder, name in sorted(platform.evidence):
-        key.update(f"\0evidence\0{folder}\0{name}\0".encode())
-    return key.digest()
 
 
 def outcome_keys(root: Path, loaded: Loaded, *, strict_schemas: bool) -> dict[str, bytes]:
@@ -447,13 +437,6 @@ def _transitions_silent(outcome: ClusterOutcome) -> bool:
     return not any(
         rule.transition for crd in outcome.rules.by_crd.values() for rule in crd.rules.values()
     )
-
-
-def _changed_lines(platform: model.Platform, file: str) -> str:
-    if file not in platform.changed:
-        return "-"
-    lines = platform.changed[file]
-    return "all" if lines is None else ",".join(map(str, sorted(lines)))
 
 
 def _digest_file(path: Path) -> bytes:

@@ -201,9 +201,11 @@ class Diagnostic:
 
 
 def sort_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """Stable report order: by file, position, then rule, dropping exact repeats."""
+    """Report order: by file, position, then rule and message, dropping exact repeats; two that
+    differ only in notes, hint or severity by those, so that the order never depends on the
+    order they were found in (the render index finds the policy's in another order)."""
     unique = {(d.sort_key(), d.notes, d.hint, d.severity): d for d in diagnostics}
-    return [unique[k] for k in sorted(unique, key=lambda k: k[0])]
+    return [unique[k] for k in sorted(unique, key=lambda k: (k[0], k[1], k[2] or "", k[3].value))]
 
 
 def has_errors(diagnostics: list[Diagnostic]) -> bool:

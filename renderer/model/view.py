@@ -153,6 +153,31 @@ def cluster_slice(platform: Platform, name: str) -> Platform:
     )
 
 
+TEAM_FOLDER = "teams"
+"""The input folder of team files (`inputs.schema`'s folder for kind Team)."""
+
+
+def is_team_file(file: str) -> bool:
+    """Whether the input file `file` (as `Origin.file` names it) is a team file."""
+    return file.partition("/")[0] == TEAM_FOLDER
+
+
+def team_slice(platform: Platform, files: frozenset[str]) -> Platform:
+    """The platform with, of the team files, only `files` (their teams, their documents, their
+    changed lines) and everything else: what a policy rule of scope `team` finds in those
+    files is found from this slice (`renderer.policy.rule.Scope`)."""
+
+    def kept(file: str) -> bool:
+        return not is_team_file(file) or file in files
+
+    return replace(
+        platform,
+        teams=MappingProxyType({n: t for n, t in platform.teams.items() if t.origin.file in files}),
+        changed=MappingProxyType({f: v for f, v in platform.changed.items() if kept(f)}),
+        documents=MappingProxyType({f: v for f, v in platform.documents.items() if kept(f)}),
+    )
+
+
 def slice_files(platform: Platform) -> list[str]:
     """The input files that declare what `platform` holds, sorted."""
     files = {

@@ -52,7 +52,7 @@ def _allowed_images(p: Platform) -> list[tuple[str, Prefix]]:
     return [(text, parsed) for text in entries if (parsed := parse_prefix(text)) is not None]
 
 
-@rule("image-prefix-not-allowed")
+@rule("image-prefix-not-allowed", scope="team")
 def image_prefix_allowed(p: Platform) -> Iterator[Diagnostic]:
     """A team's image prefix must lie within a registry path gpuplane.yaml allows.
 
@@ -123,7 +123,7 @@ def _containing(cidr: str, entries: Sequence[AllowedEgress]) -> list[AllowedEgre
     return found
 
 
-@rule("egress-not-allowed")
+@rule("egress-not-allowed", scope="team")
 def egress_allowed(p: Platform) -> Iterator[Diagnostic]:
     """A team's egress rule must lie within a network, ports and protocol gpuplane.yaml allows.
 

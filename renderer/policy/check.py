@@ -32,7 +32,7 @@ from renderer.policy import (
     team_images,
     tenancy,
 )
-from renderer.policy.rule import POLICY
+from renderer.policy.rule import POLICY, Scope
 
 TOPICS = (
     references,
@@ -61,6 +61,6 @@ TOPICS = (
 """The topic modules; importing them registers their rules in `POLICY`."""
 
 
-def check_policy(platform: Platform) -> list[Diagnostic]:
-    """Run every rule; all findings, never only the first."""
-    return [d for r in POLICY for d in r.check(platform)]
+def check_policy(platform: Platform, scope: Scope | None = None) -> list[Diagnostic]:
+    """Run every rule (of `scope`, when given); all findings, never only the first."""
+    return [d for r in POLICY if scope is None or r.scope == scope for d in r.check(platform)]

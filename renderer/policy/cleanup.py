@@ -24,7 +24,7 @@ def seconds(text: str) -> int:
     return int(match.group(1)) * _SECONDS[match.group(2)]
 
 
-@rule("retention-bounds")
+@rule("retention-bounds", scope="team")
 def finished_jobs_bounded(p: Platform) -> Iterator[Diagnostic]:
     """A team keeps finished Jobs for at least a minute and at most 30 days.
 

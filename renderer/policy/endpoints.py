@@ -31,7 +31,7 @@ def _endpoints(p: Platform) -> Iterator[tuple[Team, Namespace, Endpoint]]:
         yield s.team, s.namespace, s.endpoint
 
 
-@rule("endpoint-purpose")
+@rule("endpoint-purpose", scope="team")
 def endpoints_in_inference_namespaces(p: Platform) -> Iterator[Diagnostic]:
     """Endpoints are declared only in inference namespaces.
 
@@ -109,7 +109,7 @@ def _profile_problem(team: Team, pool: Pool, endpoint: Endpoint) -> tuple[str, s
     )
 
 
-@rule("endpoint-pool")
+@rule("endpoint-pool", scope="team")
 def endpoint_pools_usable(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint's pool exists, is on its namespace's cluster, is an inference pool the
     namespace may use, and the team has quota there (on a MIG pool, for the endpoint's profile).
@@ -152,7 +152,7 @@ def endpoint_pools_usable(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("endpoint-replicas")
+@rule("endpoint-replicas", scope="team")
 def endpoint_replicas_ordered(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint's `replicas.max` is at least its `replicas.min`.
 
@@ -175,7 +175,7 @@ def endpoint_replicas_ordered(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("endpoint-name-duplicate")
+@rule("endpoint-name-duplicate", scope="team")
 def endpoint_names_unique(p: Platform) -> Iterator[Diagnostic]:
     """Endpoint names are unique in their namespace.
 
@@ -199,7 +199,7 @@ def endpoint_names_unique(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("endpoint-signal")
+@rule("endpoint-signal", scope="team")
 def endpoint_signal_offered(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint autoscales on a signal its server exposes, and a KV-cache target is a
     fraction (at most 1).
@@ -234,7 +234,7 @@ def endpoint_signal_offered(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("endpoint-shared-gpus")
+@rule("endpoint-shared-gpus", scope="team")
 def endpoint_gpus_on_shared_pools(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint on a shared pool (time-slicing, MPS or MIG) asks for one unit per replica.
 
@@ -267,7 +267,7 @@ def endpoint_gpus_on_shared_pools(p: Platform) -> Iterator[Diagnostic]:
         )
 
 
-@rule("endpoint-single-replica")
+@rule("endpoint-single-replica", scope="team")
 def endpoint_survives_a_drain(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint keeps at least two replicas, or says it accepts a drain that waits.
 
@@ -292,7 +292,7 @@ def endpoint_survives_a_drain(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("endpoint-quota")
+@rule("endpoint-quota", scope="team")
 def endpoints_fit_their_quota(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint fits its team's quota at its maximum: `(replicas.max + 1) x gpus` (one
     surge replica for a rolling update), summed over the team's endpoints on the same pool

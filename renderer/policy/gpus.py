@@ -209,7 +209,7 @@ def _sum(layout: Mapping[str, int]) -> str:
     return " + ".join(f"{count} x {name}" for name, count in layout.items())
 
 
-@rule("quota-profile")
+@rule("quota-profile", scope="team")
 def quota_profiles_match(p: Platform) -> Iterator[Diagnostic]:
     """Quota on a MIG pool names one of its layout's profiles; quota on other pools names none.
 

@@ -97,7 +97,7 @@ def refused_elsewhere(cidr: str) -> bool:
     return net is None or str(net) != cidr or _too_wide(net) or _special(net) is not None
 
 
-@rule("egress-too-wide")
+@rule("egress-too-wide", scope="team")
 def egress_not_too_wide(p: Platform) -> Iterator[Diagnostic]:
     """An egress rule may not name the internet or a network wider than /16 (IPv6: /48).
 
@@ -131,7 +131,7 @@ def egress_not_too_wide(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("egress-special-address")
+@rule("egress-special-address", scope="team")
 def egress_not_special(p: Platform) -> Iterator[Diagnostic]:
     """An egress rule may not reach link-local, metadata, loopback or multicast addresses.
 
@@ -167,7 +167,7 @@ def egress_not_special(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("egress-host-bits")
+@rule("egress-host-bits", scope="team")
 def egress_is_a_network(p: Platform) -> Iterator[Diagnostic]:
     """An egress CIDR must be a network address: no bits set after the prefix length.
 
@@ -207,7 +207,7 @@ def egress_is_a_network(p: Platform) -> Iterator[Diagnostic]:
         )
 
 
-@rule("egress-too-many-rules")
+@rule("egress-too-many-rules", scope="team")
 def egress_bounded(p: Platform) -> Iterator[Diagnostic]:
     """A team declares at most 32 egress rules, each with at most 16 ports.
 
@@ -239,7 +239,7 @@ def egress_bounded(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("egress-duplicate")
+@rule("egress-duplicate", scope="team")
 def egress_not_duplicated(p: Platform) -> Iterator[Diagnostic]:
     """An egress rule may not repeat what an earlier rule already allows.
 
@@ -386,7 +386,7 @@ def _image_findings(p: Platform, rule_id: str) -> Iterator[Diagnostic]:
             )
 
 
-@rule("image-prefix-boundary")
+@rule("image-prefix-boundary", scope="team")
 def image_prefix_at_boundary(p: Platform) -> Iterator[Diagnostic]:
     """An image prefix must end at a registry or path boundary: with `/`, a tag or a digest.
 
@@ -401,7 +401,7 @@ def image_prefix_at_boundary(p: Platform) -> Iterator[Diagnostic]:
     yield from _image_findings(p, "image-prefix-boundary")
 
 
-@rule("image-prefix-invalid")
+@rule("image-prefix-invalid", scope="team")
 def image_prefix_is_literal(p: Platform) -> Iterator[Diagnostic]:
     """An image prefix must be a literal registry path: no wildcards, no upper case.
 
@@ -417,7 +417,7 @@ def image_prefix_is_literal(p: Platform) -> Iterator[Diagnostic]:
     yield from _image_findings(p, "image-prefix-invalid")
 
 
-@rule("image-prefix-public-root")
+@rule("image-prefix-public-root", scope="team")
 def image_prefix_not_public_root(p: Platform) -> Iterator[Diagnostic]:
     """An image prefix on a public registry must name an organization, not the registry's root.
 
@@ -444,7 +444,7 @@ def _team_clusters(p: Platform, team: Team) -> list[str]:
     return sorted({ns.cluster for ns in team.namespaces if ns.cluster in p.clusters})
 
 
-@rule("quota-caps-missing")
+@rule("quota-caps-missing", scope="team")
 def quota_caps_present(p: Platform) -> Iterator[Diagnostic]:
     """Every team namespace's ResourceQuota carries CPU, memory and storage caps.
 

@@ -114,7 +114,7 @@ def hosts_unique(p: Platform) -> Iterator[Diagnostic]:
         )
 
 
-@rule("endpoint-host-domain")
+@rule("endpoint-host-domain", scope="team")
 def hosts_in_team_domains(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint's host lies in one of its team's declared DNS domains.
 
@@ -218,7 +218,7 @@ def _containing(p: Platform, team: Team, domain: str) -> tuple[Team, int] | None
     return None
 
 
-@rule("endpoint-host-reserved")
+@rule("endpoint-host-reserved", scope="team")
 def hosts_not_reserved(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint's host is not one of the platform's own names.
 

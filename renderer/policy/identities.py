@@ -49,7 +49,7 @@ def group_uses(p: Platform) -> list[GroupUse]:
     return uses
 
 
-@rule("rbac-group-identifier")
+@rule("rbac-group-identifier", scope="team")
 def group_names_identifiers(p: Platform) -> Iterator[Diagnostic]:
     """An IdP group name holds only characters Unicode TR39 allows in identifiers, from one
     script, in one written form.

@@ -132,7 +132,7 @@ def _pool_names(p: Platform) -> Iterator[_Derived]:
         )
 
 
-@rule("derived-name-too-long")
+@rule("derived-name-too-long", scope="team")
 def derived_names_fit(p: Platform) -> Iterator[Diagnostic]:
     """A name gpuplane builds from an input's name is longer than Kubernetes, Kueue or Argo
     Workflows take it.

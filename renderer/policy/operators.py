@@ -51,7 +51,7 @@ def _declare_hint(cluster: Cluster, addon: str) -> str:
     )
 
 
-@rule("operator-missing")
+@rule("operator-missing", scope="team")
 def needed_operators_declared(p: Platform) -> Iterator[Diagnostic]:
     """Every kind the platform renders or tells a team to submit is served on its cluster.
 

@@ -87,7 +87,7 @@ def _free_value(queue: Queue, taken: int) -> int:
     return free
 
 
-@rule("unknown-priority")
+@rule("unknown-priority", scope="team")
 def team_priority_known(p: Platform) -> Iterator[Diagnostic]:
     """A team's priority must be one of its queue's priorities.
 

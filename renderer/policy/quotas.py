@@ -297,7 +297,7 @@ def guarantees_fit_pools(p: Platform) -> Iterator[Diagnostic]:
         )
 
 
-@rule("lending-exceeds-nominal")
+@rule("lending-exceeds-nominal", scope="team")
 def lending_within_nominal(p: Platform) -> Iterator[Diagnostic]:
     """A team cannot lend more than its nominal quota.
 
@@ -352,7 +352,7 @@ def borrowing_within_pool(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("quota-needs-namespace")
+@rule("quota-needs-namespace", scope="team")
 def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
     """A team's GPU quota on a pool needs a namespace of that team on the pool's cluster.
 
@@ -385,7 +385,7 @@ def quota_has_namespace(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("training-inference-separation")
+@rule("training-inference-separation", scope="team")
 def purposes_match_pools(p: Platform) -> Iterator[Diagnostic]:
     """A pool's workload decides which namespace purposes may use it.
 

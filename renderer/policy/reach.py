@@ -20,7 +20,7 @@ from renderer.model.queue_plans import team_cohort_name
 from renderer.policy.rule import error, pools_by_cluster, rule
 
 
-@rule("namespace-purpose-repeated")
+@rule("namespace-purpose-repeated", scope="team")
 def one_namespace_per_purpose(p: Platform) -> Iterator[Diagnostic]:
     """A team has at most one namespace of each purpose on a cluster.
 
@@ -51,7 +51,7 @@ def one_namespace_per_purpose(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("namespace-caps-exceed-team")
+@rule("namespace-caps-exceed-team", scope="team")
 def namespace_shares_within_team(p: Platform) -> Iterator[Diagnostic]:
     """The namespaces' `resources` shares add up to no more than the team's caps.
 
@@ -138,7 +138,7 @@ def cluster_hosts(p: Platform, cluster: str) -> dict[CapKey, Decimal]:
     return found
 
 
-@rule("cap-exceeds-cluster")
+@rule("cap-exceeds-cluster", scope="team")
 def caps_within_cluster(p: Platform) -> Iterator[Diagnostic]:
     """No CPU or memory cap is above what the cluster's pools could ever give.
 
@@ -190,7 +190,7 @@ def _too_big(key: CapKey, most: Decimal, cluster: Cluster, whose: str, at: Locat
     )
 
 
-@rule("cohort-name-taken")
+@rule("cohort-name-taken", scope="team")
 def team_cohorts_named_apart(p: Platform) -> Iterator[Diagnostic]:
     """A team's name is not the name of a Queue on its cluster.
 

@@ -13,7 +13,7 @@ from renderer.model.platform import GpuQuota, Namespace, Origin, Platform, Queue
 from renderer.policy.rule import did_you_mean, error, rule
 
 
-@rule("unknown-reference")
+@rule("unknown-reference", scope="team")
 def references_resolve(p: Platform) -> Iterator[Diagnostic]:
     """Every name an object refers to must exist: clusters, pools, queues.
 
@@ -83,7 +83,7 @@ def queue_pools_on_its_cluster(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("pool-not-in-queue")
+@rule("pool-not-in-queue", scope="team")
 def team_pools_in_queue(p: Platform) -> Iterator[Diagnostic]:
     """A team may hold quota only on pools that its queue lists.
 
@@ -134,7 +134,7 @@ def _not_in_queue_hint(p: Platform, team: Team, quota: GpuQuota, queue: Queue) -
     )
 
 
-@rule("duplicate-quota")
+@rule("duplicate-quota", scope="team")
 def quota_entries_unique(p: Platform) -> Iterator[Diagnostic]:
     """A team lists each pool (each MIG profile of a pool) at most once in `gpus`.
 

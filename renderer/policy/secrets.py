@@ -158,7 +158,7 @@ def _check_document(data: Any, source: SourceMap) -> Iterator[Diagnostic]:
         )
 
 
-@rule("secret-literal")
+@rule("secret-literal", scope="team")
 def no_secret_literals(p: Platform) -> Iterator[Diagnostic]:
     """No input file holds a secret: a password, token, API key or private key, in any field.
 

@@ -18,7 +18,7 @@ from renderer.model.view import served
 from renderer.policy.rule import error, rule
 
 
-@rule("endpoint-slo-metric")
+@rule("endpoint-slo-metric", scope="team")
 def slo_metric_offered(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint's SLO bounds a latency its server measures.
 
@@ -45,7 +45,7 @@ def slo_metric_offered(p: Platform) -> Iterator[Diagnostic]:
         )
 
 
-@rule("endpoint-slo-bucket")
+@rule("endpoint-slo-bucket", scope="team")
 def slo_bound_is_a_bucket(p: Platform) -> Iterator[Diagnostic]:
     """An endpoint's SLO objective is a bucket bound of its server's latency histogram.
 

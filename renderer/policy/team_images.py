@@ -35,7 +35,7 @@ def runs_workloads(team: Team) -> bool:
     return bool(team.gpus) or any(ns.endpoints for ns in team.namespaces)
 
 
-@rule("team-images-missing")
+@rule("team-images-missing", scope="team")
 def team_images_missing(p: Platform) -> Iterator[Diagnostic]:
     """A team with namespaces must list the image registries its pods come from (`spec.images`).
 

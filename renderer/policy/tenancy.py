@@ -47,7 +47,7 @@ def _reservation(
     return found
 
 
-@rule("reserved-namespace")
+@rule("reserved-namespace", scope="team")
 def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
     """Teams may not claim a namespace the platform's own components use on that cluster.
 
@@ -94,7 +94,7 @@ def namespaces_not_reserved(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("sentinel-value")
+@rule("sentinel-value", scope="team")
 def no_sentinel_values(p: Platform) -> Iterator[Diagnostic]:
     """A team's name and cost centre are never a value gpuplane writes itself for what no team
     owns.
@@ -175,7 +175,7 @@ def team_names_distinct(p: Platform) -> Iterator[Diagnostic]:
             )
 
 
-@rule("namespace-team-prefix")
+@rule("namespace-team-prefix", scope="team")
 def namespaces_carry_the_team_name(p: Platform) -> Iterator[Diagnostic]:
     """A team's namespaces are named after the team: `<team>` or `<team>-<anything>`.
 
@@ -201,7 +201,7 @@ def namespaces_carry_the_team_name(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("namespace-outside-queue-cluster")
+@rule("namespace-outside-queue-cluster", scope="team")
 def namespaces_on_queue_cluster(p: Platform) -> Iterator[Diagnostic]:
     """A team's namespaces are on its queue's cluster.
 
@@ -289,7 +289,7 @@ def _system(group: str, prefixes: list[tuple[str, str]]) -> str | None:
     return None
 
 
-@rule("rbac-reserved-group")
+@rule("rbac-reserved-group", scope="team")
 def groups_not_system(p: Platform) -> Iterator[Diagnostic]:
     """IdP groups may not be Kubernetes' own `system:` groups.
 
@@ -328,7 +328,7 @@ def groups_not_system(p: Platform) -> Iterator[Diagnostic]:
                 )
 
 
-@rule("rbac-group-characters")
+@rule("rbac-group-characters", scope="team")
 def group_names_plain(p: Platform) -> Iterator[Diagnostic]:
     """An IdP group name holds no comma, no double quote, no control or invisible character and
     no space other than a plain one, and neither starts nor ends with whitespace.
@@ -374,7 +374,7 @@ def _platform_owner_characters(cluster: Cluster) -> Iterator[Diagnostic]:
             )
 
 
-@rule("pod-security-loosened")
+@rule("pod-security-loosened", scope="team")
 def pod_security_only_stricter(p: Platform) -> Iterator[Diagnostic]:
     """A namespace's `podSecurity` may only make its purpose's level stricter.
 
