@@ -29,6 +29,7 @@ from renderer.cli.reporters import (
 
 if TYPE_CHECKING:
     from renderer.commands.diff.findings import DiffReport
+    from renderer.inputs.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class DiffOptions:
     strict_schemas: bool
     max_chars: int
     no_index: bool
+    trace: Path | None = None
 
 
 @click.command()
@@ -74,13 +76,20 @@ class DiffOptions:
     "cluster, one the same on both revisions once. The report is the same; see "
     "docs/performance.md.",
 )
+@click.option(
+    "--trace",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Replay this workload trace (as `gpuplane simulate`) on both revisions and add the "
+    "\"Simulated waits\" per team; a team's p90 wait growing past gpuplane.yaml's "
+    "simulate.p90WaitGrowth is high risk.",
+)
 @click.pass_context
 def diff(ctx: click.Context, /, **options: Any) -> None:
     """What the change from REF to the working tree means, by cluster and team, marked by risk.
     Without --base, REF is where the branch left the upstream default branch (its merge base).
 
     Exit 0 when the working tree is valid, whatever the change; 1 when it has findings (printed
-    as `validate` prints them); 2 for a bad REF.
+    as `validate` prints them) or --trace has; 2 for a bad REF.
     """
     from renderer.commands.diff.json_form import diff_json
     from renderer.commands.diff.markdown import diff_markdown
@@ -92,16 +101,38 @@ def diff(ctx: click.Context, /, **options: Any) -> None:
         "text": diff_text,
         "markdown": lambda report: diff_markdown(report, max_chars=asked.max_chars),
     }
-    result = _diff(ctx, asked)
+    trace = _trace(ctx, asked)
+    result = _diff(ctx, asked, trace)
     if not result.head_valid:
         head = Findings(list(result.head_diagnostics), result.head_files)
         emit(head, findings_format(asked.fmt))
+        ctx.exit(1)
+    if result.waits is not None and result.waits.problems:
+        emit(Findings(list(result.waits.problems), 1), findings_format(asked.fmt))
         ctx.exit(1)
     show_answer(result, asked.fmt, forms)
     ctx.exit(0)
 
 
-def _diff(ctx: click.Context, asked: DiffOptions) -> DiffReport:
+def _trace(ctx: click.Context, asked: DiffOptions) -> Trace | None:
+    """--trace, read before anything is rendered: a trace with findings ends here (exit 1)."""
+    from renderer.inputs.trace import read_trace
+
+    if asked.trace is None:
+        return None
+    root = root_of(ctx)
+    try:
+        shown = asked.trace.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        shown = str(asked.trace)
+    trace = read_trace(asked.trace, shown)
+    if trace.findings:
+        emit(Findings(list(trace.findings), 1), findings_format(asked.fmt))
+        ctx.exit(1)
+    return trace
+
+
+def _diff(ctx: click.Context, asked: DiffOptions, trace: Trace | None = None) -> DiffReport:
     """Both revisions rendered and compared; the base checked out into a folder that goes when
     this returns. A bad REF is a usage error."""
     from renderer.commands.diff.checkout import BaseCheckout, BaseRefError
@@ -136,6 +167,7 @@ def _diff(ctx: click.Context, asked: DiffOptions) -> DiffReport:
                         jobs=default_jobs(),
                     ),
                     on_cluster=lambda side, name: step(f"rendering {side}: cluster {name}"),
+                    trace=trace,
                 )
         except BaseRefError as err:
             raise click.UsageError(str(err)) from err

@@ -71,6 +71,7 @@ def load_every_rule() -> None:
     import renderer.commands.acceptance.judge
     import renderer.commands.acceptance.load
     import renderer.commands.cost.rules
+    import renderer.commands.simulate.compare
     import renderer.commands.stale
     import renderer.inputs.trace
     import renderer.pipeline  # noqa: F401

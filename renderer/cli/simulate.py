@@ -10,29 +10,43 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from renderer.cli.loading import load_inputs
+from renderer.cli.completion import GIT_REFS
+from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import TABLES_MARKDOWN_OR_JSON
 from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
 from renderer.findings.diagnostics import has_errors
 
 if TYPE_CHECKING:
+    from renderer.commands.simulate.compare import Comparison
     from renderer.commands.simulate.report import SimReport
+    from renderer.pipeline import Loaded
 
 
 @dataclass(frozen=True)
 class SimulateOptions:
     trace: Path
     fmt: str
+    base_ref: str | None = None
 
 
 @click.command()
 @click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @TABLES_MARKDOWN_OR_JSON
+@click.option(
+    "--base",
+    "base_ref",
+    metavar="REF",
+    shell_complete=GIT_REFS,
+    help="Also replay the trace on the platform as it is at this git revision (read as `diff` "
+    "reads its base) and report the change per team and pool, base -> working tree.",
+)
 @click.pass_context
 def simulate(ctx: click.Context, /, **options: Any) -> None:
     """Replay a workload TRACE (CSV or JSON Lines) against the platform's queues with Kueue's
     admission, on a simulated clock: waits, completions and preemptions per team, utilisation
-    per pool. Exit 0 on a report, 1 on findings in the inputs or the trace."""
+    per pool. With --base REF, the change from the platform at REF to the working tree. Exit 0
+    on a report, 1 on findings in the inputs or the trace (or a base that does not validate),
+    2 for a bad REF."""
     from renderer.commands.simulate import simulate_trace
     from renderer.commands.simulate.forms import report_json, report_markdown, report_text
 
@@ -41,6 +55,8 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
     if has_errors(loaded.diagnostics):
         emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
         ctx.exit(1)
+    if asked.base_ref is not None:
+        _compare(ctx, asked, loaded)
     answer = simulate_trace(loaded.platform, asked.trace, _display(ctx, asked.trace))
     if isinstance(answer, list):
         emit(Findings(answer, 1), findings_format(asked.fmt))
@@ -49,6 +65,45 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
         "json": json_form(report_json, loaded.diagnostics),
         "markdown": report_markdown,
         "text": report_text,
+    }
+    show_answer(answer, asked.fmt, forms)
+    ctx.exit(0)
+
+
+def _compare(ctx: click.Context, asked: SimulateOptions, loaded: Loaded) -> None:
+    """`--base REF`: the trace on the platform at REF and on the working tree, compared."""
+    import tempfile
+
+    from renderer.commands.diff.checkout import BaseRefError
+    from renderer.commands.simulate.compare import base_invalid, compare_trace, load_base
+    from renderer.commands.simulate.compare_forms import (
+        comparison_json,
+        comparison_markdown,
+        comparison_text,
+    )
+    from renderer.inputs.trace import read_trace
+
+    assert asked.base_ref is not None
+    trace = read_trace(asked.trace, _display(ctx, asked.trace))
+    if trace.findings:
+        emit(Findings(list(trace.findings), 1), findings_format(asked.fmt))
+        ctx.exit(1)
+    with tempfile.TemporaryDirectory(prefix="gpuplane-simulate-") as tmp:
+        try:
+            commit, base = load_base(root_of(ctx), asked.base_ref, Path(tmp))
+        except BaseRefError as err:
+            raise click.UsageError(str(err)) from err
+    if has_errors(base.diagnostics):
+        emit(Findings([base_invalid(base, asked.base_ref, commit)], 1), findings_format(asked.fmt))
+        ctx.exit(1)
+    answer = compare_trace(base.platform, loaded.platform, trace, (asked.base_ref, commit))
+    if isinstance(answer, list):
+        emit(Findings(answer, 1), findings_format(asked.fmt))
+        ctx.exit(1)
+    forms: dict[str, Callable[[Comparison], str]] = {
+        "json": json_form(comparison_json, loaded.diagnostics),
+        "markdown": comparison_markdown,
+        "text": comparison_text,
     }
     show_answer(answer, asked.fmt, forms)
     ctx.exit(0)

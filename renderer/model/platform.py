@@ -429,6 +429,17 @@ class AllowedEgress:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitGrowth:
+    """gpuplane.yaml's `spec.simulate.p90WaitGrowth`: how much a change may make a team's
+    simulated p90 wait grow before `gpuplane diff --trace` rates it high. It is over the bound
+    when it grows by more than `seconds` and by more than `ratio` times the base's p90
+    (docs/repository-settings.md)."""
+
+    seconds: float = 600.0
+    ratio: float = 0.25
+
+
+@dataclass(frozen=True, slots=True)
 class Repository:
     """This repository's own settings: where Argo CD reads it, who owns the platform files,
     and what team files may ask for."""
@@ -446,6 +457,8 @@ class Repository:
     allowed_egress: tuple[AllowedEgress, ...] = ()
     """`spec.allowlists.egress`: the networks team `egress` rules must lie within (none: no
     team may open egress)."""
+    wait_growth: WaitGrowth = WaitGrowth()
+    """`spec.simulate.p90WaitGrowth`: the bound on a team's simulated p90 wait growth."""
 
 
 Changes = Mapping[str, frozenset[int] | None]
@@ -806,6 +819,15 @@ def repository_from(data: Mapping[str, Any], source: SourceMap) -> Repository:
             )
             for index, item in enumerate(allowlists.get("egress", []))
         ),
+        wait_growth=_wait_growth(spec.get("simulate", {}).get("p90WaitGrowth", {})),
+    )
+
+
+def _wait_growth(data: Mapping[str, Any]) -> WaitGrowth:
+    default = WaitGrowth()
+    return WaitGrowth(
+        seconds=float(data.get("seconds", default.seconds)),
+        ratio=float(data.get("ratio", default.ratio)),
     )
 
 

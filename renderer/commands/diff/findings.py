@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
 
+from renderer.commands.simulate.compare import Comparison
 from renderer.findings.diagnostics import Diagnostic
+from renderer.model.platform import WaitGrowth
 
 
 class Risk(StrEnum):
@@ -79,6 +81,7 @@ TITLES: dict[str, str] = {
     "endpoint-scaling-changed": "endpoint autoscaling changed",
     "gpu-quota": "GPU quota changed",
     "gpu-affected": "GPU reach changed",
+    "simulated-wait": "simulated waits changed",
     "immutable-field": "immutable field changed",
     "transition-unchecked": "update rules not evaluated",
     "objects": "rendered objects",
@@ -251,6 +254,18 @@ class ClusterHeading:
 
 
 @dataclass(frozen=True, slots=True)
+class SimulatedWaits:
+    """`diff --trace`: the trace replayed on both sides (`comparison`; None with `note` saying
+    why, or with `problems` when the trace names what neither side has), and the base's bound
+    on a team's p90 wait growth that rates it (`waits.py`)."""
+
+    bound: WaitGrowth
+    comparison: Comparison | None
+    note: str | None = None
+    problems: tuple[Diagnostic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class DiffReport:
     base: Side
     head: Side
@@ -261,6 +276,8 @@ class DiffReport:
     """False when the base does not render, so its objects could not be compared."""
     head_diagnostics: tuple[Diagnostic, ...] = field(default=(), compare=False)
     head_files: int = field(default=0, compare=False)
+    waits: SimulatedWaits | None = None
+    """`--trace`: the "Simulated waits" section; None without a trace."""
 
     def count(self, risk: Risk) -> int:
         return sum(f.risk is risk for f in self.findings)

@@ -24,8 +24,11 @@ from renderer.commands.diff.findings import (
     QuotaFigures,
     Risk,
     Side,
+    SimulatedWaits,
 )
+from renderer.commands.simulate.compare_forms import comparison_from_json, comparison_json
 from renderer.findings.envelope import check_envelope
+from renderer.model.platform import WaitGrowth
 from renderer.output.canonical import sorted_keys
 
 
@@ -109,8 +112,30 @@ def diff_json(report: DiffReport) -> dict[str, Any]:
             for p in report.pools
         ],
     }
+    if report.waits is not None:  # only with --trace: the JSON without it is as it was
+        body["simulatedWaits"] = _waits_json(report.waits)
     result: dict[str, Any] = sorted_keys(body)
     return result
+
+
+def _waits_json(waits: SimulatedWaits) -> dict[str, Any]:
+    return {
+        "bound": {"seconds": waits.bound.seconds, "ratio": waits.bound.ratio},
+        "note": waits.note,
+        "comparison": None if waits.comparison is None else comparison_json(waits.comparison),
+    }
+
+
+def _waits_from(data: Mapping[str, Any] | None) -> SimulatedWaits | None:
+    if data is None:
+        return None
+    bound = data["bound"]
+    comparison = data["comparison"]
+    return SimulatedWaits(
+        WaitGrowth(bound["seconds"], bound["ratio"]),
+        None if comparison is None else comparison_from_json(comparison),
+        data["note"],
+    )
 
 
 def _figures_from(kind: type[Any], data: Mapping[str, Any] | None) -> Any:
@@ -181,4 +206,5 @@ def report_from_json(data: Mapping[str, Any]) -> DiffReport:
             for p in data["pools"]
         ),
         objects_compared=data["objectsCompared"],
+        waits=_waits_from(data.get("simulatedWaits")),
     )

@@ -21,8 +21,12 @@ from renderer.commands.diff.findings import (
     QuotaChange,
     Risk,
     Side,
+    SimulatedWaits,
     plural,
 )
+from renderer.commands.diff.waits import CODE as WAIT_CODE
+from renderer.commands.diff.waits import bound_text
+from renderer.commands.simulate.compare_forms import absent_lines, markdown_tables, tables
 from renderer.model.capacity import gpus_text
 from renderer.output import markdown_escape
 
@@ -235,6 +239,31 @@ def _cluster_title(heading: ClusterHeading | None, name: str) -> str:
     return f"### {_code(name)} ({_text(heading.environment)}, {_text(heading.scheduler)}){status}"
 
 
+def _wait_lines(report: DiffReport, waits: SimulatedWaits) -> list[str]:
+    """`--trace`: the teams' waits and the pools' use, base → head, each team's risk."""
+    lines = ["### Simulated waits", ""]
+    comparison = waits.comparison
+    if comparison is None:
+        return [*lines, _text(waits.note or "not simulated"), ""]
+    lines += [
+        f"{_code(comparison.trace)} ({plural(comparison.workloads, 'workload')}) replayed on "
+        "both revisions with Kueue's admission (`gpuplane simulate`). High: a team's p90 wait "
+        f"grows by {_text(bound_text(waits.bound))} (`simulate.p90WaitGrowth` at the base), or "
+        "workloads the base admits are never admitted.",
+        "",
+    ]
+    risks = {f.team: _BADGE[f.risk] for f in report.findings if f.code == WAIT_CODE}
+    (team_heading, team_header, team_rows), pools = tables(comparison)
+    rows = [[*row, risks.get(row[0], "-")] for row in team_rows]
+    lines += markdown_tables([(team_heading, (*team_header, "risk"), rows), pools], "####")
+    lines += [f"- {_text(line)}" for line in absent_lines(comparison)]
+    found = [f for f in report.findings if f.code == WAIT_CODE and f.details]
+    for f in found:
+        lines += _details(f"{f.subject}: what changed ({len(f.details)})",
+                          [f"- {_text(d)}" for d in f.details])  # fmt: skip
+    return lines
+
+
 def _full_markdown(report: DiffReport) -> list[str]:
     lines = [MARKER]
     if not report.findings:
@@ -243,6 +272,8 @@ def _full_markdown(report: DiffReport) -> list[str]:
             f"{_side_text(report.base)}.",
             "",
         ]
+        if report.waits is not None:
+            lines += _wait_lines(report, report.waits)
         return lines
     lines += [_verdict(report), ""]
     lines.append(
@@ -269,10 +300,13 @@ def _full_markdown(report: DiffReport) -> list[str]:
         rows.append([_BADGE[risk], str(report.count(risk)), _text(what) or "-"])
     lines += _table(("risk", "changes", "what"), (False, True, False), rows)
     lines.append("")
+    if report.waits is not None:
+        lines += _wait_lines(report, report.waits)
     headings = {c.name: c for c in report.clusters}
     groups: dict[str | None, list[Finding]] = {}
     for f in report.findings:
-        groups.setdefault(f.cluster, []).append(f)
+        if f.code != WAIT_CODE:  # in the section of their own
+            groups.setdefault(f.cluster, []).append(f)
     if None in groups:
         lines += ["### Platform-wide", "", *_finding_lines(groups.pop(None))]
     for cluster in sorted(c for c in groups if c is not None):

@@ -35,10 +35,12 @@ from renderer.commands.diff.operators import operators
 from renderer.commands.diff.quotas import quotas
 from renderer.commands.diff.revision import BothSides, Revision, render, revision_of
 from renderer.commands.diff.teams import teams
+from renderer.commands.diff.waits import simulated_waits
 from renderer.commands.render_context import RenderContext
 from renderer.commands.render_index import RenderIndex, outcome_keys
 from renderer.findings.diagnostics import has_errors
 from renderer.inputs.schema import REPOSITORY_FILE
+from renderer.inputs.trace import Trace
 from renderer.model.capacity import how_to_request, pool_offers
 from renderer.model.identifiers import escaped
 from renderer.model.platform import Cluster, Platform, Pool, Queue
@@ -90,6 +92,7 @@ def diff_platforms(
     *,
     head_label: str = HEAD_LABEL,
     on_cluster: Callable[[str, str], None] | None = None,
+    trace: Trace | None = None,
 ) -> DiffReport:
     """Render both folders and report what the change from base to head means.
 
@@ -105,7 +108,7 @@ def diff_platforms(
     committed tree the transition rules read is `rendered/` at `base.commit`, not the context's
     `previous`; its `on_cluster`, `listing` and `keep_files` are not read: `on_cluster` here is
     told the side's label and each cluster's name before it is rendered (the CLI's progress
-    display).
+    display). `trace`: replayed on both sides, the report's "Simulated waits" (`waits`).
     """
     both = _load(base, head_root, context)
     if context.jobs > 1 and both.committed:
@@ -124,7 +127,7 @@ def diff_platforms(
             head_diagnostics=head.diagnostics,
             head_files=head.files,
         )
-    return _report(base_side, head, refused, both.same)
+    return _report(base_side, head, refused, both.same, trace)
 
 
 def _load(base: DiffBase, head_root: Path, context: RenderContext) -> _BothLoaded:
@@ -240,7 +243,11 @@ def _one_after_other(
 
 
 def _report(
-    base: Revision, head: Revision, refused: list[Finding], same: frozenset[str]
+    base: Revision,
+    head: Revision,
+    refused: list[Finding],
+    same: frozenset[str],
+    trace: Trace | None = None,
 ) -> DiffReport:
     """What the change means, the head and the base rendered: the findings of every topic,
     by risk, the clusters' headings and the pools' GPU totals."""
@@ -254,6 +261,10 @@ def _report(
     findings += endpoints(base.platform, head.platform)
     quota_findings, totals = quotas(base, head, same)
     findings += quota_findings
+    waits = None
+    if trace is not None:
+        simulated, waits = simulated_waits(base, head, trace)
+        findings += simulated
     compared = base.side.valid or base.files == 0
     if compared:
         findings += objects(base.tree, head.tree)
@@ -279,6 +290,7 @@ def _report(
         objects_compared=compared,
         head_diagnostics=head.diagnostics,
         head_files=head.files,
+        waits=waits,
     )
 
 

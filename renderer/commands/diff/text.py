@@ -7,7 +7,9 @@ runner as a workflow command.
 
 from __future__ import annotations
 
-from renderer.commands.diff.findings import RISKS, DiffReport, plural
+from renderer.commands.diff.findings import RISKS, DiffReport, SimulatedWaits, plural
+from renderer.commands.diff.waits import bound_text
+from renderer.commands.simulate.compare_forms import absent_lines, tables, text_tables
 from renderer.findings.diagnostics import inert_lines
 
 
@@ -19,6 +21,7 @@ def diff_text(report: DiffReport) -> str:
                 f"no changes: the {report.head.label} renders the same platform as {report.base.label}"
             )
             + "\n"
+            + _waits(report.waits)
         )
     high, medium, low = (report.count(r) for r in RISKS)
     commit = f" ({report.base.commit[:12]})" if report.base.commit else ""
@@ -47,4 +50,22 @@ def diff_text(report: DiffReport) -> str:
         if f.objects is not None:
             lines += [f"           deleted {p}" for p in f.objects.deleted]
         lines += [f"           {' '.join(d.split())}" for d in f.details]
-    return inert_lines("\n".join(lines)) + "\n"
+    return inert_lines("\n".join(lines)) + "\n" + _waits(report.waits)
+
+
+def _waits(waits: SimulatedWaits | None) -> str:
+    """`--trace`: the teams' waits and the pools' use, base → head."""
+    if waits is None:
+        return ""
+    comparison = waits.comparison
+    if comparison is None:
+        return inert_lines(f"\nSimulated waits: {waits.note or 'not simulated'}") + "\n"
+    lines = [
+        "",
+        f"Simulated waits: {comparison.trace} ({plural(comparison.workloads, 'workload')}); "
+        f"high where a team's p90 grows by {bound_text(waits.bound)}",
+        "",
+        *text_tables(tables(comparison)),
+        *absent_lines(comparison),
+    ]
+    return inert_lines("\n".join(lines).rstrip("\n")) + "\n"
