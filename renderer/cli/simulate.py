@@ -14,7 +14,7 @@ from renderer.cli.completion import GIT_REFS
 from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import TABLES_MARKDOWN_OR_JSON
 from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
-from renderer.findings.diagnostics import has_errors
+from renderer.findings.diagnostics import has_errors, inert
 
 if TYPE_CHECKING:
     from renderer.commands.simulate.compare import Comparison
@@ -27,6 +27,7 @@ class SimulateOptions:
     trace: Path
     fmt: str
     base_ref: str | None = None
+    chart_file: Path | None = None
 
 
 @click.command()
@@ -40,6 +41,12 @@ class SimulateOptions:
     help="Also replay the trace on the platform as it is at this git revision (read as `diff` "
     "reads its base) and report the change per team and pool, base -> working tree.",
 )
+@click.option(
+    "--chart",
+    "chart_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw each team's p90 wait over simulated time, as FILE.svg.",
+)
 @click.pass_context
 def simulate(ctx: click.Context, /, **options: Any) -> None:
     """Replay a workload TRACE (CSV or JSON Lines) against the platform's queues with Kueue's
@@ -51,6 +58,10 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
     from renderer.commands.simulate.forms import report_json, report_markdown, report_text
 
     asked = SimulateOptions(**options)
+    if asked.chart_file is not None and asked.chart_file.suffix.lower() != ".svg":
+        raise click.UsageError(inert(f"--chart {asked.chart_file}: the chart is an .svg file"))
+    if asked.chart_file is not None and asked.base_ref is not None:
+        raise click.UsageError("--chart draws one revision's waits: leave out --base")
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
         emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
@@ -63,9 +74,14 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
         ctx.exit(1)
     forms: dict[str, Callable[[SimReport], str]] = {
         "json": json_form(report_json, loaded.diagnostics),
-        "markdown": report_markdown,
+        "markdown": _with_chart(report_markdown, asked.chart_file),
         "text": report_text,
     }
+    if asked.chart_file is not None:
+        from renderer.commands.simulate.chart import svg
+        from renderer.output.writer import write_file_atomically
+
+        write_file_atomically(asked.chart_file, svg(answer))
     show_answer(answer, asked.fmt, forms)
     ctx.exit(0)
 
@@ -116,3 +132,12 @@ def _display(ctx: click.Context, path: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def _with_chart(form: Callable[[SimReport], str], chart: Path | None) -> Callable[[SimReport], str]:
+    """The Markdown form, with the chart's image under its title where `--chart` drew one."""
+    if chart is None:
+        return form
+    from renderer.commands.simulate.chart import with_chart
+
+    return lambda report: with_chart(form(report), str(chart))

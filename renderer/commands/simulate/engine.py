@@ -99,6 +99,8 @@ class Outcome:
     job: Job
     waits: list[int] = field(default_factory=list)
     """Per admission, milliseconds from being queued (submitted or evicted) to admitted."""
+    admitted: list[int] = field(default_factory=list)
+    """Per admission, in the order of `waits`: the instant (milliseconds) it was admitted."""
     preempted: int = 0
     """Times it was evicted by another workload's preemption."""
     preempting: int = 0
@@ -435,6 +437,7 @@ class Simulator:
         self.running[job.key] = _Running(job, admitted, self.now, generation)
         self.live.running[job.cluster_queue][job.key] = admitted
         self.outcomes[job.key].waits.append(self.now - entry.pending.queued)
+        self.outcomes[job.key].admitted.append(self.now)
         heapq.heappush(
             self.events, (self.now + job.duration, FINISH, job.index, job.key, generation)
         )

@@ -40,6 +40,9 @@ class TeamReport:
     """Kueue's message for the workloads never admitted, with how many got it, most first."""
     preempted: int
     preempting: int
+    samples: tuple[tuple[int, int], ...] = ()
+    """Per admission, (when it was admitted, how long it waited), in milliseconds, by admission
+    time: what the chart draws (`chart.py`); no text, Markdown or JSON field shows it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,7 @@ def team_report(name: str, outcomes: Sequence[Outcome]) -> TeamReport:
         reasons=tuple(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
         preempted=sum(o.preempted for o in outcomes),
         preempting=sum(o.preempting for o in outcomes),
+        samples=tuple(sorted(s for o in outcomes for s in zip(o.admitted, o.waits, strict=True))),
     )
 
 
