@@ -263,6 +263,12 @@ def test_a_chart_of_another_kind_is_a_usage_error(
     )
     assert done.exit_code == 2
     assert not (tmp_path / "w.png").exists()
+    with_base = gpuplane(
+        "-C", str(root), "simulate", str(root / "tiny.csv"), "--base", "HEAD",
+        "--chart", str(tmp_path / "w.svg"),
+    )  # fmt: skip
+    assert with_base.exit_code == 2 and "leave out --base" in with_base.output
+    assert not (tmp_path / "w.svg").exists()
 
 
 _OCR_ALIKE = str.maketrans(dict.fromkeys("I1|\\!", "l"))
