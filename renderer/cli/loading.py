@@ -73,6 +73,7 @@ def load_every_rule() -> None:
     import renderer.commands.cost.rules
     import renderer.commands.stale
     import renderer.inputs.trace
+    import renderer.inputs.trace_sources.common
     import renderer.pipeline  # noqa: F401
 
 

@@ -17,12 +17,12 @@ from renderer.findings.diagnostics import Diagnostic, has_errors
 
 if TYPE_CHECKING:
     from renderer.commands.simulate.report import SimReport
-    from renderer.inputs.trace_sources import SourceKind
+    from renderer.inputs.trace_sources.common import SourceKind
     from renderer.model.platform import Platform
 
 
 TRACE_SOURCES = ("alibaba-gpu-2023", "philly-vc")
-"""`--from`'s public traces (`renderer.inputs.trace_sources.SOURCES`, not imported here so
+"""`--from`'s public traces (`renderer.inputs.trace_sources.common.SOURCES`, not imported here so
 that `--help` stays fast)."""
 
 

@@ -14,8 +14,8 @@ from renderer.commands.simulate import simulate_rows
 from renderer.commands.simulate.report import SimReport
 from renderer.findings.diagnostics import Diagnostic, sort_diagnostics
 from renderer.inputs.trace import Trace
-from renderer.inputs.trace_sources import Mapped, SourceKind, targets
 from renderer.inputs.trace_sources.alibaba import read_alibaba
+from renderer.inputs.trace_sources.common import Mapped, SourceKind, targets
 from renderer.inputs.trace_sources.philly import read_philly
 from renderer.model.platform import Platform
 from renderer.output import markdown_escape

@@ -28,7 +28,7 @@ from renderer.findings.diagnostics import Diagnostic, Location, Severity
 from renderer.inputs.bounded import read_bounded_text
 from renderer.inputs.csv_cells import split_cells
 from renderer.inputs.trace import TRACE_LIMIT, TraceRow
-from renderer.inputs.trace_sources import (
+from renderer.inputs.trace_sources.common import (
     Mapped,
     Target,
     assign,
@@ -92,7 +92,7 @@ def read_alibaba(
     pods, findings = _pods(text.split("\n"), display)
     if not weighted:
         findings.append(no_targets(display))
-    if findings:
+    if not weighted or any(f.rule == "trace-header" for f in findings):
         return Mapped("alibaba-gpu-2023", display, findings=tuple(findings), source_rows=len(pods))
     chosen = assign((p.text("name") for p in pods), weighted)
     rows: list[TraceRow] = []
@@ -164,6 +164,15 @@ def _pods(lines: list[str], file: str) -> tuple[list[_Pod], list[Diagnostic]]:
             for name, (value, col) in zip(header, cells, strict=True)
         }
         pods.append(_Pod(number, by_column))
+    if header is None:
+        findings.append(
+            Diagnostic(
+                "trace-header",
+                "no header line",
+                Location(file, 1, 1),
+                hint=f"the header of openb_pod_list_*.csv: {','.join(COLUMNS)}",
+            )
+        )
     return pods, findings
 
 

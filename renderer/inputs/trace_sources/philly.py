@@ -33,7 +33,7 @@ from typing import Any, Final
 from renderer.findings.diagnostics import Diagnostic, Location, Severity
 from renderer.inputs.bounded import TextLimit, read_bounded_text
 from renderer.inputs.trace import TRACE_LIMIT, TraceRow
-from renderer.inputs.trace_sources import (
+from renderer.inputs.trace_sources.common import (
     Mapped,
     Target,
     assign,
