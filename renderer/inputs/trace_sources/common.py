@@ -213,7 +213,8 @@ for _rule, _doc in {
 A cell is missing, is not a number where the upstream column is one, or gives a value no
 workload can have (a deletion before the pod was scheduled, a GPU fraction above one GPU).
 
-To satisfy it: pass the upstream file unmodified, with its header where it has one;
+To satisfy it: pass the upstream file unmodified (`openb_pod_list_default.csv` with its
+header, Gavel's `<vc>.trace` files with seven tab-separated fields a line);
 docs/simulate.md#traces-from-public-clusters gives each source's columns.""",
     "trace-source-skipped": """A row of a public trace (`simulate --from`) is read but not replayed.
 
@@ -221,8 +222,9 @@ The row gives no run time the simulator could use: an Alibaba pod never schedule
 cluster (`scheduled_time` empty), or a Philly job whose model and GPU count have no measured
 throughput in Gavel's `simulation_throughputs.json`, so its steps cannot become seconds.
 
-To satisfy it: nothing to fix in the file; the warning counts what the simulation leaves out.
-docs/simulate.md#traces-from-public-clusters gives the rules.""",
+To satisfy it: nothing to fix in the file; the warning counts what the simulation leaves out
+(the JSON's `mapping.skipped`). For a Philly job, a throughputs file that measures its model on
+that many GPUs (`v100`, `('<job_type>', <scale_factor>)`) beside the traces replays it.""",
     "trace-source-teams": """A public trace cannot be spread over the platform's teams.
 
 `simulate --from` gives each source identity to a team's training namespace, weighted by the
