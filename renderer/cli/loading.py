@@ -74,6 +74,7 @@ def load_every_rule() -> None:
     import renderer.commands.simulate.compare
     import renderer.commands.stale
     import renderer.inputs.trace
+    import renderer.inputs.trace_sources.common
     import renderer.pipeline  # noqa: F401
 
 

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -14,12 +14,19 @@ from renderer.cli.completion import GIT_REFS
 from renderer.cli.loading import load_inputs, root_of
 from renderer.cli.options import TABLES_MARKDOWN_OR_JSON
 from renderer.cli.reporters import Findings, emit, findings_format, json_form, show_answer
-from renderer.findings.diagnostics import has_errors, inert
+from renderer.findings.diagnostics import Diagnostic, has_errors, inert
 
 if TYPE_CHECKING:
     from renderer.commands.simulate.compare import Comparison
     from renderer.commands.simulate.report import SimReport
+    from renderer.inputs.trace_sources.common import SourceKind
+    from renderer.model.platform import Platform
     from renderer.pipeline import Loaded
+
+
+TRACE_SOURCES = ("alibaba-gpu-2023", "philly-vc")
+"""`--from`'s public traces (`renderer.inputs.trace_sources.common.SOURCES`, not imported here so
+that `--help` stays fast)."""
 
 
 @dataclass(frozen=True)
@@ -28,10 +35,12 @@ class SimulateOptions:
     fmt: str
     base_ref: str | None = None
     chart_file: Path | None = None
+    source: str = "trace"
+    limit: int | None = None
 
 
 @click.command()
-@click.argument("trace", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("trace", type=click.Path(exists=True, path_type=Path))
 @TABLES_MARKDOWN_OR_JSON
 @click.option(
     "--base",
@@ -46,6 +55,22 @@ class SimulateOptions:
     "chart_file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also draw each team's p90 wait over simulated time, as FILE.svg.",
+)
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["trace", *TRACE_SOURCES]),
+    default="trace",
+    show_default=True,
+    help="What TRACE is: gpuplane's trace, Alibaba's GPU trace v2023 pod list, or Gavel's "
+    "Philly virtual-cluster traces (a .trace file or their folder), mapped onto the teams "
+    "(docs/simulate.md#traces-from-public-clusters).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --from: replay only the N earliest submitted workloads of the source.",
 )
 @click.pass_context
 def simulate(ctx: click.Context, /, **options: Any) -> None:
@@ -62,12 +87,20 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
         raise click.UsageError(inert(f"--chart {asked.chart_file}: the chart is an .svg file"))
     if asked.chart_file is not None and asked.base_ref is not None:
         raise click.UsageError("--chart draws one revision's waits: leave out --base")
+    if asked.source != "trace" and asked.base_ref is not None:
+        raise click.UsageError(f"--from {asked.source} replays on one revision: leave out --base")
+    if asked.source == "trace" and asked.trace.is_dir():
+        raise click.UsageError(inert(f"{asked.trace} is a folder: a trace is one file"))
+    if asked.source == "trace" and asked.limit is not None:
+        raise click.UsageError("--limit goes with --from")
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
         emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
         ctx.exit(1)
     if asked.base_ref is not None:
         _compare(ctx, asked, loaded)
+    if asked.source != "trace":
+        _simulate_source(ctx, asked, loaded.diagnostics, loaded.platform)
     answer = simulate_trace(loaded.platform, asked.trace, _display(ctx, asked.trace))
     if isinstance(answer, list):
         emit(Findings(answer, 1), findings_format(asked.fmt))
@@ -77,11 +110,7 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
         "markdown": _with_chart(report_markdown, asked.chart_file),
         "text": report_text,
     }
-    if asked.chart_file is not None:
-        from renderer.commands.simulate.chart import svg
-        from renderer.output.writer import write_file_atomically
-
-        write_file_atomically(asked.chart_file, svg(answer))
+    _draw(asked.chart_file, answer)
     show_answer(answer, asked.fmt, forms)
     ctx.exit(0)
 
@@ -123,6 +152,52 @@ def _compare(ctx: click.Context, asked: SimulateOptions, loaded: Loaded) -> None
     }
     show_answer(answer, asked.fmt, forms)
     ctx.exit(0)
+
+
+def _simulate_source(
+    ctx: click.Context, asked: SimulateOptions, found: Sequence[Diagnostic], platform: Platform
+) -> None:
+    """`--from SOURCE`: the mapped trace's report with its mapping, then the exit code."""
+    from renderer.commands.simulate.forms import report_json, report_markdown, report_text
+    from renderer.commands.simulate.sources import (
+        SourceAnswer,
+        mapping_json,
+        mapping_markdown,
+        mapping_text,
+        simulate_source,
+    )
+
+    kind = cast("SourceKind", asked.source)
+    display = _display(ctx, asked.trace)
+    answer = simulate_source(platform, kind, asked.trace, display, asked.limit)
+    if isinstance(answer, list):
+        emit(Findings(answer, 1), findings_format(asked.fmt))
+        ctx.exit(1)
+    forms: dict[str, Callable[[SourceAnswer], str]] = {
+        "json": json_form(
+            lambda a: {**report_json(a.report), "mapping": mapping_json(a.mapped)},
+            lambda a: [*found, *a.mapped.skipped],
+        ),
+        "markdown": lambda a: (
+            _with_chart(report_markdown, asked.chart_file)(a.report)
+            + "\n"
+            + mapping_markdown(a.mapped)
+        ),
+        "text": lambda a: report_text(a.report) + "\n" + mapping_text(a.mapped),
+    }
+    _draw(asked.chart_file, answer.report)
+    show_answer(answer, asked.fmt, forms)
+    ctx.exit(0)
+
+
+def _draw(chart: Path | None, report: SimReport) -> None:
+    """`--chart FILE.svg`: the waits' chart, written atomically."""
+    if chart is None:
+        return
+    from renderer.commands.simulate.chart import svg
+    from renderer.output.writer import write_file_atomically
+
+    write_file_atomically(chart, svg(report))
 
 
 def _display(ctx: click.Context, path: Path) -> str:
