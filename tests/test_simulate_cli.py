@@ -75,3 +75,36 @@ def test_names_are_checked_against_the_platform(
     assert "trace.csv:3:33: error[trace-unknown-name] WorkloadPriorityClass 'prod-urgent'" in (
         result.output
     )
+
+
+SAMPLE = Path(__file__).parent / "cases" / "traces" / "alibaba"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--from", "alibaba-gpu-2023", "{alibaba}", "--base", "HEAD"], "leave out --base"),
+        (["{folder}"], "is a folder"),
+        (["trace.csv", "--limit", "3"], "--limit goes with --from"),
+    ],
+    ids=["from-with-base", "folder-without-from", "limit-without-from"],
+)
+def test_options_that_do_not_go_together_are_usage_errors(
+    in_repo: Path, gpuplane: Callable[..., Any], args: list[str], says: str
+) -> None:
+    (in_repo / "trace.csv").write_text(f"{HEADER}\n0,llm-train,a,1,1,1,1Gi,60,\n")
+    (in_repo / "folder").mkdir()
+    alibaba = SAMPLE / "pods.csv"
+    filled = [a.format(alibaba=alibaba, folder="folder") for a in args]
+    result = gpuplane("simulate", *filled)
+    assert result.exit_code == 2 and says in result.output, result.output
+
+
+def test_a_mapped_trace_draws_its_chart(
+    in_repo: Path, gpuplane: Callable[..., Any], tmp_path: Path
+) -> None:
+    alibaba = SAMPLE / "pods.csv"
+    chart = tmp_path / "waits.svg"
+    result = gpuplane("simulate", "--from", "alibaba-gpu-2023", str(alibaba), "--chart", str(chart))
+    assert result.exit_code == 0, result.output
+    assert "<svg" in chart.read_text() and "Mapping" in result.output

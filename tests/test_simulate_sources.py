@@ -199,7 +199,7 @@ def test_samples_simulate_end_to_end_with_the_mapping(
     assert [f["rule"] for f in data["findings"]] == ["trace-source-skipped"]
     text = gpuplane("simulate", "--from", "philly-vc", str(CASES / "philly" / "seed0"))
     assert text.exit_code == 0, text.output
-    assert "llm-train (team llm, weight 16): 1 virtual clusters, 2 workloads, 3 GPUs: abc123" in (
+    assert "llm-train (team llm, weight 16): 1 virtual cluster, 2 workloads, 3 GPUs: abc123" in (
         text.output
     )
     assert "not replayed: 1 x job of 16 GPUs with no measured throughput" in text.output

@@ -18,6 +18,7 @@ from renderer.inputs.trace_sources.alibaba import read_alibaba
 from renderer.inputs.trace_sources.common import Mapped, SourceKind, targets
 from renderer.inputs.trace_sources.philly import read_philly
 from renderer.model.platform import Platform
+from renderer.model.words import plural
 from renderer.output import markdown_escape
 
 RULE = (
@@ -56,12 +57,13 @@ def summary_lines(mapped: Mapped) -> list[str]:
     who = IDENTITY[mapped.source]
     limited = f" (the first {mapped.limit} submitted)" if mapped.limit is not None else ""
     out = [
-        f"{mapped.source}: {mapped.source_rows} rows read, {len(mapped.rows)} replayed{limited}, "
+        f"{mapped.source}: {plural(mapped.source_rows, 'row')} read, {len(mapped.rows)} "
+        f"replayed{limited}, "
         f"{len(mapped.skipped)} not replayed (trace-source-skipped warnings)",
         f"rule: {RULE}",
     ]
     if mapped.rounded:
-        out.append(f"{mapped.rounded} GPU-sharing pods rounded up to one whole GPU each")
+        out.append(f"{plural(mapped.rounded, 'GPU-sharing pod')} rounded up to one whole GPU each")
     reasons = Counter(_reason(d.message) for d in mapped.skipped)
     out.extend(f"not replayed: {n} x {reason}" for reason, n in sorted(reasons.items()))
     for target in mapped.targets:
@@ -69,9 +71,9 @@ def summary_lines(mapped: Mapped) -> list[str]:
         names = ", ".join(a.source for a in mine[:SHOWN])
         more = f", … ({len(mine) - SHOWN} more)" if len(mine) > SHOWN else ""
         out.append(
-            f"{target.namespace} (team {target.team}, weight {target.weight}): {len(mine)} "
-            f"{who}s, {sum(a.workloads for a in mine)} workloads, "
-            f"{sum(a.gpus for a in mine)} GPUs: {names or '-'}{more}"
+            f"{target.namespace} (team {target.team}, weight {target.weight}): "
+            f"{plural(len(mine), who)}, {plural(sum(a.workloads for a in mine), 'workload')}, "
+            f"{plural(sum(a.gpus for a in mine), 'GPU')}: {names or '-'}{more}"
         )
     return out
 
