@@ -86,7 +86,7 @@ types: setup-dev ## mypy --strict on renderer/
 
 check: lint types test-all render-check ## Everything CI cares about: lint, types, all tests, render --check
 
-conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on fit's admission engine
+conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on the admission engine and the simulator
 	$(BIN)/python -m tests.kueue_conformance.report
 
 bench: setup-dev ## Time every stage and command at 1x/2x/4x of two fleet shapes (fails on findings)

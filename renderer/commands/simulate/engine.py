@@ -103,6 +103,9 @@ class Outcome:
     """Per admission, in the order of `waits`: the instant (milliseconds) it was admitted."""
     preempted: int = 0
     """Times it was evicted by another workload's preemption."""
+    preempted_by: list[tuple[str, str]] = field(default_factory=list)
+    """Per eviction, the preemptor's key and Kueue's reason (`InClusterQueue`,
+    `InCohortReclamation`, `InCohortFairSharing`, `InCohortReclaimWhileBorrowing`)."""
     preempting: int = 0
     """Workloads its own admissions evicted."""
     completed_at: int | None = None
@@ -449,6 +452,7 @@ class Simulator:
             return
         self.release(running)
         self.outcomes[key].preempted += 1
+        self.outcomes[key].preempted_by.append((by.key, target.reason))
         self.outcomes[by.key].preempting += 1
         self.enqueue(running.job, self.now)  # Kueue's requeuingTimestamp: Eviction
 
@@ -554,3 +558,24 @@ def simulate(world: World, jobs: Iterable[Job], *, fast: bool = True) -> Run:
     """The run of `jobs`; `fast` False: every decision computed afresh (the reference the fast
     path is tested against)."""
     return Simulator(world, list(jobs), fast=fast).run()
+
+
+def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
+    """`admitted` (the Workload of `job`) holds its quota from now on, as if the simulator had
+    admitted it (`simulate.state.start` seeds a simulator with a cluster's running Workloads);
+    it finishes after `job.duration` milliseconds, never where that is negative."""
+    for fr, value in admitted.usage.items():
+        if value:
+            sim.settings[job.cluster_queue].node.add_usage(fr, value)
+    sim.version += 1
+    generation = next(sim.generation)
+    sim.running[job.key] = _Running(job, admitted, sim.now, generation)
+    sim.live.running[job.cluster_queue][job.key] = admitted
+    sim.outcomes.setdefault(job.key, Outcome(job))
+    if job.duration >= 0:
+        heapq.heappush(sim.events, (sim.now + job.duration, FINISH, job.index, job.key, generation))
+
+
+def nomination(sim: Simulator, job: Job) -> Assignment:
+    """The flavor assignment a cycle now nominates `job` with, as the head of its ClusterQueue."""
+    return sim.nominate(job.cluster_queue, _Pending(job, sim.now, -1)).assignment
