@@ -34,9 +34,12 @@ def signed_duration(seconds: float) -> str:
 
 
 def _cell(before: Any, after: Any, show: Callable[[Any], str], change: str) -> str:
-    """`before → after (change)`; `absent` for a side without the team or pool."""
+    """`before → after (change)`; the value alone where both sides show the same (so the eye
+    finds what changed); `absent` for a side without the team or pool."""
     if before is None or after is None:
         return f"{ABSENT if before is None else show(before)} → {ABSENT if after is None else show(after)}"
+    if show(before) == show(after):
+        return show(after)
     return f"{show(before)} → {show(after)} ({change})"
 
 
@@ -86,8 +89,16 @@ def pool_rows(pools: Sequence[PoolSides]) -> list[list[str]]:
 
 def tables(comparison: Comparison) -> list[Table]:
     return [
-        ("Per team (base → head)", TEAM_HEADER, team_rows(comparison.teams)),
-        ("Per pool (base → head)", POOL_HEADER, pool_rows(comparison.pools)),
+        (
+            "Per team (base → head; a value alone is the same on both)",
+            TEAM_HEADER,
+            team_rows(comparison.teams),
+        ),
+        (
+            "Per pool (base → head; a value alone is the same on both)",
+            POOL_HEADER,
+            pool_rows(comparison.pools),
+        ),
     ]
 
 
