@@ -271,6 +271,28 @@ def test_the_policy_findings_are_kept_while_every_input_is_the_same(
     assert calls == 3 and without.exit_code == 1 and first.output == without.output
 
 
+def test_a_team_rules_finding_after_a_team_edit_is_the_one_a_full_check_gives(
+    platform: Path, crds: Path, cache: Path, gpuplane
+) -> None:
+    """After a check recorded every team file's findings, an edit of one team file that a team
+    rule refuses (rbac-group-characters) and one a platform rule refuses (quota-exceeds-pool)
+    are reported as a check without the index reports them; taking the edit back is clean."""
+    assert _check(gpuplane, platform, crds).exit_code == 0
+    team = platform / "teams" / "llm-eval.yaml"
+    text = team.read_text()
+    team.write_text(text.replace("owners: [llm-leads]", 'owners: [llm-leads, "a,b"]'))
+    (platform / "teams" / "llm.yaml").write_text(
+        (platform / "teams" / "llm.yaml").read_text().replace("nominal: 16,", "nominal: 96,", 1)
+    )
+    kept = _check(gpuplane, platform, crds)
+    fresh = _check(gpuplane, platform, crds, "--no-index")
+    assert kept.exit_code == fresh.exit_code == 1
+    assert "rbac-group-characters" in kept.output and "quota-exceeds-pool" in kept.output
+    assert kept.output == fresh.output
+    team.write_text(text)
+    assert "rbac-group-characters" not in _check(gpuplane, platform, crds).output
+
+
 def test_kept_policy_findings_are_the_ones_found(platform: Path, cache: Path) -> None:
     """Findings kept in the saved index come back equal, and any input's bytes, a changed
     line, or the pools' sizes at a change's base (from git) make the policy run again."""
