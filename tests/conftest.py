@@ -145,6 +145,31 @@ def git_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
+def commit_all(root: Path, message: str) -> Path:
+    """Make `root` a git repository on branch main with everything in it committed once."""
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return root
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
+    """The example platform's inputs committed once per module: the base of a pull request (a
+    module whose base differs defines its own)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("committed") / "repo")
+    return commit_all(root, "the example platform")
+
+
+@pytest.fixture
+def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
+    """A copy of the `committed` repository whose working tree a test may change, as a pull
+    request would."""
+    target = tmp_path / "repo"
+    shutil.copytree(committed, target, symlinks=True)
+    return target
+
+
 def edit_once(path: Path, old: str, new: str) -> None:
     """Replace a piece of text that must be in the file exactly once."""
     text = path.read_text()
