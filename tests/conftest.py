@@ -513,6 +513,41 @@ def require_tool(name: str, package: str) -> str:
     pytest.skip(message)
 
 
+def screenshot(chromium: str, svg: Path, shot: Path, size: str, *flags: str) -> Path:
+    """Headless Chromium's screenshot `shot` of the SVG file at `size` (`width,height` in CSS
+    pixels), with `flags` added (`--hide-scrollbars`; `--force-device-scale-factor=2`, twice the
+    pixels, for Tesseract to read 12px text); its profile beside the screenshot."""
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            *flags,
+            f"--user-data-dir={shot.parent / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={size}",
+            svg.as_uri(),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    return shot
+
+
+def ocr(tesseract: str, image: Path, *options: str) -> str:
+    """What Tesseract reads in the image (`--psm 11`: sparse text, labels scattered over a
+    chart)."""
+    return subprocess.run(
+        [tesseract, str(image), "-", *options],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+
+
 # The projects' own names for the add-ons of a cluster file (what the README and the diagram
 # call them), written from each project's documentation, not from gpuplane's table.
 ADDON_TITLES = {
