@@ -145,6 +145,31 @@ def git_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
+def commit_all(root: Path, message: str) -> Path:
+    """Make `root` a git repository on branch main with everything in it committed once."""
+    git(root, "-c", "init.defaultBranch=main", "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return root
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
+    """The example platform's inputs committed once per module: the base of a pull request (a
+    module whose base differs defines its own)."""
+    root = copy_inputs(REPO, tmp_path_factory.mktemp("committed") / "repo")
+    return commit_all(root, "the example platform")
+
+
+@pytest.fixture
+def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
+    """A copy of the `committed` repository whose working tree a test may change, as a pull
+    request would."""
+    target = tmp_path / "repo"
+    shutil.copytree(committed, target, symlinks=True)
+    return target
+
+
 def edit_once(path: Path, old: str, new: str) -> None:
     """Replace a piece of text that must be in the file exactly once."""
     text = path.read_text()
@@ -486,6 +511,41 @@ def require_tool(name: str, package: str) -> str:
     if os.environ.get(REQUIRE_TOOLS) == "1":
         pytest.fail(message)
     pytest.skip(message)
+
+
+def screenshot(chromium: str, svg: Path, shot: Path, size: str, *flags: str) -> Path:
+    """Headless Chromium's screenshot `shot` of the SVG file at `size` (`width,height` in CSS
+    pixels), with `flags` added (`--hide-scrollbars`; `--force-device-scale-factor=2`, twice the
+    pixels, for Tesseract to read 12px text); its profile beside the screenshot."""
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            *flags,
+            f"--user-data-dir={shot.parent / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={size}",
+            svg.as_uri(),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    return shot
+
+
+def ocr(tesseract: str, image: Path, *options: str) -> str:
+    """What Tesseract reads in the image (`--psm 11`: sparse text, labels scattered over a
+    chart)."""
+    return subprocess.run(
+        [tesseract, str(image), "-", *options],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
 
 
 # The projects' own names for the add-ons of a cluster file (what the README and the diagram

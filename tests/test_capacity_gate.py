@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import REPO, commit_all, copy_inputs, edit_once, git
 
 pytestmark = pytest.mark.usefixtures("git_env")
 
@@ -45,9 +45,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     root = copy_inputs(REPO, tmp_path / "repo")
     _set_image(root)
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_all(root, "base")
     return root
 
 
@@ -348,9 +346,7 @@ def test_base_sizes_reads_every_pool_file_of_the_base_commit(tmp_path: Path) -> 
     (root / "pools" / "fixed.yaml").write_text("spec: {nodes: 3}\n")
     (root / "pools" / "broken.yaml").write_text("spec: [\n")
     (root / "pools" / "scaled.yaml").write_text("spec: {nodes: {min: 1, max: 5}}\n")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_all(root, "base")
     found = base_sizes(root)
     assert found is not None and found.unknown is None
     assert dict(found.sizes) == {"fixed": 3, "scaled": 5}

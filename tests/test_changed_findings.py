@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from renderer.cli import main
 from renderer.inputs.changes import changed_files, changed_lines
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, copy_inputs
+from tests.conftest import REPO, commit_all, copy_inputs
 
 # In the example, h100-train holds 4 nodes x 8 GPUs = 32 and the teams' nominal quotas on it
 # fill it exactly: vision 8, llm 16, recsys 4, speech 4. Any raise over-commits it.
@@ -52,9 +52,7 @@ def git(root: Path, *args: str) -> str:
 def committed(root: Path) -> Path:
     """The example platform's inputs in `root`, committed on branch main."""
     copy_inputs(REPO, root)
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_all(root, "base")
     return root
 
 
@@ -659,9 +657,7 @@ def test_changed_files_of_a_platform_in_a_subfolder(tmp_path: Path) -> None:
     top = tmp_path / "monorepo"
     root = copy_inputs(REPO, top / "platform")
     copy_inputs(REPO, top / "other")
-    git(top, "-c", "init.defaultBranch=main", "init", "-q")
-    git(top, "add", "-A")
-    git(top, "commit", "-q", "-m", "base")
+    commit_all(top, "base")
     edit(root, "teams/speech.yaml", "nominal: 4", "nominal: 5")
     edit(top / "other", "teams/vision.yaml", "nominal: 8", "nominal: 9")
     (root / "teams" / "added.yaml").write_text("kind: Team\n")

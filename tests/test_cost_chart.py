@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from renderer.commands.cost.chart import BAR, COLOURS, PLOT_LEFT, ROW, TOP, WIDTH
-from tests.conftest import REPO, Result, require_tool
+from tests.conftest import REPO, Result, ocr, require_tool, screenshot
 from tests.cost.platform import cost_platform
 
 Run = Callable[..., Result]
@@ -204,32 +203,9 @@ def test_a_chart_of_another_kind_is_a_usage_error(
 def _screenshot(chromium: str, svg: Path, tmp_path: Path, size: str) -> Path:
     """Chromium's headless screenshot of the SVG at `size` (width,height) CSS pixels, at twice
     the pixels: Tesseract reads 12px text."""
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            f"--window-size={size}",
-            "--force-device-scale-factor=2",
-            svg.as_uri(),
-        ],
-        capture_output=True,
-        check=True,
-        timeout=120,
-    )
-    return shot
+    return screenshot(chromium, svg, tmp_path / "shot.png", size, "--force-device-scale-factor=2")
 
 
 def _ocr(tesseract: str, image: Path) -> str:
     """What Tesseract reads in the image, in sparse-text mode (labels scattered over a chart)."""
-    return subprocess.run(
-        [tesseract, str(image), "-", "--psm", "11"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    return ocr(tesseract, image, "--psm", "11")

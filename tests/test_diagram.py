@@ -29,7 +29,15 @@ from renderer.model.view import ClusterView
 from renderer.output import drawing as writers
 from renderer.output.drawing import Box, Drawing, Edge, Layer
 from renderer.pipeline import load_platform
-from tests.conftest import ADDON_TITLES, REPO, REQUIRE_TOOLS, copy_inputs, require_tool
+from tests.conftest import (
+    ADDON_TITLES,
+    REPO,
+    REQUIRE_TOOLS,
+    copy_inputs,
+    ocr,
+    require_tool,
+    screenshot,
+)
 
 SIX = (
     "Control plane",
@@ -447,27 +455,9 @@ def test_the_example_platform_in_a_real_browser(tmp_path: Path) -> None:
     svg_file = tmp_path / "prod-east.svg"
     svg_file.write_text(text, encoding="utf-8")
     png = tmp_path / "prod-east.png"
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--hide-scrollbars",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={png}",
-            f"--window-size={writers.WIDTH},{height}",
-            svg_file.as_uri(),
-        ],
-        capture_output=True,
-        check=True,
-        timeout=120,
-    )
+    screenshot(chromium, svg_file, png, f"{writers.WIDTH},{height}", "--hide-scrollbars")
     assert png.stat().st_size > 10_000
-    done = subprocess.run(
-        [tesseract, str(png), "-"], capture_output=True, text=True, check=True, timeout=120
-    )
-    seen = " ".join(done.stdout.split())
+    seen = " ".join(ocr(tesseract, png).split())
     squashed = _ocr_key(seen)
     for title in SIX:
         assert _ocr_key(title) in squashed, (title, seen)

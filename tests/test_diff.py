@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from renderer.commands.diff.checkout import BaseRefError, checkout_base
 from renderer.commands.diff.json_form import diff_json, report_from_json
 from renderer.commands.diff.markdown import MARKER, diff_markdown
 from renderer.findings.envelope import envelope
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import REPO, commit_all, copy_inputs, edit_once, git
 
 CASES = Path(__file__).parent / "cases" / "diff"
 COMMIT = "BASE_COMMIT"
@@ -29,23 +28,6 @@ COMMIT = "BASE_COMMIT"
 
 
 # --- a git repository of the example platform ---------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("diff") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the example platform")
-    return root
-
-
-@pytest.fixture
-def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
-    """A copy of the committed repository whose working tree a test may change."""
-    target = tmp_path / "repo"
-    shutil.copytree(committed, target, symlinks=True)
-    return target
 
 
 def _diff(gpuplane: Callable[..., Any], repo: Path, crds: Path, *args: str) -> Any:
@@ -291,9 +273,7 @@ def test_base_from_a_subfolder_and_an_invalid_base(
     top = tmp_path / "mono"
     copy_inputs(REPO, top / "platform")
     (top / "README.md").write_text("not gpuplane\n")
-    git(top, "-c", "init.defaultBranch=main", "init", "-q")
-    git(top, "add", "-A")
-    git(top, "commit", "-q", "-m", "base")
+    commit_all(top, "base")
     into = tmp_path / "checkout"
     into.mkdir()
     commit = checkout_base(top / "platform", "HEAD", into)

@@ -11,7 +11,6 @@ budget of one replica blocking drains. Most cases compare the two platforms dire
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from renderer.commands.diff.findings import Finding
 from renderer.findings.diagnostics import has_errors
 from renderer.inputs.changes import changed_lines
 from renderer.pipeline import load_platform
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import copy_inputs, edit_once, git
 
 LLM = "teams/llm.yaml"
 CHAT = "llm-serve/chat"
@@ -37,22 +36,6 @@ NEW_ENDPOINT = """\
           replicas: {min: 2, max: 4}
           slo: {p95: 500ms}
 """
-
-
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("endpoints") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
-    return root
-
-
-@pytest.fixture
-def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
-    target = tmp_path / "repo"
-    shutil.copytree(committed, target, symlinks=True)
-    return target
 
 
 def _found(committed: Path, repo: Path, *, valid: bool = True) -> list[Finding]:

@@ -22,7 +22,14 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED_CRDS, committed_example, copy_inputs, edit_once, git
+from tests.conftest import (
+    SHARED_CRDS,
+    commit_all,
+    committed_example,
+    copy_inputs,
+    edit_once,
+    git,
+)
 
 LOCAL_QUEUE = "staging-west/queueing/search-train/localqueue-default.yaml"
 """A staging-west LocalQueue; Kueue's CRD keeps its `spec.clusterQueue` immutable."""
@@ -280,9 +287,7 @@ def test_a_base_without_rendered_files_takes_nothing(
     """When the base commit has no rendered/, the base's own render stands in for it: nothing
     recorded was checked against that."""
     root = copy_inputs(committed, tmp_path / "inputs-only")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "inputs only")
+    commit_all(root, "inputs only")
     assert _render(gpuplane, root).exit_code == 0
     _more_gpus_for_llm(root)
     _, names = _diff(gpuplane, root, rendered, monkeypatch)

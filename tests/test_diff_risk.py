@@ -6,7 +6,6 @@ high risk. Each case is a real git repository of the example platform and one ed
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from renderer.commands.diff.reach import namespace_caps
 from renderer.commands.diff.revision import render
 from renderer.commands.diff.teams import teams
 from renderer.output.validation import OutputValidator
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import REPO, commit_all, copy_inputs, edit_once
 
 pytestmark = pytest.mark.slow  # one diff or render per attack: docs/testing.md
 
@@ -39,17 +38,7 @@ def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
         "cluster: prod-east, purpose: training}",
         "cluster: prod-east, purpose: training, podSecurity: restricted}",
     )
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
-    return root
-
-
-@pytest.fixture
-def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
-    target = tmp_path / "repo"
-    shutil.copytree(committed, target, symlinks=True)
-    return target
+    return commit_all(root, "base")
 
 
 def _findings(gpuplane: Callable[..., Any], repo: Path) -> list[dict[str, Any]]:

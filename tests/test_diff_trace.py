@@ -9,7 +9,6 @@ vision-train jobs wait 3600 s, so vision's p90 wait grows from 0 to 3600 s.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,27 +17,17 @@ import pytest
 
 from renderer.commands.diff.json_form import report_from_json
 from renderer.commands.diff.markdown import diff_markdown
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import edit_once, git
 from tests.test_simulate_base import HEADER, TRACE, lower_vision
 
 SETTING = '  codeowners: ["@example/platform"]\n'
 
 
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("diff-trace") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the example platform")
-    return root
-
-
 @pytest.fixture
-def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
-    target = tmp_path / "repo"
-    shutil.copytree(committed, target, symlinks=True)
-    (target / "trace.csv").write_text(TRACE, encoding="utf-8")
-    return target
+def repo(repo: Path) -> Path:
+    """conftest's copy of the committed example, the trace beside its inputs (untracked)."""
+    (repo / "trace.csv").write_text(TRACE, encoding="utf-8")
+    return repo
 
 
 def _diff(gpuplane: Callable[..., Any], repo: Path, crds: Path, *args: str) -> Any:

@@ -13,7 +13,6 @@ file changes, the findings with the record are those of the whole policy.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from renderer.model.platform import Platform
 from renderer.model.view import is_team_file, team_slice
 from renderer.pipeline import Loaded, load_platform
 from renderer.policy.check import POLICY, check_policy
-from tests.conftest import INPUT_FOLDERS, REPO
+from tests.conftest import INPUT_FOLDERS, REPO, copy_inputs
 from tests.test_hints_applied import TABLE, apply_steps
 
 TEAM_RULES = [r for r in POLICY if r.scope == "team"]
@@ -66,15 +65,6 @@ def _every_file_changed(root: Path) -> dict[str, None]:
     }
 
 
-def _copy(root: Path) -> Path:
-    for folder in INPUT_FOLDERS:
-        if (REPO / folder).is_dir():
-            shutil.copytree(REPO / folder, root / folder)
-    if (REPO / "gpuplane.yaml").is_file():
-        shutil.copy(REPO / "gpuplane.yaml", root / "gpuplane.yaml")
-    return root
-
-
 def test_team_rules_are_many() -> None:
     """The rules the index reuses per team file: most of the policy's time on a large platform
     (secret-literal, derived-name-too-long, rbac-group-identifier...)."""
@@ -98,7 +88,7 @@ CASES = [c for c in TABLE if not any("commit" in step for step in c["break"])]
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_broken_platforms_keep_the_team_scope(case: dict[str, Any], tmp_path: Path) -> None:
-    root = _copy(tmp_path / "repo")
+    root = copy_inputs(REPO, tmp_path / "repo")
     apply_steps(root, case["file"], case["break"])
     changed = {f"{case['file']}": None} if case["file"] else None
     for known in (None, changed):
@@ -144,7 +134,7 @@ def _recorded_then(root: Path, edit: tuple[str, str, str]) -> tuple[list[Diagnos
     ids=["team-rule", "platform-rule"],
 )
 def test_recorded_findings_are_the_whole_policy(edit: tuple[str, str, str], tmp_path: Path) -> None:
-    root = _copy(tmp_path / "repo")
+    root = copy_inputs(REPO, tmp_path / "repo")
     found, after = _recorded_then(root, edit)
     whole = check_policy(after.platform)
     assert whole, "the edit must make the policy find something"

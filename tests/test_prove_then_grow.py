@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import REPO, commit_all, copy_inputs, edit_once, git
 
 pytestmark = pytest.mark.usefixtures("git_env")
 
@@ -43,9 +43,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1796169600")  # 2026-12-02: record's clock
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
     root = copy_inputs(REPO, tmp_path / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_all(root, "base")
     git(root, "checkout", "-q", "-b", "grow-h100")
     return root
 

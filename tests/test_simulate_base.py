@@ -24,7 +24,6 @@ a (or b) to end at t = 3600 s: waits [0, 0, 3600], whose nearest-rank p90 (the 3
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ import pytest
 from renderer.commands.simulate.compare import TeamSides, over_bound
 from renderer.commands.simulate.report import TeamReport, Waits
 from renderer.model.platform import WaitGrowth
-from tests.conftest import REPO, copy_inputs, edit_once, git
+from tests.conftest import edit_once, git
 
 HEADER = "submit_s,namespace,name,pods,gpus_per_pod,cpu_per_pod,memory_per_pod,duration_s,priority"
 TRACE = (
@@ -54,21 +53,11 @@ def lower_vision(repo: Path) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory, git_env: None) -> Path:
-    root = copy_inputs(REPO, tmp_path_factory.mktemp("simulate-base") / "repo")
-    git(root, "-c", "init.defaultBranch=main", "init", "-q")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the example platform")
-    return root
-
-
 @pytest.fixture
-def repo(committed: Path, tmp_path: Path, git_env: None) -> Path:
-    target = tmp_path / "repo"
-    shutil.copytree(committed, target, symlinks=True)
-    (target / "trace.csv").write_text(TRACE, encoding="utf-8")
-    return target
+def repo(repo: Path) -> Path:
+    """conftest's copy of the committed example, the trace beside its inputs (untracked)."""
+    (repo / "trace.csv").write_text(TRACE, encoding="utf-8")
+    return repo
 
 
 def _simulate(gpuplane: Callable[..., Any], repo: Path, *args: str) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from renderer.commands.simulate.chart import MAX_SERIES, WIDTH, svg
 from renderer.commands.simulate.report import SimReport, TeamReport, Waits
 from renderer.output.drawing import text_width
-from tests.conftest import REPO, Result, copy_inputs, require_tool
+from tests.conftest import REPO, Result, copy_inputs, ocr, require_tool, screenshot
 
 Run = Callable[..., Result]
 SVG = "{http://www.w3.org/2000/svg}"
@@ -286,31 +285,15 @@ def test_the_browser_shows_teams_and_axes_at_githubs_width(tiny: bytes, tmp_path
     chart = tmp_path / "waits.svg"
     chart.write_bytes(tiny)
     height = int(re.search(rb'height="(\d+)"', tiny)[1])  # type: ignore[index]
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--disable-gpu",
-            "--no-sandbox",
-            "--hide-scrollbars",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            f"--window-size={GITHUB_COLUMN},{height}",
-            "--force-device-scale-factor=2",
-            chart.as_uri(),
-        ],
-        capture_output=True,
-        check=True,
-        timeout=120,
+    shot = screenshot(
+        chromium,
+        chart,
+        tmp_path / "shot.png",
+        f"{GITHUB_COLUMN},{height}",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=2",
     )
-    read = subprocess.run(
-        [tesseract, str(shot), "-", "--psm", "11"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    read = ocr(tesseract, shot, "--psm", "11")
     seen = _key(read)
     for wanted in (
         "Waits per team over simulated time",

@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 from renderer.commands.cost.forms import money
 from renderer.commands.cost.model import TERM_WORDS, TERMS, CostReport
-from renderer.findings.diagnostics import inert
+from renderer.output.svg_chart import (
+    INK,
+    Text,
+    clean,
+    document,
+    head,
+    num,
+    text_element,
+    tick_step,
+)
 
 WIDTH: Final = 1100
-FONT: Final = "DejaVu Sans, sans-serif"
 COLOURS: Final = {
     "compute": "#4e79a7",
     "network": "#59a14f",
@@ -34,15 +41,12 @@ COLOURS: Final = {
     "failed_runs": "#e15759",
     "operations": "#76b7b2",
 }
-INK: Final = "#222222"
 GRID: Final = "#cccccc"
 PLOT_LEFT: Final = 300
 PLOT_RIGHT: Final = WIDTH - 170  # room for the total at the end of the longest bar
 TOP: Final = 100
 ROW: Final = 60
 BAR: Final = 30
-
-Anchor = Literal["start", "middle", "end"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,38 +59,11 @@ class Rect:
 
 
 @dataclass(frozen=True, slots=True)
-class Text:
-    x: float
-    y: float
-    """The baseline."""
-    text: str
-    size: int
-    anchor: Anchor = "start"
-    bold: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class Chart:
     width: int
     height: int
     rects: tuple[Rect, ...]
     texts: tuple[Text, ...]
-
-
-_NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def clean(text: str) -> str:
-    """Text safe to draw: invisible characters as visible escapes (`inert`), and whatever XML
-    1.0 cannot hold (lone surrogates, U+FFFE) as `?`."""
-    return _NOT_XML.sub("?", inert(" ".join(text.split())))
-
-
-def _step(top: float) -> float:
-    """A round tick step giving about five ticks up to `top`."""
-    raw = top / 5
-    power = 10 ** math.floor(math.log10(raw))
-    return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
 
 
 def bars(report: CostReport) -> list[tuple[str, str, dict[str, float]]]:
@@ -121,7 +98,7 @@ def layout(report: CostReport) -> Chart:
     ]
     rects: list[Rect] = []
     top = max((sum(v.values()) for _, _, v in rows), default=0.0)
-    step = _step(top) if top > 0 else 1.0
+    step = tick_step(top) if top > 0 else 1.0
     axis_max = max(step * math.ceil(top / step - 1e-9), step)
     span = PLOT_RIGHT - PLOT_LEFT
     bottom = TOP + ROW * len(rows)
@@ -152,37 +129,15 @@ def layout(report: CostReport) -> Chart:
     return Chart(WIDTH, int(legend_y + 30), tuple(rects), tuple(texts))
 
 
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _f(value: float) -> str:
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return text if text != "-0" else "0"
-
-
 def svg(report: CostReport) -> bytes:
     chart = layout(report)
-    out = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{chart.width}" '
-        f'height="{chart.height}" viewBox="0 0 {chart.width} {chart.height}" '
-        f'font-family="{FONT}">',
-        f"<title>{_xml(chart.texts[0].text)}</title>",
-        f'<rect x="0" y="0" width="{chart.width}" height="{chart.height}" fill="#ffffff"/>',
-    ]
+    out = head(chart.width, chart.height, chart.texts[0].text)
     out.extend(
-        f'<rect x="{_f(r.x)}" y="{_f(r.y)}" width="{_f(r.w)}" height="{_f(r.h)}" fill="{r.fill}"/>'
+        f'<rect x="{num(r.x)}" y="{num(r.y)}" width="{num(r.w)}" height="{num(r.h)}" fill="{r.fill}"/>'
         for r in chart.rects
     )
-    for t in chart.texts:
-        weight = ' font-weight="bold"' if t.bold else ""
-        out.append(
-            f'<text x="{_f(t.x)}" y="{_f(t.y)}" font-size="{t.size}" text-anchor="{t.anchor}"'
-            f'{weight} fill="{INK}">{_xml(t.text)}</text>'
-        )
-    out.append("</svg>")
-    return ("\n".join(out) + "\n").encode("utf-8")
+    out.extend(text_element(t) for t in chart.texts)
+    return document(out)
 
 
 _PIL_ANCHOR: Final = {"start": "ls", "middle": "ms", "end": "rs"}

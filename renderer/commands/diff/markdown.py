@@ -26,7 +26,8 @@ from renderer.commands.diff.findings import (
 )
 from renderer.commands.diff.waits import CODE as WAIT_CODE
 from renderer.commands.diff.waits import bound_text
-from renderer.commands.simulate.compare_forms import absent_lines, markdown_tables, tables
+from renderer.commands.simulate.compare_forms import absent_lines, tables
+from renderer.commands.simulate.forms import markdown_tables
 from renderer.model.capacity import gpus_text
 from renderer.output import markdown_escape
 

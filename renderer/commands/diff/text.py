@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from renderer.commands.diff.findings import RISKS, DiffReport, SimulatedWaits, plural
 from renderer.commands.diff.waits import bound_text
-from renderer.commands.simulate.compare_forms import absent_lines, tables, text_tables
+from renderer.commands.simulate.compare_forms import absent_lines, tables
+from renderer.commands.simulate.forms import text_tables
 from renderer.findings.diagnostics import inert_lines
 
 

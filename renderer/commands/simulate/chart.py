@@ -13,7 +13,7 @@ At most `MAX_SERIES` lines are drawn: past that, the teams with the highest p90 
 own line and the rest are pooled into one line "others", which the chart says.
 
 Laid out once (`layout`), written by hand as SVG (`svg`): deterministic bytes, every text from
-an input escaped and made inert (`cost.chart.clean`), fonts `DejaVu Sans, sans-serif`, 830
+an input escaped and made inert (`output.svg_chart.clean`), fonts `DejaVu Sans, sans-serif`, 830
 pixels wide, the width of GitHub's content column, so nothing is scaled down where it is read.
 """
 
@@ -25,14 +25,22 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import quote
 
-from renderer.commands.cost.chart import clean
 from renderer.commands.simulate.forms import duration
 from renderer.commands.simulate.report import SimReport, TeamReport, waits
 from renderer.output.drawing import wrap
+from renderer.output.svg_chart import (
+    INK,
+    Text,
+    clean,
+    document,
+    head,
+    num,
+    text_element,
+    tick_step,
+    xml,
+)
 
 WIDTH: Final = 830
-FONT: Final = "DejaVu Sans, sans-serif"
-INK: Final = "#222222"
 GRID: Final = "#dddddd"
 COLOURS: Final = ("#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#9c755f",
                   "#d37295")  # fmt: skip
@@ -52,19 +60,7 @@ LEGEND_ROW: Final = 24
 NAME_WIDTH: Final = 220
 STATS_X: Final = PLOT_LEFT + 36 + NAME_WIDTH + 14
 
-Anchor = Literal["start", "middle", "end"]
 Shape = Literal["circle", "square", "diamond", "triangle"]
-
-
-@dataclass(frozen=True, slots=True)
-class Text:
-    x: float
-    y: float
-    """The baseline."""
-    text: str
-    size: int
-    anchor: Anchor = "start"
-    bold: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,17 +193,10 @@ def series(report: SimReport, bucket_s: int) -> list[Series]:
     return out
 
 
-def _step(top: float) -> float:
-    """A round tick step giving at most about six ticks up to `top` (> 0)."""
-    raw = top / 5
-    power = 10 ** math.floor(math.log10(raw))
-    return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
-
-
 def _axis(top: float, unit: float, words: str) -> Axis:
     """An axis from 0 past `top` (data units), its ticks round in `unit`s."""
     shown = top / unit if top > 0 else 1.0
-    step = _step(shown)
+    step = tick_step(shown)
     return Axis(step * math.ceil(shown / step - 1e-9) * unit, step * unit, unit, words)
 
 
@@ -298,35 +287,26 @@ def place(chart: Chart, hours: float, seconds: float) -> tuple[float, float]:
     return x, y
 
 
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _f(value: float) -> str:
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return text if text != "-0" else "0"
-
-
 def _marker(shape: Shape, x: float, y: float, colour: str, cls: str) -> str:
     """A marker centred on (x, y): the middle of its bounding box."""
     if shape == "circle":
-        return f'<circle class="{cls}" cx="{_f(x)}" cy="{_f(y)}" r="4" fill="{colour}"/>'
+        return f'<circle class="{cls}" cx="{num(x)}" cy="{num(y)}" r="4" fill="{colour}"/>'
     corners = {
         "square": ((-3.5, -3.5), (3.5, -3.5), (3.5, 3.5), (-3.5, 3.5)),
         "diamond": ((0, -5), (5, 0), (0, 5), (-5, 0)),
         "triangle": ((0, -4.5), (4.5, 4.5), (-4.5, 4.5)),
     }[shape]
-    points = " ".join(f"{_f(x + dx)},{_f(y + dy)}" for dx, dy in corners)
+    points = " ".join(f"{num(x + dx)},{num(y + dy)}" for dx, dy in corners)
     return f'<polygon class="{cls}" points="{points}" fill="{colour}"/>'
 
 
 def _series_svg(chart: Chart, s: Series, legend_y: float) -> list[str]:
     dash = ' stroke-dasharray="6 3"' if s.others else ""
-    out = ['<g class="series" fill="none">', f"<title>{_xml(clean(s.name))}</title>"]
+    out = ['<g class="series" fill="none">', f"<title>{xml(clean(s.name))}</title>"]
     for run in s.runs:
         at = [place(chart, h, w) for h, w in run]
         if len(at) > 1:
-            points = " ".join(f"{_f(x)},{_f(y)}" for x, y in at)
+            points = " ".join(f"{num(x)},{num(y)}" for x, y in at)
             out.append(
                 f'<polyline points="{points}" stroke="{s.colour}" stroke-width="2"'
                 f' stroke-linejoin="round"{dash}/>'
@@ -339,29 +319,16 @@ def _series_svg(chart: Chart, s: Series, legend_y: float) -> list[str]:
 
 def svg(report: SimReport) -> bytes:
     chart = layout(report)
-    out = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{chart.width}" '
-        f'height="{chart.height}" viewBox="0 0 {chart.width} {chart.height}" '
-        f'font-family="{FONT}">',
-        f"<title>{_xml(chart.texts[0].text)}</title>",
-        f'<rect x="0" y="0" width="{chart.width}" height="{chart.height}" fill="#ffffff"/>',
-    ]
+    out = head(chart.width, chart.height, chart.texts[0].text)
     out.extend(
-        f'<line x1="{_f(ln.x1)}" y1="{_f(ln.y1)}" x2="{_f(ln.x2)}" y2="{_f(ln.y2)}" '
-        f'stroke="{ln.stroke}" stroke-width="{_f(ln.width)}"/>'
+        f'<line x1="{num(ln.x1)}" y1="{num(ln.y1)}" x2="{num(ln.x2)}" y2="{num(ln.y2)}" '
+        f'stroke="{ln.stroke}" stroke-width="{num(ln.width)}"/>'
         for ln in chart.lines
     )
     for i, s in enumerate(chart.series):
         out.extend(_series_svg(chart, s, LEGEND_TOP + LEGEND_ROW * i))
-    for t in chart.texts:
-        weight = ' font-weight="bold"' if t.bold else ""
-        out.append(
-            f'<text x="{_f(t.x)}" y="{_f(t.y)}" font-size="{t.size}" text-anchor="{t.anchor}"'
-            f'{weight} fill="{INK}">{_xml(t.text)}</text>'
-        )
-    out.append("</svg>")
-    return ("\n".join(out) + "\n").encode("utf-8")
+    out.extend(text_element(t) for t in chart.texts)
+    return document(out)
 
 
 def with_chart(markdown: str, path: str) -> str:

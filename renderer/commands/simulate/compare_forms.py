@@ -8,7 +8,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from renderer.commands.simulate.compare import Comparison, PoolSides, TeamSides, delta
-from renderer.commands.simulate.forms import duration, report_json
+from renderer.commands.simulate.forms import (
+    Table,
+    duration,
+    markdown_tables,
+    report_json,
+    text_tables,
+)
 from renderer.commands.simulate.report import (
     PoolReport,
     SimReport,
@@ -24,8 +30,6 @@ ABSENT = "absent"
 TEAM_HEADER = ("team", "p50 wait", "p90 wait", "p99 wait", "max wait", "completed", "never",
                "preempted")  # fmt: skip
 POOL_HEADER = ("pool", "cluster", "utilisation", "used GPU-h", "borrowed GPU-h", "idle GPU-h")
-
-Table = tuple[str, Sequence[str], list[list[str]]]
 
 
 def signed_duration(seconds: float) -> str:
@@ -127,33 +131,6 @@ def absent_lines(comparison: Comparison) -> list[str]:
             "replayed in the working tree only (not a team namespace at the base): "
             + ", ".join(comparison.only_head)
         )
-    return out
-
-
-def text_tables(heading_tables: Sequence[Table]) -> list[str]:
-    out = []
-    for heading, header, rows in heading_tables:
-        out.append(heading)
-        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-                  for i, h in enumerate(header)]  # fmt: skip
-        for line in (list(header), *rows):
-            cells = [
-                c.ljust(w) if i == 0 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(line, widths, strict=True))
-            ]
-            out.append(inert("  ".join(cells).rstrip()))
-        out.append("")
-    return out
-
-
-def markdown_tables(heading_tables: Sequence[Table], level: str = "###") -> list[str]:
-    out = []
-    for heading, header, rows in heading_tables:
-        out.extend([f"{level} {markdown_escape.text(heading)}", ""])
-        out.append("| " + " | ".join(markdown_escape.cell(h) for h in header) + " |")
-        out.append("|" + "|".join("---" if i < 1 else "--:" for i in range(len(header))) + "|")
-        out.extend("| " + " | ".join(markdown_escape.cell(c) for c in row) + " |" for row in rows)
-        out.append("")
     return out
 
 

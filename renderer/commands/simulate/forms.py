@@ -16,6 +16,9 @@ POOL_HEADER = ("pool", "cluster", "GPUs", "utilisation", "used GPU-h", "borrowed
                "idle GPU-h", "peak GPUs")  # fmt: skip
 COHORT_HEADER = ("cohort", "cluster", "mean share", "deviation")
 
+Table = tuple[str, Sequence[str], list[list[str]]]
+"""A heading, the column headers and the rows of cells, each a string."""
+
 
 def duration(seconds: float) -> str:
     """`0s`, `45s`, `12m30s`, `3h05m`: what a person reads in a wait."""
@@ -31,7 +34,7 @@ def _hours(value: float) -> str:
     return f"{value:,.1f}"
 
 
-def tables(report: SimReport) -> list[tuple[str, Sequence[str], list[list[str]]]]:
+def tables(report: SimReport) -> list[Table]:
     teams = [
         [t.name, str(t.workloads), duration(t.wait.p50), duration(t.wait.p90),
          duration(t.wait.p99), duration(t.wait.max), str(t.completed), str(t.never),
@@ -66,9 +69,11 @@ def never_lines(report: SimReport) -> list[str]:
     ]
 
 
-def report_text(report: SimReport) -> str:
-    out = [inert(title(report)), ""]
-    for heading, header, rows in tables(report):
+def text_tables(heading_tables: Sequence[Table]) -> list[str]:
+    """Each table under its heading, the first column left-aligned and the others right-aligned,
+    a blank line after each."""
+    out = []
+    for heading, header, rows in heading_tables:
         out.append(heading)
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
                   for i, h in enumerate(header)]  # fmt: skip
@@ -79,6 +84,27 @@ def report_text(report: SimReport) -> str:
             ]
             out.append(inert("  ".join(cells).rstrip()))
         out.append("")
+    return out
+
+
+def markdown_tables(
+    heading_tables: Sequence[Table], level: str = "###", left: int = 1
+) -> list[str]:
+    """Each table under a heading of `level`, its first `left` columns left-aligned and the
+    others right-aligned, a blank line after each."""
+    out = []
+    for heading, header, rows in heading_tables:
+        out.extend([f"{level} {markdown_escape.text(heading)}", ""])
+        out.append("| " + " | ".join(markdown_escape.cell(h) for h in header) + " |")
+        out.append("|" + "|".join("---" if i < left else "--:" for i in range(len(header))) + "|")
+        out.extend("| " + " | ".join(markdown_escape.cell(c) for c in row) + " |" for row in rows)
+        out.append("")
+    return out
+
+
+def report_text(report: SimReport) -> str:
+    out = [inert(title(report)), ""]
+    out += text_tables(tables(report))
     reasons = never_lines(report)
     if reasons:
         out.append("Never admitted (Kueue's message)")
@@ -89,12 +115,7 @@ def report_text(report: SimReport) -> str:
 
 def report_markdown(report: SimReport) -> str:
     out = [f"## {markdown_escape.text(title(report))}", ""]
-    for heading, header, rows in tables(report):
-        out.extend([f"### {markdown_escape.text(heading)}", ""])
-        out.append("| " + " | ".join(markdown_escape.cell(h) for h in header) + " |")
-        out.append("|" + "|".join("---" if i < 2 else "--:" for i in range(len(header))) + "|")
-        out.extend("| " + " | ".join(markdown_escape.cell(c) for c in row) + " |" for row in rows)
-        out.append("")
+    out += markdown_tables(tables(report), left=2)
     reasons = never_lines(report)
     if reasons:
         out.extend(["### Never admitted (Kueue's message)", ""])

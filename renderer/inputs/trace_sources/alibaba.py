@@ -35,10 +35,9 @@ from renderer.inputs.trace_sources.common import (
     bad_cell,
     checked,
     duplicates,
-    first_rows,
+    kept_and_tally,
     no_targets,
     skipped,
-    tally,
 )
 
 COLUMNS: Final = (
@@ -107,15 +106,13 @@ def read_alibaba(
         rows.append(found)
         rounded += _shares(pod)
     findings.extend(duplicates(rows))
-    kept = first_rows(rows, limit)
-    names = {i: str(r.values["name"]) for i, r in enumerate(kept)}
-    used = {n: chosen[n] for n in names.values()}
+    kept, mapping = kept_and_tally(rows, [str(r.values["name"]) for r in rows], chosen, limit)
     return Mapped(
         "alibaba-gpu-2023",
         display,
         rows=tuple(kept),
         targets=weighted,
-        mapping=tally(kept, names, used),
+        mapping=mapping,
         skipped=tuple(warnings),
         findings=tuple(findings),
         source_rows=len(pods),

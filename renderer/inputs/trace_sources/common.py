@@ -191,6 +191,18 @@ def first_rows(rows: list[TraceRow], limit: int | None) -> list[TraceRow]:
     return sorted(rows, key=lambda r: float(r.values["submit_s"]))[:limit]
 
 
+def kept_and_tally(
+    rows: list[TraceRow], identities: Sequence[str], chosen: Mapping[str, Target], limit: int | None
+) -> tuple[list[TraceRow], tuple[Assignment, ...]]:
+    """The rows `first_rows` keeps, and the tally of the identities they came from
+    (`identities[i]` is the identity of `rows[i]`; `chosen` gives each its target)."""
+    of_row = {id(r): who for r, who in zip(rows, identities, strict=True)}
+    kept = first_rows(rows, limit)
+    identity = {i: of_row[id(r)] for i, r in enumerate(kept)}
+    used = {who: chosen[who] for who in identity.values()}
+    return kept, tally(kept, identity, used)
+
+
 def tally(
     rows: Sequence[TraceRow], identity_of: Mapping[int, str], chosen: Mapping[str, Target]
 ) -> tuple[Assignment, ...]:

@@ -39,10 +39,9 @@ from renderer.inputs.trace_sources.common import (
     assign,
     bad_cell,
     checked,
-    first_rows,
+    kept_and_tally,
     no_targets,
     skipped,
-    tally,
 )
 
 FIELDS: Final = (
@@ -147,16 +146,13 @@ def read_philly(
         warnings.extend(got.skipped)
         rows.extend(got.rows)
         vcs.extend([vc] * len(got.rows))
-    of_row = {id(r): vc for r, vc in zip(rows, vcs, strict=True)}
-    kept = first_rows(rows, limit)
-    identity = {i: of_row[id(r)] for i, r in enumerate(kept)}
-    used = {vc: chosen[vc] for vc in identity.values()}
+    kept, mapping = kept_and_tally(rows, vcs, chosen, limit)
     return Mapped(
         "philly-vc",
         display,
         rows=tuple(kept),
         targets=weighted,
-        mapping=tally(kept, identity, used),
+        mapping=mapping,
         skipped=tuple(warnings),
         findings=tuple(findings),
         source_rows=count,
