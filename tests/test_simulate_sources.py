@@ -137,6 +137,19 @@ def test_alibaba_sample_rows_are_mapped_as_the_readme_columns_say(
     ]
 
 
+def test_a_pod_named_in_capitals_keeps_its_identity(
+    example_targets: tuple[Target, ...], tmp_path: Path
+) -> None:
+    """A row's workload name is the pod's in lower case, as Kubernetes names are; the mapping
+    still names the pod as written (it used to fail with a KeyError on `pod-a`)."""
+    text = (CASES / "alibaba" / "pods.csv").read_text().replace("pod-a", "Pod-A")
+    (tmp_path / "pods.csv").write_text(text)
+    mapped = read_alibaba(tmp_path / "pods.csv", "pods.csv", example_targets)
+    assert mapped.findings == ()
+    assert "pod-a" in {r.values["name"] for r in mapped.rows}
+    assert "Pod-A" in {a.source for a in mapped.mapping}
+
+
 def test_philly_sample_steps_become_seconds_by_v100_throughput(
     example_targets: tuple[Target, ...],
 ) -> None:

@@ -95,6 +95,7 @@ def read_alibaba(
         return Mapped("alibaba-gpu-2023", display, findings=tuple(findings), source_rows=len(pods))
     chosen = assign((p.text("name") for p in pods), weighted)
     rows: list[TraceRow] = []
+    identities: list[str] = []  # each row's pod as written (a row's name is lower case)
     warnings: list[Diagnostic] = []
     rounded = 0
     for pod in pods:
@@ -104,9 +105,10 @@ def read_alibaba(
                 (warnings if problem.severity == Severity.WARNING else findings).append(problem)
             continue
         rows.append(found)
+        identities.append(pod.text("name"))
         rounded += _shares(pod)
     findings.extend(duplicates(rows))
-    kept, mapping = kept_and_tally(rows, [str(r.values["name"]) for r in rows], chosen, limit)
+    kept, mapping = kept_and_tally(rows, identities, chosen, limit)
     return Mapped(
         "alibaba-gpu-2023",
         display,
