@@ -89,8 +89,9 @@ check: lint types test-all render-check ## Everything CI cares about: lint, type
 conformance: setup-dev ## Run the ported Kueue v0.19.2 test tables on the admission engine and the simulator
 	$(BIN)/python -m tests.kueue_conformance.report
 
-bench: setup-dev ## Time every stage and command at 1x/2x/4x of two fleet shapes (fails on findings)
+bench: setup-dev ## Time every stage and command at 1x/2x/4x of two fleet shapes, and simulate
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.simulate
 
 bench-simulate: setup-dev ## Time gpuplane simulate on a seeded synthetic trace at three sizes
 	$(BIN)/python -m bench.simulate

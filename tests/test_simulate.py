@@ -115,34 +115,40 @@ def test_a_higher_priority_preempts_within_its_cluster_queue() -> None:
     # a: nominal 4, withinClusterQueue LowerPriority, no cohort.
     # t=0  low (priority 10) takes the 4 GPUs, for 100 s.
     # t=5  high (priority 1000) asks 4: Preempt mode; the preemptor evicts low (lower
-    #      priority, same ClusterQueue) -> high admitted at t=5, waits 0.
-    #      low is requeued at t=5 (requeuingTimestamp Eviction) and cannot preempt high.
-    # t=15 high ends -> low admitted again, waits 15 - 5 = 10 s; it runs 100 s from the
-    #      start, ending at t=115.
+    #      priority, same ClusterQueue). Kueue does not admit high in that cycle
+    #      (scheduler.go processEntry: Preempt mode issues the preemptions and returns); low
+    #      holds its quota until its pods have ended (jobframework's reconciler unsets
+    #      QuotaReserved once the stopped job is inactive): 30 s here (EVICT_MS).
+    # t=35 low's quota released, low requeued (its wait starts again now); high, the sticky
+    #      head of a, admitted: waits 35 - 5 = 30 s. low cannot preempt high -> parked.
+    # t=45 high ends -> low admitted again, waits 45 - 35 = 10 s; it runs 100 s from the
+    #      start, ending at t=145.
     run = simulate(
         world(cq("a", 4, within="LowerPriority")),
         [job(0, "a", 4, 0, 100, priority=10), job(1, "a", 4, 5, 10, priority=1000)],
     )
     low, high = run.outcomes
-    assert waits(run) == {"a/j0": [0, 10], "a/j1": [0]}
+    assert waits(run) == {"a/j0": [0, 10], "a/j1": [30]}
     assert (low.preempted, low.preempting, high.preempted, high.preempting) == (1, 0, 0, 1)
-    assert (low.completed_at, high.completed_at) == (115_000, 15_000)
+    assert (low.completed_at, high.completed_at) == (145_000, 45_000)
 
 
 def test_reclaim_within_cohort_takes_back_lent_quota() -> None:
     # a and b: nominal 4 each in cohort c; b may reclaim (reclaimWithinCohort Any).
     # t=0  a/j0 asks 8: borrows all of b's 4 -> admitted, waits 0.
     # t=1  b/j1 asks 4, within b's nominal: a is over its nominal, so its Workload is a
-    #      reclaim candidate -> a/j0 evicted, b/j1 admitted at t=1, waits 0.
-    # t=1  a/j0 requeued: 4 free < 8 -> parked.
-    # t=11 b/j1 ends -> a/j0 admitted again, waits 11 - 1 = 10 s; ends at t=21.
+    #      reclaim candidate -> a/j0 evicted; its quota is held until its pods end (30 s).
+    # t=31 a/j0 released and requeued. Both heads are nominated against 8 free; b/j1 (no
+    #      borrowing) goes first in the cycle and is admitted, waits 30 s; a/j0 no longer
+    #      fits (4 < 8), and in the next cycle, with no preemption allowed, is parked.
+    # t=41 b/j1 ends -> a/j0 admitted again, waits 41 - 31 = 10 s; ends at t=51.
     run = simulate(
         world(cq("a", 4, "c"), cq("b", 4, "c", reclaim="Any")),
         [job(0, "a", 8, 0, 10), job(1, "b", 4, 1, 10)],
     )
-    assert waits(run) == {"a/j0": [0, 10], "b/j1": [0]}
+    assert waits(run) == {"a/j0": [0, 10], "b/j1": [30]}
     assert [o.preempted for o in run.outcomes] == [1, 0]
-    assert [o.completed_at for o in run.outcomes] == [21_000, 11_000]
+    assert [o.completed_at for o in run.outcomes] == [51_000, 41_000]
 
 
 def strict_or_best_effort(strategy: str) -> Run:

@@ -53,14 +53,14 @@ def merged(run: Run) -> list[tuple[int, object, object]]:
     return out
 
 
-def setup(strategy: str, fair: bool) -> World:
+def setup(strategy: str, fair: bool, evict_ms: int = engine.EVICT_MS) -> World:
     queues = [
         cq("a", 4, "co", strategy=strategy, within="LowerPriority", reclaim="Any", lending=2),
         cq("b", 4, "co", strategy=strategy, within="LowerOrNewerEqualPriority", reclaim="Any"),
         cq("c", 2, "co", strategy=strategy, reclaim="LowerPriority"),
     ]
     plain = world(*queues)
-    return World(plain.snapshot, fair_sharing=fair)
+    return World(plain.snapshot, fair_sharing=fair, evict_ms=evict_ms)
 
 
 jobs_strategy = st.lists(
@@ -88,12 +88,13 @@ def jobs_of(specs: list[tuple[str, int, int, int, int]]) -> list[Job]:
     jobs_strategy,
     st.sampled_from(("BestEffortFIFO", "StrictFIFO")),
     st.booleans(),
+    st.sampled_from((1, 1000, engine.EVICT_MS)),  # an eviction's time: within a job's or longer
 )
 def test_fast_and_slow_paths_agree_on_random_traces(
-    specs: list[tuple[str, int, int, int, int]], strategy: str, fair: bool
+    specs: list[tuple[str, int, int, int, int]], strategy: str, fair: bool, evict_ms: int
 ) -> None:
     jobs = jobs_of(specs)
-    cohort = setup(strategy, fair)
+    cohort = setup(strategy, fair, evict_ms)
     same(simulate(cohort, jobs), simulate(cohort, jobs, fast=False))
 
 

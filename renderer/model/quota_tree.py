@@ -64,6 +64,9 @@ class QuotaNode:
     children: list[QuotaNode] = field(default_factory=list)
     subtree: dict[FlavorResource, Decimal] = field(default_factory=dict)
     usage: dict[FlavorResource, Decimal] = field(default_factory=dict)
+    changes: int = 0
+    """Counts the changes of `usage` by `add_usage` and `remove_usage`: an answer computed
+    from this node's usage holds while the count is the same."""
 
     def adopt(self, child: QuotaNode) -> QuotaNode:
         child.parent = self
@@ -132,6 +135,7 @@ class QuotaNode:
         """`addUsage`: the part beyond the local quota left is used in the parent too."""
         local_free = self.local_available(fr)
         self.usage[fr] = self.usage.get(fr, ZERO) + value
+        self.changes += 1
         if self.parent is not None and value > local_free:
             self.parent.add_usage(fr, value - local_free)
 
@@ -139,6 +143,7 @@ class QuotaNode:
         """`removeUsage`: what was stored in the parent is given back there first."""
         stored_in_parent = self.usage.get(fr, ZERO) - self.local_quota(fr)
         self.usage[fr] = self.usage.get(fr, ZERO) - value
+        self.changes += 1
         if stored_in_parent <= 0 or self.parent is None:
             return
         self.parent.remove_usage(fr, min(value, stored_in_parent))

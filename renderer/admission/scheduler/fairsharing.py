@@ -111,9 +111,13 @@ def lendable(node: QuotaNode) -> dict[str, Decimal]:
 
 
 def dominant_resource_share(
-    node: QuotaNode, weight: float, request: Mapping[FlavorResource, Decimal] | None = None
+    node: QuotaNode,
+    weight: float,
+    request: Mapping[FlavorResource, Decimal] | None = None,
+    can_lend: Mapping[str, Decimal] | None = None,
 ) -> DRS:
-    """`dominantResourceShare`."""
+    """`dominantResourceShare`; `can_lend`: the parent's `lendable`, where the caller keeps it
+    (it depends on the tree's quotas only, never on its usage)."""
     if node.parent is None:
         return DRS(weight, 0.0)
     borrowed: dict[str, Decimal] = {}
@@ -123,7 +127,8 @@ def dominant_resource_share(
             borrowed[fr[1]] = borrowed.get(fr[1], ZERO) + over
     if not borrowed:
         return DRS(weight, 0.0)
-    can_lend = lendable(node.parent)
+    if can_lend is None:
+        can_lend = lendable(node.parent)
     ratio, dominant = 0.0, ""
     for resource, amount in borrowed.items():
         most = can_lend.get(resource, ZERO)
@@ -135,21 +140,50 @@ def dominant_resource_share(
 
 
 class Shares:
-    """The fair weights of the tree's nodes, and their shares."""
+    """The fair weights of the tree's nodes, and their shares. The weights and what each
+    parent can lend depend on the tree's quotas only: they are kept on the working copy
+    (`Working.static`) for as long as it lives, while its usage changes."""
 
     def __init__(self, working: Working) -> None:
-        snapshot = working.snapshot
-        self.weights: dict[int, float] = {}
-        for node in working.tree.values():
-            if node.kind == "ClusterQueue":
-                weight = snapshot.cluster_queues[node.name].fair_weight
-            else:
-                cohort = snapshot.cohorts.get(node.name)
-                weight = cohort.fair_weight if cohort is not None else Decimal(1)
-            self.weights[id(node)] = float(weight)
+        static = working.static
+        weights = static.get("weights")
+        if weights is None:
+            weights = static["weights"] = fair_weights(working)
+        self.weights: dict[int, float] = weights
+        self.can_lend: dict[int, dict[str, Decimal]] = static.setdefault("lendable", {})
+        self.known: dict[int, tuple[int, DRS]] = static.setdefault("shares", {})
+        """Each node's share at its usage's change count (`QuotaNode.changes`)."""
 
     def of(self, node: QuotaNode) -> DRS:
-        return dominant_resource_share(node, self.weights.get(id(node), 1.0))
+        known = self.known.get(id(node))
+        if known is not None and known[0] == node.changes:
+            return known[1]
+        share = self.compute(node)
+        self.known[id(node)] = (node.changes, share)
+        return share
+
+    def compute(self, node: QuotaNode) -> DRS:
+        parent = node.parent
+        can_lend = None
+        if parent is not None:
+            can_lend = self.can_lend.get(id(parent))
+            if can_lend is None:
+                can_lend = self.can_lend[id(parent)] = lendable(parent)
+        return dominant_resource_share(node, self.weights.get(id(node), 1.0), can_lend=can_lend)
+
+
+def fair_weights(working: Working) -> dict[int, float]:
+    """Each node's fair weight (`parseFairWeight`: 1 when unset), by the node's id."""
+    snapshot = working.snapshot
+    out: dict[int, float] = {}
+    for node in working.tree.values():
+        if node.kind == "ClusterQueue":
+            weight = snapshot.cluster_queues[node.name].fair_weight
+        else:
+            cohort = snapshot.cohorts.get(node.name)
+            weight = cohort.fair_weight if cohort is not None else Decimal(1)
+        out[id(node)] = float(weight)
+    return out
 
 
 # --- TargetClusterQueueOrdering -------------------------------------------------------------------

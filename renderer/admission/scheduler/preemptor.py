@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from renderer.admission.scheduler.snapshot import (
     AdmittedWorkload,
@@ -147,9 +147,13 @@ class Working:
 
     snapshot: KueueSnapshot
     tree: QuotaTree = field(init=False)
+    static: dict[str, Any] = field(init=False)
+    """Answers that depend on the tree's quotas only (fair weights, what a Cohort can lend),
+    kept while the usage changes."""
 
     def __post_init__(self) -> None:
         self.tree = self.snapshot.tree()
+        self.static = {}
 
     def node(self, cluster_queue: str) -> QuotaNode | None:
         return self.tree.cluster_queue(cluster_queue)

@@ -7,17 +7,19 @@ finishes change, and for every decision the engine `fit` runs: the flavor assign
 (`scheduler.preemptor.classical`, `scheduler.fairsharing.fair_preemptions`: `GetTargets`).
 
 Time is an integer of milliseconds and never slept. Events at one instant are taken together
-(finishes first, then submissions in trace order); then Kueue's scheduler runs cycles until one
-changes nothing (`Scheduler.schedule`, pkg/scheduler/scheduler.go):
+(finishes first, then evictions that complete, then submissions in trace order); then Kueue's
+scheduler runs cycles until one changes nothing (`Scheduler.schedule`, pkg/scheduler/scheduler.go):
 
 1. the head of each ClusterQueue's queue (priority, then the time it was queued: Kueue's
    `queueOrderingFunc`), a parked (inadmissible) workload left out;
 2. each head nominated: its flavors assigned against the usage at the cycle's start;
 3. the entries in Kueue's order (`entryOrdering`: lower borrowing first, then higher priority,
-   then earlier queued), each admitted where it still fits, or, in Preempt mode, admitted once
-   the preemptor's targets are evicted (they release their quota at once here; Kueue waits for
-   their pods to end); an entry that fits no more after an earlier one of the cycle stays at
-   its head;
+   then earlier created), each admitted where it still fits; one in Preempt mode evicts its
+   targets (`IssuePreemptions`) and is not admitted in that cycle: it holds its place at the
+   head of its queue (Kueue's sticky preemptor) until the targets' pods have ended, `evict_ms`
+   later, when their quota is released and they are requeued; an entry that fits no more after
+   an earlier one of the cycle, or whose targets another entry of the cycle took, stays at its
+   head;
 4. an entry that can neither: under BestEffortFIFO it is parked until quota is released in
    its tree (a finish or an eviction: Kueue's `QueueInadmissibleWorkloads`); under StrictFIFO it
    stays the head and blocks its ClusterQueue.
@@ -28,6 +30,7 @@ is Kueue's message from its last nomination (`Assignment.Message`).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
@@ -54,18 +57,29 @@ ZERO = Decimal(0)
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 """The simulated clock's zero, for the timestamps the preemptor orders Workloads by."""
 
-FINISH, SUBMIT = 0, 1
+FINISH, EVICTED, SUBMIT = 0, 1, 2
 """Event kinds, in the order events of one instant are taken."""
+
+EVICT_MS = 30_000
+"""How long an evicted Workload holds its quota: its pods' termination. Kueue releases the quota
+when the job's pods are gone (jobframework's reconciler unsets the QuotaReserved condition once
+the stopped job is no longer active); a pod gets `terminationGracePeriodSeconds`, 30 s unless
+its spec says otherwise, before it is killed."""
+
+QUEUED, PARKED, GONE = 0, 1, 2
+"""Where a pending workload is: in its queue's heap, parked (inadmissible), or taken out."""
 
 
 @dataclass(frozen=True, slots=True)
 class World:
-    """A cluster's Kueue as the scheduler holds it: the objects, each Topology's levels, and
-    whether the Kueue Configuration turns fair sharing on."""
+    """A cluster's Kueue as the scheduler holds it: the objects, each Topology's levels, whether
+    the Kueue Configuration turns fair sharing on, and how long an eviction takes."""
 
     snapshot: KueueSnapshot
     topologies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     fair_sharing: bool = False
+    evict_ms: int = EVICT_MS
+    """Milliseconds from a preemption to its target's quota released (`EVICT_MS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +112,8 @@ class Outcome:
 
     job: Job
     waits: list[int] = field(default_factory=list)
-    """Per admission, milliseconds from being queued (submitted or evicted) to admitted."""
+    """Per admission, milliseconds from being queued (submitted, or requeued once an eviction
+    completed: Kueue's `QueuedWaitTime`) to admitted."""
     admitted: list[int] = field(default_factory=list)
     """Per admission, in the order of `waits`: the instant (milliseconds) it was admitted."""
     preempted: int = 0
@@ -107,7 +122,7 @@ class Outcome:
     """Per eviction, the preemptor's key and Kueue's reason (`InClusterQueue`,
     `InCohortReclamation`, `InCohortFairSharing`, `InCohortReclaimWhileBorrowing`)."""
     preempting: int = 0
-    """Workloads its own admissions evicted."""
+    """Workloads its own preemptions evicted."""
     completed_at: int | None = None
     message: str = ""
     """Kueue's message from its last nomination that did not admit it."""
@@ -119,10 +134,16 @@ class Outcome:
 class _Pending:
     job: Job
     queued: int
-    seq: int
+    """When it was queued: the start of its wait."""
+    state: int = QUEUED
+    token: int = 0
+    """Which push onto its queue's heap is the live one (older ones are stale)."""
 
     def order(self) -> tuple[int, int, int]:
-        return (-self.job.priority, self.queued, self.seq)
+        """Kueue's queue order: priority, then the queue-order timestamp (the creation time,
+        also after a preemption: `GetQueueOrderTimestamp` with PrioritySortingWithinCohort on),
+        then the trace's order."""
+        return (-self.job.priority, self.job.submit, self.job.index)
 
 
 @dataclass(slots=True)
@@ -131,6 +152,9 @@ class _Running:
     admitted: AdmittedWorkload
     started: int
     generation: int
+    evicting: bool = False
+    released: int = 0
+    """While evicting: when its pods have ended and its quota is released."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +186,7 @@ class Live(preemptor.Working):
     def __init__(self, snapshot: KueueSnapshot, tree: QuotaTree) -> None:
         self.snapshot = snapshot
         self.tree = tree
+        self.static = {}
         self.running: dict[str, dict[str, AdmittedWorkload]] = {
             name: {} for name in snapshot.cluster_queues
         }
@@ -170,11 +195,22 @@ class Live(preemptor.Working):
         return list(self.running.get(cluster_queue, {}).values())
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     pending: _Pending
     cq: ClusterQueue
     assignment: Assignment
+    targets: list[Target]
+    incoming: Incoming
+
+
+@dataclass(slots=True)
+class _Cycle:
+    """What one scheduling cycle has done so far: the Workloads its preemptors target
+    (Kueue's `preemptedWorkloads`) and the usage its preemptors reserved (`cq.AddUsage`)."""
+
+    preempted: dict[str, AdmittedWorkload] = field(default_factory=dict)
+    reserved: list[tuple[QuotaNode, dict[FlavorResource, Decimal]]] = field(default_factory=list)
 
 
 class Simulator:
@@ -195,23 +231,32 @@ class Simulator:
                 self.settings[name] = Setting(
                     cq, node, snapshot.flavors, world.topologies, world.fair_sharing
                 )
-        self.queues: dict[str, list[tuple[tuple[int, int, int], _Pending]]] = {
+        self.queues: dict[str, list[tuple[tuple[int, int, int], int, _Pending]]] = {
             n: [] for n in self.settings
         }
         self.parked: dict[str, list[_Pending]] = {n: [] for n in self.settings}
+        self.sticky: dict[str, str] = {}
+        """Per BestEffortFIFO ClusterQueue, the workload whose preemptions are pending (Kueue's
+        `preemptorWorkload`): it stays ahead of the rest of its queue."""
+        self.pending: dict[str, _Pending] = {}
         self.running: dict[str, _Running] = {}
         self.outcomes = {job.key: Outcome(job) for job in self.jobs}
         self.events: list[tuple[int, int, int, str, int]] = []
-        self.seq = itertools.count()
         self.generation = itertools.count()
+        self.tokens = itertools.count()
         self.samples: list[Sample] = []
         self.peak: dict[FlavorResource, Decimal] = {}
         self.share_time: dict[str, float] = {}
         self.now = 0
         self.requests: dict[str, tuple[PodSetRequest, ...]] = {}
         self.version = 0
-        """Bumped by every admission and release: the tree's usage and the running Workloads
-        are the same while it is."""
+        """Bumped by every change of the running Workloads (an admission, an eviction issued
+        or completed, a finish). At a cycle's start the tree's usage is theirs (what a cycle's
+        preemptors reserve is given back at its end), so the engine's nominations are the
+        same while it is."""
+        self.submitted = 0
+        self.seen: dict[object, int] = {}
+        """After the last submission: each state the cluster was in, and when."""
         self.sampled = -1
         self.accounted: tuple[int, list[tuple[str, float]]] = (-1, [])
 
@@ -222,6 +267,8 @@ class Simulator:
             heapq.heappush(self.events, (job.submit, SUBMIT, job.index, job.key, -1))
         last_sample = 0
         while self.events:
+            if self.submitted == len(self.jobs) and self.looping():
+                break
             self.now = self.events[0][0]
             self.account(last_sample)
             last_sample = self.now
@@ -229,7 +276,10 @@ class Simulator:
                 _, kind, _, key, generation = heapq.heappop(self.events)
                 if kind == FINISH:
                     self.finish(key, generation)
+                elif kind == EVICTED:
+                    self.evicted(key, generation)
                 else:
+                    self.submitted += 1
                     self.enqueue(self.outcomes[key].job, self.now)
             self.schedule()
             self.sample()
@@ -243,20 +293,78 @@ class Simulator:
             ),
         )
 
+    def looping(self) -> bool:
+        """Whether the cluster is back in a state it was in since the last submission, with
+        every running workload as far from its end: then it repeats for ever. Kueue can
+        loop so (Kueue#13662, PrioritizePreemptorWorkloads is off by default): a preemptor
+        waits for its targets' pods to end, they are requeued, and, going first in the cycle
+        (no borrowing), are admitted again before it; it preempts them again. The workloads
+        caught in it never complete; the simulation ends there."""
+        running = frozenset(
+            (key, r.started - self.now, r.evicting, r.job.duration)
+            for key, r in self.running.items()
+        )
+        waiting = frozenset((key, p.state) for key, p in self.pending.items() if p.state != GONE)
+        state = (running, waiting, tuple(sorted(self.sticky.items())))
+        if state in self.seen:
+            message = (
+                "preempted in a loop: Kueue admits it and the workloads it preempts in turn, "
+                "for ever (Kueue#13662)"
+            )
+            for key in (*self.running, *(k for k, _ in waiting)):
+                outcome = self.outcomes[key]
+                if outcome.preempted or outcome.preempting:
+                    outcome.message = message
+            return True
+        self.seen[state] = self.now
+        return False
+
     def enqueue(self, job: Job, queued: int) -> None:
-        pending = _Pending(job, queued, next(self.seq))
-        queue = self.queues.get(job.cluster_queue)
-        if queue is None:
+        if job.cluster_queue not in self.queues:
             self.outcomes[job.key].message = f"ClusterQueue {job.cluster_queue} doesn't exist"
             return
-        heapq.heappush(queue, (pending.order(), pending))
+        pending = _Pending(job, queued)
+        self.pending[job.key] = pending
+        self.push(pending)
+
+    def push(self, pending: _Pending) -> None:
+        pending.state = QUEUED
+        pending.token = next(self.tokens)
+        heapq.heappush(
+            self.queues[pending.job.cluster_queue], (pending.order(), pending.token, pending)
+        )
+
+    def head(self, name: str) -> _Pending | None:
+        """The head of the ClusterQueue's queue: its sticky preemptor while that is queued,
+        else the first in Kueue's order (stale heap items dropped on the way)."""
+        sticky = self.sticky.get(name)
+        if sticky is not None:
+            pending = self.pending.get(sticky)
+            if pending is not None and pending.state == QUEUED:
+                return pending
+        queue = self.queues[name]
+        while queue:
+            _, token, pending = queue[0]
+            if pending.state == QUEUED and pending.token == token:
+                return pending
+            heapq.heappop(queue)
+        return None
 
     def finish(self, key: str, generation: int) -> None:
         running = self.running.get(key)
-        if running is None or running.generation != generation:
-            return  # evicted since; this finish is stale
+        if running is None or running.generation != generation or running.evicting:
+            return  # evicted since (or being evicted: its pods are stopping); stale
         self.release(running)
         self.outcomes[key].completed_at = self.now
+
+    def evicted(self, key: str, generation: int) -> None:
+        """An eviction completes: the pods are gone, the quota is released, and the workload
+        is pending again (its Requeued condition set now, where its next wait starts)."""
+        running = self.running.get(key)
+        if running is None or running.generation != generation:
+            return
+        self.release(running)
+        self.enqueue(running.job, self.now)
 
     def release(self, running: _Running) -> None:
         job = running.job
@@ -274,44 +382,53 @@ class Simulator:
             if not parked or self.settings[name].node.root() is not root:
                 continue
             for pending in parked:
-                heapq.heappush(self.queues[name], (pending.order(), pending))
+                if pending.state == PARKED:
+                    self.push(pending)
             parked.clear()
 
     # --- Kueue's cycles ------------------------------------------------------------------------
 
     def schedule(self) -> None:
-        """Cycles until one admits, evicts or parks nothing (at most a bound of them, so that
-        a preemption that undid another could not cycle for ever)."""
+        """Cycles until one admits, evicts or parks nothing (at most a bound of them)."""
         for _ in range(4 * len(self.jobs) + 100):
-            entries = [
-                self.nominate(name, queue[0][1]) for name, queue in self.queues.items() if queue
-            ]
+            entries = []
+            for name in self.queues:
+                pending = self.head(name)
+                if pending is not None:
+                    entries.append(self.nominate(name, pending))
             if not entries:
                 return
             entries.sort(
-                key=lambda e: (
-                    e.assignment.borrowing,
-                    -e.pending.job.priority,
-                    e.pending.queued,
-                    e.pending.seq,
-                )
+                key=lambda e: (e.assignment.borrowing, *e.pending.order()),
             )
+            cycle = _Cycle()
             changed = False
             for entry in entries:
-                changed = self.process(entry) or changed
+                changed = self.process(entry, cycle) or changed
+            for node, usage in cycle.reserved:
+                for fr, value in usage.items():
+                    node.remove_usage(fr, value)
             if not changed:
                 return
 
     def nominate(self, name: str, pending: _Pending) -> _Entry:
+        """Kueue's `nominate`: the flavor assignment and, in Preempt mode, the preemption
+        targets, against the usage at the cycle's start."""
         setting = self.settings[name]
+        job = pending.job
         if self.fast:
-            memo = self.memo.at(self.version, self.now)
-            key = (name, self.memo.shape(pending.job))
-            known = memo.assigned.get(key)
+            memo = self.memo.at(self.version)
+            shape = self.memo.shape(job)
+            known = memo.assigned.get((name, shape))
             if known is None:
-                known = memo.assigned[key] = FlavorAssigner(setting, self.request(pending)).assign()
-            return _Entry(pending, setting.cq, known)
-        return _Entry(pending, setting.cq, FlavorAssigner(setting, self.request(pending)).assign())
+                known = memo.assigned[(name, shape)] = FlavorAssigner(
+                    setting, self.request(pending)
+                ).assign()
+        else:
+            known = FlavorAssigner(setting, self.request(pending)).assign()
+        incoming = self.incoming(name, known, job)
+        targets = self.targets(incoming, job) if known.representative_mode == "Preempt" else []
+        return _Entry(pending, setting.cq, known, targets, incoming)
 
     def request(self, pending: _Pending) -> tuple[PodSetRequest, ...]:
         requests = self.requests.get(pending.job.key)
@@ -328,25 +445,44 @@ class Simulator:
             self.requests[job.key] = requests
         return requests
 
-    def process(self, entry: _Entry) -> bool:
-        """One entry of the cycle; whether it changed anything."""
+    def process(self, entry: _Entry, cycle: _Cycle) -> bool:
+        """One entry of the cycle (Kueue's `processEntry`); whether it changed anything."""
         mode = entry.assignment.representative_mode
-        node = self.settings[entry.cq.name].node
-        incoming = self.incoming(entry)
+        if mode == "NoFit" or (mode == "Preempt" and not entry.targets):
+            return self.inadmissible(entry)
+        if any(t.workload.key in cycle.preempted for t in entry.targets):
+            return False  # overlapping targets with an earlier entry: skipped, stays the head
+        if not self.fits(entry, cycle):
+            return False  # no longer fits after an earlier entry: skipped, stays the head
         if mode == "Fit":
-            if preemptor.workload_fits(node, incoming.usage, borrow=True):
-                self.admit(entry)
-                return True
-            return False  # Kueue: no longer fits after an earlier entry; stays the head
-        if mode == "Preempt":
-            targets = self.targets(incoming, entry.pending.job)
-            if targets:
-                for target in targets:
-                    self.evict(target, entry.pending.job)
-                if preemptor.workload_fits(node, incoming.usage, borrow=True):
-                    self.admit(entry)
-                return True
-        return self.inadmissible(entry)
+            self.admit(entry)
+            return True
+        for target in entry.targets:
+            cycle.preempted[target.workload.key] = target.workload
+        node = self.settings[entry.cq.name].node
+        for fr, value in entry.incoming.usage.items():
+            node.add_usage(fr, value)
+        cycle.reserved.append((node, dict(entry.incoming.usage)))
+        job = entry.pending.job
+        if entry.cq.queueing_strategy == "BestEffortFIFO":
+            self.sticky[entry.cq.name] = job.key
+        issued = [self.evict(target, job) for target in entry.targets]
+        return any(issued)
+
+    def fits(self, entry: _Entry, cycle: _Cycle) -> bool:
+        """Kueue's `fits`: the entry's usage fits its ClusterQueue with the Workloads this
+        cycle's preemptors target and its own targets taken out."""
+        node = self.settings[entry.cq.name].node
+        gone = dict(cycle.preempted)
+        for target in entry.targets:
+            gone[target.workload.key] = target.workload
+        for workload in gone.values():
+            self.live.remove(workload)
+        try:
+            return preemptor.workload_fits(node, entry.incoming.usage, borrow=True)
+        finally:
+            for workload in gone.values():
+                self.live.add(workload)
 
     def inadmissible(self, entry: _Entry) -> bool:
         outcome = self.outcomes[entry.pending.job.key]
@@ -354,31 +490,20 @@ class Simulator:
         outcome.reason = entry.assignment.no_fit_reason
         if entry.cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
-        self.take(entry)
+        entry.pending.state = PARKED
         self.parked[entry.cq.name].append(entry.pending)
         return True
 
-    def take(self, entry: _Entry) -> None:
-        """Take the entry's workload out of its queue: the head it was, unless a workload
-        evicted earlier in this cycle went ahead of it."""
-        queue = self.queues[entry.cq.name]
-        if queue[0][1] is entry.pending:
-            heapq.heappop(queue)
-            return
-        queue[:] = [item for item in queue if item[1] is not entry.pending]
-        heapq.heapify(queue)
-
-    def incoming(self, entry: _Entry) -> Incoming:
+    def incoming(self, name: str, assignment: Assignment, job: Job) -> Incoming:
         needs = frozenset(
             (assigned.flavor, resource)
-            for ps in entry.assignment.pod_sets
+            for ps in assignment.pod_sets
             for resource, assigned in ps.flavors.items()
             if assigned.mode == "Preempt"
         )
-        job = entry.pending.job
         return Incoming(
-            cluster_queue=entry.cq.name,
-            usage={fr: v for fr, v in entry.assignment.usage.items() if v != 0},
+            cluster_queue=name,
+            usage={fr: v for fr, v in assignment.usage.items() if v != 0},
             needs=needs,
             priority=job.priority,
             created=_stamp(job.submit),
@@ -387,18 +512,18 @@ class Simulator:
         )
 
     def targets(self, incoming: Incoming, job: Job) -> list[Target]:
-        """The preemptor's targets; on the fast path, a search that found none is not run again
-        for a workload of the same ClusterQueue, shape and priority (and creation time, where a
-        policy compares it) until the usage or the instant changes: the same inputs, the same
-        answer."""
+        """The preemptor's targets; on the fast path, a search is not run again for a workload
+        of the same ClusterQueue, shape and priority (and creation time, where a policy
+        compares it) until the running Workloads change: the same inputs, the same answer."""
         key: tuple[object, ...] = ()
         if self.fast:
-            memo = self.memo.at(self.version, self.now)
+            memo = self.memo.at(self.version)
             key = (incoming.cluster_queue, self.memo.shape(job), job.priority)
             if self.memo.by_creation:
                 key += (job.submit,)
-            if key in memo.hopeless:
-                return []
+            known = memo.targets.get(key)
+            if known is not None:
+                return known
         clock = EPOCH + timedelta(milliseconds=self.now)
         if self.world.fair_sharing:
             found = fairsharing.fair_preemptions(
@@ -406,15 +531,15 @@ class Simulator:
             )
         else:
             found = preemptor.classical(self.live, incoming, clock)
-        if self.fast and not found:
-            self.memo.at(self.version, self.now).hopeless.add(key)
+        if self.fast:
+            self.memo.at(self.version).targets[key] = found
         return found
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
-        self.take(entry)
+        entry.pending.state = GONE
         node = self.settings[entry.cq.name].node
-        usage = {fr: v for fr, v in entry.assignment.usage.items() if v != 0}
+        usage = entry.incoming.usage
         self.version += 1
         for fr, value in usage.items():
             node.add_usage(fr, value)
@@ -445,16 +570,33 @@ class Simulator:
             self.events, (self.now + job.duration, FINISH, job.index, job.key, generation)
         )
 
-    def evict(self, target: Target, by: Job) -> None:
+    def evict(self, target: Target, by: Job) -> bool:
+        """`IssuePreemptions` for one target: a Workload already being evicted is left as it
+        is; another is marked evicted (the preemptor orders those first) and keeps its quota
+        until its pods have ended, `evict_ms` from now."""
         key = target.workload.key
         running = self.running.get(key)
-        if running is None:
-            return
-        self.release(running)
+        if running is None or running.evicting:
+            return False
+        running.evicting = True
+        running.released = self.now + self.world.evict_ms
+        running.admitted = dataclasses.replace(running.admitted, evicted=True)
+        self.live.running[running.job.cluster_queue][key] = running.admitted
+        self.version += 1
         self.outcomes[key].preempted += 1
         self.outcomes[key].preempted_by.append((by.key, target.reason))
         self.outcomes[by.key].preempting += 1
-        self.enqueue(running.job, self.now)  # Kueue's requeuingTimestamp: Eviction
+        heapq.heappush(
+            self.events,
+            (
+                running.released,
+                EVICTED,
+                running.job.index,
+                key,
+                running.generation,
+            ),
+        )
+        return True
 
     # --- accounting ----------------------------------------------------------------------------
 
@@ -494,14 +636,11 @@ class Simulator:
     def shares(self) -> list[tuple[str, float]]:
         """Each Cohort under a parent and its weighted DominantResourceShare now (finite)."""
         out = []
+        shares = fairsharing.Shares(self.live)
         for node in self.tree.values():
             if node.kind != "Cohort" or node.parent is None:
                 continue
-            weight = self.world.snapshot.cohorts.get(node.name)
-            share = fairsharing.dominant_resource_share(
-                node, float(weight.fair_weight) if weight is not None else 1.0
-            )
-            weighted = share.weighted()
+            weighted = shares.of(node).weighted()
             if weighted != float("inf"):
                 out.append((node.name, weighted))
         return out
@@ -514,18 +653,21 @@ def _stamp(ms: int) -> str:
 @dataclass(slots=True)
 class _Answers:
     assigned: dict[tuple[str, object], Assignment] = field(default_factory=dict)
-    hopeless: set[tuple[object, ...]] = field(default_factory=set)
+    targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
 
 
 class _Memo:
-    """The fast path's answers at one usage (`Simulator.version`) and instant: each flavor
-    assignment per (ClusterQueue, request shape), and the preemption searches that found no
-    target. The engine's decisions are functions of the tree's usage, the running Workloads,
-    the instant and the request: while none changes, an answer is the one the engine would
-    give again (tests/test_simulate_fast.py runs both paths and compares every wait)."""
+    """The fast path's answers while the running Workloads are the same (`Simulator.version`):
+    each flavor assignment per (ClusterQueue, request shape), and each preemption search's
+    targets. At a cycle's start the engine's decisions are functions of the tree's usage, the
+    running Workloads (their priorities, evictions and admission times) and the request, and
+    the usage is that of the running Workloads: while they are the same, an answer is the one
+    the engine would give again (tests/test_simulate_fast.py runs both paths and compares
+    every wait). The instant does not enter: the preemptor reads it only for a Workload with
+    no admission time, and every running one has one."""
 
     def __init__(self, snapshot: KueueSnapshot) -> None:
-        self.when = (-1, -1)
+        self.when = -1
         self.answers = _Answers()
         self.shapes: dict[str, object] = {}
         policies = {
@@ -536,9 +678,9 @@ class _Memo:
         self.by_creation = "LowerOrNewerEqualPriority" in policies
         """Whether a preemption policy compares creation times (`satisfies`)."""
 
-    def at(self, version: int, now: int) -> _Answers:
-        if self.when != (version, now):
-            self.when = (version, now)
+    def at(self, version: int) -> _Answers:
+        if self.when != version:
+            self.when = version
             self.answers = _Answers()
         return self.answers
 
@@ -578,4 +720,4 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
 
 def nomination(sim: Simulator, job: Job) -> Assignment:
     """The flavor assignment a cycle now nominates `job` with, as the head of its ClusterQueue."""
-    return sim.nominate(job.cluster_queue, _Pending(job, sim.now, -1)).assignment
+    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).assignment
