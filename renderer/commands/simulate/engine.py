@@ -272,17 +272,7 @@ class Simulator:
             self.now = self.events[0][0]
             self.account(last_sample)
             last_sample = self.now
-            while self.events and self.events[0][0] == self.now:
-                _, kind, _, key, generation = heapq.heappop(self.events)
-                if kind == FINISH:
-                    self.finish(key, generation)
-                elif kind == EVICTED:
-                    self.evicted(key, generation)
-                else:
-                    self.submitted += 1
-                    self.enqueue(self.outcomes[key].job, self.now)
-            self.schedule()
-            self.sample()
+            self.step()
         return Run(
             outcomes=tuple(self.outcomes[j.key] for j in self.jobs),
             samples=tuple(self.samples),
@@ -292,6 +282,21 @@ class Simulator:
                 {k: v / self.now if self.now else 0.0 for k, v in sorted(self.share_time.items())}
             ),
         )
+
+    def step(self) -> None:
+        """The events of the instant `now` (finishes, evictions completed, submissions), then
+        the scheduler's cycles at it."""
+        while self.events and self.events[0][0] == self.now:
+            _, kind, _, key, generation = heapq.heappop(self.events)
+            if kind == FINISH:
+                self.finish(key, generation)
+            elif kind == EVICTED:
+                self.evicted(key, generation)
+            else:
+                self.submitted += 1
+                self.enqueue(self.outcomes[key].job, self.now)
+        self.schedule()
+        self.sample()
 
     def looping(self) -> bool:
         """Whether the cluster is back in a state it was in since the last submission, with
