@@ -83,16 +83,7 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
     from renderer.commands.simulate.forms import report_json, report_markdown, report_text
 
     asked = SimulateOptions(**options)
-    if asked.chart_file is not None and asked.chart_file.suffix.lower() != ".svg":
-        raise click.UsageError(inert(f"--chart {asked.chart_file}: the chart is an .svg file"))
-    if asked.chart_file is not None and asked.base_ref is not None:
-        raise click.UsageError("--chart draws one revision's waits: leave out --base")
-    if asked.source != "trace" and asked.base_ref is not None:
-        raise click.UsageError(f"--from {asked.source} replays on one revision: leave out --base")
-    if asked.source == "trace" and asked.trace.is_dir():
-        raise click.UsageError(inert(f"{asked.trace} is a folder: a trace is one file"))
-    if asked.source == "trace" and asked.limit is not None:
-        raise click.UsageError("--limit goes with --from")
+    _refuse_what_does_not_go_together(asked)
     loaded = load_inputs(ctx)
     if has_errors(loaded.diagnostics):
         emit(Findings(loaded.diagnostics, loaded.files), findings_format(asked.fmt))
@@ -113,6 +104,20 @@ def simulate(ctx: click.Context, /, **options: Any) -> None:
     _draw(asked.chart_file, answer)
     show_answer(answer, asked.fmt, forms)
     ctx.exit(0)
+
+
+def _refuse_what_does_not_go_together(asked: SimulateOptions) -> None:
+    """A usage error (exit 2) for options that cannot be answered together, before loading."""
+    if asked.chart_file is not None and asked.chart_file.suffix.lower() != ".svg":
+        raise click.UsageError(inert(f"--chart {asked.chart_file}: the chart is an .svg file"))
+    if asked.chart_file is not None and asked.base_ref is not None:
+        raise click.UsageError("--chart draws one revision's waits: leave out --base")
+    if asked.source != "trace" and asked.base_ref is not None:
+        raise click.UsageError(f"--from {asked.source} replays on one revision: leave out --base")
+    if asked.source == "trace" and asked.trace.is_dir():
+        raise click.UsageError(inert(f"{asked.trace} is a folder: a trace is one file"))
+    if asked.source == "trace" and asked.limit is not None:
+        raise click.UsageError("--limit goes with --from")
 
 
 def _compare(ctx: click.Context, asked: SimulateOptions, loaded: Loaded) -> None:
