@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import marshal
 import re
 import shutil
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from renderer.findings.diagnostics import Severity
 from renderer.inputs import schema as input_schema
@@ -24,6 +27,7 @@ from renderer.inputs.source import load_bytes
 from renderer.model.limits import rendered_quantity_problems
 from renderer.model.quantity import COUNT_MAX, INT64_MAX, range_problem
 from renderer.model.view import ClusterView
+from renderer.output import api_limits
 from renderer.output.api_limits import TOTAL_ANNOTATION_BYTES, object_problems
 from renderer.output.manifest import Manifest, Values
 from renderer.output.validation import OutputValidator
@@ -403,3 +407,58 @@ def test_the_largest_amounts_plan_and_diff(tmp_path: Path) -> None:
         assert code == 0 and "Traceback" not in output, (command, output)
     _, text = cli(attempt, "diff", "--base", "HEAD", "--format", "text")
     assert "llm" in text
+
+
+# --- the walks' shortcuts give what the long way gives ------------------------------------------
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["metadata", "a metadata b", "\x00", "\u2028", '"\\', "é", "\U0001f4de"]),
+    st.text(max_size=6),
+)
+_KEYS = st.one_of(
+    st.sampled_from(["metadata", "labels", "annotations", "name", "spec", "template"]),
+    st.text(max_size=4),
+    st.booleans(),
+    st.none(),
+    st.integers(min_value=-(2**40), max_value=2**40),
+)
+_TREES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(st.dictionaries(_KEYS, _TREES, max_size=5))
+def test_the_size_and_metadata_shortcuts_agree_with_the_long_way(obj: dict[Any, Any]) -> None:
+    """`object_problems` tells a small object and one whose only `metadata` is its own from its
+    marshal bytes (`api_limits._marshalled`); on any JSON-like tree (keys JSON turns into
+    strings, control characters, big ints, floats, the word in a string value) both answers are
+    the ones the walk and `json.dumps` give."""
+    encoded = api_limits._marshalled(obj)
+    assert encoded is not None
+    assert list(api_limits._metadata_blocks(obj, encoded)) == list(
+        api_limits._metadata_blocks(obj, None)
+    )
+    try:
+        whole = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+    except (TypeError, ValueError):  # keys JSON cannot write (or a lone surrogate)
+        return
+    assert whole <= len(encoded) * api_limits.JSON_PER_MARSHAL_BYTE
+
+
+def test_json_grows_most_on_a_mapping_of_false_to_false() -> None:
+    """Where JSON grows most for a byte of marshal: an entry `False: False` is two bytes in
+    marshal and fourteen in JSON (`"false":false,`), under `JSON_PER_MARSHAL_BYTE`; a list of
+    such mappings, with each mapping's own bytes, grows about 4.25 times."""
+    many = [{False: False}] * 1000
+    ratio = len(json.dumps(many, separators=(",", ":"))) / len(marshal.dumps(many, 2))
+    assert 3.3 < ratio < api_limits.JSON_PER_MARSHAL_BYTE
+    single = {False: False}
+    entry = len(json.dumps(single, separators=(",", ":"))) - 2 + 1  # less braces, plus a comma
+    assert entry == 14 and len(marshal.dumps(single, 2)) - 2 == 2  # less `{` and `0`

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from renderer.model.quantity import Unit, range_problem
+from renderer.model.quantity import RangeProblem, Unit, range_problem
 
 _Path = tuple[str | int, ...]
 
@@ -49,19 +49,51 @@ def _amount(value: Any) -> str | int | None:
     return value if isinstance(value, str | int) else repr(value)
 
 
-def _judged(path: _Path, resource: str, value: Any) -> Iterator[tuple[_Path, str]]:
+_Link = tuple[Any, str | int] | None
+"""Where a node sits, as (its parent's link, its key): a path is made of one only when a problem
+is found, since copying a growing tuple for each of an object's containers was a third of the
+walk."""
+
+
+def _path(link: _Link, *last: str | int) -> _Path:
+    keys: list[str | int] = list(reversed(last))
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    keys.reverse()
+    return tuple(keys)
+
+
+_RANGE: dict[tuple[type, str | int, Unit], RangeProblem | None] = {}
+"""`range_problem`'s answers, by the amount's type and value and the unit: a platform's objects
+repeat a few hundred amounts tens of thousands of times, and the answer is a function of these
+alone."""
+
+
+def _range(amount: str | int, unit: Unit) -> RangeProblem | None:
+    key = (type(amount), amount, unit)
+    try:
+        return _RANGE[key]
+    except KeyError:
+        found = _RANGE[key] = range_problem(amount, unit)
+        if len(_RANGE) > 100_000:  # a hostile platform of distinct amounts: start again
+            _RANGE.clear()
+        return found
+
+
+def _judged(link: _Link, key: str | int, resource: str, value: Any) -> Iterator[tuple[_Path, str]]:
     amount = _amount(value)
     if amount is None:
         return
-    problem = range_problem(amount, resource_unit(resource))
+    problem = _range(amount, resource_unit(resource))
     if problem is not None:
-        yield path, f"{resource} {amount!r} {problem.message}"
+        yield _path(link, key), f"{resource} {amount!r} {problem.message}"
 
 
-def _resource_map(node: Mapping[str, Any], at: _Path) -> Iterator[tuple[_Path, str]]:
+def _resource_map(node: Mapping[str, Any], link: _Link) -> Iterator[tuple[_Path, str]]:
     for resource, value in node.items():
         if isinstance(resource, str):
-            yield from _judged((*at, resource), resource, value)
+            yield from _judged(link, resource, resource, value)
 
 
 def rendered_quantity_problems(obj: Mapping[str, Any]) -> list[tuple[_Path, str]]:
@@ -70,26 +102,26 @@ def rendered_quantity_problems(obj: Mapping[str, Any]) -> list[tuple[_Path, str]
     amounts and emptyDir `sizeLimit`s. A LimitRange's `maxLimitRequestRatio` is a ratio, not
     an amount, and is left alone."""
     found: list[tuple[_Path, str]] = []
-    stack: list[tuple[Any, _Path]] = [(obj, ())]
+    stack: list[tuple[Any, _Link]] = [(obj, None)]
     while stack:
-        node, at = stack.pop()
+        node, link = stack.pop()
         if isinstance(node, list):
-            stack.extend((v, (*at, i)) for i, v in enumerate(node) if _is_container(v))
+            stack.extend((v, (link, i)) for i, v in enumerate(node) if _is_container(v))
             continue
         name = node.get("name")
         if isinstance(name, str) and not node.keys().isdisjoint(KUEUE_AMOUNTS):
             for key in KUEUE_AMOUNTS:
                 if key in node:
-                    found.extend(_judged((*at, key), name, node[key]))
+                    found.extend(_judged(link, key, name, node[key]))
         for key, value in node.items():
             if key == "sizeLimit":
-                found.extend(_judged((*at, key), "memory", value))
+                found.extend(_judged(link, key, "memory", value))
             elif type(value) in _LEAVES:  # told from its type: no `Mapping` check in Python
                 continue
             elif key in _AMOUNT_MAPS and isinstance(value, Mapping):
-                found.extend(_resource_map(value, (*at, key)))
+                found.extend(_resource_map(value, (link, key)))
             elif _is_container(value):
-                stack.append((value, (*at, key)))
+                stack.append((value, (link, key)))
     return found
 
 
