@@ -8,6 +8,7 @@ renders with no rule broken.
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from collections.abc import Iterator, Mapping
@@ -16,14 +17,17 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from renderer.findings.diagnostics import Location, Severity
+from renderer.model.view import ClusterView
 from renderer.output.cel import compile_rules, is_ip
 from renderer.output.cel_report import UncheckedRules
 from renderer.output.defaults import apply_defaults
 from renderer.output.manifest import Manifest
 from renderer.output.validation import Checked, OutputValidator
-from renderer.pipeline import render_platform
+from renderer.pipeline import load_platform, render_cluster, render_platform
 from tests.conftest import INPUT_FOLDERS, REPO, SHARED_CRDS
 
 K8S = "1.33"
@@ -245,6 +249,89 @@ def test_apply_defaults_as_the_api_server() -> None:
         }
     }
     assert json.dumps(obj, sort_keys=True) == before
+
+
+def _walked_defaults(value: Any, schema: Any) -> None:
+    """The defaulting algorithm as written first (apiextensions-apiserver `Default`, read
+    property by property at every mapping): the reference `apply_defaults` keeps to, now that it
+    looks each schema node's defaults up once."""
+    if not isinstance(schema, Mapping):
+        return
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        for key, prop in properties.items():
+            if (
+                isinstance(prop, Mapping)
+                and "default" in prop
+                and (key not in value or (value[key] is None and prop.get("nullable") is not True))
+            ):
+                value[key] = copy.deepcopy(prop["default"])
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                _walked_defaults(item, properties.get(key, extra))
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                _walked_defaults(item, schema.get("items"))
+
+
+def test_defaults_as_walked_on_every_template_and_object_of_the_example(
+    validator: OutputValidator,
+) -> None:
+    """Every custom object and workload template the example renders, defaulted from its CRD's
+    schema, is what the walk of every property gives (JobSet, RayJob, TrainJob, Kueue's, the
+    GPU Operator's: schemas with defaults deep in pod templates, maps and lists)."""
+    platform = load_platform(REPO).platform
+    bodies = [
+        output.body
+        for name in sorted(platform.clusters)
+        for output in render_cluster(ClusterView.of(platform, platform.clusters[name]))
+        if "apiVersion" in output.body
+    ]
+    compared = 0
+    for body in bodies:
+        group, _, version = str(body["apiVersion"]).rpartition("/")
+        crd = validator._find_explicit(group, str(body["kind"])) if group else None
+        if crd is None or version not in crd.schemas:
+            continue
+        schema = crd.schemas[version]
+        expected = copy.deepcopy(body)
+        _walked_defaults(expected, schema)
+        assert apply_defaults(body, schema) == expected
+        compared += 1
+    assert compared >= 100
+
+
+_DEFAULTED = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "string", "default": "x"},
+        "n": {"type": "string", "nullable": True, "default": "d"},
+        "o": {"type": "object", "default": {"z": None}, "properties": {"z": {"default": 1}}},
+        "plain": {"type": "object", "properties": {"q": {"type": "string"}}},
+        "list": {"type": "array", "items": {"properties": {"d": {"default": True}}}},
+    },
+    "additionalProperties": {"properties": {"e": {"default": "m"}}, "items": {"default": 0}},
+}
+
+_OBJECTS = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "n", "o", "z", "d", "e", "list", "x"]), inner),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.dictionaries(st.sampled_from(["a", "n", "o", "plain", "list", "k", "m"]), _OBJECTS))
+def test_defaults_as_walked_on_random_objects(obj: dict[str, Any]) -> None:
+    expected = copy.deepcopy(obj)
+    _walked_defaults(expected, _DEFAULTED)
+    assert apply_defaults(obj, _DEFAULTED) == expected
 
 
 def test_local_queue_cluster_queue_is_immutable(validator: OutputValidator) -> None:

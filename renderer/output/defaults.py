@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["apply_defaults", "defaulted"]
@@ -88,32 +89,79 @@ class _Copier:
 
 
 def _default(value: Any, schema: Any) -> None:
-    known = _HAS_DEFAULTS.get(id(schema))
-    if not (known[1] if known else isinstance(schema, Mapping) and _has_defaults(schema)):
+    plan = _plan_of(schema)
+    if plan is None:
         return
     if isinstance(value, dict):
-        properties = schema.get("properties")
-        if isinstance(properties, Mapping):
-            for key, prop in properties.items():
-                if not isinstance(prop, Mapping) or "default" not in prop:
-                    continue
-                if key not in value or (value[key] is None and prop.get("nullable") is not True):
-                    value[key] = copy.deepcopy(prop["default"])
-        else:
-            properties = {}
-        extra = schema.get("additionalProperties")
+        for key, default, nullable in plan.fills:
+            if key not in value or (value[key] is None and not nullable):
+                value[key] = copy.deepcopy(default)
+        if not plan.below and plan.extra is None:
+            return
         for key, item in value.items():
             if not isinstance(item, dict | list):  # nothing to default in a scalar
                 continue
-            if key in properties:
-                _default(item, properties[key])
-            elif isinstance(extra, Mapping):
-                _default(item, extra)
-    elif isinstance(value, list):
-        items = schema.get("items")
+            if key in plan.named:
+                below = plan.below.get(key)
+                if below is not None:
+                    _default(item, below)
+            elif plan.extra is not None:
+                _default(item, plan.extra)
+    elif isinstance(value, list) and plan.items is not None:
         for item in value:
             if isinstance(item, dict | list):
-                _default(item, items)
+                _default(item, plan.items)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What `_default` does under one schema node that has a default somewhere below it: the
+    properties it fills (key, default, whether null is kept), the properties it goes into
+    (those with a default below them), every property's name (a key that names one is never
+    read by `additionalProperties`), and the schema of a map's values and of a list's items
+    when they have a default below them."""
+
+    fills: tuple[tuple[str, Any, bool], ...]
+    below: Mapping[str, Mapping[str, Any]]
+    named: frozenset[str]
+    extra: Mapping[str, Any] | None
+    items: Mapping[str, Any] | None
+
+
+_PLANS: dict[int, tuple[Any, _Plan | None]] = {}
+"""Schema node (by id, holding the node so that the id stays its own) -> its `_Plan`, None
+where no default lies below it. Worked out once per node: looking through every property of a
+large schema (a pod template's) for each mapping of each object was most of the defaulting."""
+
+
+def _plan_of(schema: Any) -> _Plan | None:
+    known = _PLANS.get(id(schema))
+    if known is not None:
+        return known[1]
+    plan = None
+    if isinstance(schema, Mapping) and _has_defaults(schema):
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        fills = tuple(
+            (key, prop["default"], prop.get("nullable") is True)
+            for key, prop in properties.items()
+            if isinstance(prop, Mapping) and "default" in prop
+        )
+        below = {
+            key: prop
+            for key, prop in properties.items()
+            if isinstance(prop, Mapping) and _has_defaults(prop)
+        }
+        extra, items = schema.get("additionalProperties"), schema.get("items")
+        plan = _Plan(
+            fills,
+            below,
+            frozenset(properties),
+            extra if isinstance(extra, Mapping) and _has_defaults(extra) else None,
+            items if isinstance(items, Mapping) and _has_defaults(items) else None,
+        )
+    _PLANS[id(schema)] = (schema, plan)
+    return plan
 
 
 _HAS_DEFAULTS: dict[int, tuple[Mapping[str, Any], bool]] = {}
