@@ -462,3 +462,27 @@ def test_json_grows_most_on_a_mapping_of_false_to_false() -> None:
     single = {False: False}
     entry = len(json.dumps(single, separators=(",", ":"))) - 2 + 1  # less braces, plus a comma
     assert entry == 14 and len(marshal.dumps(single, 2)) - 2 == 2  # less `{` and `0`
+
+
+_AMOUNT_TREES = st.recursive(
+    st.one_of(st.sampled_from(["1", "1.5", "-1", "2Ki", "0.5m", "x", "limits"]), st.integers()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(
+                ["requests", "limits", "hard", "sizeLimit", "name", "nominalQuota", "cpu", "a"]
+            ),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(st.dictionaries(st.sampled_from(["spec", "limits", "data", "name"]), _AMOUNT_TREES))
+def test_the_amount_walk_is_left_out_only_where_it_finds_nothing(obj: dict[str, Any]) -> None:
+    """An object whose marshal bytes hold no key the walk reads is not walked; a mapping that is
+    not a dict (marshal cannot write it) always is: both give the same findings."""
+    assert rendered_quantity_problems(obj) == rendered_quantity_problems(MappingProxyType(obj))

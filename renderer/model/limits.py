@@ -8,6 +8,9 @@ finding here is a gpuplane bug or an input limit still unknown, never a value to
 
 from __future__ import annotations
 
+import marshal
+import re
+import struct
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -100,7 +103,14 @@ def rendered_quantity_problems(obj: Mapping[str, Any]) -> list[tuple[_Path, str]
     """Each amount of a rendered object that Kubernetes or Kueue cannot count as written
     (`range_problem`), wherever it sits: resource maps (`RESOURCE_MAPS`), Kueue's flavor
     amounts and emptyDir `sizeLimit`s. A LimitRange's `maxLimitRequestRatio` is a ratio, not
-    an amount, and is left alone."""
+    an amount, and is left alone. An object none of whose keys is one the walk reads
+    (`_KEYS_READ`, told from its marshal bytes) has nothing to find."""
+    try:
+        encoded: bytes | None = marshal.dumps(obj, 2)  # type: ignore[arg-type]
+    except ValueError:  # a subclass, a type marshal does not write: walked
+        encoded = None
+    if encoded is not None and _KEYS_READ.search(encoded) is None:
+        return []
     found: list[tuple[_Path, str]] = []
     stack: list[tuple[Any, _Link]] = [(obj, None)]
     while stack:
@@ -126,6 +136,17 @@ def rendered_quantity_problems(obj: Mapping[str, Any]) -> list[tuple[_Path, str]
 
 
 _AMOUNT_MAPS = RESOURCE_MAPS - {"maxLimitRequestRatio"}
+
+_KEYS_READ = re.compile(
+    b"|".join(
+        re.escape(b"u" + struct.pack("<I", len(word)) + word.encode())
+        for word in sorted({*_AMOUNT_MAPS, *KUEUE_AMOUNTS, "sizeLimit"})
+    )
+)
+"""The keys the walk reads an amount under, as marshal's version 2 writes a str: `u`, its
+length in four bytes (little-endian) and its UTF-8. Every key of an object marshal writes is
+written out whole (no back-references in version 2), so an object whose bytes hold none of
+these has no amount to check; a string value that reads as one only sends it to the walk."""
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 """Types of a value that is neither a mapping nor a list, told from the type alone: the
