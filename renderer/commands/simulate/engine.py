@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, TypeVar
 
 from renderer.admission.scheduler import fairsharing, preemptor
 from renderer.admission.scheduler.assignment import Assignment
 from renderer.admission.scheduler.kueue_assigner import FlavorAssigner, PodSetRequest, Setting
-from renderer.admission.scheduler.preemptor import Incoming, Target
+from renderer.admission.scheduler.preemptor import Incoming, Target, parse_time
 from renderer.admission.scheduler.snapshot import (
     AdmittedWorkload,
     ClusterQueue,
@@ -54,6 +54,8 @@ from renderer.admission.scheduler.snapshot import (
 from renderer.model.quota_tree import FlavorResource, QuotaNode
 
 ZERO = Decimal(0)
+_UNREAD = datetime.max.replace(tzinfo=UTC)
+"""Stands for an admission time `parse_time` cannot read."""
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 """The simulated clock's zero, for the timestamps the preemptor orders Workloads by."""
 
@@ -104,6 +106,7 @@ class Job:
 
 
 Fate = Literal["completed", "never", "running"]
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -155,6 +158,11 @@ class _Running:
     evicting: bool = False
     released: int = 0
     """While evicting: when its pods have ended and its quota is released."""
+    sig: int = 0
+    """What the preemptor reads of its Workload besides the eviction and admission time, as
+    a number (`_Memo.sign`)."""
+    reserved: float | None = None
+    """Its admission time as the preemptor orders candidates by it (None: not readable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +369,7 @@ class Simulator:
             return  # evicted since (or being evicted: its pods are stopping); stale
         self.release(running)
         self.outcomes[key].completed_at = self.now
+        self.memo.signs.pop(key, None)
 
     def evicted(self, key: str, generation: int) -> None:
         """An eviction completes: the pods are gone, the quota is released, and the workload
@@ -426,9 +435,12 @@ class Simulator:
             shape = self.memo.shape(job)
             known = memo.assigned.get((name, shape))
             if known is None:
-                known = memo.assigned[(name, shape)] = FlavorAssigner(
-                    setting, self.request(pending)
-                ).assign()
+                path = (name, shape, self.memo.path_usage(setting.node))
+                known = self.memo.paths.get(path)
+                if known is None:
+                    known = FlavorAssigner(setting, self.request(pending)).assign()
+                    self.memo.keep(self.memo.paths, path, known)
+                memo.assigned[(name, shape)] = known
         else:
             known = FlavorAssigner(setting, self.request(pending)).assign()
         incoming = self.incoming(name, known, job)
@@ -521,6 +533,7 @@ class Simulator:
         of the same ClusterQueue, shape and priority (and creation time, where a policy
         compares it) until the running Workloads change: the same inputs, the same answer."""
         key: tuple[object, ...] = ()
+        state: tuple[object, ...] | None = None
         if self.fast:
             memo = self.memo.at(self.version)
             key = (incoming.cluster_queue, self.memo.shape(job), job.priority)
@@ -529,6 +542,13 @@ class Simulator:
             known = memo.targets.get(key)
             if known is not None:
                 return known
+            state = self.tree_state(self.settings[incoming.cluster_queue].node.root())
+            if state is not None:
+                chosen = self.memo.searches.get((key, state))
+                if chosen is not None:
+                    found = [Target(self.running[k].admitted, reason) for k, reason in chosen]
+                    memo.targets[key] = found
+                    return found
         clock = EPOCH + timedelta(milliseconds=self.now)
         if self.world.fair_sharing:
             found = fairsharing.fair_preemptions(
@@ -538,7 +558,43 @@ class Simulator:
             found = preemptor.classical(self.live, incoming, clock)
         if self.fast:
             self.memo.at(self.version).targets[key] = found
+            if state is not None:
+                chosen = tuple((t.workload.key, t.reason) for t in found)
+                self.memo.keep(self.memo.searches, (key, state), chosen)
         return found
+
+    def tree_state(self, root: QuotaNode) -> tuple[object, ...] | None:
+        """All a preemption search in `root`'s tree reads besides the request: each node's
+        usage, and per ClusterQueue its running Workloads in the order the working copy lists
+        them, each as what the preemptor reads of it (`_Running.sig`), whether it is being
+        evicted, and the rank of its admission time among the tree's (the candidates' order
+        compares them only); None where an admission time is unreadable (then the instant
+        enters the order). Kept per change of the running Workloads."""
+        memo = self.memo.at(self.version)
+        if id(root) in memo.states:
+            return memo.states[id(root)]
+        usage = tuple(self.memo.usage_key(node) for node in root.walk())
+        queues: list[list[tuple[int, bool, float]]] = []
+        times: set[float] = set()
+        for node in root.walk():
+            if node.kind != "ClusterQueue":
+                continue
+            queue = []
+            for key, admitted in self.live.running.get(node.name, {}).items():
+                running = self.running[key]
+                if running.reserved is None:
+                    memo.states[id(root)] = None
+                    return None
+                times.add(running.reserved)
+                queue.append((running.sig, admitted.evicted, running.reserved))
+            queues.append(queue)
+        rank = {t: i for i, t in enumerate(sorted(times))}
+        state = (
+            usage,
+            tuple(tuple((sig, evicted, rank[t]) for sig, evicted, t in q) for q in queues),
+        )
+        memo.states[id(root)] = state
+        return state
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
@@ -567,7 +623,7 @@ class Simulator:
             reserved_at=_stamp(self.now),
         )
         generation = next(self.generation)
-        self.running[job.key] = _Running(job, admitted, self.now, generation)
+        self.running[job.key] = self.memo.running(job, admitted, self.now, generation)
         self.live.running[job.cluster_queue][job.key] = admitted
         self.outcomes[job.key].waits.append(self.now - entry.pending.queued)
         self.outcomes[job.key].admitted.append(self.now)
@@ -659,6 +715,12 @@ def _stamp(ms: int) -> str:
 class _Answers:
     assigned: dict[tuple[str, object], Assignment] = field(default_factory=dict)
     targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
+    states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
+
+
+KEPT = 20_000
+"""The most answers `_Memo` keeps across changes of each kind; past it they are dropped (an
+answer not kept is computed again: the bound is for memory, never for the result)."""
 
 
 class _Memo:
@@ -682,12 +744,60 @@ class _Memo:
         }
         self.by_creation = "LowerOrNewerEqualPriority" in policies
         """Whether a preemption policy compares creation times (`satisfies`)."""
+        self.paths: dict[tuple[object, ...], Assignment] = {}
+        """Flavor assignments per (ClusterQueue, shape, usage of the ClusterQueue's path)."""
+        self.searches: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
+        """Preemption targets (key, reason) per (search key, `Simulator.tree_state`)."""
+        self.usages: dict[int, tuple[int, frozenset[tuple[FlavorResource, Decimal]]]] = {}
+        self.signs: dict[str, tuple[tuple[object, ...], int]] = {}
+        """Per job, what the preemptor reads of its last admitted Workload, and its number."""
+        self.numbers = itertools.count()
 
     def at(self, version: int) -> _Answers:
         if self.when != version:
             self.when = version
             self.answers = _Answers()
         return self.answers
+
+    def keep(
+        self, answers: dict[tuple[object, ...], _T], key: tuple[object, ...], value: _T
+    ) -> None:
+        if len(answers) >= KEPT:
+            answers.clear()
+        answers[key] = value
+
+    def usage_key(self, node: QuotaNode) -> frozenset[tuple[FlavorResource, Decimal]]:
+        """The node's usage (amounts that are not zero), kept while it does not change."""
+        known = self.usages.get(id(node))
+        if known is None or known[0] != node.changes:
+            known = (node.changes, frozenset((fr, v) for fr, v in node.usage.items() if v))
+            self.usages[id(node)] = known
+        return known[1]
+
+    def path_usage(self, node: QuotaNode) -> tuple[object, ...]:
+        """The usage of the node and each node above it: all the flavor assigner reads of the
+        tree besides the quotas (`available`, `lowest_subtree_that_fits`)."""
+        out = [self.usage_key(node)]
+        out.extend(self.usage_key(above) for above in node.path_to_root())
+        return tuple(out)
+
+    def running(
+        self, job: Job, admitted: AdmittedWorkload, started: int, generation: int
+    ) -> _Running:
+        """A running job, with what the preemptor reads of its Workload as a number: the same
+        as at the job's last admission where that is the same, else a new one."""
+        pod_sets = tuple(
+            (ps.name, ps.count, tuple(sorted(ps.flavors.items())), tuple(sorted(ps.usage.items())))
+            for ps in admitted.pod_sets
+        )
+        sign = (admitted.cluster_queue, admitted.priority, admitted.uid, admitted.created, pod_sets)
+        known = self.signs.get(admitted.key)
+        if known is None or known[0] != sign:
+            known = self.signs[admitted.key] = (sign, next(self.numbers))
+        sig = known[1]
+        stamp = parse_time(admitted.reserved_at, _UNREAD)
+        reserved = None if stamp is _UNREAD else stamp.timestamp()
+        return _Running(job, admitted, started, generation, sig=sig, reserved=reserved)
 
     def shape(self, job: Job) -> object:
         """What the flavor assigner sees of a job: its pods, per-pod requests, node selector."""
@@ -716,7 +826,7 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
             sim.settings[job.cluster_queue].node.add_usage(fr, value)
     sim.version += 1
     generation = next(sim.generation)
-    sim.running[job.key] = _Running(job, admitted, sim.now, generation)
+    sim.running[job.key] = sim.memo.running(job, admitted, sim.now, generation)
     sim.live.running[job.cluster_queue][job.key] = admitted
     sim.outcomes.setdefault(job.key, Outcome(job))
     if job.duration >= 0:
