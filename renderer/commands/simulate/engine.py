@@ -219,6 +219,8 @@ class _Cycle:
 
     preempted: dict[str, AdmittedWorkload] = field(default_factory=dict)
     reserved: list[tuple[QuotaNode, dict[FlavorResource, Decimal]]] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)
+    """The ClusterQueues whose heads it parked."""
 
 
 class Simulator:
@@ -404,7 +406,14 @@ class Simulator:
 
     def schedule(self) -> None:
         """Cycles until one admits, evicts or parks nothing (at most a bound of them)."""
+        parked: list[str] | None = None
         for _ in range(4 * len(self.jobs) + 100):
+            if parked is not None:
+                parked = self.park_heads(parked)
+                if parked is not None:
+                    if not parked:
+                        return
+                    continue
             entries = []
             for name in self.queues:
                 pending = self.head(name)
@@ -416,6 +425,7 @@ class Simulator:
                 key=lambda e: (e.assignment.borrowing, *e.pending.order()),
             )
             cycle = _Cycle()
+            version = self.version
             changed = False
             for entry in entries:
                 changed = self.process(entry, cycle) or changed
@@ -424,6 +434,28 @@ class Simulator:
                     node.remove_usage(fr, value)
             if not changed:
                 return
+            if self.fast and self.version == version:
+                parked = cycle.parked
+
+    def park_heads(self, names: Sequence[str]) -> list[str] | None:
+        """The next cycle after one that only parked the heads of `names` (the fast path's): it
+        differs from that one only in those ClusterQueues' new heads. A parked entry changes
+        nothing of the cycle's for the entries after it (no usage reserved, no target), so
+        where each new head is parked too, or under StrictFIFO stays and blocks, the others'
+        entries do as they did: the cycle parks the new heads and nothing else, and only they
+        are nominated. Their ClusterQueues, or None where a new head may admit or preempt
+        (then the whole cycle runs)."""
+        entries = []
+        for name in names:
+            pending = self.head(name)
+            if pending is None:
+                continue
+            entry = self.nominate(name, pending)
+            mode = entry.assignment.representative_mode
+            if mode != "NoFit" and (mode != "Preempt" or entry.targets):
+                return None
+            entries.append(entry)
+        return [entry.cq.name for entry in entries if self.inadmissible(entry)]
 
     def nominate(self, name: str, pending: _Pending) -> _Entry:
         """Kueue's `nominate`: the flavor assignment and, in Preempt mode, the preemption
@@ -466,7 +498,10 @@ class Simulator:
         """One entry of the cycle (Kueue's `processEntry`); whether it changed anything."""
         mode = entry.assignment.representative_mode
         if mode == "NoFit" or (mode == "Preempt" and not entry.targets):
-            return self.inadmissible(entry)
+            if self.inadmissible(entry):
+                cycle.parked.append(entry.cq.name)
+                return True
+            return False
         if any(t.workload.key in cycle.preempted for t in entry.targets):
             return False  # overlapping targets with an earlier entry: skipped, stays the head
         if not self.fits(entry, cycle):
