@@ -141,6 +141,8 @@ class _Pending:
     state: int = QUEUED
     token: int = 0
     """Which push onto its queue's heap is the live one (older ones are stale)."""
+    nominated: tuple[_Nomination, Incoming] | None = None
+    """The fast path's last nomination of it and the preemptor's view of it."""
 
     def order(self) -> tuple[int, int, int]:
         """Kueue's queue order: priority, then the queue-order timestamp (the creation time,
@@ -203,11 +205,35 @@ class Live(preemptor.Working):
         return list(self.running.get(cluster_queue, {}).values())
 
 
+@dataclass(frozen=True, slots=True)
+class _Nomination:
+    """A flavor assignment and what a cycle reads of it: its representative mode, Kueue's
+    message, the usage it adds (amounts that are not zero) and the (flavor, resource) pairs it
+    needs preemption for (`flavorResourcesNeedPreemption`)."""
+
+    assignment: Assignment
+    mode: str
+    message: str
+    usage: Mapping[FlavorResource, Decimal]
+    needs: frozenset[FlavorResource]
+
+    @classmethod
+    def of(cls, assignment: Assignment) -> _Nomination:
+        needs = frozenset(
+            (assigned.flavor, resource)
+            for ps in assignment.pod_sets
+            for resource, assigned in ps.flavors.items()
+            if assigned.mode == "Preempt"
+        )
+        usage = MappingProxyType({fr: v for fr, v in assignment.usage.items() if v != 0})
+        return cls(assignment, assignment.representative_mode, assignment.message(), usage, needs)
+
+
 @dataclass(slots=True)
 class _Entry:
     pending: _Pending
     cq: ClusterQueue
-    assignment: Assignment
+    known: _Nomination
     targets: list[Target]
     incoming: Incoming
 
@@ -422,7 +448,7 @@ class Simulator:
             if not entries:
                 return
             entries.sort(
-                key=lambda e: (e.assignment.borrowing, *e.pending.order()),
+                key=lambda e: (e.known.assignment.borrowing, *e.pending.order()),
             )
             cycle = _Cycle()
             version = self.version
@@ -451,7 +477,7 @@ class Simulator:
             if pending is None:
                 continue
             entry = self.nominate(name, pending)
-            mode = entry.assignment.representative_mode
+            mode = entry.known.mode
             if mode != "NoFit" and (mode != "Preempt" or entry.targets):
                 return None
             entries.append(entry)
@@ -462,22 +488,28 @@ class Simulator:
         targets, against the usage at the cycle's start."""
         setting = self.settings[name]
         job = pending.job
-        if self.fast:
-            memo = self.memo.at(self.version)
-            shape = self.memo.shape(job)
-            known = memo.assigned.get((name, shape))
-            if known is None:
-                path = (name, shape, self.memo.path_usage(setting.node))
-                known = self.memo.paths.get(path)
-                if known is None:
-                    known = FlavorAssigner(setting, self.request(pending)).assign()
-                    self.memo.keep(self.memo.paths, path, known)
-                memo.assigned[(name, shape)] = known
+        if not self.fast:
+            known = _Nomination.of(FlavorAssigner(setting, self.request(pending)).assign())
+            incoming = self.incoming(name, known, job)
+            targets = self.targets(incoming, job) if known.mode == "Preempt" else []
+            return _Entry(pending, setting.cq, known, targets, incoming)
+        memo = self.memo.at(self.version)
+        shape = self.memo.shape(job)
+        found = memo.assigned.get((name, shape))
+        if found is None:
+            path = (name, shape, self.memo.path_usage(setting.node))
+            found = self.memo.paths.get(path)
+            if found is None:
+                found = _Nomination.of(FlavorAssigner(setting, self.request(pending)).assign())
+                self.memo.keep(self.memo.paths, path, found)
+            memo.assigned[(name, shape)] = found
+        if pending.nominated is not None and pending.nominated[0] is found:
+            incoming = pending.nominated[1]
         else:
-            known = FlavorAssigner(setting, self.request(pending)).assign()
-        incoming = self.incoming(name, known, job)
-        targets = self.targets(incoming, job) if known.representative_mode == "Preempt" else []
-        return _Entry(pending, setting.cq, known, targets, incoming)
+            incoming = self.incoming(name, found, job)
+            pending.nominated = (found, incoming)
+        targets = self.targets(incoming, job) if found.mode == "Preempt" else []
+        return _Entry(pending, setting.cq, found, targets, incoming)
 
     def request(self, pending: _Pending) -> tuple[PodSetRequest, ...]:
         requests = self.requests.get(pending.job.key)
@@ -496,7 +528,7 @@ class Simulator:
 
     def process(self, entry: _Entry, cycle: _Cycle) -> bool:
         """One entry of the cycle (Kueue's `processEntry`); whether it changed anything."""
-        mode = entry.assignment.representative_mode
+        mode = entry.known.mode
         if mode == "NoFit" or (mode == "Preempt" and not entry.targets):
             if self.inadmissible(entry):
                 cycle.parked.append(entry.cq.name)
@@ -538,25 +570,19 @@ class Simulator:
 
     def inadmissible(self, entry: _Entry) -> bool:
         outcome = self.outcomes[entry.pending.job.key]
-        outcome.message = entry.assignment.message() or "couldn't find preemption targets"
-        outcome.reason = entry.assignment.no_fit_reason
+        outcome.message = entry.known.message or "couldn't find preemption targets"
+        outcome.reason = entry.known.assignment.no_fit_reason
         if entry.cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
         entry.pending.state = PARKED
         self.parked[entry.cq.name].append(entry.pending)
         return True
 
-    def incoming(self, name: str, assignment: Assignment, job: Job) -> Incoming:
-        needs = frozenset(
-            (assigned.flavor, resource)
-            for ps in assignment.pod_sets
-            for resource, assigned in ps.flavors.items()
-            if assigned.mode == "Preempt"
-        )
+    def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
         return Incoming(
             cluster_queue=name,
-            usage={fr: v for fr, v in assignment.usage.items() if v != 0},
-            needs=needs,
+            usage=known.usage,
+            needs=known.needs,
             priority=job.priority,
             created=_stamp(job.submit),
             name=job.name,
@@ -639,7 +665,8 @@ class Simulator:
         self.version += 1
         for fr, value in usage.items():
             node.add_usage(fr, value)
-        flavors = {r: a.flavor for ps in entry.assignment.pod_sets for r, a in ps.flavors.items()}
+        pod_sets = entry.known.assignment.pod_sets
+        flavors = {r: a.flavor for ps in pod_sets for r, a in ps.flavors.items()}
         admitted = AdmittedWorkload(
             name=job.name,
             namespace=job.namespace,
@@ -748,7 +775,7 @@ def _stamp(ms: int) -> str:
 
 @dataclass(slots=True)
 class _Answers:
-    assigned: dict[tuple[str, object], Assignment] = field(default_factory=dict)
+    assigned: dict[tuple[str, object], _Nomination] = field(default_factory=dict)
     targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
     states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
 
@@ -779,7 +806,7 @@ class _Memo:
         }
         self.by_creation = "LowerOrNewerEqualPriority" in policies
         """Whether a preemption policy compares creation times (`satisfies`)."""
-        self.paths: dict[tuple[object, ...], Assignment] = {}
+        self.paths: dict[tuple[object, ...], _Nomination] = {}
         """Flavor assignments per (ClusterQueue, shape, usage of the ClusterQueue's path)."""
         self.searches: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
         """Preemption targets (key, reason) per (search key, `Simulator.tree_state`)."""
@@ -870,4 +897,4 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
 
 def nomination(sim: Simulator, job: Job) -> Assignment:
     """The flavor assignment a cycle now nominates `job` with, as the head of its ClusterQueue."""
-    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).assignment
+    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).known.assignment
