@@ -162,7 +162,7 @@ class _Running:
     """While evicting: when its pods have ended and its quota is released."""
     sig: int = 0
     """What the preemptor reads of its Workload besides the eviction and admission time, as
-    a number (`_Memo.sign`)."""
+    a number (`_Memo.running`)."""
     reserved: float | None = None
     """Its admission time as the preemptor orders candidates by it (None: not readable)."""
 
@@ -780,7 +780,7 @@ class _Answers:
     states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
 
 
-KEPT = 20_000
+KEPT = 5_000
 """The most answers `_Memo` keeps across changes of each kind; past it they are dropped (an
 answer not kept is computed again: the bound is for memory, never for the result)."""
 
