@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, TypeVar
 
 from renderer.admission.scheduler import fairsharing, preemptor
 from renderer.admission.scheduler.assignment import Assignment
 from renderer.admission.scheduler.kueue_assigner import FlavorAssigner, PodSetRequest, Setting
-from renderer.admission.scheduler.preemptor import Incoming, Target
+from renderer.admission.scheduler.preemptor import Incoming, Target, parse_time
 from renderer.admission.scheduler.snapshot import (
     AdmittedWorkload,
     ClusterQueue,
@@ -54,6 +54,8 @@ from renderer.admission.scheduler.snapshot import (
 from renderer.model.quota_tree import FlavorResource, QuotaNode
 
 ZERO = Decimal(0)
+_UNREAD = datetime.max.replace(tzinfo=UTC)
+"""Stands for an admission time `parse_time` cannot read."""
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 """The simulated clock's zero, for the timestamps the preemptor orders Workloads by."""
 
@@ -104,6 +106,7 @@ class Job:
 
 
 Fate = Literal["completed", "never", "running"]
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -138,6 +141,8 @@ class _Pending:
     state: int = QUEUED
     token: int = 0
     """Which push onto its queue's heap is the live one (older ones are stale)."""
+    nominated: tuple[_Nomination, Incoming] | None = None
+    """The fast path's last nomination of it and the preemptor's view of it."""
 
     def order(self) -> tuple[int, int, int]:
         """Kueue's queue order: priority, then the queue-order timestamp (the creation time,
@@ -155,6 +160,11 @@ class _Running:
     evicting: bool = False
     released: int = 0
     """While evicting: when its pods have ended and its quota is released."""
+    sig: int = 0
+    """What the preemptor reads of its Workload besides the eviction and admission time, as
+    a number (`_Memo.running`)."""
+    reserved: float | None = None
+    """Its admission time as the preemptor orders candidates by it (None: not readable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +205,35 @@ class Live(preemptor.Working):
         return list(self.running.get(cluster_queue, {}).values())
 
 
+@dataclass(frozen=True, slots=True)
+class _Nomination:
+    """A flavor assignment and what a cycle reads of it: its representative mode, Kueue's
+    message, the usage it adds (amounts that are not zero) and the (flavor, resource) pairs it
+    needs preemption for (`flavorResourcesNeedPreemption`)."""
+
+    assignment: Assignment
+    mode: str
+    message: str
+    usage: Mapping[FlavorResource, Decimal]
+    needs: frozenset[FlavorResource]
+
+    @classmethod
+    def of(cls, assignment: Assignment) -> _Nomination:
+        needs = frozenset(
+            (assigned.flavor, resource)
+            for ps in assignment.pod_sets
+            for resource, assigned in ps.flavors.items()
+            if assigned.mode == "Preempt"
+        )
+        usage = MappingProxyType({fr: v for fr, v in assignment.usage.items() if v != 0})
+        return cls(assignment, assignment.representative_mode, assignment.message(), usage, needs)
+
+
 @dataclass(slots=True)
 class _Entry:
     pending: _Pending
     cq: ClusterQueue
-    assignment: Assignment
+    known: _Nomination
     targets: list[Target]
     incoming: Incoming
 
@@ -211,6 +245,8 @@ class _Cycle:
 
     preempted: dict[str, AdmittedWorkload] = field(default_factory=dict)
     reserved: list[tuple[QuotaNode, dict[FlavorResource, Decimal]]] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)
+    """The ClusterQueues whose heads it parked."""
 
 
 class Simulator:
@@ -361,6 +397,7 @@ class Simulator:
             return  # evicted since (or being evicted: its pods are stopping); stale
         self.release(running)
         self.outcomes[key].completed_at = self.now
+        self.memo.signs.pop(key, None)
 
     def evicted(self, key: str, generation: int) -> None:
         """An eviction completes: the pods are gone, the quota is released, and the workload
@@ -395,7 +432,14 @@ class Simulator:
 
     def schedule(self) -> None:
         """Cycles until one admits, evicts or parks nothing (at most a bound of them)."""
+        parked: list[str] | None = None
         for _ in range(4 * len(self.jobs) + 100):
+            if parked is not None:
+                parked = self.park_heads(parked)
+                if parked is not None:
+                    if not parked:
+                        return
+                    continue
             entries = []
             for name in self.queues:
                 pending = self.head(name)
@@ -404,9 +448,10 @@ class Simulator:
             if not entries:
                 return
             entries.sort(
-                key=lambda e: (e.assignment.borrowing, *e.pending.order()),
+                key=lambda e: (e.known.assignment.borrowing, *e.pending.order()),
             )
             cycle = _Cycle()
+            version = self.version
             changed = False
             for entry in entries:
                 changed = self.process(entry, cycle) or changed
@@ -415,25 +460,56 @@ class Simulator:
                     node.remove_usage(fr, value)
             if not changed:
                 return
+            if self.fast and self.version == version:
+                parked = cycle.parked
+
+    def park_heads(self, names: Sequence[str]) -> list[str] | None:
+        """The next cycle after one that only parked the heads of `names` (the fast path's): it
+        differs from that one only in those ClusterQueues' new heads. A parked entry changes
+        nothing of the cycle's for the entries after it (no usage reserved, no target), so
+        where each new head is parked too, or under StrictFIFO stays and blocks, the others'
+        entries do as they did: the cycle parks the new heads and nothing else, and only they
+        are nominated. Their ClusterQueues, or None where a new head may admit or preempt
+        (then the whole cycle runs)."""
+        entries = []
+        for name in names:
+            pending = self.head(name)
+            if pending is None:
+                continue
+            entry = self.nominate(name, pending)
+            mode = entry.known.mode
+            if mode != "NoFit" and (mode != "Preempt" or entry.targets):
+                return None
+            entries.append(entry)
+        return [entry.cq.name for entry in entries if self.inadmissible(entry)]
 
     def nominate(self, name: str, pending: _Pending) -> _Entry:
         """Kueue's `nominate`: the flavor assignment and, in Preempt mode, the preemption
         targets, against the usage at the cycle's start."""
         setting = self.settings[name]
         job = pending.job
-        if self.fast:
-            memo = self.memo.at(self.version)
-            shape = self.memo.shape(job)
-            known = memo.assigned.get((name, shape))
-            if known is None:
-                known = memo.assigned[(name, shape)] = FlavorAssigner(
-                    setting, self.request(pending)
-                ).assign()
+        if not self.fast:
+            known = _Nomination.of(FlavorAssigner(setting, self.request(pending)).assign())
+            incoming = self.incoming(name, known, job)
+            targets = self.targets(incoming, job) if known.mode == "Preempt" else []
+            return _Entry(pending, setting.cq, known, targets, incoming)
+        memo = self.memo.at(self.version)
+        shape = self.memo.shape(job)
+        found = memo.assigned.get((name, shape))
+        if found is None:
+            path = (name, shape, self.memo.path_usage(setting.node))
+            found = self.memo.paths.get(path)
+            if found is None:
+                found = _Nomination.of(FlavorAssigner(setting, self.request(pending)).assign())
+                self.memo.keep(self.memo.paths, path, found)
+            memo.assigned[(name, shape)] = found
+        if pending.nominated is not None and pending.nominated[0] is found:
+            incoming = pending.nominated[1]
         else:
-            known = FlavorAssigner(setting, self.request(pending)).assign()
-        incoming = self.incoming(name, known, job)
-        targets = self.targets(incoming, job) if known.representative_mode == "Preempt" else []
-        return _Entry(pending, setting.cq, known, targets, incoming)
+            incoming = self.incoming(name, found, job)
+            pending.nominated = (found, incoming)
+        targets = self.targets(incoming, job) if found.mode == "Preempt" else []
+        return _Entry(pending, setting.cq, found, targets, incoming)
 
     def request(self, pending: _Pending) -> tuple[PodSetRequest, ...]:
         requests = self.requests.get(pending.job.key)
@@ -452,9 +528,12 @@ class Simulator:
 
     def process(self, entry: _Entry, cycle: _Cycle) -> bool:
         """One entry of the cycle (Kueue's `processEntry`); whether it changed anything."""
-        mode = entry.assignment.representative_mode
+        mode = entry.known.mode
         if mode == "NoFit" or (mode == "Preempt" and not entry.targets):
-            return self.inadmissible(entry)
+            if self.inadmissible(entry):
+                cycle.parked.append(entry.cq.name)
+                return True
+            return False
         if any(t.workload.key in cycle.preempted for t in entry.targets):
             return False  # overlapping targets with an earlier entry: skipped, stays the head
         if not self.fits(entry, cycle):
@@ -491,25 +570,19 @@ class Simulator:
 
     def inadmissible(self, entry: _Entry) -> bool:
         outcome = self.outcomes[entry.pending.job.key]
-        outcome.message = entry.assignment.message() or "couldn't find preemption targets"
-        outcome.reason = entry.assignment.no_fit_reason
+        outcome.message = entry.known.message or "couldn't find preemption targets"
+        outcome.reason = entry.known.assignment.no_fit_reason
         if entry.cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
         entry.pending.state = PARKED
         self.parked[entry.cq.name].append(entry.pending)
         return True
 
-    def incoming(self, name: str, assignment: Assignment, job: Job) -> Incoming:
-        needs = frozenset(
-            (assigned.flavor, resource)
-            for ps in assignment.pod_sets
-            for resource, assigned in ps.flavors.items()
-            if assigned.mode == "Preempt"
-        )
+    def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
         return Incoming(
             cluster_queue=name,
-            usage={fr: v for fr, v in assignment.usage.items() if v != 0},
-            needs=needs,
+            usage=known.usage,
+            needs=known.needs,
             priority=job.priority,
             created=_stamp(job.submit),
             name=job.name,
@@ -521,6 +594,7 @@ class Simulator:
         of the same ClusterQueue, shape and priority (and creation time, where a policy
         compares it) until the running Workloads change: the same inputs, the same answer."""
         key: tuple[object, ...] = ()
+        state: tuple[object, ...] | None = None
         if self.fast:
             memo = self.memo.at(self.version)
             key = (incoming.cluster_queue, self.memo.shape(job), job.priority)
@@ -529,6 +603,13 @@ class Simulator:
             known = memo.targets.get(key)
             if known is not None:
                 return known
+            state = self.tree_state(self.settings[incoming.cluster_queue].node.root())
+            if state is not None:
+                chosen = self.memo.searches.get((key, state))
+                if chosen is not None:
+                    found = [Target(self.running[k].admitted, reason) for k, reason in chosen]
+                    memo.targets[key] = found
+                    return found
         clock = EPOCH + timedelta(milliseconds=self.now)
         if self.world.fair_sharing:
             found = fairsharing.fair_preemptions(
@@ -538,7 +619,43 @@ class Simulator:
             found = preemptor.classical(self.live, incoming, clock)
         if self.fast:
             self.memo.at(self.version).targets[key] = found
+            if state is not None:
+                chosen = tuple((t.workload.key, t.reason) for t in found)
+                self.memo.keep(self.memo.searches, (key, state), chosen)
         return found
+
+    def tree_state(self, root: QuotaNode) -> tuple[object, ...] | None:
+        """All a preemption search in `root`'s tree reads besides the request: each node's
+        usage, and per ClusterQueue its running Workloads in the order the working copy lists
+        them, each as what the preemptor reads of it (`_Running.sig`), whether it is being
+        evicted, and the rank of its admission time among the tree's (the candidates' order
+        compares them only); None where an admission time is unreadable (then the instant
+        enters the order). Kept per change of the running Workloads."""
+        memo = self.memo.at(self.version)
+        if id(root) in memo.states:
+            return memo.states[id(root)]
+        usage = tuple(self.memo.usage_key(node) for node in root.walk())
+        queues: list[list[tuple[int, bool, float]]] = []
+        times: set[float] = set()
+        for node in root.walk():
+            if node.kind != "ClusterQueue":
+                continue
+            queue = []
+            for key, admitted in self.live.running.get(node.name, {}).items():
+                running = self.running[key]
+                if running.reserved is None:
+                    memo.states[id(root)] = None
+                    return None
+                times.add(running.reserved)
+                queue.append((running.sig, admitted.evicted, running.reserved))
+            queues.append(queue)
+        rank = {t: i for i, t in enumerate(sorted(times))}
+        state = (
+            usage,
+            tuple(tuple((sig, evicted, rank[t]) for sig, evicted, t in q) for q in queues),
+        )
+        memo.states[id(root)] = state
+        return state
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
@@ -548,7 +665,8 @@ class Simulator:
         self.version += 1
         for fr, value in usage.items():
             node.add_usage(fr, value)
-        flavors = {r: a.flavor for ps in entry.assignment.pod_sets for r, a in ps.flavors.items()}
+        pod_sets = entry.known.assignment.pod_sets
+        flavors = {r: a.flavor for ps in pod_sets for r, a in ps.flavors.items()}
         admitted = AdmittedWorkload(
             name=job.name,
             namespace=job.namespace,
@@ -567,7 +685,7 @@ class Simulator:
             reserved_at=_stamp(self.now),
         )
         generation = next(self.generation)
-        self.running[job.key] = _Running(job, admitted, self.now, generation)
+        self.running[job.key] = self.memo.running(job, admitted, self.now, generation)
         self.live.running[job.cluster_queue][job.key] = admitted
         self.outcomes[job.key].waits.append(self.now - entry.pending.queued)
         self.outcomes[job.key].admitted.append(self.now)
@@ -657,8 +775,14 @@ def _stamp(ms: int) -> str:
 
 @dataclass(slots=True)
 class _Answers:
-    assigned: dict[tuple[str, object], Assignment] = field(default_factory=dict)
+    assigned: dict[tuple[str, object], _Nomination] = field(default_factory=dict)
     targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
+    states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
+
+
+KEPT = 5_000
+"""The most answers `_Memo` keeps across changes of each kind; past it they are dropped (an
+answer not kept is computed again: the bound is for memory, never for the result)."""
 
 
 class _Memo:
@@ -682,12 +806,60 @@ class _Memo:
         }
         self.by_creation = "LowerOrNewerEqualPriority" in policies
         """Whether a preemption policy compares creation times (`satisfies`)."""
+        self.paths: dict[tuple[object, ...], _Nomination] = {}
+        """Flavor assignments per (ClusterQueue, shape, usage of the ClusterQueue's path)."""
+        self.searches: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
+        """Preemption targets (key, reason) per (search key, `Simulator.tree_state`)."""
+        self.usages: dict[int, tuple[int, frozenset[tuple[FlavorResource, Decimal]]]] = {}
+        self.signs: dict[str, tuple[tuple[object, ...], int]] = {}
+        """Per job, what the preemptor reads of its last admitted Workload, and its number."""
+        self.numbers = itertools.count()
 
     def at(self, version: int) -> _Answers:
         if self.when != version:
             self.when = version
             self.answers = _Answers()
         return self.answers
+
+    def keep(
+        self, answers: dict[tuple[object, ...], _T], key: tuple[object, ...], value: _T
+    ) -> None:
+        if len(answers) >= KEPT:
+            answers.clear()
+        answers[key] = value
+
+    def usage_key(self, node: QuotaNode) -> frozenset[tuple[FlavorResource, Decimal]]:
+        """The node's usage (amounts that are not zero), kept while it does not change."""
+        known = self.usages.get(id(node))
+        if known is None or known[0] != node.changes:
+            known = (node.changes, frozenset((fr, v) for fr, v in node.usage.items() if v))
+            self.usages[id(node)] = known
+        return known[1]
+
+    def path_usage(self, node: QuotaNode) -> tuple[object, ...]:
+        """The usage of the node and each node above it: all the flavor assigner reads of the
+        tree besides the quotas (`available`, `lowest_subtree_that_fits`)."""
+        out = [self.usage_key(node)]
+        out.extend(self.usage_key(above) for above in node.path_to_root())
+        return tuple(out)
+
+    def running(
+        self, job: Job, admitted: AdmittedWorkload, started: int, generation: int
+    ) -> _Running:
+        """A running job, with what the preemptor reads of its Workload as a number: the same
+        as at the job's last admission where that is the same, else a new one."""
+        pod_sets = tuple(
+            (ps.name, ps.count, tuple(sorted(ps.flavors.items())), tuple(sorted(ps.usage.items())))
+            for ps in admitted.pod_sets
+        )
+        sign = (admitted.cluster_queue, admitted.priority, admitted.uid, admitted.created, pod_sets)
+        known = self.signs.get(admitted.key)
+        if known is None or known[0] != sign:
+            known = self.signs[admitted.key] = (sign, next(self.numbers))
+        sig = known[1]
+        stamp = parse_time(admitted.reserved_at, _UNREAD)
+        reserved = None if stamp is _UNREAD else stamp.timestamp()
+        return _Running(job, admitted, started, generation, sig=sig, reserved=reserved)
 
     def shape(self, job: Job) -> object:
         """What the flavor assigner sees of a job: its pods, per-pod requests, node selector."""
@@ -716,7 +888,7 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
             sim.settings[job.cluster_queue].node.add_usage(fr, value)
     sim.version += 1
     generation = next(sim.generation)
-    sim.running[job.key] = _Running(job, admitted, sim.now, generation)
+    sim.running[job.key] = sim.memo.running(job, admitted, sim.now, generation)
     sim.live.running[job.cluster_queue][job.key] = admitted
     sim.outcomes.setdefault(job.key, Outcome(job))
     if job.duration >= 0:
@@ -725,4 +897,4 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
 
 def nomination(sim: Simulator, job: Job) -> Assignment:
     """The flavor assignment a cycle now nominates `job` with, as the head of its ClusterQueue."""
-    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).assignment
+    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).known.assignment
