@@ -25,7 +25,7 @@ from renderer.findings.diagnostics import Severity
 from renderer.inputs import schema as input_schema
 from renderer.inputs.source import load_bytes
 from renderer.model.limits import rendered_quantity_problems
-from renderer.model.quantity import COUNT_MAX, INT64_MAX, range_problem
+from renderer.model.quantity import COUNT_MAX, INT64_MAX, parse, range_problem
 from renderer.model.view import ClusterView
 from renderer.output import api_limits
 from renderer.output.api_limits import TOTAL_ANNOTATION_BYTES, object_problems
@@ -82,6 +82,15 @@ from tests.red_team.harness import Attempt
 def test_range_problem_follows_kubernetes(value: str, unit: Any, kind: str | None) -> None:
     problem = range_problem(value, unit)
     assert (problem.kind if problem else None) == kind, problem
+
+
+def test_a_kept_parse_is_the_one_of_the_same_value_and_type() -> None:
+    """`parse` keeps its answers: `1.0` (a float) reads as Decimal 1.0 and `1` as Decimal 1,
+    equal values that print apart, and a value that is no quantity raises every time."""
+    assert str(parse(1.0)) == "1.0" and str(parse(1)) == "1" and str(parse("1")) == "1"
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            parse("1x")
 
 
 def test_a_value_multiplied_into_one_request_is_held_to_its_share() -> None:

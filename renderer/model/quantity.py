@@ -84,7 +84,29 @@ def _interpret(suffix: str) -> tuple[int, int] | None:
     return None
 
 
+_PARSED: dict[tuple[type, str | int | float], Decimal] = {}
+"""`parse`'s answers, by the value's type and the value (`1` and `1.0` are equal keys but read
+as `1` and `1.0`): the layers read the same few hundred amounts tens of thousands of times. A
+value that is no quantity is not kept, and raises each time."""
+
+
 def parse(value: str | int | float) -> Decimal:
+    """The quantity's value in base units (cores, bytes); see `_parse`. Kept per value."""
+    key = (type(value), value)
+    try:
+        return _PARSED[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value: parsed, and refused, as any other
+        return _parse(value)
+    found = _parse(value)
+    if len(_PARSED) >= 100_000:  # a hostile platform of distinct amounts: start again
+        _PARSED.clear()
+    _PARSED[key] = found
+    return found
+
+
+def _parse(value: str | int | float) -> Decimal:
     """The quantity's value in base units (cores, bytes), as the API server reads it
     (apimachinery `pkg/api/resource/quantity.go` `ParseQuantity`, after `UnmarshalJSON`'s
     `strings.TrimSpace`): `<sign><digits>.<digits><suffix>` where the sign, either run of
