@@ -229,6 +229,19 @@ def test_advertised_resources_are_what_capacity_counts(
     assert checked >= 3  # the MPS platform has train, serve and share
 
 
+def test_kept_offers_follow_a_changed_pool(example: Rendered) -> None:
+    """`pool_offers` keeps each pool's answer: a pool made again with other nodes or another
+    sharing (`dataclasses.replace`, as the model does) gets offers of its own."""
+    pool = next(p for p in example.platform.pools.values() if p.sharing == "full-gpu")
+    (whole,) = pool_offers(pool)
+    assert pool_offers(pool) is pool_offers(pool)
+    bigger = dataclasses.replace(pool, gpus_per_node=pool.gpus_per_node * 2)
+    assert pool_offers(bigger)[0].per_node == whole.per_node * 2
+    shared = dataclasses.replace(pool, sharing="time-slicing", replicas=4)
+    assert pool_offers(shared)[0].per_node == whole.per_node * 4
+    assert pool_offers(pool) == (whole,)
+
+
 # --- the example platform ---------------------------------------------------------------------
 
 

@@ -122,8 +122,24 @@ def gpus_text(gpus: Fraction | None) -> str:
     return f"{float(gpus):.2f}".rstrip("0").rstrip(".")
 
 
+_OFFERS: dict[int, tuple[Pool, tuple[Offer, ...]]] = {}
+"""`pool_offers`' answers, by the pool's id (holding the pool, so that the id stays its own): the
+layers and rules ask for a pool's offers once per quota entry of every namespace."""
+
+
 def pool_offers(pool: Pool) -> tuple[Offer, ...]:
     """Every resource the pool advertises; empty when its accelerator is unknown."""
+    known = _OFFERS.get(id(pool))
+    if known is not None:
+        return known[1]
+    if len(_OFFERS) >= 10_000:  # a process that loads many platforms (the tests): start again
+        _OFFERS.clear()
+    offers = _pool_offers(pool)
+    _OFFERS[id(pool)] = (pool, offers)
+    return offers
+
+
+def _pool_offers(pool: Pool) -> tuple[Offer, ...]:
     accelerator = catalog.accelerator(pool.accelerator)
     if accelerator is None:
         return ()
