@@ -412,9 +412,13 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
     )
     staleness = compare_listed(work.target, listed, files)
     differ = {*staleness.missing, *staleness.changed}
-    digests = {
-        p: recorded[p][0] if b is None else hashlib.sha256(b).digest() for p, b in files.items()
-    }
+    # what the index records of each file: nothing to record without it
+    digests = (
+        {p: recorded[p][0] if b is None else hashlib.sha256(b).digest() for p, b in files.items()}
+        if memo is not None
+        else {}
+    )
+    stats = {p: None if p in differ else listed.get(p) for p in files} if memo is not None else {}
     return _ClusterFiles(
         replace(outcome, manifests=(), values=(), keys=(), value_keys=()),
         len(outcome.manifests),
@@ -422,7 +426,7 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
         len(files),
         staleness,
         digests,
-        {p: None if p in differ else listed.get(p) for p in files},
+        stats,
         made_of,
         pickle.dumps(memo.now, protocol=pickle.HIGHEST_PROTOCOL) if memo is not None else b"",
         dict(suites.USED) if memo is not None else {},
