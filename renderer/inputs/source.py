@@ -462,7 +462,7 @@ def _stream_fail(rule: str, message: str, at: Location, hint: str) -> StreamResu
 
 
 def _is_null(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and str(node.tag) == f"{_TAG}null"
+    return isinstance(node, ScalarNode) and _tag(node) == f"{_TAG}null"
 
 
 _KEY_LINE = re.compile(r"( *)([^\s#:-][^:#]*):(\s|$)")
@@ -553,6 +553,14 @@ def _syntax_hint(problem: str) -> str:
     return "check the quotes, brackets and indentation at and just before this position"
 
 
+def _tag(node: Node) -> str:
+    """`str(node.tag)`, read from the node's `Tag` itself: the `tag` property and `Tag.__str__`
+    on the way were a tenth of loading a file (ruamel.yaml 0.19: `Node.tag` is
+    `None if self.ctag is None else str(self.ctag)`, and `Tag.__str__` is `f"{self.trval}"`)."""
+    ctag = node.ctag
+    return "None" if ctag is None else f"{ctag.trval}"
+
+
 def _loc(display: str, node: Node) -> Location:
     return Location(display, node.start_mark.line + 1, node.start_mark.column + 1)
 
@@ -589,7 +597,7 @@ class _Builder:
             if known is not None:
                 aliased = True  # a node reached a second time: an alias of an anchor
                 return known
-            tag = str(node.tag)
+            tag = _tag(node)
             size = 1
             if isinstance(node, ScalarNode):
                 if tag not in _ALLOWED_SCALAR_TAGS and tag not in (_TIMESTAMP, _MERGE):
@@ -605,7 +613,7 @@ class _Builder:
                 seen: dict[object, Node] = {}
                 for key, value in node.value:
                     if isinstance(key, ScalarNode):
-                        if key.value in seen and str(key.tag) != _MERGE:
+                        if key.value in seen and _tag(key) != _MERGE:
                             first = seen[key.value]
                             problems.append(
                                 Diagnostic(
@@ -678,7 +686,7 @@ class _Builder:
         result: dict[str, Any] = {}
         merged: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if str(key_node.tag) == _MERGE:
+            if _tag(key_node) == _MERGE:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 for source in sources:
                     if isinstance(source, MappingNode):
@@ -703,7 +711,7 @@ class _Builder:
         return result
 
     def _scalar(self, node: Node) -> Any:
-        value = _scalar_value(str(node.tag), str(node.value))
+        value = _scalar_value(_tag(node), str(node.value))
         if isinstance(value, float) and not math.isfinite(value):
             self.problems.append(
                 Diagnostic(
