@@ -196,6 +196,12 @@ def test_positions_pickle_compactly_and_read_back_the_same(tmp_path: Path) -> No
     # a position in another file (none the loader makes, but a map may hold one) is kept
     mixed = SourceMap("a.yaml", {(): Location("b.yaml", 2, 3)}, {})
     assert pickle.loads(pickle.dumps(mixed)).locate(("x",)) == Location("b.yaml", 2, 3)
+    # the loader's map holds (line, column) pairs until a position is asked for: it equals,
+    # and pickles as, the same map made of Locations
+    made = SourceMap("teams/team.yaml", dict(source.values), dict(source.keys))
+    fresh = load_file(path, "teams/team.yaml").document
+    assert fresh is not None and fresh.source == made
+    assert pickle.dumps(fresh.source) == pickle.dumps(made) == pickle.dumps(source)
 
 
 # --- the composer made once per process (renderer.inputs.source._Loader) ---------------------

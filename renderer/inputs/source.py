@@ -368,7 +368,7 @@ def _compose(text: str, display: str) -> LoadResult:
     data = builder.build(first, ())
     if builder.problems:
         return LoadResult(None, tuple(builder.problems))
-    source = SourceMap(display, builder.values, builder.keys)
+    source = SourceMap.of_marks(display, builder.values, builder.keys)
     return LoadResult(Document(display, data, source, builder.plain_text), ())
 
 
@@ -452,7 +452,7 @@ def _compose_stream(text: str, display: str) -> StreamResult:
         data = builder.build(node, ())
         if builder.problems:
             return StreamResult((), tuple(builder.problems))
-        source = SourceMap(display, builder.values, builder.keys)
+        source = SourceMap.of_marks(display, builder.values, builder.keys)
         documents.append(Document(display, data, source, builder.plain_text))
     return StreamResult(tuple(documents), ())
 
@@ -576,8 +576,9 @@ class _Builder:
         self.display = display
         self.max_nodes = max_nodes
         """The most nodes one document may hold, aliases expanded."""
-        self.values: dict[PathKey, Location] = {}
-        self.keys: dict[PathKey, Location] = {}
+        self.values: dict[PathKey, tuple[int, int]] = {}
+        self.keys: dict[PathKey, tuple[int, int]] = {}
+        """(line, column) of each value and key, by path: `SourceMap.of_marks`."""
         self.plain_text: dict[PathKey, str] = {}
         self.problems: list[Diagnostic] = []
         self.size = 0
@@ -672,7 +673,9 @@ class _Builder:
         )
 
     def build(self, node: Node, path: PathKey) -> Any:
-        self.values.setdefault(path, _loc(self.display, node))
+        if path not in self.values:
+            mark = node.start_mark
+            self.values[path] = (mark.line + 1, mark.column + 1)
         if isinstance(node, MappingNode):
             return self._build_mapping(node, path)
         if isinstance(node, SequenceNode):
@@ -704,7 +707,8 @@ class _Builder:
                     )
                 )
                 continue
-            self.keys[(*path, key)] = _loc(self.display, key_node)
+            mark = key_node.start_mark
+            self.keys[(*path, key)] = (mark.line + 1, mark.column + 1)
             result[key] = self.build(value_node, (*path, key))
         for name, value in merged.items():
             result.setdefault(name, value)
