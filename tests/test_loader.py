@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from renderer.findings.diagnostics import Location, SourceMap
 from renderer.inputs import source
@@ -270,3 +272,86 @@ def test_the_parser_gives_ruamels_events_and_errors() -> None:
 
     for text in ("a: [1, {b: c}]\n", "a: b: c\n", "a: 'unclosed\n", "- - - x\n"):
         assert events(text, source._events) == events(text, lambda t: source._yaml().parse(t))
+
+
+# --- the nesting bound told from the lines ---------------------------------------------------------
+
+_TREES = st.recursive(
+    st.one_of(st.none(), st.integers(), st.sampled_from(["a", "b: c", "- d", "? e", "x:", "[f]"])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from(["k", "l", "m-n", "o: p"]), inner, max_size=3),
+    ),
+    max_leaves=40,
+)
+
+
+def _event_depth(text: str) -> int:
+    """The most collections the parser's events hold open at once (what `_nesting_problem`
+    counts)."""
+    depth = deepest = 0
+    for event in source._events(text):
+        name = type(event).__name__
+        if name in ("MappingStartEvent", "SequenceStartEvent"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif name in ("MappingEndEvent", "SequenceEndEvent"):
+            depth -= 1
+    return deepest
+
+
+def _styles(data: Any) -> list[str]:
+    """`data` as PyYAML and ruamel.yaml write it: block, block with flow leaves, and ruamel's
+    indentless and offset sequences (`key:` then `- a` at the key's column; `- - a` compact)."""
+    import io
+
+    import yaml as pyyaml
+    from ruamel.yaml import YAML
+
+    texts = [
+        pyyaml.safe_dump(data, default_flow_style=False),
+        pyyaml.safe_dump(data, default_flow_style=None),
+    ]
+    for mapping, sequence, offset in ((2, 2, 0), (2, 4, 2), (4, 2, 0), (3, 3, 1)):
+        writer = YAML(typ="safe", pure=True)
+        writer.default_flow_style = False
+        writer.indent(mapping=mapping, sequence=sequence, offset=offset)
+        out = io.StringIO()
+        writer.dump(data, out)
+        texts.append(out.getvalue())
+    return texts
+
+
+@settings(max_examples=300, derandomize=True)
+@given(_TREES)
+def test_the_depth_bound_is_never_below_the_parsers_depth(data: Any) -> None:
+    """`_depth_bound` lets a file skip the events pass only when its lines cannot nest beyond
+    `MAX_DEPTH`: on trees written in every writer's style it is at least the depth the parser's
+    events reach."""
+    for text in _styles(data):
+        bound = source._depth_bound(text)
+        assert bound is not None and bound >= _event_depth(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- - - - x\n",  # compact sequences: four on one line
+        "a:\n- b:\n  - c:\n    - d\n",  # indentless sequences at their keys' columns
+        "- a:\n    - b: [c, {d: [e]}]\n",  # flow inside block
+        "? - a\n  - b\n: - c\n",  # a complex key that is a sequence
+        "- -\n  - -\n    - x\n",  # an indicator ending its line
+        "a: {b: {c: {d: [[[[e]]]]}}}\n",
+        # the tight ones: a mapping and an indentless sequence at every column, each entry's
+        # content on the next line one column in; and one line of compact entries
+        "a:\n-\n b:\n -\n  c:\n  -\n   d:\n   -\n    e:\n    -\n     x\n",
+        "- - - - - - - - - - - - x\n",
+    ],
+)
+def test_the_depth_bound_on_hand_written_nesting(text: str) -> None:
+    assert source._depth_bound(text) >= _event_depth(text)
+
+
+def test_a_tab_or_a_carriage_return_leaves_the_bound_to_the_parser() -> None:
+    assert source._depth_bound("a:\n\t- b\n") is None
+    assert source._depth_bound("a:\r  b: c\r") is None
