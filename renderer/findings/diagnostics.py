@@ -105,59 +105,56 @@ def _unpacked(file: str, values: bytes, keys: bytes) -> SourceMap:
 
 
 class _Packed(Mapping[PathKey, Location]):
-    """A SourceMap's positions as pickled, made a dictionary when first looked in."""
+    """A SourceMap's positions as pickled: read into a dictionary of the packed entries when
+    first looked in, and each made a `Location` only when it is asked for (a team file's 80
+    positions made Locations at its first lookup were a fifth of a cluster's templates)."""
 
     __slots__ = ("_found", "file", "packed")
 
     def __init__(self, file: str, packed: bytes) -> None:
         self.file = file
         self.packed = packed
-        self._found: dict[PathKey, Location] | None = None
+        self._found: dict[PathKey, tuple[Any, ...]] | None = None
 
-    def _dict(self) -> dict[PathKey, Location]:
+    def _entries(self) -> dict[PathKey, tuple[Any, ...]]:
         if self._found is None:
-            file = self.file
-            self._found = {
-                entry[0]: Location(entry[3] if len(entry) == 4 else file, entry[1], entry[2])
-                for entry in marshal.loads(self.packed)
-            }
+            self._found = {entry[0]: entry for entry in marshal.loads(self.packed)}
         return self._found
 
+    def _location(self, entry: tuple[Any, ...]) -> Location:
+        return Location(entry[3] if len(entry) == 4 else self.file, entry[1], entry[2])
+
     def __getitem__(self, path: PathKey) -> Location:
-        return self._dict()[path]
+        return self._location(self._entries()[path])
 
     def get(self, path: PathKey, default: Any = None) -> Any:
-        return self._dict().get(path, default)
+        entry = self._entries().get(path)
+        return default if entry is None else self._location(entry)
 
     def __iter__(self) -> Iterator[PathKey]:
-        return iter(self._dict())
+        return iter(self._entries())
 
     def __len__(self) -> int:
-        return len(self._dict())
+        return len(self._entries())
 
 
 class _Marks(Mapping[PathKey, Location]):
     """A SourceMap's positions as the loader found them, (line, column) by path, in the map's
-    file: made `Location`s when first looked in, and pickled without them (`_packed`)."""
+    file: each made a `Location` when it is asked for, and pickled without them (`_packed`)."""
 
-    __slots__ = ("_found", "file", "marks")
+    __slots__ = ("file", "marks")
 
     def __init__(self, file: str, marks: dict[PathKey, tuple[int, int]]) -> None:
         self.file = file
         self.marks = marks
-        self._found: dict[PathKey, Location] | None = None
-
-    def _dict(self) -> dict[PathKey, Location]:
-        if self._found is None:
-            file = self.file
-            self._found = {p: Location(file, line, col) for p, (line, col) in self.marks.items()}
-        return self._found
 
     def __getitem__(self, path: PathKey) -> Location:
-        return self._dict()[path]
+        line, col = self.marks[path]
+        return Location(self.file, line, col)
 
     def get(self, path: PathKey, default: Any = None) -> Any:
-        return self._dict().get(path, default)
+        found = self.marks.get(path)
+        return default if found is None else Location(self.file, found[0], found[1])
 
     def __iter__(self) -> Iterator[PathKey]:
         return iter(self.marks)
