@@ -549,9 +549,12 @@ def check_cluster(
     validator: OutputValidator,
     previous: CommittedTree | None = None,
     memo: CheckMemo | None = None,
+    *,
+    readme: bool = True,
 ) -> ClusterOutcome:
     """Render every layer of one cluster and validate each object produced. With a `memo`, an
-    object whose body it holds a check of is not validated again."""
+    object whose body it holds a check of is not validated again. `readme`: False leaves the
+    cluster README to the caller (`cluster_readme_of`), empty here."""
     cluster = platform.clusters[name]
     view = ClusterView.of(platform, cluster)
     outputs = render_cluster(view)
@@ -577,7 +580,7 @@ def check_cluster(
         name,
         manifests,
         values,
-        cluster_readme(view),
+        cluster_readme(view) if readme else "",
         diagnostics,
         unchecked,
         rules,
@@ -585,6 +588,11 @@ def check_cluster(
         keys,
         value_keys,
     )
+
+
+def cluster_readme_of(platform: model.Platform, name: str) -> str:
+    """The README of one cluster, as `check_cluster` writes it."""
+    return cluster_readme(ClusterView.of(platform, platform.clusters[name]))
 
 
 def _served_objects(outputs: Sequence[Output]) -> Iterator[tuple[str, Any, Location]]:

@@ -45,6 +45,7 @@ from renderer.pipeline import (
     InputCache,
     Loaded,
     check_cluster,
+    cluster_readme_of,
     import_layers,
     input_files,
     load_checked,
@@ -110,6 +111,8 @@ class _Work:
     """What each cluster rendered last time, for its objects that did not change."""
     contexts: Mapping[str, bytes]
     """`RenderIndex.contexts`: empty when the index is off (then nothing is reused)."""
+    readme_here: bool = False
+    """The cluster READMEs are written by this process, not the workers (`_readme_here`)."""
 
 
 def default_jobs() -> int:
@@ -154,12 +157,16 @@ def render_tree(root: Path, target: Path, context: RenderContext) -> RenderedTre
         index.contexts,
     )
     reused = _reused(index, names, keys, target, disk)
+    todo = [n for n in names if n not in reused]
+    work = replace(work, readme_here=_readme_here(todo, context.jobs))
     # the clusters render in the workers while the policy runs here; an error drops them
-    with _clusters_started(work, [n for n in names if n not in reused], context.jobs) as results:
+    with _clusters_started(work, todo, context.jobs) as results:
         diagnostics.extend(index.policy_findings(loaded, check_policy))
         if has_errors(diagnostics):
             return _nothing(loaded, diagnostics)
+        readmes = {n: cluster_readme_of(work.platform, n) for n in todo if work.readme_here}
         done = _gathered(results, reused, context.on_cluster)
+    done = [_with_readme(work, r, readmes[r.outcome.name]) if readmes else r for r in done]
     outcomes = [*(r.outcome for r in done), *(r.outcome for r in reused.values())]
     diagnostics.extend(merge_findings(outcomes, validator))
     _record(index, names, keys, done)
@@ -381,6 +388,41 @@ def _load_share(share: list[tuple[Path, str, str]]) -> dict[tuple[str, bytes], b
     return loaded
 
 
+def _readme_here(todo: list[str], jobs: int) -> bool:
+    """Whether this process writes the READMEs of the clusters to render: when fewer than the
+    workers, it would otherwise wait on them once the policy is done (a one-team change: the
+    README is a tenth of the changed cluster's worker)."""
+    return 0 < len(todo) < jobs and jobs > 1 and can_fork()
+
+
+def _with_readme(work: _Work, result: _ClusterFiles, text: str) -> _ClusterFiles:
+    """A worker's result with the cluster README this process wrote, compared with the one on
+    disk and recorded as the worker records its files."""
+    name = result.outcome.name
+    path = f"{name}/README.md"
+    data = text.encode("utf-8")
+    listed = work.on_disk.get(name, {})
+    compared = compare_listed(
+        work.target, {path: listed[path]} if path in listed else {}, {path: data}
+    )
+    staleness = Staleness(
+        missing=tuple(sorted({*result.staleness.missing, *compared.missing})),
+        extra=result.staleness.extra,
+        changed=tuple(sorted({*result.staleness.changed, *compared.changed})),
+    )
+    recorded = work.contexts.get(name) is not None
+    differs = bool(compared.missing or compared.changed)
+    return replace(
+        result,
+        outcome=replace(result.outcome, readme=text),
+        files=None if result.files is None else {**result.files, path: data},
+        file_count=result.file_count + 1,
+        staleness=staleness,
+        digests={**result.digests, path: hashlib.sha256(data).digest()} if recorded else {},
+        stats={**result.stats, path: None if differs else listed.get(path)} if recorded else {},
+    )
+
+
 def _render_one(work: _Work, name: str) -> _ClusterFiles:
     """Render and check one cluster, and compare its files with `rendered/<name>/`. With the
     index, an object whose body did not change since the last render keeps its check, and its
@@ -393,8 +435,12 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
         memo = CheckMemo(pickle.loads(checks) if checks else {})
         suites.COMPILED.update(record.suites if record is not None else {})
     suites.USED.clear()
-    outcome = check_cluster(work.platform, name, work.validator, work.previous, memo)
+    outcome = check_cluster(
+        work.platform, name, work.validator, work.previous, memo, readme=not work.readme_here
+    )
     listed = work.on_disk.get(name, {})
+    if work.readme_here:  # compared and recorded by the caller (`_with_readme`)
+        listed = {p: s for p, s in listed.items() if p != f"{name}/README.md"}
     made_of = (
         made_of_files(name, outcome.manifests, outcome.keys, outcome.values, outcome.value_keys)
         if memo is not None
@@ -407,9 +453,8 @@ def _render_one(work: _Work, name: str) -> _ClusterFiles:
         stat = entry[1] if entry is not None and entry[2] == made else None
         if stat is not None and listed.get(path) == stat:
             unchanged.add(path)
-    files = build_files(
-        {name: outcome.manifests}, {name: outcome.readme}, {name: outcome.values}, unchanged
-    )
+    readmes = {} if work.readme_here else {name: outcome.readme}
+    files = build_files({name: outcome.manifests}, readmes, {name: outcome.values}, unchanged)
     staleness = compare_listed(work.target, listed, files)
     differ = {*staleness.missing, *staleness.changed}
     # what the index records of each file: nothing to record without it
