@@ -99,10 +99,11 @@ class Job:
     pods: int
     per_pod: Mapping[str, Decimal]
     node_selector: Mapping[str, str] = field(default_factory=dict)
+    key: str = field(init=False, repr=False, compare=False)
+    """`namespace/name`, made once."""
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
 
 Fate = Literal["completed", "never", "running"]
@@ -169,9 +170,8 @@ class _Running:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """The usage per (flavor, resource) from `start` on (until the next sample)."""
+    """A usage of the cluster: per (flavor, resource), what is used and what is borrowed."""
 
-    start: int
     usage: Mapping[FlavorResource, Decimal]
     borrowed: Mapping[FlavorResource, Decimal]
 
@@ -179,14 +179,26 @@ class Sample:
 @dataclass(frozen=True, slots=True)
 class Run:
     """A finished simulation: each job's outcome (in trace order), the usage over time, when
-    the last event happened, and each Cohort's share at every change."""
+    the last event happened, and each Cohort's share at every change.
+
+    The usage over time is summed as it comes: `held`, each usage the cluster was in before
+    `since` and for how many milliseconds in all (in the order first left), and `last`, the
+    usage from `since` on (None where nothing was sampled)."""
 
     outcomes: tuple[Outcome, ...]
-    samples: tuple[Sample, ...]
+    held: tuple[tuple[Sample, int], ...]
+    last: Sample | None
+    since: int
     end: int
     peak: Mapping[FlavorResource, Decimal]
     shares: Mapping[str, float]
     """Per Cohort under a parent, the time-weighted mean of its DominantResourceShare."""
+
+    @property
+    def samples(self) -> tuple[Sample, ...]:
+        """Each usage the cluster was in, once."""
+        found = tuple(sample for sample, _ in self.held)
+        return found if self.last is None or self.last in found else (*found, self.last)
 
 
 class Live(preemptor.Working):
@@ -280,7 +292,11 @@ class Simulator:
         self.events: list[tuple[int, int, int, str, int]] = []
         self.generation = itertools.count()
         self.tokens = itertools.count()
-        self.samples: list[Sample] = []
+        self.held: dict[object, tuple[Sample, int]] = {}
+        """Per usage met before `since` (`Sample` by its amounts), it and the milliseconds
+        it was held."""
+        self.last: tuple[object, Sample] | None = None
+        self.since = 0
         self.peak: dict[FlavorResource, Decimal] = {}
         self.share_time: dict[str, float] = {}
         self.now = 0
@@ -292,7 +308,8 @@ class Simulator:
         same while it is."""
         self.submitted = 0
         self.seen: dict[object, int] = {}
-        """After the last submission: each state the cluster was in, and when."""
+        """Since the last submission or the last finish after it, whichever is later: each
+        state the cluster was in, and when (`looping`)."""
         self.sampled = -1
         self.accounted: tuple[int, list[tuple[str, float]]] = (-1, [])
 
@@ -311,7 +328,9 @@ class Simulator:
             self.step()
         return Run(
             outcomes=tuple(self.outcomes[j.key] for j in self.jobs),
-            samples=tuple(self.samples),
+            held=tuple(self.held.values()),
+            last=None if self.last is None else self.last[1],
+            since=self.since,
             end=self.now,
             peak=MappingProxyType(dict(self.peak)),
             shares=MappingProxyType(
@@ -340,19 +359,26 @@ class Simulator:
         loop so (Kueue#13662, PrioritizePreemptorWorkloads is off by default): a preemptor
         waits for its targets' pods to end, they are requeued, and, going first in the cycle
         (no borrowing), are admitted again before it; it preempts them again. The workloads
-        caught in it never complete; the simulation ends there."""
+        caught in it never complete; the simulation ends there.
+
+        The states are kept since the last finish only (`finish` forgets them): once every job
+        is submitted, a workload is running or waiting from its submission to its finish, so
+        a finish takes it out of every later state, never to come back, and no state before
+        it is met again. Between two finishes the workloads running or waiting are the same
+        ones, those not running are waiting: a state is the running ones (each as far from
+        its end, being evicted or not) and which of the waiting ones are parked."""
         running = frozenset(
-            (key, r.started - self.now, r.evicting, r.job.duration)
-            for key, r in self.running.items()
+            (key, r.started - self.now, r.evicting) for key, r in self.running.items()
         )
-        waiting = frozenset((key, p.state) for key, p in self.pending.items() if p.state != GONE)
-        state = (running, waiting, tuple(sorted(self.sticky.items())))
+        parked = frozenset(p.job.key for queue in self.parked.values() for p in queue)
+        state = (running, parked, tuple(sorted(self.sticky.items())))
         if state in self.seen:
             message = (
                 "preempted in a loop: Kueue admits it and the workloads it preempts in turn, "
                 "for ever (Kueue#13662)"
             )
-            for key in (*self.running, *(k for k, _ in waiting)):
+            waiting = (k for k, p in self.pending.items() if p.state != GONE)
+            for key in (*self.running, *waiting):
                 outcome = self.outcomes[key]
                 if outcome.preempted or outcome.preempting:
                     outcome.message = message
@@ -398,6 +424,10 @@ class Simulator:
         self.release(running)
         self.outcomes[key].completed_at = self.now
         self.memo.signs.pop(key, None)
+        self.memo.shapes.pop(key, None)
+        self.pending.pop(key, None)
+        self.requests.pop(key, None)
+        self.seen.clear()
 
     def evicted(self, key: str, generation: int) -> None:
         """An eviction completes: the pods are gone, the quota is released, and the workload
@@ -744,7 +774,27 @@ class Simulator:
         for fr, value in usage.items():
             if value > self.peak.get(fr, ZERO):
                 self.peak[fr] = value
-        self.samples.append(Sample(self.now, MappingProxyType(usage), MappingProxyType(borrowed)))
+        self.hold_usage(usage, borrowed)
+
+    def hold_usage(
+        self, usage: dict[FlavorResource, Decimal], borrowed: dict[FlavorResource, Decimal]
+    ) -> None:
+        """The usage from now on: the one before is summed into `held` where it differs."""
+        key = (frozenset(usage.items()), frozenset(borrowed.items()))
+        if self.last is not None:
+            if self.last[0] == key:
+                return
+            before = self.held.get(self.last[0])
+            held = self.now - self.since + (0 if before is None else before[1])
+            self.held[self.last[0]] = (self.last[1], held)
+        known = self.held.get(key)
+        sample = (
+            known[0]
+            if known is not None
+            else Sample(MappingProxyType(usage), MappingProxyType(borrowed))
+        )
+        self.last = (key, sample)
+        self.since = self.now
 
     def account(self, since: int) -> None:
         """Each Cohort's share over [since, now): the time-weighted DominantResourceShare."""
