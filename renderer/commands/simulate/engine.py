@@ -425,6 +425,7 @@ class Simulator:
         self.outcomes[key].completed_at = self.now
         self.memo.signs.pop(key, None)
         self.memo.shapes.pop(key, None)
+        self.memo.groups.pop(key, None)
         self.pending.pop(key, None)
         self.requests.pop(key, None)
         self.seen.clear()
@@ -500,18 +501,25 @@ class Simulator:
         where each new head is parked too, or under StrictFIFO stays and blocks, the others'
         entries do as they did: the cycle parks the new heads and nothing else, and only they
         are nominated. Their ClusterQueues, or None where a new head may admit or preempt
-        (then the whole cycle runs)."""
-        entries = []
+        (then the whole cycle runs).
+
+        A new head of the same group as one parked since the running Workloads last changed
+        (`_Memo.group`: its ClusterQueue, shape, priority, and creation time where a policy
+        reads it) is not nominated again: its nomination is that one's, and it parks too."""
+        parks = self.memo.at(self.version).parks
+        heads: list[tuple[_Pending, _Nomination, ClusterQueue]] = []
         for name in names:
             pending = self.head(name)
             if pending is None:
                 continue
-            entry = self.nominate(name, pending)
-            mode = entry.known.mode
-            if mode != "NoFit" and (mode != "Preempt" or entry.targets):
-                return None
-            entries.append(entry)
-        return [entry.cq.name for entry in entries if self.inadmissible(entry)]
+            known = parks.get(self.memo.group(pending.job))
+            if known is None:
+                entry = self.nominate(name, pending)
+                known = entry.known
+                if known.mode != "NoFit" and (known.mode != "Preempt" or entry.targets):
+                    return None
+            heads.append((pending, known, self.settings[name].cq))
+        return [cq.name for pending, known, cq in heads if self.park(pending, known, cq)]
 
     def nominate(self, name: str, pending: _Pending) -> _Entry:
         """Kueue's `nominate`: the flavor assignment and, in Preempt mode, the preemption
@@ -539,6 +547,8 @@ class Simulator:
             incoming = self.incoming(name, found, job)
             pending.nominated = (found, incoming)
         targets = self.targets(incoming, job) if found.mode == "Preempt" else []
+        if found.mode == "NoFit" or (found.mode == "Preempt" and not targets):
+            memo.parks[self.memo.group(job)] = found
         return _Entry(pending, setting.cq, found, targets, incoming)
 
     def request(self, pending: _Pending) -> tuple[PodSetRequest, ...]:
@@ -560,7 +570,7 @@ class Simulator:
         """One entry of the cycle (Kueue's `processEntry`); whether it changed anything."""
         mode = entry.known.mode
         if mode == "NoFit" or (mode == "Preempt" and not entry.targets):
-            if self.inadmissible(entry):
+            if self.park(entry.pending, entry.known, entry.cq):
                 cycle.parked.append(entry.cq.name)
                 return True
             return False
@@ -598,14 +608,16 @@ class Simulator:
             for workload in gone.values():
                 self.live.add(workload)
 
-    def inadmissible(self, entry: _Entry) -> bool:
-        outcome = self.outcomes[entry.pending.job.key]
-        outcome.message = entry.known.message or "couldn't find preemption targets"
-        outcome.reason = entry.known.assignment.no_fit_reason
-        if entry.cq.queueing_strategy == "StrictFIFO":
+    def park(self, pending: _Pending, known: _Nomination, cq: ClusterQueue) -> bool:
+        """An entry that can neither be admitted nor preempt: parked (inadmissible) under
+        BestEffortFIFO; whether it was."""
+        outcome = self.outcomes[pending.job.key]
+        outcome.message = known.message or "couldn't find preemption targets"
+        outcome.reason = known.assignment.no_fit_reason
+        if cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
-        entry.pending.state = PARKED
-        self.parked[entry.cq.name].append(entry.pending)
+        pending.state = PARKED
+        self.parked[cq.name].append(pending)
         return True
 
     def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
@@ -828,6 +840,10 @@ class _Answers:
     assigned: dict[tuple[str, object], _Nomination] = field(default_factory=dict)
     targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
     states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
+    parks: dict[object, _Nomination] = field(default_factory=dict)
+    """Per group (`_Memo.group`), the nomination of one of it that could neither be admitted
+    nor preempt: every one of the group is nominated so while the running Workloads are the
+    same."""
 
 
 KEPT = 5_000
@@ -849,6 +865,7 @@ class _Memo:
         self.when = -1
         self.answers = _Answers()
         self.shapes: dict[str, object] = {}
+        self.groups: dict[str, object] = {}
         policies = {
             policy
             for cq in snapshot.cluster_queues.values()
@@ -910,6 +927,21 @@ class _Memo:
         stamp = parse_time(admitted.reserved_at, _UNREAD)
         reserved = None if stamp is _UNREAD else stamp.timestamp()
         return _Running(job, admitted, started, generation, sig=sig, reserved=reserved)
+
+    def group(self, job: Job) -> object:
+        """All a nomination reads of a job besides the tree: its ClusterQueue and shape (the
+        flavor assignment), priority, and creation time where a policy compares it (the
+        preemption search). Two jobs of a group are nominated alike at one state."""
+        found = self.groups.get(job.key)
+        if found is None:
+            submit = job.submit if self.by_creation else 0
+            found = self.groups[job.key] = (
+                job.cluster_queue,
+                self.shape(job),
+                job.priority,
+                submit,
+            )
+        return found
 
     def shape(self, job: Job) -> object:
         """What the flavor assigner sees of a job: its pods, per-pod requests, node selector."""
