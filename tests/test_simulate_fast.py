@@ -37,20 +37,11 @@ def same(fast: Run, slow: Run) -> None:
     assert fast.end == slow.end
     assert fast.peak == slow.peak
     # the slow path samples at every instant, the fast one where the usage changed: the same
-    # usage over time once equal neighbours are merged
-    assert merged(fast) == merged(slow)
+    # usage over time, each usage held as long
+    assert (fast.held, fast.last, fast.since) == (slow.held, slow.last, slow.since)
     assert fast.shares.keys() == slow.shares.keys()
     for name, share in fast.shares.items():
         assert share == pytest.approx(slow.shares[name])
-
-
-def merged(run: Run) -> list[tuple[int, object, object]]:
-    out: list[tuple[int, object, object]] = []
-    for sample in run.samples:
-        if out and (out[-1][1], out[-1][2]) == (sample.usage, sample.borrowed):
-            continue
-        out.append((sample.start, sample.usage, sample.borrowed))
-    return out
 
 
 def setup(strategy: str, fair: bool, evict_ms: int = engine.EVICT_MS) -> World:

@@ -99,10 +99,11 @@ class Job:
     pods: int
     per_pod: Mapping[str, Decimal]
     node_selector: Mapping[str, str] = field(default_factory=dict)
+    key: str = field(init=False, repr=False, compare=False)
+    """`namespace/name`, made once."""
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
 
 Fate = Literal["completed", "never", "running"]
@@ -169,9 +170,8 @@ class _Running:
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """The usage per (flavor, resource) from `start` on (until the next sample)."""
+    """A usage of the cluster: per (flavor, resource), what is used and what is borrowed."""
 
-    start: int
     usage: Mapping[FlavorResource, Decimal]
     borrowed: Mapping[FlavorResource, Decimal]
 
@@ -179,14 +179,26 @@ class Sample:
 @dataclass(frozen=True, slots=True)
 class Run:
     """A finished simulation: each job's outcome (in trace order), the usage over time, when
-    the last event happened, and each Cohort's share at every change."""
+    the last event happened, and each Cohort's share at every change.
+
+    The usage over time is summed as it comes: `held`, each usage the cluster was in before
+    `since` and for how many milliseconds in all (in the order first left), and `last`, the
+    usage from `since` on (None where nothing was sampled)."""
 
     outcomes: tuple[Outcome, ...]
-    samples: tuple[Sample, ...]
+    held: tuple[tuple[Sample, int], ...]
+    last: Sample | None
+    since: int
     end: int
     peak: Mapping[FlavorResource, Decimal]
     shares: Mapping[str, float]
     """Per Cohort under a parent, the time-weighted mean of its DominantResourceShare."""
+
+    @property
+    def samples(self) -> tuple[Sample, ...]:
+        """Each usage the cluster was in, once."""
+        found = tuple(sample for sample, _ in self.held)
+        return found if self.last is None or self.last in found else (*found, self.last)
 
 
 class Live(preemptor.Working):
@@ -280,7 +292,11 @@ class Simulator:
         self.events: list[tuple[int, int, int, str, int]] = []
         self.generation = itertools.count()
         self.tokens = itertools.count()
-        self.samples: list[Sample] = []
+        self.held: dict[object, tuple[Sample, int]] = {}
+        """Per usage met before `since` (`Sample` by its amounts), it and the milliseconds
+        it was held."""
+        self.last: tuple[object, Sample] | None = None
+        self.since = 0
         self.peak: dict[FlavorResource, Decimal] = {}
         self.share_time: dict[str, float] = {}
         self.now = 0
@@ -292,7 +308,8 @@ class Simulator:
         same while it is."""
         self.submitted = 0
         self.seen: dict[object, int] = {}
-        """After the last submission: each state the cluster was in, and when."""
+        """Since the last submission or the last finish after it, whichever is later: each
+        state the cluster was in, and when (`looping`)."""
         self.sampled = -1
         self.accounted: tuple[int, list[tuple[str, float]]] = (-1, [])
 
@@ -311,7 +328,9 @@ class Simulator:
             self.step()
         return Run(
             outcomes=tuple(self.outcomes[j.key] for j in self.jobs),
-            samples=tuple(self.samples),
+            held=tuple(self.held.values()),
+            last=None if self.last is None else self.last[1],
+            since=self.since,
             end=self.now,
             peak=MappingProxyType(dict(self.peak)),
             shares=MappingProxyType(
@@ -340,19 +359,26 @@ class Simulator:
         loop so (Kueue#13662, PrioritizePreemptorWorkloads is off by default): a preemptor
         waits for its targets' pods to end, they are requeued, and, going first in the cycle
         (no borrowing), are admitted again before it; it preempts them again. The workloads
-        caught in it never complete; the simulation ends there."""
+        caught in it never complete; the simulation ends there.
+
+        The states are kept since the last finish only (`finish` forgets them): once every job
+        is submitted, a workload is running or waiting from its submission to its finish, so
+        a finish takes it out of every later state, never to come back, and no state before
+        it is met again. Between two finishes the workloads running or waiting are the same
+        ones, those not running are waiting: a state is the running ones (each as far from
+        its end, being evicted or not) and which of the waiting ones are parked."""
         running = frozenset(
-            (key, r.started - self.now, r.evicting, r.job.duration)
-            for key, r in self.running.items()
+            (key, r.started - self.now, r.evicting) for key, r in self.running.items()
         )
-        waiting = frozenset((key, p.state) for key, p in self.pending.items() if p.state != GONE)
-        state = (running, waiting, tuple(sorted(self.sticky.items())))
+        parked = frozenset(p.job.key for queue in self.parked.values() for p in queue)
+        state = (running, parked, tuple(sorted(self.sticky.items())))
         if state in self.seen:
             message = (
                 "preempted in a loop: Kueue admits it and the workloads it preempts in turn, "
                 "for ever (Kueue#13662)"
             )
-            for key in (*self.running, *(k for k, _ in waiting)):
+            waiting = (k for k, p in self.pending.items() if p.state != GONE)
+            for key in (*self.running, *waiting):
                 outcome = self.outcomes[key]
                 if outcome.preempted or outcome.preempting:
                     outcome.message = message
@@ -398,6 +424,11 @@ class Simulator:
         self.release(running)
         self.outcomes[key].completed_at = self.now
         self.memo.signs.pop(key, None)
+        self.memo.shapes.pop(key, None)
+        self.memo.groups.pop(key, None)
+        self.pending.pop(key, None)
+        self.requests.pop(key, None)
+        self.seen.clear()
 
     def evicted(self, key: str, generation: int) -> None:
         """An eviction completes: the pods are gone, the quota is released, and the workload
@@ -470,18 +501,25 @@ class Simulator:
         where each new head is parked too, or under StrictFIFO stays and blocks, the others'
         entries do as they did: the cycle parks the new heads and nothing else, and only they
         are nominated. Their ClusterQueues, or None where a new head may admit or preempt
-        (then the whole cycle runs)."""
-        entries = []
+        (then the whole cycle runs).
+
+        A new head of the same group as one parked since the running Workloads last changed
+        (`_Memo.group`: its ClusterQueue, shape, priority, and creation time where a policy
+        reads it) is not nominated again: its nomination is that one's, and it parks too."""
+        parks = self.memo.at(self.version).parks
+        heads: list[tuple[_Pending, _Nomination, ClusterQueue]] = []
         for name in names:
             pending = self.head(name)
             if pending is None:
                 continue
-            entry = self.nominate(name, pending)
-            mode = entry.known.mode
-            if mode != "NoFit" and (mode != "Preempt" or entry.targets):
-                return None
-            entries.append(entry)
-        return [entry.cq.name for entry in entries if self.inadmissible(entry)]
+            known = parks.get(self.memo.group(pending.job))
+            if known is None:
+                entry = self.nominate(name, pending)
+                known = entry.known
+                if known.mode != "NoFit" and (known.mode != "Preempt" or entry.targets):
+                    return None
+            heads.append((pending, known, self.settings[name].cq))
+        return [cq.name for pending, known, cq in heads if self.park(pending, known, cq)]
 
     def nominate(self, name: str, pending: _Pending) -> _Entry:
         """Kueue's `nominate`: the flavor assignment and, in Preempt mode, the preemption
@@ -509,6 +547,8 @@ class Simulator:
             incoming = self.incoming(name, found, job)
             pending.nominated = (found, incoming)
         targets = self.targets(incoming, job) if found.mode == "Preempt" else []
+        if found.mode == "NoFit" or (found.mode == "Preempt" and not targets):
+            memo.parks[self.memo.group(job)] = found
         return _Entry(pending, setting.cq, found, targets, incoming)
 
     def request(self, pending: _Pending) -> tuple[PodSetRequest, ...]:
@@ -530,7 +570,7 @@ class Simulator:
         """One entry of the cycle (Kueue's `processEntry`); whether it changed anything."""
         mode = entry.known.mode
         if mode == "NoFit" or (mode == "Preempt" and not entry.targets):
-            if self.inadmissible(entry):
+            if self.park(entry.pending, entry.known, entry.cq):
                 cycle.parked.append(entry.cq.name)
                 return True
             return False
@@ -568,14 +608,16 @@ class Simulator:
             for workload in gone.values():
                 self.live.add(workload)
 
-    def inadmissible(self, entry: _Entry) -> bool:
-        outcome = self.outcomes[entry.pending.job.key]
-        outcome.message = entry.known.message or "couldn't find preemption targets"
-        outcome.reason = entry.known.assignment.no_fit_reason
-        if entry.cq.queueing_strategy == "StrictFIFO":
+    def park(self, pending: _Pending, known: _Nomination, cq: ClusterQueue) -> bool:
+        """An entry that can neither be admitted nor preempt: parked (inadmissible) under
+        BestEffortFIFO; whether it was."""
+        outcome = self.outcomes[pending.job.key]
+        outcome.message = known.message or "couldn't find preemption targets"
+        outcome.reason = known.assignment.no_fit_reason
+        if cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
-        entry.pending.state = PARKED
-        self.parked[entry.cq.name].append(entry.pending)
+        pending.state = PARKED
+        self.parked[cq.name].append(pending)
         return True
 
     def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
@@ -744,7 +786,27 @@ class Simulator:
         for fr, value in usage.items():
             if value > self.peak.get(fr, ZERO):
                 self.peak[fr] = value
-        self.samples.append(Sample(self.now, MappingProxyType(usage), MappingProxyType(borrowed)))
+        self.hold_usage(usage, borrowed)
+
+    def hold_usage(
+        self, usage: dict[FlavorResource, Decimal], borrowed: dict[FlavorResource, Decimal]
+    ) -> None:
+        """The usage from now on: the one before is summed into `held` where it differs."""
+        key = (frozenset(usage.items()), frozenset(borrowed.items()))
+        if self.last is not None:
+            if self.last[0] == key:
+                return
+            before = self.held.get(self.last[0])
+            held = self.now - self.since + (0 if before is None else before[1])
+            self.held[self.last[0]] = (self.last[1], held)
+        known = self.held.get(key)
+        sample = (
+            known[0]
+            if known is not None
+            else Sample(MappingProxyType(usage), MappingProxyType(borrowed))
+        )
+        self.last = (key, sample)
+        self.since = self.now
 
     def account(self, since: int) -> None:
         """Each Cohort's share over [since, now): the time-weighted DominantResourceShare."""
@@ -778,6 +840,10 @@ class _Answers:
     assigned: dict[tuple[str, object], _Nomination] = field(default_factory=dict)
     targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
     states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
+    parks: dict[object, _Nomination] = field(default_factory=dict)
+    """Per group (`_Memo.group`), the nomination of one of it that could neither be admitted
+    nor preempt: every one of the group is nominated so while the running Workloads are the
+    same."""
 
 
 KEPT = 5_000
@@ -799,6 +865,7 @@ class _Memo:
         self.when = -1
         self.answers = _Answers()
         self.shapes: dict[str, object] = {}
+        self.groups: dict[str, object] = {}
         policies = {
             policy
             for cq in snapshot.cluster_queues.values()
@@ -860,6 +927,21 @@ class _Memo:
         stamp = parse_time(admitted.reserved_at, _UNREAD)
         reserved = None if stamp is _UNREAD else stamp.timestamp()
         return _Running(job, admitted, started, generation, sig=sig, reserved=reserved)
+
+    def group(self, job: Job) -> object:
+        """All a nomination reads of a job besides the tree: its ClusterQueue and shape (the
+        flavor assignment), priority, and creation time where a policy compares it (the
+        preemption search). Two jobs of a group are nominated alike at one state."""
+        found = self.groups.get(job.key)
+        if found is None:
+            submit = job.submit if self.by_creation else 0
+            found = self.groups[job.key] = (
+                job.cluster_queue,
+                self.shape(job),
+                job.priority,
+                submit,
+            )
+        return found
 
     def shape(self, job: Job) -> object:
         """What the flavor assigner sees of a job: its pods, per-pod requests, node selector."""

@@ -112,15 +112,14 @@ def pool_reports(setup: ClusterSetup, run: Run, span: int) -> list[PoolReport]:
     """Per pool of the cluster: GPU-seconds used and borrowed over [0, span), in physical
     GPUs, from the usage at each change."""
     out = []
-    ends = [s.start for s in run.samples[1:]] + [span]
+    held = [*run.held, *(() if run.last is None else ((run.last, span - run.since),))]
     for pool, offered in sorted(setup.capacity.items()):
         shares = gpu_resources(offered)
         gpus = sum(
             (Fraction(n) * shares[r] for r, (n, _) in offered.items() if r in shares), Fraction(0)
         )
         used = borrowed = Fraction(0)
-        for sample, end in zip(run.samples, ends, strict=True):
-            length = end - sample.start
+        for sample, length in held:
             used += _gpus(sample.usage, pool, shares) * length
             borrowed += _gpus(sample.borrowed, pool, shares) * length
         peak = _gpus(run.peak, pool, shares)
