@@ -446,10 +446,10 @@ _TREES = st.recursive(
 @given(st.dictionaries(_KEYS, _TREES, max_size=5))
 def test_the_size_and_metadata_shortcuts_agree_with_the_long_way(obj: dict[Any, Any]) -> None:
     """`object_problems` tells a small object and one whose only `metadata` is its own from its
-    marshal bytes (`api_limits._marshalled`); on any JSON-like tree (keys JSON turns into
+    marshal bytes (`api_limits.marshalled`); on any JSON-like tree (keys JSON turns into
     strings, control characters, big ints, floats, the word in a string value) both answers are
     the ones the walk and `json.dumps` give."""
-    encoded = api_limits._marshalled(obj)
+    encoded = api_limits.marshalled(obj)
     assert encoded is not None
     assert list(api_limits._metadata_blocks(obj, encoded)) == list(
         api_limits._metadata_blocks(obj, None)

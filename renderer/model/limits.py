@@ -58,6 +58,10 @@ is found, since copying a growing tuple for each of an object's containers was a
 walk."""
 
 
+_UNMADE: Any = object()
+"""`encoded` not given: made here."""
+
+
 def _path(link: _Link, *last: str | int) -> _Path:
     keys: list[str | int] = list(reversed(last))
     while link is not None:
@@ -99,16 +103,20 @@ def _resource_map(node: Mapping[str, Any], link: _Link) -> Iterator[tuple[_Path,
             yield from _judged(link, resource, resource, value)
 
 
-def rendered_quantity_problems(obj: Mapping[str, Any]) -> list[tuple[_Path, str]]:
+def rendered_quantity_problems(
+    obj: Mapping[str, Any], encoded: bytes | None = _UNMADE
+) -> list[tuple[_Path, str]]:
     """Each amount of a rendered object that Kubernetes or Kueue cannot count as written
     (`range_problem`), wherever it sits: resource maps (`RESOURCE_MAPS`), Kueue's flavor
     amounts and emptyDir `sizeLimit`s. A LimitRange's `maxLimitRequestRatio` is a ratio, not
     an amount, and is left alone. An object none of whose keys is one the walk reads
-    (`_KEYS_READ`, told from its marshal bytes) has nothing to find."""
-    try:
-        encoded: bytes | None = marshal.dumps(obj, 2)  # type: ignore[arg-type]
-    except ValueError:  # a subclass, a type marshal does not write: walked
-        encoded = None
+    (`_KEYS_READ`, told from its marshal bytes, version 2: `encoded` when the caller made them,
+    None when marshal cannot write the object) has nothing to find."""
+    if encoded is _UNMADE:
+        try:
+            encoded = marshal.dumps(obj, 2)  # type: ignore[arg-type]
+        except ValueError:  # a subclass, a type marshal does not write: walked
+            encoded = None
     if encoded is not None and _KEYS_READ.search(encoded) is None:
         return []
     found: list[tuple[_Path, str]] = []

@@ -15,6 +15,7 @@ Design: docs/operators.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -368,8 +369,10 @@ def serving(group: str, kind: str, version: str | None = None) -> Operator | Non
     return found[0] if found else None
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def servers(group: str, kind: str) -> tuple[Operator, ...]:
-    """Every operator whose CRDs define the kind, in OPERATORS' order."""
+    """Every operator whose CRDs define the kind, in OPERATORS' order (kept per kind: every
+    custom object of every cluster asks)."""
     return tuple(
         operator
         for operator in OPERATORS

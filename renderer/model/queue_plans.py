@@ -273,7 +273,10 @@ def limits_of(plan: ClusterQueuePlan | TeamCohortPlan, pool: str, resource: str)
     """A queue's (or team Cohort's) limits on one pool and resource. Where a flavor has no
     amount for a covered resource, the queue layer writes nominal 0 and borrowing limit 0:
     nothing of it, and nothing to borrow."""
-    found = next((f for f in plan.flavors if f.pool.name == pool), None)
+    return _flavor_limits(next((f for f in plan.flavors if f.pool.name == pool), None), resource)
+
+
+def _flavor_limits(found: FlavorPlan | None, resource: str) -> Limits:
     amount = found.resources.get(resource) if found is not None else None
     if amount is None:
         return Limits(Decimal(0), Decimal(0), None)
@@ -281,9 +284,13 @@ def limits_of(plan: ClusterQueuePlan | TeamCohortPlan, pool: str, resource: str)
 
 
 def _quotas(plan: ClusterQueuePlan | TeamCohortPlan, covered: Sequence[str]) -> dict[Fr, Limits]:
-    """A node's quotas as the queue layer renders them: every covered resource of every flavor."""
+    """A node's quotas as the queue layer renders them: every covered resource of every flavor
+    (each pool's `limits_of`: its first flavor's amounts, found once per pool, not per entry)."""
+    first: dict[str, FlavorPlan] = {}
+    for flavor in plan.flavors:
+        first.setdefault(flavor.pool.name, flavor)
     return {
-        (flavor.pool.name, resource): limits_of(plan, flavor.pool.name, resource)
+        (flavor.pool.name, resource): _flavor_limits(first[flavor.pool.name], resource)
         for flavor in plan.flavors
         for resource in covered
     }

@@ -12,6 +12,7 @@ so a finding of this module is a gpuplane bug or a limit the input checks do not
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 import re
@@ -157,9 +158,7 @@ def _meta_problems(meta: Mapping[str, Any], at: _Path) -> Iterator[Found]:
         return
     labels = meta.get("labels")
     for key, value in labels.items() if isinstance(labels, Mapping) else ():
-        if isinstance(value, str) and (
-            len(value) > LABEL_VALUE_MAX or not _LABEL_VALUE.match(value)
-        ):
+        if isinstance(value, str) and _bad_label_value(value):
             yield (
                 (*at, "labels", key),
                 f"invalid label value {show(value)}: at most 63 characters of [A-Za-z0-9-_.], "
@@ -168,9 +167,21 @@ def _meta_problems(meta: Mapping[str, Any], at: _Path) -> Iterator[Found]:
     for section in ("labels", "annotations"):
         entries = meta.get(section)
         for key in entries if isinstance(entries, Mapping) else ():
-            name = key.rpartition("/")[2] if isinstance(key, str) else ""
-            if isinstance(key, str) and (len(name) > 63 or not _QUALIFIED_NAME.match(name)):
+            if isinstance(key, str) and _bad_key(key):
                 yield (*at, section, key), f"invalid {section[:-1]} key {show(key)}"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _bad_label_value(value: str) -> bool:
+    """Whether a label value is not one (kept per value: a platform repeats a few hundred)."""
+    return len(value) > LABEL_VALUE_MAX or not _LABEL_VALUE.match(value)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _bad_key(key: str) -> bool:
+    """Whether a label or annotation key's name part is not a qualified name."""
+    name = key.rpartition("/")[2]
+    return len(name) > 63 or not _QUALIFIED_NAME.match(name)
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
@@ -263,20 +274,26 @@ def _size_problems(obj: Mapping[str, Any], encoded: bytes | None = None) -> Iter
         )
 
 
-def _marshalled(obj: Mapping[str, Any]) -> bytes | None:
+def marshalled(obj: Mapping[str, Any]) -> bytes | None:
     """The object in marshal's version 2 (C, several times faster than `json.dumps`; no
     back-references, so every value is written out where it sits), or None when marshal cannot
-    write it (a subclass, an enum): then every check takes the long way."""
+    write it (a subclass, an enum): then every check takes the long way. Made once per object
+    and handed to each check that reads it (`ObjectCheck`)."""
     try:
         return marshal.dumps(obj, 2)  # type: ignore[arg-type]  # any value: ValueError
     except ValueError:
         return None
 
 
-def object_problems(obj: Mapping[str, Any]) -> list[Found]:
+_UNMADE: Any = object()
+"""`encoded` not given: made here."""
+
+
+def object_problems(obj: Mapping[str, Any], encoded: bytes | None = _UNMADE) -> list[Found]:
     """What the API server, or the controller acting on the object, would refuse that no schema
-    says: see the module's docstring."""
-    encoded = _marshalled(obj)
+    says: see the module's docstring. `encoded`: the object's `marshalled` bytes, when made."""
+    if encoded is _UNMADE:
+        encoded = marshalled(obj)
     found: list[Found] = list(_size_problems(obj, encoded))
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
@@ -287,6 +304,7 @@ def object_problems(obj: Mapping[str, Any]) -> list[Found]:
     return found
 
 
-ObjectCheck = Callable[[Mapping[str, Any]], Iterable[Found]]
+ObjectCheck = Callable[[Mapping[str, Any], bytes | None], Iterable[Found]]
 """A further check of every rendered object (`OutputValidator.with_checks`): the quantity
-ranges, which need the model's quantity arithmetic (`renderer.model.limits`)."""
+ranges, which need the model's quantity arithmetic (`renderer.model.limits`). It is given the
+object and its `marshalled` bytes (None: marshal cannot write it)."""

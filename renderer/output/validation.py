@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -32,7 +33,7 @@ from referencing.jsonschema import DRAFT202012
 
 from renderer.findings.diagnostics import Location
 from renderer.output import crd_cache
-from renderer.output.api_limits import ObjectCheck, object_problems
+from renderer.output.api_limits import ObjectCheck, marshalled, object_problems
 from renderer.output.cel import CelViolation, CompiledRules, UncheckedRule, compile_rules
 from renderer.output.crds import (
     Crd,
@@ -80,8 +81,10 @@ _QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _qualified_name_problem(key: str) -> str | None:
-    """Why ``key`` is not a valid label or annotation key (``[prefix/]name``), or None."""
+    """Why ``key`` is not a valid label or annotation key (``[prefix/]name``), or None. Kept
+    per key: a platform's objects repeat a few dozen keys hundreds of thousands of times."""
     prefix, slash, name = key.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix)):
         return "its prefix must be a lowercase RFC 1123 subdomain of at most 253 characters"
@@ -385,9 +388,10 @@ class OutputValidator:
         checked = self._check(obj, kubernetes_version, pin_of, old_of)
         if not isinstance(obj, Mapping):
             return checked
-        found = set(object_problems(obj))
+        encoded = marshalled(obj)
+        found = set(object_problems(obj, encoded))
         for extra in self._checks:
-            found.update(extra(obj))
+            found.update(extra(obj, encoded))
         if not found:
             return checked
         known = {(p.path, p.message) for p in checked.problems}

@@ -15,6 +15,7 @@ policies are a second lock that a relabel does not open.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,10 +36,12 @@ POLICY_PREFIX = "gpuplane-"
 # --- CEL literals -------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def cel_string(text: str) -> str:
     """`text` as a CEL double-quoted string literal: a quote, a backslash or a control or
     non-ASCII character in input text becomes an escape, so it can neither end the literal nor
-    add an expression of its own."""
+    add an expression of its own. Kept per text: each cluster's policies quote the same names
+    tens of thousands of times."""
     out = ['"']
     for char in text:
         code = ord(char)
