@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from renderer.output.canonical import _EMITTER, CDumper, PythonDumper, dump
+from renderer.output.canonical import _EMITTER, CDumper, PythonDumper, dump, emitted
 from renderer.output.emitter import Emitter, Unsupported
 
 TEXTS = [
@@ -253,3 +255,66 @@ def test_what_libyaml_decides_by_bytes_and_breaks(body: dict[str, Any]) -> None:
     except Unsupported:
         return  # handed to PyYAML, which the line above checked
     assert written == expected
+
+
+def _typed(value: Any) -> Any:
+    """The value with each leaf's type beside it (and a float's sign and NaN told apart), so
+    that equal values of other types (1 and 1.0 and True, 0.0 and -0.0) compare unequal."""
+    if type(value) is dict:
+        return ("dict", [(k, _typed(v)) for k, v in value.items()])
+    if type(value) is list:
+        return ("list", [_typed(v) for v in value])
+    if type(value) is float:
+        return ("float", "nan" if value != value else repr(value))
+    return (type(value).__name__, value)
+
+
+def assert_read_back(body: dict[str, Any]) -> None:
+    """What `emitted` lays out, PyYAML's safe loader (what reads a committed file's old self)
+    reads back as the body itself, each value of its type, in order."""
+    text = emitted(body)
+    if text is None:
+        return
+    assert _typed(yaml.load(text, Loader=yaml.CSafeLoader)) == _typed(body), text
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_what_the_emitter_writes_reads_back_as_the_body(text: str) -> None:
+    assert (emitted({"k": text}) is None) == (text in KEPT_BREAKS)
+    for body in layouts(text):
+        assert_read_back(body)
+    for value in [*NUMBERS, float("nan"), True, False, None, {}, []]:
+        for body in layouts(value):
+            assert_read_back(body)
+
+
+_LEAF = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(TEXTS),
+    st.integers(),
+    st.floats(),
+    st.booleans(),
+    st.none(),
+)
+
+
+@settings(max_examples=600, derandomize=True)
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.recursive(
+            _LEAF,
+            lambda inner: st.one_of(
+                st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+            ),
+            max_leaves=12,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_json_body_the_emitter_writes_reads_back_as_itself(body: dict[str, Any]) -> None:
+    """The property `CommittedTree` relies on to take a committed file that holds exactly the
+    bytes a render writes as the body, unparsed (`writer.plain_manifest_file`): any text, in
+    keys and values, any number."""
+    assert_read_back(body)

@@ -287,3 +287,51 @@ def test_the_shortcut_finds_what_reading_every_committed_object_finds(
     assert shortcut == run()
     if case == "as committed":
         assert any("output-immutable-field" in shown for shown in shortcut)
+
+
+def test_a_file_holding_what_the_render_writes_is_taken_as_the_body_unparsed(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`CommittedTree.old_self_from` takes an object whose own committed file holds exactly the
+    bytes this render writes for it as its body, without parsing the file; it must find what
+    parsing finds (the same values of the same types, the same version), for every object of
+    the example, and parse a file that differs (the repository's edited ResourceFlavor)."""
+    from renderer.model.view import ClusterView
+    from renderer.output import transitions
+    from renderer.pipeline import load_platform, render_cluster
+    from tests.test_emitter import _typed
+
+    platform = load_platform(repo).platform
+    fast, slow = committed_tree(repo), committed_tree(repo)
+    parsed: list[str] = []
+    documents = transitions.CommittedTree._documents
+
+    def counted(self: transitions.CommittedTree, path: str) -> Any:
+        if self is fast:
+            parsed.append(path)
+        return documents(self, path)
+
+    monkeypatch.setattr(transitions.CommittedTree, "_documents", counted)
+    taken = 0
+    for name in sorted(platform.clusters):
+        for output in render_cluster(ClusterView.of(platform, platform.clusters[name])):
+            if not isinstance(output, Manifest):
+                continue
+            before = len(parsed)
+            found, version = fast.old_self_from(name, output)
+            monkeypatch.setattr(slow, "_holds_as_written", lambda *_: False)
+            expected, expected_version = slow.old_self_from(name, output)
+            assert _typed(found) == _typed(expected), output.path
+            assert version == expected_version
+            taken += len(parsed) == before and found is output.body
+    assert taken > 100
+    assert any(path.endswith(".yaml") and "resourceflavor-" in path for path in parsed)
+
+
+def test_a_header_a_line_break_would_end_is_never_taken_unparsed() -> None:
+    from renderer.output.writer import plain_manifest_file
+
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    for name in ("teams/a.yaml", "teams/a\nkind: Secret.yaml", "teams/a\u2028b.yaml"):
+        manifest = Manifest("tenancy", body, Location(name, 1, 1))
+        assert (plain_manifest_file(manifest) is None) == (name != "teams/a.yaml")

@@ -105,6 +105,17 @@ def dump(body: Mapping[str, Any], dumper: type[yaml.SafeDumper] | None = None) -
     return _pyyaml(body, dumper)
 
 
+def emitted(body: Mapping[str, Any]) -> str | None:
+    """`dump(body)` when gpuplane's emitter lays the body out itself (a mapping of plain JSON
+    data, each value of exactly its type, no list or mapping reached twice); None where PyYAML
+    would have to. PyYAML's safe loader reads such a document back as the body, each value of
+    its type (tests/test_emitter.py)."""
+    try:
+        return _EMITTER.dump(body)
+    except Unsupported:
+        return None
+
+
 def _pyyaml(body: Any, dumper: type[yaml.SafeDumper]) -> str:
     text: str = yaml.dump(
         body,

@@ -29,6 +29,7 @@ from renderer.output.writer import (
     TreeListing,
     file_stat,
     fingerprint_of,
+    plain_manifest_file,
 )
 
 try:
@@ -254,12 +255,30 @@ class CommittedTree:
     ) -> tuple[Mapping[str, Any] | None, str | None]:
         """`old_self`, and the `version_of` the file it was found in when that is the object's
         own file (`<cluster>/<its path>`); None when it was found elsewhere or not at all."""
+        exact = f"{cluster}/{manifest.path}"
+        if exact in self and self._holds_as_written(exact, manifest):
+            return manifest.body, self.version_of(exact)
         found, unread, path = self._lookup(cluster, manifest)
         if found is None and unread:
             self._unread[(cluster, manifest.path)] = unread
         if path is None or path != f"{cluster}/{manifest.path}":
             return found, None
         return found, self.version_of(path)
+
+    def _holds_as_written(self, path: str, manifest: Manifest) -> bool:
+        """Whether the object's own file holds the bytes this render writes for it, which
+        PyYAML reads back as its body (`plain_manifest_file`): then the body is what `_lookup`
+        would find there, first of the candidates, without parsing the file (a cold check of
+        thousands of objects with transition rules parsed each one's file)."""
+        if path in self._parsed:
+            return False  # parsed already: `_lookup` reads it from there
+        written = plain_manifest_file(manifest)
+        if written is None:
+            return False
+        try:
+            return self._bytes(path) == written
+        except OSError:
+            return False  # `_lookup` reports it
 
     def unreadable(self, cluster: str, manifest: Manifest) -> list[tuple[str, str]]:
         """(path under rendered/, why) of the files `old_self` could not read for the manifest;

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from renderer.output.canonical import dump
+from renderer.output.canonical import dump, emitted
+from renderer.output.emitter import LINE_BREAKS
 from renderer.output.manifest import Manifest, Values
 
 HEADER = "# Rendered by gpuplane from {source}; edit that file, not this one.\n"
@@ -52,8 +53,7 @@ def build_files(
             if path in unchanged:
                 files[path] = None
                 continue
-            text = HEADER.format(source=manifest.source.file) + dump(manifest.body)
-            files[path] = text.encode("utf-8")
+            files[path] = (_header(manifest.source.file) + dump(manifest.body)).encode("utf-8")
     files.update(_kustomizations(files))
     for cluster, items in (values or {}).items():
         for item in items:
@@ -61,11 +61,26 @@ def build_files(
             if path in unchanged:
                 files[path] = None
                 continue
-            text = HEADER.format(source=item.source.file) + comment_lines(item.comment)
+            text = _header(item.source.file) + comment_lines(item.comment)
             files[path] = (text + dump(item.body)).encode("utf-8")
     for cluster, text in (readmes or {}).items():
         files[f"{cluster}/README.md"] = text.encode("utf-8")
     return dict(sorted(files.items()))
+
+
+def _header(source: str) -> str:
+    return HEADER.format(source=source)
+
+
+def plain_manifest_file(manifest: Manifest) -> bytes | None:
+    """The bytes `build_files` writes for the manifest, when they are one document that PyYAML
+    reads back as the body itself: gpuplane's emitter lays the body out (`canonical.emitted`)
+    and the header is one comment line (a line break in the source's name would end it). None
+    otherwise."""
+    if any(mark in manifest.source.file for mark in LINE_BREAKS):
+        return None
+    text = emitted(manifest.body)
+    return None if text is None else (_header(manifest.source.file) + text).encode("utf-8")
 
 
 def comment_lines(text: str, width: int = 98) -> str:
