@@ -79,8 +79,15 @@ def labels(**values: str | None) -> dict[str, str]:
     result = dict(MANAGED_BY)
     for key, value in values.items():
         if value is not None:
-            result[f"gpuplane.dev/{key.replace('_', '-')}"] = value
+            label = _LABEL_KEYS.get(key)
+            if label is None:
+                label = _LABEL_KEYS[key] = f"gpuplane.dev/{key.replace('_', '-')}"
+            result[label] = value
     return result
+
+
+_LABEL_KEYS: dict[str, str] = {}
+"""Each keyword of `labels` as its label key (keywords are the code's, a handful)."""
 
 
 def metadata(name: str, namespace: str | None = None, **label_values: str | None) -> dict[str, Any]:

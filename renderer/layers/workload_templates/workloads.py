@@ -58,9 +58,17 @@ def files(view: ClusterView) -> Iterator[tuple[str, str]]:
 _Build = Callable[[Target], dict[str, Any]]
 
 
-def _planned(view: ClusterView) -> Iterator[tuple[Target, str, _Build]]:
+def _planned(view: ClusterView) -> list[tuple[Target, str, _Build]]:
     """Each template of every team namespace on one cluster: its target, its chart and what
-    builds its body."""
+    builds its body; worked out once per view (`render` and the README's `files` both ask, and
+    each target reads the cohort's PotentialAvailable). A target and its builder are immutable."""
+    found: list[tuple[Target, str, _Build]] | None = view.derived.get("templates")
+    if found is None:
+        found = view.derived["templates"] = list(_plan(view))
+    return found
+
+
+def _plan(view: ClusterView) -> Iterator[tuple[Target, str, _Build]]:
     plans = cluster_queues(view)
     by_namespace = {ns.name: plan for plan in plans for ns in plan.namespaces}
     by_cohort = cohorts(plans)
