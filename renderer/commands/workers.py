@@ -112,13 +112,15 @@ def forked_map(
 
 def _hand_out(worker: _Worker, pending: deque[int]) -> None:
     """One more item for the worker, within `AHEAD`; the stop when none is left."""
-    if pending and len(worker.holds) < AHEAD:
-        position = pending.popleft()
-        worker.connection.send(position)
-        worker.holds.append(position)
-    if not pending and not worker.holds and not worker.stopped:
-        worker.connection.send(None)
-        worker.stopped = True
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it died: `_results`
+        # reads its end next, and reports it stopped with what it holds
+        if pending and len(worker.holds) < AHEAD:
+            position = pending.popleft()
+            worker.holds.append(position)
+            worker.connection.send(position)
+        if not pending and not worker.holds and not worker.stopped:
+            worker.stopped = True
+            worker.connection.send(None)
 
 
 def _results(
@@ -140,7 +142,8 @@ def _results(
             held = describe(items[worker.holds[0]]) if worker.holds else None
             try:
                 kind, position, value = ready.recv()
-            except EOFError:  # the worker's end of the pipe closed: it ended
+            except (EOFError, ConnectionResetError):  # the worker's end closed: it ended
+                # (a socket pair: a worker killed with an item unread in its end is a reset)
                 worker.finished = True
                 worker.process.join()
                 if worker.stopped and not worker.holds:
