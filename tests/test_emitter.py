@@ -180,6 +180,11 @@ def _candidates() -> list[str]:
 
     alphabet = "abyYnNeE0129_./-:# '"
     found = {"".join(p) for n in (1, 2) for p in itertools.product(alphabet, repeat=n)}
+    # three characters of every printable ASCII one after a letter: what `: `, ` #`, a last
+    # space or colon and every indicator do inside and at the end
+    printable = "".join(chr(c) for c in range(0x20, 0x7F))
+    found.update(f"a{x}{y}" for x in printable for y in printable)
+    found.update(f"a{x}{y}b" for x in printable for y in " :#-?")
     for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n", "inf", "nan"):
         for cases in itertools.product(*((c.lower(), c.upper()) for c in word)):
             found.add("".join(cases))
@@ -188,6 +193,9 @@ def _candidates() -> list[str]:
     chance = random.Random(15)
     for _ in range(3000):
         found.add("".join(chance.choice(letters) for _ in range(chance.randint(1, 40))))
+    text = letters + " :#'\"{}[],?!&*|>%@`=~\\"
+    for _ in range(3000):
+        found.add(chance.choice("aZ") + "".join(chance.choice(text) for _ in range(40)))
     found.update(["team-0001-train", "kueue.x-k8s.io/v1beta2", "nvidia.com/gpu", "e1", "E9"])
     return sorted(found)
 
@@ -205,6 +213,11 @@ def test_strings_written_as_is_are_what_pyyaml_writes_as_is() -> None:
     assert len(as_is) > len(candidates) / 2
     assert not {"y", "N", "yes", "No", "TRUE", "fAlSe", "On", "oFF", "null", "NULL"} & set(as_is)
     assert {"team-0001-train", "kueue.x-k8s.io/v1beta2", "e1", "nvidia.com/gpu"} <= set(as_is)
+    # and sentences, references and templates as the layers write them
+    for text in ("oidc:team-0001", "registry.example.invalid/t/train:replace-me", "a {{ x }} b"):
+        assert written_as_is(text), text
+    for text in ("a: b", "a #b", "a ", "a:", "no", "ON"):
+        assert not written_as_is(text), text
 
 
 def test_the_emitter_takes_a_string_written_as_is_without_asking_pyyaml() -> None:

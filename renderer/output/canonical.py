@@ -64,17 +64,25 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar(tag, value)
 
 
-_AS_IS = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+_AS_IS = re.compile(r"[A-Za-z][\x20-\x7e]*")
 _READ_AS_OTHER = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", "n"))
 
 
 def written_as_is(value: str) -> bool:
     """Whether `_represent_str` and PyYAML write the string as itself, a plain scalar, decided
-    without them: ASCII letters, digits and `_./-`, a letter first (no YAML indicator, no number,
-    no `.inf`), and not a word some reader takes for a boolean or null, in any case. A string
-    this refuses may still be plain; PyYAML decides those (tests/test_emitter.py checks this
-    against both of its emitters)."""
-    return _AS_IS.fullmatch(value) is not None and value.lower() not in _READ_AS_OTHER
+    without them: printable ASCII (no tab, no line break), a letter first (no YAML indicator,
+    no number, no `.inf`, no `---`), no `: ` or ` #` (which start a value or a comment) and no
+    space or `:` last, and not a word some reader takes for a boolean or null, in any case.
+    Inside a plain scalar of a block mapping, `{}[],?'"!&*|>%@` are text. A string this refuses
+    may still be plain; PyYAML decides those (tests/test_emitter.py checks this against both of
+    its emitters, on every string of a small alphabet and on random ones)."""
+    return (
+        _AS_IS.fullmatch(value) is not None
+        and value[-1] not in " :"
+        and ": " not in value
+        and " #" not in value
+        and value.lower() not in _READ_AS_OTHER
+    )
 
 
 class PythonDumper(yaml.SafeDumper):
