@@ -16,6 +16,7 @@ import functools
 import json
 import marshal
 import re
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -205,22 +206,28 @@ def _is_container(value: object) -> bool:
 def _metadata_blocks(
     obj: Mapping[str, Any], encoded: bytes | None = None
 ) -> Iterator[tuple[Mapping[str, Any], _Path]]:
-    """Every `metadata` mapping in an object: its own and those of the templates it carries.
-    `encoded`, the object's marshal bytes, tells an object whose one `metadata` is its own from
-    them alone: every key is written out whole, so a key `metadata` below the top is a second
-    `b"metadata"` (a string value holding the word only sends it to the walk). The walk keeps
-    where each node sits as a link to its parent (`_Link`) and makes a path only for a block it
-    yields."""
-    if encoded is not None and encoded.count(b"metadata") <= ("metadata" in obj):
+    """Every `metadata` mapping in an object, in the order of its document: its own and those
+    of the templates it carries. `encoded`, the object's marshal bytes (version 2: every key is
+    written out whole, as `_METADATA_KEY`), bounds how many keys `metadata` the object has (a
+    string value `metadata` only counts one more): one that is its own is found from them
+    alone, and the walk stops once it has met as many as the bytes hold, before the pod specs
+    that follow the last template's metadata. The walk keeps where each node sits as a link
+    to its parent (`_Link`) and makes a path only for a block it yields."""
+    bound = encoded.count(_METADATA_KEY) if encoded is not None else -1
+    if bound != -1 and bound <= ("metadata" in obj):
         own = obj.get("metadata")
         if isinstance(own, Mapping):
             yield own, ("metadata",)
         return
+    left = bound  # keys `metadata` not met yet; -1 (unknown) never reaches 0
     stack: list[tuple[Any, _Link]] = [(obj, None)]
-    while stack:
+    while stack and left:
         node, link = stack.pop()
+        below: list[tuple[Any, _Link]] = []
         if _is_mapping(node):
             for key, value in node.items():
+                if key == "metadata":
+                    left -= 1
                 kind = type(value)
                 if kind in _LEAVES:
                     continue
@@ -228,9 +235,15 @@ def _metadata_blocks(
                     child = (link, key)
                     if key == "metadata" and _is_mapping(value):
                         yield value, _linked_path(child)
-                    stack.append((value, child))
+                    below.append((value, child))
         else:
-            stack.extend((v, (link, i)) for i, v in enumerate(node) if _is_container(v))
+            below = [(v, (link, i)) for i, v in enumerate(node) if _is_container(v)]
+        stack.extend(reversed(below))  # the first child is walked first
+
+
+_METADATA_KEY = b"u" + struct.pack("<I", len("metadata")) + b"metadata"
+"""A str `metadata` as marshal's version 2 writes it: `u`, its length in four bytes
+(little-endian) and its UTF-8."""
 
 
 _Link = tuple[Any, str | int] | None
