@@ -877,6 +877,8 @@ def measure_size(size: Size, root: Path, crds: Path, args: argparse.Namespace) -
     stages_in_child(root, crds, size, args.repeat)
     rendered = rendered_objects(platform)
     commands(root, crds, size, args.repeat)
+    if args.without_tools:
+        return
     versions = {c.name: c.kubernetes_version for c in platform.clusters.values()}
     size.others[f"kubernetes-validate {KUBERNETES_VALIDATE} (sample)"] = kubernetes_validate_rate(
         rendered, versions, args.kubernetes_validate_sample
@@ -963,6 +965,12 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=400,
         help="objects kubernetes-validate is timed on",
+    )
+    parser.add_argument(
+        "--without-tools",
+        action="store_true",
+        help="leave out kubernetes-validate and kubectl kustomize (kustomize alone takes "
+        "minutes at 4x)",
     )
     parser.add_argument("--crds", type=Path, default=None)
     parser.add_argument(
