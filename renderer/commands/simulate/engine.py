@@ -30,9 +30,11 @@ is Kueue's message from its last nomination (`Assignment.Message`).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -69,7 +71,7 @@ the stopped job is no longer active); a pod gets `terminationGracePeriodSeconds`
 its spec says otherwise, before it is killed."""
 
 QUEUED, PARKED, GONE = 0, 1, 2
-"""Where a pending workload is: in its queue's heap, parked (inadmissible), or taken out."""
+"""Where a pending workload is: in its queue's line, parked (inadmissible), or taken out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,17 +141,76 @@ class _Pending:
     job: Job
     queued: int
     """When it was queued: the start of its wait."""
+    outcome: Outcome
+    group: object = None
+    """`_Memo.group` of its job: all its nomination reads besides the tree."""
     state: int = QUEUED
-    token: int = 0
-    """Which push onto its queue's heap is the live one (older ones are stale)."""
     nominated: tuple[_Nomination, Incoming] | None = None
     """The fast path's last nomination of it and the preemptor's view of it."""
+    rank: tuple[int, int, int] = field(init=False)
+    """Kueue's queue order: priority, then the queue-order timestamp (the creation time, also
+    after a preemption: `GetQueueOrderTimestamp` with PrioritySortingWithinCohort on), then
+    the trace's order."""
+
+    def __post_init__(self) -> None:
+        self.rank = (-self.job.priority, self.job.submit, self.job.index)
 
     def order(self) -> tuple[int, int, int]:
-        """Kueue's queue order: priority, then the queue-order timestamp (the creation time,
-        also after a preemption: `GetQueueOrderTimestamp` with PrioritySortingWithinCohort on),
-        then the trace's order."""
-        return (-self.job.priority, self.job.submit, self.job.index)
+        return self.rank
+
+
+_RANK = operator.attrgetter("rank")
+
+
+@dataclass(slots=True)
+class _Queue:
+    """One ClusterQueue's pending workloads: `line[start:]` the queued ones in Kueue's order
+    (`_Pending.rank`; the head first), `parked` the inadmissible ones, in the order parked."""
+
+    line: list[_Pending] = field(default_factory=list)
+    start: int = 0
+    parked: list[_Pending] = field(default_factory=list)
+
+    def queued(self) -> int:
+        return len(self.line) - self.start
+
+    def add(self, pending: _Pending) -> None:
+        pending.state = QUEUED
+        bisect.insort_right(self.line, pending, lo=self.start, key=_RANK)
+
+    def advance(self, count: int) -> list[_Pending]:
+        """The first `count` queued, parked together."""
+        run = self.line[self.start : self.start + count]
+        self.start += count
+        self.compact()
+        self.parked.extend(run)
+        return run
+
+    def compact(self) -> None:
+        if self.start >= 1024 and 2 * self.start >= len(self.line):
+            del self.line[: self.start]
+            self.start = 0
+
+    def take(self, pending: _Pending) -> None:
+        """Out of the line (admitted, or parked on its own)."""
+        line = self.line
+        if line[self.start] is pending:
+            self.start += 1
+            self.compact()
+            return
+        at = bisect.bisect_left(line, pending.rank, lo=self.start, key=_RANK)
+        del line[at]
+
+    def requeue(self) -> None:
+        """Every parked workload queued again at once (`QueueInadmissibleWorkloads`)."""
+        for pending in self.parked:
+            pending.state = QUEUED
+        line = self.line[self.start :]
+        line.extend(self.parked)
+        line.sort(key=_RANK)
+        self.line = line
+        self.start = 0
+        self.parked = []
 
 
 @dataclass(slots=True)
@@ -279,10 +340,7 @@ class Simulator:
                 self.settings[name] = Setting(
                     cq, node, snapshot.flavors, world.topologies, world.fair_sharing
                 )
-        self.queues: dict[str, list[tuple[tuple[int, int, int], int, _Pending]]] = {
-            n: [] for n in self.settings
-        }
-        self.parked: dict[str, list[_Pending]] = {n: [] for n in self.settings}
+        self.queues: dict[str, _Queue] = {n: _Queue() for n in self.settings}
         self.sticky: dict[str, str] = {}
         """Per BestEffortFIFO ClusterQueue, the workload whose preemptions are pending (Kueue's
         `preemptorWorkload`): it stays ahead of the rest of its queue."""
@@ -291,7 +349,6 @@ class Simulator:
         self.outcomes = {job.key: Outcome(job) for job in self.jobs}
         self.events: list[tuple[int, int, int, str, int]] = []
         self.generation = itertools.count()
-        self.tokens = itertools.count()
         self.held: dict[object, tuple[Sample, int]] = {}
         """Per usage met before `since` (`Sample` by its amounts), it and the milliseconds
         it was held."""
@@ -370,7 +427,7 @@ class Simulator:
         running = frozenset(
             (key, r.started - self.now, r.evicting) for key, r in self.running.items()
         )
-        parked = frozenset(p.job.key for queue in self.parked.values() for p in queue)
+        parked = frozenset(p.job.key for queue in self.queues.values() for p in queue.parked)
         state = (running, parked, tuple(sorted(self.sticky.items())))
         if state in self.seen:
             message = (
@@ -390,32 +447,20 @@ class Simulator:
         if job.cluster_queue not in self.queues:
             self.outcomes[job.key].message = f"ClusterQueue {job.cluster_queue} doesn't exist"
             return
-        pending = _Pending(job, queued)
+        pending = _Pending(job, queued, self.outcomes[job.key], self.memo.group(job))
         self.pending[job.key] = pending
-        self.push(pending)
-
-    def push(self, pending: _Pending) -> None:
-        pending.state = QUEUED
-        pending.token = next(self.tokens)
-        heapq.heappush(
-            self.queues[pending.job.cluster_queue], (pending.order(), pending.token, pending)
-        )
+        self.queues[job.cluster_queue].add(pending)
 
     def head(self, name: str) -> _Pending | None:
         """The head of the ClusterQueue's queue: its sticky preemptor while that is queued,
-        else the first in Kueue's order (stale heap items dropped on the way)."""
+        else the first in Kueue's order."""
         sticky = self.sticky.get(name)
         if sticky is not None:
             pending = self.pending.get(sticky)
             if pending is not None and pending.state == QUEUED:
                 return pending
         queue = self.queues[name]
-        while queue:
-            _, token, pending = queue[0]
-            if pending.state == QUEUED and pending.token == token:
-                return pending
-            heapq.heappop(queue)
-        return None
+        return queue.line[queue.start] if queue.start < len(queue.line) else None
 
     def finish(self, key: str, generation: int) -> None:
         running = self.running.get(key)
@@ -451,21 +496,23 @@ class Simulator:
 
     def unpark(self, root: QuotaNode) -> None:
         """Kueue's `QueueInadmissibleWorkloads`: quota came free in this tree."""
-        for name, parked in self.parked.items():
-            if not parked or self.settings[name].node.root() is not root:
-                continue
-            for pending in parked:
-                if pending.state == PARKED:
-                    self.push(pending)
-            parked.clear()
+        for name, queue in self.queues.items():
+            if queue.parked and self.settings[name].node.root() is root:
+                queue.requeue()
 
     # --- Kueue's cycles ------------------------------------------------------------------------
 
     def schedule(self) -> None:
         """Cycles until one admits, evicts or parks nothing (at most a bound of them)."""
         parked: list[str] | None = None
-        for _ in range(4 * len(self.jobs) + 100):
+        cycles = 4 * len(self.jobs) + 100
+        while cycles > 0:
+            cycles -= 1
             if parked is not None:
+                runs = self.park_runs(parked, cycles + 1)
+                if runs:
+                    cycles -= runs - 1
+                    continue
                 parked = self.park_heads(parked)
                 if parked is not None:
                     if not parked:
@@ -493,6 +540,50 @@ class Simulator:
                 return
             if self.fast and self.version == version:
                 parked = cycle.parked
+
+    def park_runs(self, names: Sequence[str], limit: int) -> int:
+        """Several cycles after one that only parked the heads of `names` at once (the fast
+        path's), where each of them has a run of queued workloads at its head whose groups all
+        parked since the running Workloads last changed (`park_heads`: each cycle parks the
+        next of each run, and nothing else): the shortest run's length of cycles (at most
+        `limit`), each ClusterQueue's run parked as a slice, each workload with its group's
+        nomination and none of its own. 0 where some ClusterQueue has no such run (a head to
+        nominate, a sticky preemptor, StrictFIFO): `park_heads` takes the next cycle."""
+        parks = self.memo.at(self.version).parks
+        live: list[_Queue] = []
+        for name in names:
+            queue = self.queues[name]
+            if not queue.queued():
+                continue
+            if self.settings[name].cq.queueing_strategy == "StrictFIFO":
+                return 0
+            sticky = self.pending.get(self.sticky.get(name, ""))
+            if sticky is not None and sticky.state == QUEUED:
+                return 0
+            live.append(queue)
+        runs = limit
+        for queue in sorted(live, key=_Queue.queued):
+            line, at = queue.line, queue.start
+            end = min(len(line), at + runs)
+            while at < end and line[at].group in parks:
+                at += 1
+            runs = at - queue.start
+            if not runs:
+                return 0
+        said: dict[object, tuple[str, str]] = {}
+        for queue in live:
+            for pending in queue.advance(runs):
+                known = said.get(pending.group)
+                if known is None:
+                    nomination = parks[pending.group]
+                    known = said[pending.group] = (
+                        nomination.message or "couldn't find preemption targets",
+                        nomination.assignment.no_fit_reason,
+                    )
+                pending.state = PARKED
+                outcome = pending.outcome
+                outcome.message, outcome.reason = known
+        return runs if live else 0
 
     def park_heads(self, names: Sequence[str]) -> list[str] | None:
         """The next cycle after one that only parked the heads of `names` (the fast path's): it
@@ -616,8 +707,10 @@ class Simulator:
         outcome.reason = known.assignment.no_fit_reason
         if cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
+        queue = self.queues[cq.name]
+        queue.take(pending)
         pending.state = PARKED
-        self.parked[cq.name].append(pending)
+        queue.parked.append(pending)
         return True
 
     def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
@@ -701,6 +794,7 @@ class Simulator:
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
+        self.queues[entry.cq.name].take(entry.pending)
         entry.pending.state = GONE
         node = self.settings[entry.cq.name].node
         usage = entry.incoming.usage
@@ -979,4 +1073,4 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
 
 def nomination(sim: Simulator, job: Job) -> Assignment:
     """The flavor assignment a cycle now nominates `job` with, as the head of its ClusterQueue."""
-    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).known.assignment
+    return sim.nominate(job.cluster_queue, _Pending(job, sim.now, Outcome(job))).known.assignment
