@@ -132,21 +132,42 @@ class QuotaNode:
         return most
 
     def add_usage(self, fr: FlavorResource, value: Decimal) -> None:
-        """`addUsage`: the part beyond the local quota left is used in the parent too."""
-        local_free = self.local_available(fr)
-        self.usage[fr] = self.usage.get(fr, ZERO) + value
-        self.changes += 1
-        if self.parent is not None and value > local_free:
-            self.parent.add_usage(fr, value - local_free)
+        """`addUsage`: the part beyond the local quota left is used in the parent too (up the
+        path, each node's `local_available` inlined)."""
+        node: QuotaNode | None = self
+        while node is not None:
+            usage = node.usage
+            used = usage.get(fr, ZERO)
+            quota = node.quotas.get(fr)
+            local = ZERO
+            if quota is not None and quota.lending is not None:
+                local = max(ZERO, node.subtree.get(fr, ZERO) - quota.lending)
+            local_free = max(ZERO, local - used)
+            usage[fr] = used + value
+            node.changes += 1
+            if value <= local_free:
+                return
+            value -= local_free
+            node = node.parent
 
     def remove_usage(self, fr: FlavorResource, value: Decimal) -> None:
-        """`removeUsage`: what was stored in the parent is given back there first."""
-        stored_in_parent = self.usage.get(fr, ZERO) - self.local_quota(fr)
-        self.usage[fr] = self.usage.get(fr, ZERO) - value
-        self.changes += 1
-        if stored_in_parent <= 0 or self.parent is None:
-            return
-        self.parent.remove_usage(fr, min(value, stored_in_parent))
+        """`removeUsage`: what was stored in the parent is given back there first (up the
+        path, each node's `local_quota` inlined)."""
+        node: QuotaNode | None = self
+        while node is not None:
+            usage = node.usage
+            used = usage.get(fr, ZERO)
+            quota = node.quotas.get(fr)
+            local = ZERO
+            if quota is not None and quota.lending is not None:
+                local = max(ZERO, node.subtree.get(fr, ZERO) - quota.lending)
+            stored_in_parent = used - local
+            usage[fr] = used - value
+            node.changes += 1
+            if stored_in_parent <= 0:
+                return
+            value = min(value, stored_in_parent)
+            node = node.parent
 
     def borrowing_with(self, fr: FlavorResource, value: Decimal) -> bool:
         """`BorrowingWith`: `value` more would take the node past its subtree quota."""
