@@ -48,7 +48,7 @@ from renderer.admission.scheduler.preemptor import (
     workload_fits,
 )
 from renderer.admission.scheduler.snapshot import AdmittedWorkload
-from renderer.model.quota_tree import FlavorResource, QuotaNode
+from renderer.model.quota_tree import FlavorResource, QuotaNode, put_back, stamps
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,12 +218,15 @@ class TargetQueue:
         return self.order.shares.of(mine), self.order.shares.of(theirs)
 
     def share_after_removal(self, workload: AdmittedWorkload) -> DRS:
-        """`ComputeTargetShareAfterRemoval`."""
+        """`ComputeTargetShareAfterRemoval` (the usage put back as it was, stamps too)."""
+        node = self.order.working.node(workload.cluster_queue)
+        stamped = stamps(() if node is None else (node, *node.path_to_root()))
         self.order.working.remove(workload)
         try:
             return self.order.shares.of(self.almost_lcas()[1])
         finally:
             self.order.working.add(workload)
+            put_back(stamped)
 
 
 def _almost(node: QuotaNode, lca: QuotaNode) -> QuotaNode:
@@ -358,6 +361,7 @@ class _Run:
 
     def fits(self) -> bool:
         """`workloadFitsForFairSharing`: without the incoming usage simulated."""
+        stamped = stamps((self.node, *self.node.path_to_root()))
         for fr, value in self.incoming.usage.items():
             self.node.remove_usage(fr, value)
         try:
@@ -365,6 +369,7 @@ class _Run:
         finally:
             for fr, value in self.incoming.usage.items():
                 self.node.add_usage(fr, value)
+            put_back(stamped)
 
     def take(self, workload: AdmittedWorkload, reason: str, targets: list[Target]) -> bool:
         self.working.remove(workload)
@@ -425,6 +430,7 @@ def fair_preemptions(
     if node is None or not candidates:
         return []
     candidates.sort(key=ordering(incoming.cluster_queue, now))
+    stamped = stamps(working.tree.values())  # every change below is undone before returning
     for fr, value in incoming.usage.items():  # DRS values include the incoming workload
         node.add_usage(fr, value)
     run = _Run(working, node, incoming, now)
@@ -435,9 +441,11 @@ def fair_preemptions(
         node.remove_usage(fr, value)
     if not fits:
         restore(working, targets)
+        put_back(stamped)
         return []
     targets = fill_back(working, node, incoming, targets, borrow=True)
     restore(working, targets)
+    put_back(stamped)
     return targets
 
 

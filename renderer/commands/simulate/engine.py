@@ -53,7 +53,7 @@ from renderer.admission.scheduler.snapshot import (
     PodSetUsage,
     QuotaTree,
 )
-from renderer.model.quota_tree import FlavorResource, QuotaNode
+from renderer.model.quota_tree import FlavorResource, QuotaNode, put_back, stamps
 
 ZERO = Decimal(0)
 _UNREAD = datetime.max.replace(tzinfo=UTC)
@@ -691,6 +691,9 @@ class Simulator:
         gone = dict(cycle.preempted)
         for target in entry.targets:
             gone[target.workload.key] = target.workload
+        if not gone:
+            return preemptor.workload_fits(node, entry.incoming.usage, borrow=True)
+        stamped = stamps(self.tree.values())
         for workload in gone.values():
             self.live.remove(workload)
         try:
@@ -698,6 +701,7 @@ class Simulator:
         finally:
             for workload in gone.values():
                 self.live.add(workload)
+            put_back(stamped)
 
     def park(self, pending: _Pending, known: _Nomination, cq: ClusterQueue) -> bool:
         """An entry that can neither be admitted nor preempt: parked (inadmissible) under
