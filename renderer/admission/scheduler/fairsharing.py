@@ -121,8 +121,10 @@ def dominant_resource_share(
     if node.parent is None:
         return DRS(weight, 0.0)
     borrowed: dict[str, Decimal] = {}
+    asked = request or {}
+    usage = node.usage
     for fr, quota in node.subtree.items():
-        over = (request or {}).get(fr, ZERO) + node.usage.get(fr, ZERO) - quota
+        over = asked.get(fr, ZERO) + usage.get(fr, ZERO) - quota
         if over > 0:
             borrowed[fr[1]] = borrowed.get(fr[1], ZERO) + over
     if not borrowed:
@@ -262,6 +264,19 @@ class QueueOrdering:
     def has_workload(self, node: QuotaNode) -> bool:
         return bool(self.targets.get(node.name))
 
+    def children(self, cohort: QuotaNode) -> tuple[list[QuotaNode], list[QuotaNode]]:
+        """The Cohort's ClusterQueues and its Cohorts, each by name (the tree's shape: kept
+        on the working copy, `Working.static`)."""
+        kept: dict[int, tuple[list[QuotaNode], list[QuotaNode]]]
+        kept = self.working.static.setdefault("children", {})
+        found = kept.get(id(cohort))
+        if found is None:
+            found = kept[id(cohort)] = (
+                sorted(cohort.cluster_queues(), key=lambda n: n.name),
+                sorted(cohort.cohorts(), key=lambda n: n.name),
+            )
+        return found
+
     def drop(self, target: TargetQueue) -> None:
         self.pruned.add(id(target.node))
 
@@ -280,7 +295,8 @@ class QueueOrdering:
     def next_target(self, cohort: QuotaNode) -> TargetQueue | None:
         best_cq: QuotaNode | None = None
         best_cq_drs = NEGATIVE
-        for cq in sorted(cohort.cluster_queues(), key=lambda n: n.name):
+        cluster_queues, cohorts = self.children(cohort)
+        for cq in cluster_queues:
             if id(cq) in self.pruned:
                 continue
             drs = self.shares.of(cq)
@@ -295,7 +311,7 @@ class QueueOrdering:
                 best_cq, best_cq_drs = cq, drs
         best_cohort: QuotaNode | None = None
         best_cohort_drs = NEGATIVE
-        for child in sorted(cohort.cohorts(), key=lambda n: n.name):
+        for child in cohorts:
             if id(child) in self.pruned:
                 continue
             drs = self.shares.of(child)

@@ -70,9 +70,6 @@ when the job's pods are gone (jobframework's reconciler unsets the QuotaReserved
 the stopped job is no longer active); a pod gets `terminationGracePeriodSeconds`, 30 s unless
 its spec says otherwise, before it is killed."""
 
-QUEUED, PARKED, GONE = 0, 1, 2
-"""Where a pending workload is: in its queue's line, parked (inadmissible), or taken out."""
-
 
 @dataclass(frozen=True, slots=True)
 class World:
@@ -130,10 +127,28 @@ class Outcome:
     preempting: int = 0
     """Workloads its own preemptions evicted."""
     completed_at: int | None = None
-    message: str = ""
-    """Kueue's message from its last nomination that did not admit it."""
-    reason: str = ""
-    """That nomination's no-fit reason (UnadmittedWorkloadsObservability), where Kueue gives one."""
+    said: str = ""
+    """A message of the simulator's own (no such ClusterQueue, a preemption loop), ahead of
+    the parking's."""
+    parked_as: _Nomination | None = None
+    """Its group's nomination at its last parking (`_Memo.group`): it was nominated so."""
+
+    @property
+    def message(self) -> str:
+        """Kueue's message from its last nomination that did not admit it."""
+        if self.said or self.parked_as is None:
+            return self.said
+        return self.parked_as.message or "couldn't find preemption targets"
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self.said = text
+
+    @property
+    def reason(self) -> str:
+        """That nomination's no-fit reason (UnadmittedWorkloadsObservability), where Kueue
+        gives one."""
+        return "" if self.parked_as is None else self.parked_as.assignment.no_fit_reason
 
 
 @dataclass(slots=True)
@@ -144,7 +159,8 @@ class _Pending:
     outcome: Outcome
     group: object = None
     """`_Memo.group` of its job: all its nomination reads besides the tree."""
-    state: int = QUEUED
+    gone: bool = False
+    """Admitted (taken out of its queue for good)."""
     nominated: tuple[_Nomination, Incoming] | None = None
     """The fast path's last nomination of it and the preemptor's view of it."""
     rank: tuple[int, int, int] = field(init=False)
@@ -175,7 +191,6 @@ class _Queue:
         return len(self.line) - self.start
 
     def add(self, pending: _Pending) -> None:
-        pending.state = QUEUED
         bisect.insort_right(self.line, pending, lo=self.start, key=_RANK)
 
     def advance(self, count: int) -> list[_Pending]:
@@ -203,8 +218,6 @@ class _Queue:
 
     def requeue(self) -> None:
         """Every parked workload queued again at once (`QueueInadmissibleWorkloads`)."""
-        for pending in self.parked:
-            pending.state = QUEUED
         line = self.line[self.start :]
         line.extend(self.parked)
         line.sort(key=_RANK)
@@ -343,7 +356,9 @@ class Simulator:
         self.queues: dict[str, _Queue] = {n: _Queue() for n in self.settings}
         self.sticky: dict[str, str] = {}
         """Per BestEffortFIFO ClusterQueue, the workload whose preemptions are pending (Kueue's
-        `preemptorWorkload`): it stays ahead of the rest of its queue."""
+        `preemptorWorkload`): it stays ahead of the rest of its queue while it is queued."""
+        self.sticky_parked: set[str] = set()
+        """The ClusterQueues whose sticky preemptor is parked (until their next requeue)."""
         self.pending: dict[str, _Pending] = {}
         self.running: dict[str, _Running] = {}
         self.outcomes = {job.key: Outcome(job) for job in self.jobs}
@@ -434,7 +449,7 @@ class Simulator:
                 "preempted in a loop: Kueue admits it and the workloads it preempts in turn, "
                 "for ever (Kueue#13662)"
             )
-            waiting = (k for k, p in self.pending.items() if p.state != GONE)
+            waiting = (k for k, p in self.pending.items() if not p.gone)
             for key in (*self.running, *waiting):
                 outcome = self.outcomes[key]
                 if outcome.preempted or outcome.preempting:
@@ -451,14 +466,20 @@ class Simulator:
         self.pending[job.key] = pending
         self.queues[job.cluster_queue].add(pending)
 
+    def queued_sticky(self, name: str) -> _Pending | None:
+        """The ClusterQueue's sticky preemptor, where it is queued (not parked, not admitted)."""
+        sticky = self.sticky.get(name)
+        if sticky is None or name in self.sticky_parked:
+            return None
+        pending = self.pending.get(sticky)
+        return None if pending is None or pending.gone else pending
+
     def head(self, name: str) -> _Pending | None:
         """The head of the ClusterQueue's queue: its sticky preemptor while that is queued,
         else the first in Kueue's order."""
-        sticky = self.sticky.get(name)
+        sticky = self.queued_sticky(name)
         if sticky is not None:
-            pending = self.pending.get(sticky)
-            if pending is not None and pending.state == QUEUED:
-                return pending
+            return sticky
         queue = self.queues[name]
         return queue.line[queue.start] if queue.start < len(queue.line) else None
 
@@ -499,6 +520,7 @@ class Simulator:
         for name, queue in self.queues.items():
             if queue.parked and self.settings[name].node.root() is root:
                 queue.requeue()
+                self.sticky_parked.discard(name)
 
     # --- Kueue's cycles ------------------------------------------------------------------------
 
@@ -557,8 +579,7 @@ class Simulator:
                 continue
             if self.settings[name].cq.queueing_strategy == "StrictFIFO":
                 return 0
-            sticky = self.pending.get(self.sticky.get(name, ""))
-            if sticky is not None and sticky.state == QUEUED:
+            if self.queued_sticky(name) is not None:
                 return 0
             live.append(queue)
         runs = limit
@@ -570,19 +591,9 @@ class Simulator:
             runs = at - queue.start
             if not runs:
                 return 0
-        said: dict[object, tuple[str, str]] = {}
         for queue in live:
             for pending in queue.advance(runs):
-                known = said.get(pending.group)
-                if known is None:
-                    nomination = parks[pending.group]
-                    known = said[pending.group] = (
-                        nomination.message or "couldn't find preemption targets",
-                        nomination.assignment.no_fit_reason,
-                    )
-                pending.state = PARKED
-                outcome = pending.outcome
-                outcome.message, outcome.reason = known
+                pending.outcome.parked_as = parks[pending.group]
         return runs if live else 0
 
     def park_heads(self, names: Sequence[str]) -> list[str] | None:
@@ -681,6 +692,7 @@ class Simulator:
         job = entry.pending.job
         if entry.cq.queueing_strategy == "BestEffortFIFO":
             self.sticky[entry.cq.name] = job.key
+            self.sticky_parked.discard(entry.cq.name)
         issued = [self.evict(target, job) for target in entry.targets]
         return any(issued)
 
@@ -706,15 +718,14 @@ class Simulator:
     def park(self, pending: _Pending, known: _Nomination, cq: ClusterQueue) -> bool:
         """An entry that can neither be admitted nor preempt: parked (inadmissible) under
         BestEffortFIFO; whether it was."""
-        outcome = self.outcomes[pending.job.key]
-        outcome.message = known.message or "couldn't find preemption targets"
-        outcome.reason = known.assignment.no_fit_reason
+        self.outcomes[pending.job.key].parked_as = known
         if cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
         queue = self.queues[cq.name]
         queue.take(pending)
-        pending.state = PARKED
         queue.parked.append(pending)
+        if self.sticky.get(cq.name) == pending.job.key:
+            self.sticky_parked.add(cq.name)
         return True
 
     def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
@@ -799,7 +810,7 @@ class Simulator:
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
         self.queues[entry.cq.name].take(entry.pending)
-        entry.pending.state = GONE
+        entry.pending.gone = True
         node = self.settings[entry.cq.name].node
         usage = entry.incoming.usage
         self.version += 1
