@@ -784,10 +784,13 @@ class Simulator:
         memo = self.memo.at(self.version)
         if id(root) in memo.states:
             return memo.states[id(root)]
-        usage = tuple(self.memo.usage_key(node) for node in root.walk())
+        nodes = self.memo.walks.get(id(root))
+        if nodes is None:
+            nodes = self.memo.walks[id(root)] = tuple(root.walk())
+        usage = tuple(self.memo.usage_key(node) for node in nodes)
         queues: list[list[tuple[int, bool, float]]] = []
         times: set[float] = set()
-        for node in root.walk():
+        for node in nodes:
             if node.kind != "ClusterQueue":
                 continue
             queue = []
@@ -990,6 +993,8 @@ class _Memo:
         self.signs: dict[str, tuple[tuple[object, ...], int]] = {}
         """Per job, what the preemptor reads of its last admitted Workload, and its number."""
         self.numbers = itertools.count()
+        self.walks: dict[int, tuple[QuotaNode, ...]] = {}
+        """Each root's tree in `QuotaNode.walk` order (the tree's shape never changes)."""
 
     def at(self, version: int) -> _Answers:
         if self.when != version:
