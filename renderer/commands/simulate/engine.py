@@ -575,8 +575,10 @@ class Simulator:
         live: list[_Queue] = []
         for name in names:
             queue = self.queues[name]
-            if not queue.queued():
+            if queue.start >= len(queue.line):
                 continue
+            if queue.line[queue.start].group not in parks:
+                return 0  # a head to nominate
             if self.settings[name].cq.queueing_strategy == "StrictFIFO":
                 return 0
             if self.queued_sticky(name) is not None:
