@@ -11,8 +11,8 @@ time.
 
 The issue's sizes are 25,000, 50,000 and 100,000 (`--sizes 25000,50000,100000`); the default
 is smaller, as the simulator does not reach them in minutes yet: on the shared 2-core machine
-500, 1,000 and 2,000 workloads take 2.8, 6.7 and 15.2 CPU seconds, 5,000 about 70, with a
-peak of 121 MiB (docs/simulate.md#speed has the figures measured and where the time goes). `make bench` runs
+500, 1,000 and 2,000 workloads take 2.7, 6.3 and 14.8 CPU seconds, 5,000 about 47, with a
+peak of 110 MiB (docs/simulate.md#speed has the figures measured and where the time goes). `make bench` runs
 the default sizes.
 """
 

@@ -51,3 +51,38 @@ def test_a_head_of_a_parked_group_parks_without_a_nomination(
         "in flavor gpu, 1 more needed"
     )
     same(fast, simulate(queue, jobs, fast=False))
+
+
+@pytest.mark.parametrize("waiting", [6, 40])
+def test_a_requeue_moves_a_parked_group_without_walking_its_members(
+    monkeypatch: pytest.MonkeyPatch, waiting: int
+) -> None:
+    # ClusterQueue a holds 4 GPUs, no Cohort, no preemption (NoFit when full). Priority 0.
+    # t=0    big (3 GPUs, 100 s) and x (1 GPU, 50 s) admitted: usage 4.
+    # t=1    `waiting` jobs of 2 GPUs, 10 s (one group: a, 2 GPUs, priority 0). The first is
+    #        nominated, NoFit, parked by its cycle (1 park); the rest park as one run.
+    # t=50   x ends (usage 3): all requeued at once; the first nominated, NoFit (needs 2, 1
+    #        free), parked (1 park); the rest as one run.
+    # t=100  big ends: two admitted (one per cycle, usage 4), the third NoFit, parked (1 park),
+    #        the rest one run; every 10 s after, two end and the next two are admitted, the
+    #        one after them parked (1 park) and the rest one run.
+    # A parking by a cycle (`Simulator.park`) happens once per requeue, whatever `waiting`;
+    # a workload is queued (`_Queue.add`) once, when submitted: a requeue moves the group.
+    parks = counting(monkeypatch, engine.Simulator, "park")
+    adds = counting(monkeypatch, engine._Queue, "add")
+    queue = World(world(cq("a", 4)).snapshot)
+    jobs = [job(0, "a", 3, 0, 100), job(1, "a", 1, 0, 50)]
+    jobs += [job(2 + i, "a", 2, 1, 10) for i in range(waiting)]
+    fast = simulate(queue, jobs)
+    requeues_with_a_park = 2 + (waiting - 2 + 1) // 2  # t=1, t=50, then t=100, 110, ...
+    assert len(parks) == requeues_with_a_park
+    assert len(adds) == len(jobs)
+    assert waits(fast)["a/j0"] == [0] and waits(fast)["a/j1"] == [0]
+    for i in range(waiting):  # admitted two by two from t=100, every 10 s
+        assert waits(fast)[f"a/j{2 + i}"] == [99 + 10 * (i // 2)]
+    # the last one's last parking: two of 2 GPUs just admitted, usage 4 of 4, asks 2
+    assert fast.outcomes[-1].message == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
+        "in flavor gpu, 2 more needed"
+    )
+    same(fast, simulate(queue, jobs, fast=False))

@@ -20,7 +20,8 @@ functions answer "most ever" and "free now".
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
@@ -31,6 +32,9 @@ FlavorResource = tuple[str, str]
 ZERO = Decimal(0)
 
 NodeKind = Literal["Cohort", "ClusterQueue"]
+
+_STAMPS = itertools.count(1)
+"""Every change of a node's usage takes the next: a stamp is never given to two usages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +69,9 @@ class QuotaNode:
     subtree: dict[FlavorResource, Decimal] = field(default_factory=dict)
     usage: dict[FlavorResource, Decimal] = field(default_factory=dict)
     changes: int = 0
-    """Counts the changes of `usage` by `add_usage` and `remove_usage`: an answer computed
-    from this node's usage holds while the count is the same."""
+    """A stamp of `usage`, new at every change by `add_usage` and `remove_usage` (never one
+    an earlier usage had, but where `put_back` sets the one the same usage had): an answer
+    computed from this node's usage holds while the stamp is the same."""
 
     def adopt(self, child: QuotaNode) -> QuotaNode:
         child.parent = self
@@ -132,21 +137,42 @@ class QuotaNode:
         return most
 
     def add_usage(self, fr: FlavorResource, value: Decimal) -> None:
-        """`addUsage`: the part beyond the local quota left is used in the parent too."""
-        local_free = self.local_available(fr)
-        self.usage[fr] = self.usage.get(fr, ZERO) + value
-        self.changes += 1
-        if self.parent is not None and value > local_free:
-            self.parent.add_usage(fr, value - local_free)
+        """`addUsage`: the part beyond the local quota left is used in the parent too (up the
+        path, each node's `local_available` inlined)."""
+        node: QuotaNode | None = self
+        while node is not None:
+            usage = node.usage
+            used = usage.get(fr, ZERO)
+            quota = node.quotas.get(fr)
+            local = ZERO
+            if quota is not None and quota.lending is not None:
+                local = max(ZERO, node.subtree.get(fr, ZERO) - quota.lending)
+            local_free = max(ZERO, local - used)
+            usage[fr] = used + value
+            node.changes = next(_STAMPS)
+            if value <= local_free:
+                return
+            value -= local_free
+            node = node.parent
 
     def remove_usage(self, fr: FlavorResource, value: Decimal) -> None:
-        """`removeUsage`: what was stored in the parent is given back there first."""
-        stored_in_parent = self.usage.get(fr, ZERO) - self.local_quota(fr)
-        self.usage[fr] = self.usage.get(fr, ZERO) - value
-        self.changes += 1
-        if stored_in_parent <= 0 or self.parent is None:
-            return
-        self.parent.remove_usage(fr, min(value, stored_in_parent))
+        """`removeUsage`: what was stored in the parent is given back there first (up the
+        path, each node's `local_quota` inlined)."""
+        node: QuotaNode | None = self
+        while node is not None:
+            usage = node.usage
+            used = usage.get(fr, ZERO)
+            quota = node.quotas.get(fr)
+            local = ZERO
+            if quota is not None and quota.lending is not None:
+                local = max(ZERO, node.subtree.get(fr, ZERO) - quota.lending)
+            stored_in_parent = used - local
+            usage[fr] = used - value
+            node.changes = next(_STAMPS)
+            if stored_in_parent <= 0:
+                return
+            value = min(value, stored_in_parent)
+            node = node.parent
 
     def borrowing_with(self, fr: FlavorResource, value: Decimal) -> bool:
         """`BorrowingWith`: `value` more would take the node past its subtree quota."""
@@ -175,6 +201,19 @@ class QuotaNode:
         for child in self.cohorts():
             height = max(height, child.height() + 1)
         return height
+
+
+def stamps(nodes: Iterable[QuotaNode]) -> list[tuple[QuotaNode, int]]:
+    """Each node's stamp now, for `put_back`."""
+    return [(node, node.changes) for node in nodes]
+
+
+def put_back(stamped: Iterable[tuple[QuotaNode, int]]) -> None:
+    """The stamps of `stamps`, where every usage changed since was undone (each amount
+    removed added again, or the reverse): the usage is the same as then, and so are the
+    answers kept for that stamp."""
+    for node, stamp in stamped:
+        node.changes = stamp
 
 
 def settle(root: QuotaNode) -> None:

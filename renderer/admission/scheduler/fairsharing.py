@@ -48,7 +48,7 @@ from renderer.admission.scheduler.preemptor import (
     workload_fits,
 )
 from renderer.admission.scheduler.snapshot import AdmittedWorkload
-from renderer.model.quota_tree import FlavorResource, QuotaNode
+from renderer.model.quota_tree import FlavorResource, QuotaNode, put_back, stamps
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +121,10 @@ def dominant_resource_share(
     if node.parent is None:
         return DRS(weight, 0.0)
     borrowed: dict[str, Decimal] = {}
+    asked = request or {}
+    usage = node.usage
     for fr, quota in node.subtree.items():
-        over = (request or {}).get(fr, ZERO) + node.usage.get(fr, ZERO) - quota
+        over = asked.get(fr, ZERO) + usage.get(fr, ZERO) - quota
         if over > 0:
             borrowed[fr[1]] = borrowed.get(fr[1], ZERO) + over
     if not borrowed:
@@ -218,12 +220,15 @@ class TargetQueue:
         return self.order.shares.of(mine), self.order.shares.of(theirs)
 
     def share_after_removal(self, workload: AdmittedWorkload) -> DRS:
-        """`ComputeTargetShareAfterRemoval`."""
+        """`ComputeTargetShareAfterRemoval` (the usage put back as it was, stamps too)."""
+        node = self.order.working.node(workload.cluster_queue)
+        stamped = stamps(() if node is None else (node, *node.path_to_root()))
         self.order.working.remove(workload)
         try:
             return self.order.shares.of(self.almost_lcas()[1])
         finally:
             self.order.working.add(workload)
+            put_back(stamped)
 
 
 def _almost(node: QuotaNode, lca: QuotaNode) -> QuotaNode:
@@ -259,6 +264,19 @@ class QueueOrdering:
     def has_workload(self, node: QuotaNode) -> bool:
         return bool(self.targets.get(node.name))
 
+    def children(self, cohort: QuotaNode) -> tuple[list[QuotaNode], list[QuotaNode]]:
+        """The Cohort's ClusterQueues and its Cohorts, each by name (the tree's shape: kept
+        on the working copy, `Working.static`)."""
+        kept: dict[int, tuple[list[QuotaNode], list[QuotaNode]]]
+        kept = self.working.static.setdefault("children", {})
+        found = kept.get(id(cohort))
+        if found is None:
+            found = kept[id(cohort)] = (
+                sorted(cohort.cluster_queues(), key=lambda n: n.name),
+                sorted(cohort.cohorts(), key=lambda n: n.name),
+            )
+        return found
+
     def drop(self, target: TargetQueue) -> None:
         self.pruned.add(id(target.node))
 
@@ -277,7 +295,8 @@ class QueueOrdering:
     def next_target(self, cohort: QuotaNode) -> TargetQueue | None:
         best_cq: QuotaNode | None = None
         best_cq_drs = NEGATIVE
-        for cq in sorted(cohort.cluster_queues(), key=lambda n: n.name):
+        cluster_queues, cohorts = self.children(cohort)
+        for cq in cluster_queues:
             if id(cq) in self.pruned:
                 continue
             drs = self.shares.of(cq)
@@ -292,7 +311,7 @@ class QueueOrdering:
                 best_cq, best_cq_drs = cq, drs
         best_cohort: QuotaNode | None = None
         best_cohort_drs = NEGATIVE
-        for child in sorted(cohort.cohorts(), key=lambda n: n.name):
+        for child in cohorts:
             if id(child) in self.pruned:
                 continue
             drs = self.shares.of(child)
@@ -358,6 +377,7 @@ class _Run:
 
     def fits(self) -> bool:
         """`workloadFitsForFairSharing`: without the incoming usage simulated."""
+        stamped = stamps((self.node, *self.node.path_to_root()))
         for fr, value in self.incoming.usage.items():
             self.node.remove_usage(fr, value)
         try:
@@ -365,6 +385,7 @@ class _Run:
         finally:
             for fr, value in self.incoming.usage.items():
                 self.node.add_usage(fr, value)
+            put_back(stamped)
 
     def take(self, workload: AdmittedWorkload, reason: str, targets: list[Target]) -> bool:
         self.working.remove(workload)
@@ -425,6 +446,7 @@ def fair_preemptions(
     if node is None or not candidates:
         return []
     candidates.sort(key=ordering(incoming.cluster_queue, now))
+    stamped = stamps(working.tree.values())  # every change below is undone before returning
     for fr, value in incoming.usage.items():  # DRS values include the incoming workload
         node.add_usage(fr, value)
     run = _Run(working, node, incoming, now)
@@ -435,9 +457,11 @@ def fair_preemptions(
         node.remove_usage(fr, value)
     if not fits:
         restore(working, targets)
+        put_back(stamped)
         return []
     targets = fill_back(working, node, incoming, targets, borrow=True)
     restore(working, targets)
+    put_back(stamped)
     return targets
 
 

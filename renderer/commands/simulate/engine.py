@@ -30,9 +30,11 @@ is Kueue's message from its last nomination (`Assignment.Message`).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import itertools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -51,7 +53,7 @@ from renderer.admission.scheduler.snapshot import (
     PodSetUsage,
     QuotaTree,
 )
-from renderer.model.quota_tree import FlavorResource, QuotaNode
+from renderer.model.quota_tree import FlavorResource, QuotaNode, put_back, stamps
 
 ZERO = Decimal(0)
 _UNREAD = datetime.max.replace(tzinfo=UTC)
@@ -67,9 +69,6 @@ EVICT_MS = 30_000
 when the job's pods are gone (jobframework's reconciler unsets the QuotaReserved condition once
 the stopped job is no longer active); a pod gets `terminationGracePeriodSeconds`, 30 s unless
 its spec says otherwise, before it is killed."""
-
-QUEUED, PARKED, GONE = 0, 1, 2
-"""Where a pending workload is: in its queue's heap, parked (inadmissible), or taken out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +127,28 @@ class Outcome:
     preempting: int = 0
     """Workloads its own preemptions evicted."""
     completed_at: int | None = None
-    message: str = ""
-    """Kueue's message from its last nomination that did not admit it."""
-    reason: str = ""
-    """That nomination's no-fit reason (UnadmittedWorkloadsObservability), where Kueue gives one."""
+    said: str = ""
+    """A message of the simulator's own (no such ClusterQueue, a preemption loop), ahead of
+    the parking's."""
+    parked_as: _Nomination | None = None
+    """Its group's nomination at its last parking (`_Memo.group`): it was nominated so."""
+
+    @property
+    def message(self) -> str:
+        """Kueue's message from its last nomination that did not admit it."""
+        if self.said or self.parked_as is None:
+            return self.said
+        return self.parked_as.message or "couldn't find preemption targets"
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self.said = text
+
+    @property
+    def reason(self) -> str:
+        """That nomination's no-fit reason (UnadmittedWorkloadsObservability), where Kueue
+        gives one."""
+        return "" if self.parked_as is None else self.parked_as.assignment.no_fit_reason
 
 
 @dataclass(slots=True)
@@ -139,17 +156,74 @@ class _Pending:
     job: Job
     queued: int
     """When it was queued: the start of its wait."""
-    state: int = QUEUED
-    token: int = 0
-    """Which push onto its queue's heap is the live one (older ones are stale)."""
+    outcome: Outcome
+    group: object = None
+    """`_Memo.group` of its job: all its nomination reads besides the tree."""
+    gone: bool = False
+    """Admitted (taken out of its queue for good)."""
     nominated: tuple[_Nomination, Incoming] | None = None
     """The fast path's last nomination of it and the preemptor's view of it."""
+    rank: tuple[int, int, int] = field(init=False)
+    """Kueue's queue order: priority, then the queue-order timestamp (the creation time, also
+    after a preemption: `GetQueueOrderTimestamp` with PrioritySortingWithinCohort on), then
+    the trace's order."""
+
+    def __post_init__(self) -> None:
+        self.rank = (-self.job.priority, self.job.submit, self.job.index)
 
     def order(self) -> tuple[int, int, int]:
-        """Kueue's queue order: priority, then the queue-order timestamp (the creation time,
-        also after a preemption: `GetQueueOrderTimestamp` with PrioritySortingWithinCohort on),
-        then the trace's order."""
-        return (-self.job.priority, self.job.submit, self.job.index)
+        return self.rank
+
+
+_RANK = operator.attrgetter("rank")
+
+
+@dataclass(slots=True)
+class _Queue:
+    """One ClusterQueue's pending workloads: `line[start:]` the queued ones in Kueue's order
+    (`_Pending.rank`; the head first), `parked` the inadmissible ones, in the order parked."""
+
+    line: list[_Pending] = field(default_factory=list)
+    start: int = 0
+    parked: list[_Pending] = field(default_factory=list)
+
+    def queued(self) -> int:
+        return len(self.line) - self.start
+
+    def add(self, pending: _Pending) -> None:
+        bisect.insort_right(self.line, pending, lo=self.start, key=_RANK)
+
+    def advance(self, count: int) -> list[_Pending]:
+        """The first `count` queued, parked together."""
+        run = self.line[self.start : self.start + count]
+        self.start += count
+        self.compact()
+        self.parked.extend(run)
+        return run
+
+    def compact(self) -> None:
+        if self.start >= 1024 and 2 * self.start >= len(self.line):
+            del self.line[: self.start]
+            self.start = 0
+
+    def take(self, pending: _Pending) -> None:
+        """Out of the line (admitted, or parked on its own)."""
+        line = self.line
+        if line[self.start] is pending:
+            self.start += 1
+            self.compact()
+            return
+        at = bisect.bisect_left(line, pending.rank, lo=self.start, key=_RANK)
+        del line[at]
+
+    def requeue(self) -> None:
+        """Every parked workload queued again at once (`QueueInadmissibleWorkloads`)."""
+        line = self.line[self.start :]
+        line.extend(self.parked)
+        line.sort(key=_RANK)
+        self.line = line
+        self.start = 0
+        self.parked = []
 
 
 @dataclass(slots=True)
@@ -279,19 +353,17 @@ class Simulator:
                 self.settings[name] = Setting(
                     cq, node, snapshot.flavors, world.topologies, world.fair_sharing
                 )
-        self.queues: dict[str, list[tuple[tuple[int, int, int], int, _Pending]]] = {
-            n: [] for n in self.settings
-        }
-        self.parked: dict[str, list[_Pending]] = {n: [] for n in self.settings}
+        self.queues: dict[str, _Queue] = {n: _Queue() for n in self.settings}
         self.sticky: dict[str, str] = {}
         """Per BestEffortFIFO ClusterQueue, the workload whose preemptions are pending (Kueue's
-        `preemptorWorkload`): it stays ahead of the rest of its queue."""
+        `preemptorWorkload`): it stays ahead of the rest of its queue while it is queued."""
+        self.sticky_parked: set[str] = set()
+        """The ClusterQueues whose sticky preemptor is parked (until their next requeue)."""
         self.pending: dict[str, _Pending] = {}
         self.running: dict[str, _Running] = {}
         self.outcomes = {job.key: Outcome(job) for job in self.jobs}
         self.events: list[tuple[int, int, int, str, int]] = []
         self.generation = itertools.count()
-        self.tokens = itertools.count()
         self.held: dict[object, tuple[Sample, int]] = {}
         """Per usage met before `since` (`Sample` by its amounts), it and the milliseconds
         it was held."""
@@ -370,14 +442,14 @@ class Simulator:
         running = frozenset(
             (key, r.started - self.now, r.evicting) for key, r in self.running.items()
         )
-        parked = frozenset(p.job.key for queue in self.parked.values() for p in queue)
+        parked = frozenset(p.job.key for queue in self.queues.values() for p in queue.parked)
         state = (running, parked, tuple(sorted(self.sticky.items())))
         if state in self.seen:
             message = (
                 "preempted in a loop: Kueue admits it and the workloads it preempts in turn, "
                 "for ever (Kueue#13662)"
             )
-            waiting = (k for k, p in self.pending.items() if p.state != GONE)
+            waiting = (k for k, p in self.pending.items() if not p.gone)
             for key in (*self.running, *waiting):
                 outcome = self.outcomes[key]
                 if outcome.preempted or outcome.preempting:
@@ -390,32 +462,26 @@ class Simulator:
         if job.cluster_queue not in self.queues:
             self.outcomes[job.key].message = f"ClusterQueue {job.cluster_queue} doesn't exist"
             return
-        pending = _Pending(job, queued)
+        pending = _Pending(job, queued, self.outcomes[job.key], self.memo.group(job))
         self.pending[job.key] = pending
-        self.push(pending)
+        self.queues[job.cluster_queue].add(pending)
 
-    def push(self, pending: _Pending) -> None:
-        pending.state = QUEUED
-        pending.token = next(self.tokens)
-        heapq.heappush(
-            self.queues[pending.job.cluster_queue], (pending.order(), pending.token, pending)
-        )
+    def queued_sticky(self, name: str) -> _Pending | None:
+        """The ClusterQueue's sticky preemptor, where it is queued (not parked, not admitted)."""
+        sticky = self.sticky.get(name)
+        if sticky is None or name in self.sticky_parked:
+            return None
+        pending = self.pending.get(sticky)
+        return None if pending is None or pending.gone else pending
 
     def head(self, name: str) -> _Pending | None:
         """The head of the ClusterQueue's queue: its sticky preemptor while that is queued,
-        else the first in Kueue's order (stale heap items dropped on the way)."""
-        sticky = self.sticky.get(name)
+        else the first in Kueue's order."""
+        sticky = self.queued_sticky(name)
         if sticky is not None:
-            pending = self.pending.get(sticky)
-            if pending is not None and pending.state == QUEUED:
-                return pending
+            return sticky
         queue = self.queues[name]
-        while queue:
-            _, token, pending = queue[0]
-            if pending.state == QUEUED and pending.token == token:
-                return pending
-            heapq.heappop(queue)
-        return None
+        return queue.line[queue.start] if queue.start < len(queue.line) else None
 
     def finish(self, key: str, generation: int) -> None:
         running = self.running.get(key)
@@ -451,21 +517,24 @@ class Simulator:
 
     def unpark(self, root: QuotaNode) -> None:
         """Kueue's `QueueInadmissibleWorkloads`: quota came free in this tree."""
-        for name, parked in self.parked.items():
-            if not parked or self.settings[name].node.root() is not root:
-                continue
-            for pending in parked:
-                if pending.state == PARKED:
-                    self.push(pending)
-            parked.clear()
+        for name, queue in self.queues.items():
+            if queue.parked and self.settings[name].node.root() is root:
+                queue.requeue()
+                self.sticky_parked.discard(name)
 
     # --- Kueue's cycles ------------------------------------------------------------------------
 
     def schedule(self) -> None:
         """Cycles until one admits, evicts or parks nothing (at most a bound of them)."""
         parked: list[str] | None = None
-        for _ in range(4 * len(self.jobs) + 100):
+        cycles = 4 * len(self.jobs) + 100
+        while cycles > 0:
+            cycles -= 1
             if parked is not None:
+                runs = self.park_runs(parked, cycles + 1)
+                if runs:
+                    cycles -= runs - 1
+                    continue
                 parked = self.park_heads(parked)
                 if parked is not None:
                     if not parked:
@@ -493,6 +562,41 @@ class Simulator:
                 return
             if self.fast and self.version == version:
                 parked = cycle.parked
+
+    def park_runs(self, names: Sequence[str], limit: int) -> int:
+        """Several cycles after one that only parked the heads of `names` at once (the fast
+        path's), where each of them has a run of queued workloads at its head whose groups all
+        parked since the running Workloads last changed (`park_heads`: each cycle parks the
+        next of each run, and nothing else): the shortest run's length of cycles (at most
+        `limit`), each ClusterQueue's run parked as a slice, each workload with its group's
+        nomination and none of its own. 0 where some ClusterQueue has no such run (a head to
+        nominate, a sticky preemptor, StrictFIFO): `park_heads` takes the next cycle."""
+        parks = self.memo.at(self.version).parks
+        live: list[_Queue] = []
+        for name in names:
+            queue = self.queues[name]
+            if queue.start >= len(queue.line):
+                continue
+            if queue.line[queue.start].group not in parks:
+                return 0  # a head to nominate
+            if self.settings[name].cq.queueing_strategy == "StrictFIFO":
+                return 0
+            if self.queued_sticky(name) is not None:
+                return 0
+            live.append(queue)
+        runs = limit
+        for queue in sorted(live, key=_Queue.queued):
+            line, at = queue.line, queue.start
+            end = min(len(line), at + runs)
+            while at < end and line[at].group in parks:
+                at += 1
+            runs = at - queue.start
+            if not runs:
+                return 0
+        for queue in live:
+            for pending in queue.advance(runs):
+                pending.outcome.parked_as = parks[pending.group]
+        return runs if live else 0
 
     def park_heads(self, names: Sequence[str]) -> list[str] | None:
         """The next cycle after one that only parked the heads of `names` (the fast path's): it
@@ -590,6 +694,7 @@ class Simulator:
         job = entry.pending.job
         if entry.cq.queueing_strategy == "BestEffortFIFO":
             self.sticky[entry.cq.name] = job.key
+            self.sticky_parked.discard(entry.cq.name)
         issued = [self.evict(target, job) for target in entry.targets]
         return any(issued)
 
@@ -600,6 +705,9 @@ class Simulator:
         gone = dict(cycle.preempted)
         for target in entry.targets:
             gone[target.workload.key] = target.workload
+        if not gone:
+            return preemptor.workload_fits(node, entry.incoming.usage, borrow=True)
+        stamped = stamps(self.tree.values())
         for workload in gone.values():
             self.live.remove(workload)
         try:
@@ -607,17 +715,19 @@ class Simulator:
         finally:
             for workload in gone.values():
                 self.live.add(workload)
+            put_back(stamped)
 
     def park(self, pending: _Pending, known: _Nomination, cq: ClusterQueue) -> bool:
         """An entry that can neither be admitted nor preempt: parked (inadmissible) under
         BestEffortFIFO; whether it was."""
-        outcome = self.outcomes[pending.job.key]
-        outcome.message = known.message or "couldn't find preemption targets"
-        outcome.reason = known.assignment.no_fit_reason
+        self.outcomes[pending.job.key].parked_as = known
         if cq.queueing_strategy == "StrictFIFO":
             return False  # the head stays, and blocks the ClusterQueue
-        pending.state = PARKED
-        self.parked[cq.name].append(pending)
+        queue = self.queues[cq.name]
+        queue.take(pending)
+        queue.parked.append(pending)
+        if self.sticky.get(cq.name) == pending.job.key:
+            self.sticky_parked.add(cq.name)
         return True
 
     def incoming(self, name: str, known: _Nomination, job: Job) -> Incoming:
@@ -676,10 +786,13 @@ class Simulator:
         memo = self.memo.at(self.version)
         if id(root) in memo.states:
             return memo.states[id(root)]
-        usage = tuple(self.memo.usage_key(node) for node in root.walk())
+        nodes = self.memo.walks.get(id(root))
+        if nodes is None:
+            nodes = self.memo.walks[id(root)] = tuple(root.walk())
+        usage = tuple(self.memo.usage_key(node) for node in nodes)
         queues: list[list[tuple[int, bool, float]]] = []
         times: set[float] = set()
-        for node in root.walk():
+        for node in nodes:
             if node.kind != "ClusterQueue":
                 continue
             queue = []
@@ -701,7 +814,8 @@ class Simulator:
 
     def admit(self, entry: _Entry) -> None:
         job = entry.pending.job
-        entry.pending.state = GONE
+        self.queues[entry.cq.name].take(entry.pending)
+        entry.pending.gone = True
         node = self.settings[entry.cq.name].node
         usage = entry.incoming.usage
         self.version += 1
@@ -881,6 +995,8 @@ class _Memo:
         self.signs: dict[str, tuple[tuple[object, ...], int]] = {}
         """Per job, what the preemptor reads of its last admitted Workload, and its number."""
         self.numbers = itertools.count()
+        self.walks: dict[int, tuple[QuotaNode, ...]] = {}
+        """Each root's tree in `QuotaNode.walk` order (the tree's shape never changes)."""
 
     def at(self, version: int) -> _Answers:
         if self.when != version:
@@ -979,4 +1095,4 @@ def hold(sim: Simulator, job: Job, admitted: AdmittedWorkload) -> None:
 
 def nomination(sim: Simulator, job: Job) -> Assignment:
     """The flavor assignment a cycle now nominates `job` with, as the head of its ClusterQueue."""
-    return sim.nominate(job.cluster_queue, _Pending(job, sim.now)).known.assignment
+    return sim.nominate(job.cluster_queue, _Pending(job, sim.now, Outcome(job))).known.assignment
