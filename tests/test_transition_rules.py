@@ -335,3 +335,6 @@ def test_a_header_a_line_break_would_end_is_never_taken_unparsed() -> None:
     for name in ("teams/a.yaml", "teams/a\nkind: Secret.yaml", "teams/a\u2028b.yaml"):
         manifest = Manifest("tenancy", body, Location(name, 1, 1))
         assert (plain_manifest_file(manifest) is None) == (name != "teams/a.yaml")
+    # a lone surrogate (a YAML escape can make one) cannot be written: left to `build_files`
+    broken = {**body, "data": {"k": "\ud800"}}
+    assert plain_manifest_file(Manifest("tenancy", broken, Location("teams/a.yaml", 1, 1))) is None

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
+import yaml
+
 from renderer.output.canonical import dump, emitted
 from renderer.output.emitter import LINE_BREAKS
 from renderer.output.manifest import Manifest, Values
@@ -79,8 +81,11 @@ def plain_manifest_file(manifest: Manifest) -> bytes | None:
     otherwise."""
     if any(mark in manifest.source.file for mark in LINE_BREAKS):
         return None
-    text = emitted(manifest.body)
-    return None if text is None else (_header(manifest.source.file) + text).encode("utf-8")
+    try:
+        text = emitted(manifest.body)
+        return None if text is None else (_header(manifest.source.file) + text).encode("utf-8")
+    except (UnicodeError, yaml.YAMLError):  # what `build_files` meets, it reports there
+        return None
 
 
 def comment_lines(text: str, width: int = 98) -> str:
