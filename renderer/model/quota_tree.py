@@ -138,17 +138,12 @@ class QuotaNode:
 
     def add_usage(self, fr: FlavorResource, value: Decimal) -> None:
         """`addUsage`: the part beyond the local quota left is used in the parent too (up the
-        path, each node's `local_available` inlined)."""
+        path in one loop)."""
         node: QuotaNode | None = self
         while node is not None:
-            usage = node.usage
-            used = usage.get(fr, ZERO)
-            quota = node.quotas.get(fr)
-            local = ZERO
-            if quota is not None and quota.lending is not None:
-                local = max(ZERO, node.subtree.get(fr, ZERO) - quota.lending)
-            local_free = max(ZERO, local - used)
-            usage[fr] = used + value
+            used = node.usage.get(fr, ZERO)
+            local_free = max(ZERO, node.local_quota(fr) - used)
+            node.usage[fr] = used + value
             node.changes = next(_STAMPS)
             if value <= local_free:
                 return
@@ -157,17 +152,12 @@ class QuotaNode:
 
     def remove_usage(self, fr: FlavorResource, value: Decimal) -> None:
         """`removeUsage`: what was stored in the parent is given back there first (up the
-        path, each node's `local_quota` inlined)."""
+        path in one loop)."""
         node: QuotaNode | None = self
         while node is not None:
-            usage = node.usage
-            used = usage.get(fr, ZERO)
-            quota = node.quotas.get(fr)
-            local = ZERO
-            if quota is not None and quota.lending is not None:
-                local = max(ZERO, node.subtree.get(fr, ZERO) - quota.lending)
-            stored_in_parent = used - local
-            usage[fr] = used - value
+            used = node.usage.get(fr, ZERO)
+            stored_in_parent = used - node.local_quota(fr)
+            node.usage[fr] = used - value
             node.changes = next(_STAMPS)
             if stored_in_parent <= 0:
                 return
