@@ -284,13 +284,9 @@ def _flavor_limits(found: FlavorPlan | None, resource: str) -> Limits:
 
 
 def _quotas(plan: ClusterQueuePlan | TeamCohortPlan, covered: Sequence[str]) -> dict[Fr, Limits]:
-    """A node's quotas as the queue layer renders them: every covered resource of every flavor
-    (each pool's `limits_of`: its first flavor's amounts, found once per pool, not per entry)."""
-    first: dict[str, FlavorPlan] = {}
-    for flavor in plan.flavors:
-        first.setdefault(flavor.pool.name, flavor)
+    """A node's quotas as the queue layer renders them: every covered resource of every flavor."""
     return {
-        (flavor.pool.name, resource): _flavor_limits(first[flavor.pool.name], resource)
+        (flavor.pool.name, resource): limits_of(plan, flavor.pool.name, resource)
         for flavor in plan.flavors
         for resource in covered
     }
