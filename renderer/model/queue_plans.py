@@ -273,10 +273,7 @@ def limits_of(plan: ClusterQueuePlan | TeamCohortPlan, pool: str, resource: str)
     """A queue's (or team Cohort's) limits on one pool and resource. Where a flavor has no
     amount for a covered resource, the queue layer writes nominal 0 and borrowing limit 0:
     nothing of it, and nothing to borrow."""
-    return _flavor_limits(next((f for f in plan.flavors if f.pool.name == pool), None), resource)
-
-
-def _flavor_limits(found: FlavorPlan | None, resource: str) -> Limits:
+    found = next((f for f in plan.flavors if f.pool.name == pool), None)
     amount = found.resources.get(resource) if found is not None else None
     if amount is None:
         return Limits(Decimal(0), Decimal(0), None)
