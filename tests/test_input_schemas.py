@@ -80,6 +80,15 @@ def describes_objects(node: dict[str, Any]) -> bool:
 # ------------------------------------------------------------------------------ the schemas
 
 
+@pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.schema.json")), ids=lambda p: p.name)
+def test_every_input_schema_is_valid_for_its_draft(path: Path) -> None:
+    # `inputs.schema.schema_for` compiles these without checking them against the
+    # meta-schema (it did on every run): this is where a broken one is found
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(schema)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_schema_is_a_valid_draft_2020_12_schema(kind: str) -> None:
     schema = load_schema(kind)
