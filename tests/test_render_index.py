@@ -329,3 +329,99 @@ def test_kept_policy_findings_are_the_ones_found(platform: Path, cache: Path) ->
     reopened.policy_findings(based, check)
     reopened.policy_findings(based, check)
     assert calls == 5
+
+
+# --- the fingerprint's files, taken by their stats -----------------------------------------------
+
+
+def _fingerprint(root: Path, crds: Path, known):  # type: ignore[no-untyped-def]
+    from renderer.commands.render_index import code_and_schema_fingerprint
+
+    return code_and_schema_fingerprint(root, [crds], strict_schemas=True, known=known)
+
+
+def test_digests_kept_by_stat_give_the_fingerprint_the_files_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from renderer.commands import render_index
+    from renderer.commands.render_index import FileDigests
+
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    for name in ("a.yaml", "b.yaml"):
+        (crds / name).write_text(f"# {name}\n")
+    read = _fingerprint(tmp_path, crds, None)
+    monkeypatch.setattr(render_index, "RECENT_NS", 0)  # every file old enough to be kept
+    store = tmp_path / "digests.marshal"
+    first = FileDigests.load(store)
+    assert _fingerprint(tmp_path, crds, first) == read
+    first.save()
+    kept = FileDigests.load(store)
+    assert os.fspath(crds / "a.yaml") in kept._kept  # what the next run takes by the stat
+    assert _fingerprint(tmp_path, crds, kept) == read
+
+
+@pytest.mark.parametrize("edit", ["same size, mtime set back", "the target of a link written"])
+def test_a_file_kept_by_stat_and_changed_since_is_read_again(
+    edit: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from renderer.commands import render_index
+    from renderer.commands.render_index import FileDigests
+
+    monkeypatch.setattr(render_index, "RECENT_NS", 0)
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    target = crds / "a.yaml"
+    target.write_text("# alpha\n")
+    if edit == "the target of a link written":  # the link itself stays as it was
+        (tmp_path / "one.yaml").write_text("# one\n")
+        target.unlink()
+        target.symlink_to(tmp_path / "one.yaml")
+        target = tmp_path / "one.yaml"
+    store = tmp_path / "digests.marshal"
+    known = FileDigests.load(store)
+    before = _fingerprint(tmp_path, crds, known)
+    known.save()
+    stat = target.stat()
+    target.write_text(target.read_text().upper())  # the same size: only the ctime tells
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    after = _fingerprint(tmp_path, crds, FileDigests.load(store))
+    assert after != before
+    assert after == _fingerprint(tmp_path, crds, None)
+
+
+def test_a_file_written_just_now_is_not_taken_by_its_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second write of the same size within one tick of the file system's clock would leave
+    the stat as it was: a file as recent as that is read again each time, and kept once it is
+    older than `RECENT_NS`."""
+    import time
+
+    from renderer.commands import render_index
+    from renderer.commands.render_index import FileDigests
+
+    fresh = tmp_path / "fresh.yaml"
+    fresh.write_text("# fresh\n")
+    known = FileDigests.load(tmp_path / "digests.marshal")
+    assert known.digest(fresh) is not None
+    assert os.fspath(fresh) not in known._kept
+    later = time.time_ns() + render_index.RECENT_NS
+    monkeypatch.setattr(render_index.time, "time_ns", lambda: later)
+    assert known.digest(fresh) is not None
+    assert os.fspath(fresh) in known._kept
+
+
+@pytest.mark.parametrize(
+    "stored", [b"", b"not marshal", b"\xe9\x01", None], ids=["empty", "text", "bad", "foreign"]
+)
+def test_an_unreadable_digest_store_is_read_as_empty(stored: bytes | None, tmp_path: Path) -> None:
+    import marshal
+
+    from renderer.commands.render_index import FileDigests
+
+    store = tmp_path / "digests.marshal"
+    store.write_bytes(marshal.dumps((1, {"a": ("not a stat", b"x")})) if stored is None else stored)
+    known = FileDigests.load(store)
+    (tmp_path / "a.yaml").write_text("# a\n")
+    assert known._kept == {} and known.digest(tmp_path / "a.yaml") is not None

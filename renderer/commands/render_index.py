@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import marshal
 import os
 import pickle
 import sys
+import time
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -47,7 +49,7 @@ from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.reuse import CheckMemo
 from renderer.output.transitions import CommittedTree
-from renderer.output.writer import Stat, file_stat
+from renderer.output.writer import Stat, file_stat, stat_of
 from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
@@ -151,9 +153,11 @@ class RenderIndex:
         folder = cache_dir()
         if folder is None:
             return cls.disabled()
+        known = FileDigests.load(folder / "render-index" / "file-digests.marshal")
         fingerprint = code_and_schema_fingerprint(
-            root, schema_paths, strict_schemas=strict_schemas, fallback=fallback
+            root, schema_paths, strict_schemas=strict_schemas, fallback=fallback, known=known
         )
+        known.save()
         name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()
         index = cls(folder / "render-index" / f"{name}.pickle", fingerprint=fingerprint)
         try:
@@ -453,11 +457,13 @@ def code_and_schema_fingerprint(
     *,
     strict_schemas: bool,
     fallback: Sequence[Path] = (),
+    known: FileDigests | None = None,
 ) -> bytes:
     """gpuplane's own files, the pinned libraries' versions, Python's, the options, and the
     bytes of every CRD source, by the set it is in (--crds, $GPUPLANE_CRDS: two definitions of
     one kind in one set are an error, across sets the first wins), and of the repository's
-    schema store."""
+    schema store. `known`: the files' digests by their stats (`FileDigests`), else each file
+    is read."""
     digest = hashlib.sha256(
         f"format {FORMAT}\0python {sys.version}\0strict {strict_schemas}\0".encode()
     )
@@ -469,7 +475,9 @@ def code_and_schema_fingerprint(
         digest.update(f"{name}=={version}\0".encode())
     engine = Path(__file__).resolve().parents[1]  # renderer/, and workflows/ beside it
     for package in (engine, engine.parent / "workflows"):
-        _hash_tree(digest, package, suffixes=(".py", ".json", ".yaml", ".j2", ".txt", ".md"))
+        _hash_tree(
+            digest, package, suffixes=(".py", ".json", ".yaml", ".j2", ".txt", ".md"), known=known
+        )
     seen: set[Path] = set()
     for role, paths in (("crds", schema_paths), ("fallback", fallback)):
         digest.update(f"\0{role}\0".encode())
@@ -479,17 +487,21 @@ def code_and_schema_fingerprint(
             # --crds, which finds every kind the folder defines first
             if resolved not in seen:
                 seen.add(resolved)
-                _hash_tree(digest, resolved)
+                _hash_tree(digest, resolved, known=known)
     digest.update(b"\0store\0")
-    _hash_tree(digest, (root / ".gpuplane" / "schemas").resolve())
+    _hash_tree(digest, (root / ".gpuplane" / "schemas").resolve(), known=known)
     return digest.digest()
 
 
 def _hash_tree(
-    digest: hashlib._Hash, path: Path, suffixes: tuple[str, ...] = (), label: str | None = None
+    digest: hashlib._Hash,
+    path: Path,
+    suffixes: tuple[str, ...] = (),
+    label: str | None = None,
+    known: FileDigests | None = None,
 ) -> None:
     """Every file's name and bytes below `path` (or the file itself), in name order, after
-    `label` (else the path itself)."""
+    `label` (else the path itself); each file's digest from `known` when it has it."""
     digest.update(f"\0tree\0{path if label is None else label}\0".encode())
     if path.is_file():
         candidates = [path]
@@ -503,7 +515,107 @@ def _hash_tree(
         if "__pycache__" in file.parts:
             continue
         digest.update(f"\0{file.relative_to(path) if file != path else file.name}\0".encode())
+        found = known.digest(file) if known is not None else _read_digest(file)
+        digest.update(found if found is not None else b"unreadable")
+
+
+def _read_digest(file: Path) -> bytes | None:
+    try:
+        return hashlib.sha256(file.read_bytes()).digest()
+    except OSError:
+        return None
+
+
+class FileDigests:
+    """The SHA-256 of files read before, by path, kept with the file's `Stat` when it was read
+    (size, mtime, ctime, inode): a file whose stat is the same is taken as holding the same
+    bytes, as the index takes rendered/'s files (`current`), and as git takes its work tree.
+    Writing a file changes its ctime, which no tool sets back. For the fingerprint's files:
+    gpuplane's own sources and the CRD sources, 29 MB read and hashed on every run before
+    (`code_and_schema_fingerprint`)."""
+
+    AT_MOST = 50_000
+    """More paths than this (many repositories' CRDs) and the memory starts over."""
+
+    def __init__(self, path: Path | None, kept: dict[str, tuple[Stat, bytes]]) -> None:
+        self.path = path
+        self._kept = kept
+        self._changed = False
+
+    @classmethod
+    def load(cls, path: Path) -> FileDigests:
+        """The digests kept at `path`; none when it is missing or cannot be read."""
         try:
-            digest.update(hashlib.sha256(file.read_bytes()).digest())
+            with open(path, "rb") as handle:
+                stored = marshal.loads(handle.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            stored = None
+        kept = stored[1] if _kept_digests(stored) else {}
+        return cls(path, kept)
+
+    def digest(self, file: Path) -> bytes | None:
+        """The file's SHA-256, None when it cannot be read."""
+        name = os.fspath(file)
+        stat = _followed_stat(name)
+        found = self._kept.get(name)
+        if stat is not None and found is not None and found[0] == stat:
+            return found[1]
+        digest = _read_digest(file)
+        if digest is None or stat is None or _followed_stat(name) != stat or _recent(stat):
+            self._kept.pop(name, None)  # changed while read, or may change unseen (below)
+            return digest
+        if len(self._kept) >= self.AT_MOST:
+            self._kept.clear()
+        self._kept[name] = (stat, digest)
+        self._changed = True
+        return digest
+
+    def save(self) -> None:
+        """Keep the digests, atomically, when this run added any; no error when it cannot."""
+        if not self._changed or self.path is None:
+            return
+        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(staging, "wb") as handle:
+                handle.write(marshal.dumps((_DIGESTS_FORMAT, self._kept), 2))
+            os.replace(staging, self.path)
         except OSError:
-            digest.update(b"unreadable")
+            with contextlib.suppress(OSError):
+                staging.unlink()
+
+
+_DIGESTS_FORMAT = 1
+
+RECENT_NS = 2_000_000_000
+"""A file changed less than this long ago (2 s) is read again next time, not taken by its
+stat: a file system's clock ticks coarser than a nanosecond, so a second write of the same
+size within one tick would leave the stat as it was ("racy git")."""
+
+
+def _recent(stat: Stat) -> bool:
+    return time.time_ns() - max(stat[1], stat[2]) < RECENT_NS
+
+
+def _followed_stat(name: str) -> Stat | None:
+    """The stat of the file `name` reads, through any symbolic link (`file_stat` does not
+    follow one): a link pointed elsewhere, or its target written, changes it."""
+    try:
+        return stat_of(os.stat(name))
+    except OSError:
+        return None
+
+
+def _kept_digests(stored: object) -> bool:
+    """Whether `stored` is what `FileDigests.save` writes."""
+    if not (isinstance(stored, tuple) and len(stored) == 2 and stored[0] == _DIGESTS_FORMAT):
+        return False
+    kept = stored[1]
+    return isinstance(kept, dict) and all(
+        type(name) is str
+        and type(entry) is tuple
+        and len(entry) == 2
+        and type(entry[0]) is tuple
+        and type(entry[1]) is bytes
+        for name, entry in kept.items()
+    )
