@@ -66,7 +66,11 @@ def leave(code: object) -> None:
     """End the program with `code` as `SystemExit` would (None is 0; a text is printed to
     stderr, and is 1), after the exit handlers (workers, `weakref.finalize`) and with its
     output flushed, but without the interpreter's teardown: freeing every object of a large
-    render one by one took 50-70 ms of a 1.5 s check (docs/performance.md)."""
+    render one by one took 50-70 ms of a 1.5 s check (docs/performance.md). Under a profiler
+    or a tracer (cProfile, coverage), which write what they found at the interpreter's exit,
+    it exits as `SystemExit` would."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)
     if code is None:
         status = 0
     elif isinstance(code, int):
