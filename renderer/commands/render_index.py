@@ -321,6 +321,9 @@ class RenderIndex:
         record = self.clusters.get(name)
         if record is None or record.key != key:
             return None
+        recorded = {path: entry[1] for path, entry in record.files.items()}
+        if None not in recorded.values() and recorded == on_disk:  # each file as recorded
+            return record
         if on_disk.keys() != record.files.keys():
             return None
         for path, (digest, stat, made_of) in record.files.items():
