@@ -52,6 +52,14 @@ def test_importing_the_cli_imports_no_heavy_module() -> None:
     assert json.loads(loaded) == []
 
 
+def test_no_command_starts_with_importlib_metadata() -> None:
+    """importlib.metadata (with the email package it reads metadata with) takes 35 ms to
+    import: the SARIF reporter and the render index's fingerprint import it when they need
+    it."""
+    loaded = _python("import sys, renderer.cli\nprint('importlib.metadata' in sys.modules)")
+    assert loaded.strip() == "False"
+
+
 def test_validate_does_not_import_hera_or_rich() -> None:
     """`validate` loads, schema-checks and policy-checks: it renders nothing, so the workflows
     layer (Hera) and rich's tables stay unimported."""

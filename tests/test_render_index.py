@@ -425,3 +425,34 @@ def test_an_unreadable_digest_store_is_read_as_empty(stored: bytes | None, tmp_p
     known = FileDigests.load(store)
     (tmp_path / "a.yaml").write_text("# a\n")
     assert known._kept == {} and known.digest(tmp_path / "a.yaml") is not None
+
+
+def test_the_libraries_versions_are_kept_until_a_folder_on_the_path_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installing, upgrading or removing a library adds or removes its .dist-info folder in a
+    folder on sys.path: the versions are asked again then, and only then."""
+    from renderer.commands import render_index
+    from renderer.commands.render_index import FileDigests, pinned_versions
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(render_index, "RECENT_NS", 0)
+    asked: list[bytes] = []
+
+    def counted() -> bytes:
+        asked.append(pinned_versions())
+        return asked[-1]
+
+    monkeypatch.setattr(render_index, "pinned_versions", counted)
+    store = tmp_path / "digests.marshal"
+    first = FileDigests.load(store)
+    versions = first.versions()
+    first.save()
+    assert versions == asked[0] and b"jinja2==" in versions
+    assert FileDigests.load(store).versions() == versions
+    assert len(asked) == 1  # kept
+    (site / "some_library-1.0.dist-info").mkdir()  # an install, as pip lays it out
+    assert FileDigests.load(store).versions() == versions  # asked again: the same here
+    assert len(asked) == 2

@@ -32,8 +32,8 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from renderer.commands.policy_index import (
     PolicyCheck,
@@ -470,12 +470,8 @@ def code_and_schema_fingerprint(
     digest = hashlib.sha256(
         f"format {FORMAT}\0python {sys.version}\0strict {strict_schemas}\0".encode()
     )
-    for name in PINNED:
-        try:
-            version = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            version = "-"
-        digest.update(f"{name}=={version}\0".encode())
+    versions = known.versions() if known is not None else None
+    digest.update(versions if versions is not None else pinned_versions())
     engine = Path(__file__).resolve().parents[1]  # renderer/, and workflows/ beside it
     for package in (engine, engine.parent / "workflows"):
         _hash_tree(
@@ -522,6 +518,20 @@ def _hash_tree(
         digest.update(found if found is not None else b"unreadable")
 
 
+def pinned_versions() -> bytes:
+    """`name==version` of each library of `PINNED`, as installed ("-" when it is not)."""
+    from importlib import metadata  # 35 ms to import: only when `FileDigests` has none kept
+
+    found = []
+    for name in PINNED:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "-"
+        found.append(f"{name}=={version}\0")
+    return "".join(found).encode()
+
+
 def _read_digest(file: Path) -> bytes | None:
     try:
         return hashlib.sha256(file.read_bytes()).digest()
@@ -540,7 +550,7 @@ class FileDigests:
     AT_MOST = 50_000
     """More paths than this (many repositories' CRDs) and the memory starts over."""
 
-    def __init__(self, path: Path | None, kept: dict[str, tuple[Stat, bytes]]) -> None:
+    def __init__(self, path: Path | None, kept: dict[str, tuple[tuple[Any, ...], bytes]]) -> None:
         self.path = path
         self._kept = kept
         self._changed = False
@@ -572,6 +582,24 @@ class FileDigests:
         self._kept[name] = (stat, digest)
         self._changed = True
         return digest
+
+    def versions(self) -> bytes:
+        """`pinned_versions`, kept by the stats of the folders on `sys.path`: installing,
+        upgrading or removing a library adds or removes its `.dist-info` folder there, which
+        changes the folder's mtime and ctime (a folder changed in the last two seconds is
+        asked again, as a file is; one that does not exist, as Python's zip of the standard
+        library mostly, is kept as missing: made, it changes the key)."""
+        folders = tuple(sorted({os.path.abspath(p or os.curdir) for p in sys.path}))
+        stats = tuple((f, _followed_stat(f)) for f in folders)
+        name = "\0versions\0" + "\0".join(folders)
+        found = self._kept.get(name)
+        if found is not None and found[0] == stats:
+            return found[1]
+        versions = pinned_versions()
+        if not any(s is not None and _recent(s) for _, s in stats):  # a missing one may stay
+            self._kept[name] = (stats, versions)
+            self._changed = True
+        return versions
 
     def save(self) -> None:
         """Keep the digests, atomically, when this run added any; no error when it cannot."""
