@@ -116,6 +116,8 @@ class RenderIndex:
     cluster's own file (its Kubernetes version and operator pins) and the repository's settings
     (`settings`); set by `keys`."""
     _stored: dict[str, tuple[ClusterRecord, bytes]] = field(default_factory=dict)
+    _read: dict[str, Any] | None = None
+    """The index as read (`open`): saved again only when what `save` would write differs."""
     """Each record as read, with its pickle: saved again as it was unless it changed."""
     slices: dict[str, bytes] = field(default_factory=dict)
     """Per cluster, `ClusterRecord.slice` as `keys` found it."""
@@ -181,7 +183,8 @@ class RenderIndex:
             except Exception:  # as above: render those clusters
                 index.clusters.clear()
                 index._stored.clear()
-            index.inputs = stored["inputs"]
+            index.inputs = dict(stored["inputs"])  # added to: `_read` stays as read
+            index._read = stored
             policy = stored.get("policy")
             if isinstance(policy, tuple) and len(policy) == 2 and isinstance(policy[1], list):
                 index.policy = policy
@@ -210,6 +213,8 @@ class RenderIndex:
             "policy": self.policy,
             "team_policy": self.team_policy,
         }
+        if data == self._read:  # nothing changed: 33 MB not written again (4x many-small)
+            return
         staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
