@@ -438,11 +438,16 @@ def run_second(
 
 
 def fair_preemptions(
-    working: Working, incoming: Incoming, strategies: Sequence[Strategy], now: datetime
+    working: Working,
+    incoming: Incoming,
+    strategies: Sequence[Strategy],
+    now: datetime,
+    found: Sequence[AdmittedWorkload] | None = None,
 ) -> list[Target]:
-    """`Preemptor.fairPreemptions`."""
+    """`Preemptor.fairPreemptions`; `found`: `find_candidates`' answer, where the caller has
+    it."""
     node = working.node(incoming.cluster_queue)
-    candidates = find_candidates(working, incoming)
+    candidates = find_candidates(working, incoming) if found is None else list(found)
     if node is None or not candidates:
         return []
     candidates.sort(key=ordering(incoming.cluster_queue, now))

@@ -176,6 +176,7 @@ class _Pending:
 
 
 _RANK = operator.attrgetter("rank")
+_FIRST = operator.itemgetter(0)
 
 
 @dataclass(slots=True)
@@ -240,6 +241,9 @@ class _Running:
     a number (`_Memo.running`)."""
     reserved: float | None = None
     """Its admission time as the preemptor orders candidates by it (None: not readable)."""
+    load: int = 0
+    """Its ClusterQueue and usage, as a number: all a fair-sharing search reads of it once
+    it is a candidate and in the candidates' order (`Simulator.fair_key`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -763,18 +767,72 @@ class Simulator:
                     memo.targets[key] = found
                     return found
         clock = EPOCH + timedelta(milliseconds=self.now)
+        fair: tuple[tuple[object, ...], list[AdmittedWorkload]] | None = None
         if self.world.fair_sharing:
+            if state is not None:
+                fair = self.fair_key(incoming, state)
+                if fair is not None:
+                    placed = self.memo.fair.get(fair[0])
+                    if placed is not None:
+                        found = [Target(fair[1][i], reason) for i, reason in placed]
+                        self.memo.at(self.version).targets[key] = found
+                        self.memo.keep(self.memo.searches, (key, state), _keys(found))
+                        return found
             found = fairsharing.fair_preemptions(
-                self.live, incoming, preemptor.DEFAULT_STRATEGIES, clock
+                self.live,
+                incoming,
+                preemptor.DEFAULT_STRATEGIES,
+                clock,
+                None if fair is None else fair[1],
             )
         else:
             found = preemptor.classical(self.live, incoming, clock)
         if self.fast:
             self.memo.at(self.version).targets[key] = found
             if state is not None:
-                chosen = tuple((t.workload.key, t.reason) for t in found)
-                self.memo.keep(self.memo.searches, (key, state), chosen)
+                self.memo.keep(self.memo.searches, (key, state), _keys(found))
+            if fair is not None:
+                place = {id(w): i for i, w in enumerate(fair[1])}
+                placed = tuple((place[id(t.workload)], t.reason) for t in found)
+                self.memo.keep(self.memo.fair, fair[0], placed)
         return found
+
+    def fair_key(
+        self, incoming: Incoming, state: tuple[object, ...]
+    ) -> tuple[tuple[object, ...], list[AdmittedWorkload]] | None:
+        """All a fair-sharing search reads (`fairsharing.fair_preemptions`), and its candidates
+        in their order; None where two candidates tie in that order. The search reads the
+        tree's usage (in `state`), the request's usage and the (flavor, resource) pairs it
+        needs preemption for, and its candidates (`find_candidates`: the priority and creation
+        time enter there only) in `CandidatesOrdering` (a ClusterQueue's first candidate is
+        compared with another's only by that order) with, of each, its ClusterQueue and usage
+        (`_Running.load`): a running Workload that is no candidate enters by its usage alone,
+        and a candidate's priority, admission time and name by its place in the order."""
+        candidates = fairsharing.find_candidates(self.live, incoming)
+        own = incoming.cluster_queue
+        ordered = []
+        for workload in candidates:
+            running = self.running[workload.key]
+            order = (
+                not workload.evicted,
+                workload.cluster_queue == own,
+                workload.priority,
+                -running.reserved,  # type: ignore[operator]  # readable: `state` is not None
+                workload.uid,
+            )
+            ordered.append((order, running.load, workload))
+        ordered.sort(key=_FIRST)
+        for before, after in itertools.pairwise(ordered):
+            if before[0] == after[0]:
+                return None
+        key = (
+            own,
+            frozenset(incoming.usage.items()),
+            incoming.needs,
+            state[0],
+            tuple(load for _, load, _ in ordered),
+        )
+        return key, [workload for _, _, workload in ordered]
 
     def tree_state(self, root: QuotaNode) -> tuple[object, ...] | None:
         """All a preemption search in `root`'s tree reads besides the request: each node's
@@ -945,6 +1003,10 @@ class Simulator:
         return out
 
 
+def _keys(targets: Sequence[Target]) -> tuple[tuple[str, str], ...]:
+    return tuple((t.workload.key, t.reason) for t in targets)
+
+
 def _stamp(ms: int) -> str:
     return (EPOCH + timedelta(milliseconds=ms)).isoformat().replace("+00:00", "Z")
 
@@ -995,6 +1057,11 @@ class _Memo:
         self.signs: dict[str, tuple[tuple[object, ...], int]] = {}
         """Per job, what the preemptor reads of its last admitted Workload, and its number."""
         self.numbers = itertools.count()
+        self.loads: dict[tuple[str, frozenset[tuple[FlavorResource, Decimal]]], int] = {}
+        """Each (ClusterQueue, usage) a running Workload held, and its number (`_Running.load`)."""
+        self.fair: dict[tuple[object, ...], tuple[tuple[int, str], ...]] = {}
+        """Fair-sharing preemption targets (place in the candidates' order, reason) per
+        `Simulator.fair_key`."""
         self.walks: dict[int, tuple[QuotaNode, ...]] = {}
         """Each root's tree in `QuotaNode.walk` order (the tree's shape never changes)."""
 
@@ -1042,7 +1109,11 @@ class _Memo:
         sig = known[1]
         stamp = parse_time(admitted.reserved_at, _UNREAD)
         reserved = None if stamp is _UNREAD else stamp.timestamp()
-        return _Running(job, admitted, started, generation, sig=sig, reserved=reserved)
+        load = (admitted.cluster_queue, frozenset(admitted.usage.items()))
+        number = self.loads.get(load)
+        if number is None:
+            number = self.loads[load] = len(self.loads)
+        return _Running(job, admitted, started, generation, sig=sig, reserved=reserved, load=number)
 
     def group(self, job: Job) -> object:
         """All a nomination reads of a job besides the tree: its ClusterQueue and shape (the
