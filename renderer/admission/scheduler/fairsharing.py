@@ -164,14 +164,18 @@ class Shares:
         self.known[id(node)] = (node.changes, share)
         return share
 
-    def compute(self, node: QuotaNode) -> DRS:
+    def compute(
+        self, node: QuotaNode, request: Mapping[FlavorResource, Decimal] | None = None
+    ) -> DRS:
+        """The node's share, with `request` added to its usage (not kept)."""
         parent = node.parent
         can_lend = None
         if parent is not None:
             can_lend = self.can_lend.get(id(parent))
             if can_lend is None:
                 can_lend = self.can_lend[id(parent)] = lendable(parent)
-        return dominant_resource_share(node, self.weights.get(id(node), 1.0), can_lend=can_lend)
+        weight = self.weights.get(id(node), 1.0)
+        return dominant_resource_share(node, weight, request, can_lend)
 
 
 def fair_weights(working: Working) -> dict[int, float]:
@@ -220,15 +224,37 @@ class TargetQueue:
         return self.order.shares.of(mine), self.order.shares.of(theirs)
 
     def share_after_removal(self, workload: AdmittedWorkload) -> DRS:
-        """`ComputeTargetShareAfterRemoval` (the usage put back as it was, stamps too)."""
+        """`ComputeTargetShareAfterRemoval`: the share of the target's side with the workload's
+        usage removed, the tree left as it is. What the removal takes from that node is what
+        `QuotaNode.remove_usage` would carry up to it (`released`), and the share is the node's
+        with that taken off its usage, as a negative request."""
+        side = self.almost_lcas()[1]
         node = self.order.working.node(workload.cluster_queue)
-        stamped = stamps(() if node is None else (node, *node.path_to_root()))
-        self.order.working.remove(workload)
-        try:
-            return self.order.shares.of(self.almost_lcas()[1])
-        finally:
-            self.order.working.add(workload)
-            put_back(stamped)
+        if node is None:
+            return self.order.shares.of(side)
+        taken = {fr: -value for fr, value in released(node, side, workload.usage).items()}
+        return self.order.shares.compute(side, taken)
+
+
+def released(
+    node: QuotaNode, upto: QuotaNode, usage: Mapping[FlavorResource, Decimal]
+) -> dict[FlavorResource, Decimal]:
+    """Per (flavor, resource), how much `upto` (`node` or a node above it) would use less once
+    `usage` is removed from `node` (`QuotaNode.remove_usage`, without changing the tree):
+    each node gives back in its parent what it stored there, at most what it is given back."""
+    out: dict[FlavorResource, Decimal] = {}
+    for fr, value in usage.items():
+        at = node
+        while at is not upto:
+            stored = at.usage.get(fr, ZERO) - at.local_quota(fr)
+            if stored <= 0 or at.parent is None:
+                value = ZERO
+                break
+            value = min(value, stored)
+            at = at.parent
+        if value:
+            out[fr] = value
+    return out
 
 
 def _almost(node: QuotaNode, lca: QuotaNode) -> QuotaNode:
