@@ -337,6 +337,8 @@ class _Cycle:
     reserved: list[tuple[QuotaNode, dict[FlavorResource, Decimal]]] = field(default_factory=list)
     parked: list[str] = field(default_factory=list)
     """The ClusterQueues whose heads it parked."""
+    version: int = -1
+    """`Simulator.version` at its start: the running Workloads its nominations read."""
 
 
 class Simulator:
@@ -554,8 +556,8 @@ class Simulator:
             entries.sort(
                 key=lambda e: (e.known.assignment.borrowing, *e.pending.order()),
             )
-            cycle = _Cycle()
             version = self.version
+            cycle = _Cycle(version=version)
             changed = False
             for entry in entries:
                 changed = self.process(entry, cycle) or changed
@@ -705,6 +707,11 @@ class Simulator:
     def fits(self, entry: _Entry, cycle: _Cycle) -> bool:
         """Kueue's `fits`: the entry's usage fits its ClusterQueue with the Workloads this
         cycle's preemptors target and its own targets taken out."""
+        if self.fast and entry.targets and not cycle.preempted and self.version == cycle.version:
+            # A preemptor first to change the cycle (no admission, no other preemptor before
+            # it): the tree is as its search read it, and the search took targets until the
+            # usage fit, then put back only those it fits without (`fill_back`): it fits.
+            return True
         node = self.settings[entry.cq.name].node
         gone = dict(cycle.preempted)
         for target in entry.targets:
