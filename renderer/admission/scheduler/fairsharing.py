@@ -86,6 +86,9 @@ def _cmp(a: float, b: float) -> int:
 
 def compare(a: DRS, b: DRS) -> int:
     """`CompareDRS`: lower is preferred for admission, higher for preemption."""
+    if a.weight != 0 and b.weight != 0:  # neither borrows at weight 0: the weighted shares
+        x, y = a.ratio / a.weight, b.ratio / b.weight
+        return (x > y) - (x < y)
     if a.zero_weight_borrows() and b.zero_weight_borrows():
         return _cmp(a.ratio, b.ratio)
     if a.zero_weight_borrows():
@@ -379,7 +382,12 @@ def find_candidates(working: Working, incoming: Incoming) -> list[AdmittedWorklo
     reclaim = cq.preemption.reclaim_within_cohort
     if node is None or node.parent is None or reclaim == "Never":
         return found
-    for other in node.parent.root().walk():
+    root = node.parent.root()
+    walks: dict[int, tuple[QuotaNode, ...]] = working.static.setdefault("walks", {})
+    nodes = walks.get(id(root))
+    if nodes is None:  # the tree's shape, kept on the working copy
+        nodes = walks[id(root)] = tuple(root.walk())
+    for other in nodes:
         if other.kind != "ClusterQueue" or other is node:
             continue
         if other.parent is None or not any(

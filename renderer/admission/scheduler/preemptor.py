@@ -120,9 +120,14 @@ def satisfies(policy: str, incoming: Incoming, candidate: AdmittedWorkload) -> b
 
 
 def uses(workload: AdmittedWorkload, needs: Iterable[FlavorResource]) -> bool:
-    """`classical.WorkloadUsesResources`."""
-    held = {(f, r) for ps in workload.pod_sets for r, f in ps.flavors.items()}
-    return any(fr in held for fr in needs)
+    """`classical.WorkloadUsesResources`: a pod set has one of `needs`' resources on its
+    flavor."""
+    for ps in workload.pod_sets:
+        flavors = ps.flavors
+        for flavor, resource in needs:
+            if flavors.get(resource) == flavor:
+                return True
+    return False
 
 
 def ordering(cluster_queue: str, now: datetime) -> functools.partial[tuple[object, ...]]:
