@@ -237,8 +237,8 @@ class _Running:
     released: int = 0
     """While evicting: when its pods have ended and its quota is released."""
     sig: int = 0
-    """What the preemptor reads of its Workload besides the eviction and admission time, as
-    a number (`_Memo.running`)."""
+    """What the preemptor reads of its Workload besides the eviction, admission time and uid,
+    as a number (`_Memo.running`): the same for Workloads alike in it."""
     reserved: float | None = None
     """Its admission time as the preemptor orders candidates by it (None: not readable)."""
     load: int = 0
@@ -495,7 +495,6 @@ class Simulator:
             return  # evicted since (or being evicted: its pods are stopping); stale
         self.release(running)
         self.outcomes[key].completed_at = self.now
-        self.memo.signs.pop(key, None)
         self.memo.shapes.pop(key, None)
         self.memo.groups.pop(key, None)
         self.pending.pop(key, None)
@@ -766,11 +765,16 @@ class Simulator:
             known = memo.targets.get(key)
             if known is not None:
                 return known
-            state = self.tree_state(self.settings[incoming.cluster_queue].node.root())
+            root = self.settings[incoming.cluster_queue].node.root()
+            state = self.tree_state(root)
             if state is not None:
+                listing = memo.listings[id(root)]
                 chosen = self.memo.searches.get((key, state))
                 if chosen is not None:
-                    found = [Target(self.running[k].admitted, reason) for k, reason in chosen]
+                    found = [
+                        Target(self.running[listing[q][i]].admitted, reason)
+                        for q, i, reason in chosen
+                    ]
                     memo.targets[key] = found
                     return found
         clock = EPOCH + timedelta(milliseconds=self.now)
@@ -783,7 +787,7 @@ class Simulator:
                     if placed is not None:
                         found = [Target(fair[1][i], reason) for i, reason in placed]
                         self.memo.at(self.version).targets[key] = found
-                        self.memo.keep(self.memo.searches, (key, state), _keys(found))
+                        self.memo.keep(self.memo.searches, (key, state), _places(found, listing))
                         return found
             found = fairsharing.fair_preemptions(
                 self.live,
@@ -797,7 +801,7 @@ class Simulator:
         if self.fast:
             self.memo.at(self.version).targets[key] = found
             if state is not None:
-                self.memo.keep(self.memo.searches, (key, state), _keys(found))
+                self.memo.keep(self.memo.searches, (key, state), _places(found, listing))
             if fair is not None:
                 place = {id(w): i for i, w in enumerate(fair[1])}
                 placed = tuple((place[id(t.workload)], t.reason) for t in found)
@@ -844,10 +848,13 @@ class Simulator:
     def tree_state(self, root: QuotaNode) -> tuple[object, ...] | None:
         """All a preemption search in `root`'s tree reads besides the request: each node's
         usage, and per ClusterQueue its running Workloads in the order the working copy lists
-        them, each as what the preemptor reads of it (`_Running.sig`), whether it is being
-        evicted, and the rank of its admission time among the tree's (the candidates' order
-        compares them only); None where an admission time is unreadable (then the instant
-        enters the order). Kept per change of the running Workloads."""
+        them, each as what the preemptor reads of it (`_Running.sig`: not its name or uid),
+        whether it is being evicted, and its place in the order of the candidates' sort key's
+        last two terms (admission time, then uid: the sort compares them only), as the rank of
+        its admission time among the tree's and its rank among those admitted at that time;
+        None where an admission time is unreadable (then the instant enters the order). The
+        Workloads' keys in that listing are kept beside it (`_Answers.listings`): a search's
+        targets are kept as places in it. Kept per change of the running Workloads."""
         memo = self.memo.at(self.version)
         if id(root) in memo.states:
             return memo.states[id(root)]
@@ -855,8 +862,8 @@ class Simulator:
         if nodes is None:
             nodes = self.memo.walks[id(root)] = tuple(root.walk())
         usage = tuple(self.memo.usage_key(node) for node in nodes)
-        queues: list[list[tuple[int, bool, float]]] = []
-        times: set[float] = set()
+        queues: list[list[tuple[int, bool, float, str]]] = []
+        listing: list[tuple[str, ...]] = []
         for node in nodes:
             if node.kind != "ClusterQueue":
                 continue
@@ -866,15 +873,23 @@ class Simulator:
                 if running.reserved is None:
                     memo.states[id(root)] = None
                     return None
-                times.add(running.reserved)
-                queue.append((running.sig, admitted.evicted, running.reserved))
+                queue.append((running.sig, admitted.evicted, running.reserved, admitted.uid))
             queues.append(queue)
-        rank = {t: i for i, t in enumerate(sorted(times))}
+            listing.append(tuple(self.live.running.get(node.name, {})))
+        rank: dict[tuple[float, str], tuple[int, int]] = {}
+        dense, previous, within = -1, None, 0
+        for t, uid in sorted({(t, uid) for q in queues for _, _, t, uid in q}):
+            if t != previous:
+                dense, previous, within = dense + 1, t, 0
+            else:
+                within += 1
+            rank[(t, uid)] = (dense, within)
         state = (
             usage,
-            tuple(tuple((sig, evicted, rank[t]) for sig, evicted, t in q) for q in queues),
+            tuple(tuple((sig, ev, *rank[(t, uid)]) for sig, ev, t, uid in q) for q in queues),
         )
         memo.states[id(root)] = state
+        memo.listings[id(root)] = tuple(listing)
         return state
 
     def admit(self, entry: _Entry) -> None:
@@ -1010,8 +1025,13 @@ class Simulator:
         return out
 
 
-def _keys(targets: Sequence[Target]) -> tuple[tuple[str, str], ...]:
-    return tuple((t.workload.key, t.reason) for t in targets)
+def _places(
+    targets: Sequence[Target], listing: Sequence[Sequence[str]]
+) -> tuple[tuple[int, int, str], ...]:
+    """Each target's place in `Simulator.tree_state`'s listing (its ClusterQueue's, its own in
+    it) and reason."""
+    where = {key: (q, i) for q, keys in enumerate(listing) for i, key in enumerate(keys)}
+    return tuple((*where[t.workload.key], t.reason) for t in targets)
 
 
 def _stamp(ms: int) -> str:
@@ -1023,6 +1043,9 @@ class _Answers:
     assigned: dict[tuple[str, object], _Nomination] = field(default_factory=dict)
     targets: dict[tuple[object, ...], list[Target]] = field(default_factory=dict)
     states: dict[int, tuple[object, ...] | None] = field(default_factory=dict)
+    listings: dict[int, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    """Per root whose state is kept, the running Workloads' keys per ClusterQueue in the order
+    of `Simulator.tree_state`."""
     parks: dict[object, _Nomination] = field(default_factory=dict)
     """Per group (`_Memo.group`), the nomination of one of it that could neither be admitted
     nor preempt: every one of the group is nominated so while the running Workloads are the
@@ -1061,9 +1084,8 @@ class _Memo:
         self.searches: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
         """Preemption targets (key, reason) per (search key, `Simulator.tree_state`)."""
         self.usages: dict[int, tuple[int, frozenset[tuple[FlavorResource, Decimal]]]] = {}
-        self.signs: dict[str, tuple[tuple[object, ...], int]] = {}
-        """Per job, what the preemptor reads of its last admitted Workload, and its number."""
-        self.numbers = itertools.count()
+        self.signs: dict[tuple[object, ...], int] = {}
+        """Each `_Running.sig` met, by what the preemptor reads of a Workload."""
         self.loads: dict[tuple[str, frozenset[tuple[FlavorResource, Decimal]]], int] = {}
         """Each (ClusterQueue, usage) a running Workload held, and its number (`_Running.load`)."""
         self.fair: dict[tuple[object, ...], tuple[tuple[int, str], ...]] = {}
@@ -1103,17 +1125,19 @@ class _Memo:
     def running(
         self, job: Job, admitted: AdmittedWorkload, started: int, generation: int
     ) -> _Running:
-        """A running job, with what the preemptor reads of its Workload as a number: the same
-        as at the job's last admission where that is the same, else a new one."""
+        """A running job, with what the preemptor reads of its Workload besides the eviction,
+        admission time and uid as a number (`_Running.sig`): its ClusterQueue, priority, pod
+        sets (flavors and usage), and its creation time where a policy compares it (`satisfies`);
+        every Workload alike in those has the same number."""
         pod_sets = tuple(
             (ps.name, ps.count, tuple(sorted(ps.flavors.items())), tuple(sorted(ps.usage.items())))
             for ps in admitted.pod_sets
         )
-        sign = (admitted.cluster_queue, admitted.priority, admitted.uid, admitted.created, pod_sets)
-        known = self.signs.get(admitted.key)
-        if known is None or known[0] != sign:
-            known = self.signs[admitted.key] = (sign, next(self.numbers))
-        sig = known[1]
+        created = admitted.created if self.by_creation else ""
+        sign = (admitted.cluster_queue, admitted.priority, created, pod_sets)
+        sig = self.signs.get(sign)
+        if sig is None:
+            sig = self.signs[sign] = len(self.signs)
         stamp = parse_time(admitted.reserved_at, _UNREAD)
         reserved = None if stamp is _UNREAD else stamp.timestamp()
         load = (admitted.cluster_queue, frozenset(admitted.usage.items()))
