@@ -589,19 +589,15 @@ class Simulator:
             if self.queued_sticky(name) is not None:
                 return 0
             live.append(queue)
-        runs = limit
-        for queue in sorted(live, key=_Queue.queued):
-            line, at = queue.line, queue.start
-            end = min(len(line), at + runs)
-            while at < end and line[at].group in parks:
-                at += 1
-            runs = at - queue.start
-            if not runs:
-                return 0
+        if not live:
+            return 0
+        runs = _shortest_run(sorted(live, key=_Queue.queued), parks, limit)
+        if not runs:
+            return 0
         for queue in live:
             for pending in queue.advance(runs):
                 pending.outcome.parked_as = parks[pending.group]
-        return runs if live else 0
+        return runs
 
     def park_heads(self, names: Sequence[str]) -> list[str] | None:
         """The next cycle after one that only parked the heads of `names` (the fast path's): it
@@ -1025,6 +1021,26 @@ class Simulator:
         return out
 
 
+def _shortest_run(queues: Sequence[_Queue], parks: Mapping[object, object], limit: int) -> int:
+    """The fewest workloads at the head of any of `queues` whose groups are all in `parks`, at
+    most `limit`: each queue looked at up to a bound that grows fourfold while every run
+    reaches it, so no queue is walked far past the shortest run."""
+    bound = min(8, limit)
+    while True:
+        runs = bound
+        for queue in queues:
+            line, at = queue.line, queue.start
+            end = min(len(line), at + runs)
+            while at < end and line[at].group in parks:
+                at += 1
+            runs = at - queue.start
+            if not runs:
+                return 0
+        if runs < bound or bound == limit:
+            return runs
+        bound = min(4 * bound, limit)
+
+
 def _places(
     targets: Sequence[Target], listing: Sequence[Sequence[str]]
 ) -> tuple[tuple[int, int, str], ...]:
@@ -1072,6 +1088,8 @@ class _Memo:
         self.answers = _Answers()
         self.shapes: dict[str, object] = {}
         self.groups: dict[str, object] = {}
+        self.numbers: dict[tuple[object, ...], int] = {}
+        """Each group met (`group`) and its number."""
         policies = {
             policy
             for cq in snapshot.cluster_queues.values()
@@ -1149,16 +1167,16 @@ class _Memo:
     def group(self, job: Job) -> object:
         """All a nomination reads of a job besides the tree: its ClusterQueue and shape (the
         flavor assignment), priority, and creation time where a policy compares it (the
-        preemption search). Two jobs of a group are nominated alike at one state."""
+        preemption search). Two jobs of a group are nominated alike at one state. A number
+        per group (`numbers`): a parking run looks each of its workloads' up."""
         found = self.groups.get(job.key)
         if found is None:
             submit = job.submit if self.by_creation else 0
-            found = self.groups[job.key] = (
-                job.cluster_queue,
-                self.shape(job),
-                job.priority,
-                submit,
-            )
+            group = (job.cluster_queue, self.shape(job), job.priority, submit)
+            found = self.numbers.get(group)
+            if found is None:
+                found = self.numbers[group] = len(self.numbers)
+            self.groups[job.key] = found
         return found
 
     def shape(self, job: Job) -> object:
