@@ -54,6 +54,43 @@ def test_a_search_is_kept_for_other_workloads_of_the_same_load(
     same(fast, slow)
 
 
+def test_a_search_is_kept_whatever_runs_beside_its_candidates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Cohort co of a (4 GPUs, reclaims Any), b (4) and c (2), fair sharing on, every weight 1:
+    # co can lend 10 GPUs, a share is GPUs borrowed * 1000 / 10.
+    # t=0   c1 (c, 2 GPUs, 10 s, priority 0) and b1 (b, 6 GPUs, 10 s, priority 10) admitted.
+    # t=1   a1 (a, 7 GPUs, priority 0): 2 free, Preempt. Search 1: candidate b1 (b over its
+    #       nominal; c is within its own, no candidate). a's share with a1 is 300, b's 200;
+    #       S2-a: 300 <= 0? no; S2-b: 300 < 200? no. No target: a1 parked.
+    # t=10  b1 and c1 end (a1 requeued); b2 (b, 6 GPUs, priority 10) and c2 (c, 2 GPUs,
+    #       priority 5) submitted, 10 s each. All three fit at the cycle's start: c2 first (no
+    #       borrowing), then b2 (higher priority than a1), both admitted; a1 fits no more and
+    #       stays. Next cycle: a1 Preempt, search 2: the usage is search 1's, its one candidate
+    #       b2 is of b with 6 GPUs as b1 was, but c2 is not c1 (another priority): the state of
+    #       the tree differs, what the search reads does not (c2 is no candidate): search 1's
+    #       answer, no target. a1 parked.
+    # t=20  b2 and c2 end: a1 admitted (waited 19 s).
+    # Fast: 1 search; slow: 2.
+    searches = counting(monkeypatch, fairsharing, "fair_preemptions")
+    queues = (cq("a", 4, "co", reclaim="Any"), cq("b", 4, "co"), cq("c", 2, "co"))
+    cohort = World(world(*queues).snapshot, fair_sharing=True)
+    jobs = [
+        job(0, "c", 2, 0, 10),
+        job(1, "b", 6, 0, 10, 10),
+        job(2, "a", 7, 1, 100),
+        job(3, "b", 6, 10, 10, 10),
+        job(4, "c", 2, 10, 10, 5),
+    ]
+    fast = simulate(cohort, jobs)
+    assert len(searches) == 1
+    assert waits(fast) == {"c/j0": [0], "b/j1": [0], "a/j2": [19], "b/j3": [0], "c/j4": [0]}
+    searches.clear()
+    slow = simulate(cohort, jobs, fast=False)
+    assert len(searches) == 2
+    same(fast, slow)
+
+
 def cohort(name: str, parent: str | None = None, gpus: int = 0) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if parent is not None:
