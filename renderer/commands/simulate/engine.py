@@ -1099,8 +1099,9 @@ class _Memo:
         """Whether a preemption policy compares creation times (`satisfies`)."""
         self.paths: dict[tuple[object, ...], _Nomination] = {}
         """Flavor assignments per (ClusterQueue, shape, usage of the ClusterQueue's path)."""
-        self.searches: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
-        """Preemption targets (key, reason) per (search key, `Simulator.tree_state`)."""
+        self.searches: dict[tuple[object, ...], tuple[tuple[int, int, str], ...]] = {}
+        """Preemption targets (place in the state's listing, reason) per (search key,
+        `Simulator.tree_state`)."""
         self.usages: dict[int, tuple[int, frozenset[tuple[FlavorResource, Decimal]]]] = {}
         self.signs: dict[tuple[object, ...], int] = {}
         """Each `_Running.sig` met, by what the preemptor reads of a Workload."""
