@@ -11,8 +11,9 @@ time.
 
 The issue's sizes are 25,000, 50,000 and 100,000 (`--sizes 25000,50000,100000`); the default
 is smaller, as the simulator does not reach them in minutes yet: on the shared 2-core machine
-500, 1,000 and 2,000 workloads take 2.7, 6.3 and 14.8 CPU seconds, 5,000 about 47, with a
-peak of 110 MiB (docs/simulate.md#speed has the figures measured and where the time goes). `make bench` runs
+500, 1,000 and 2,000 workloads take 2.8, 5.0 and 9.6 CPU seconds, 5,000 about 33 and 10,000
+about 90, with a peak of 114 MiB at 5,000 (docs/simulate.md#speed has the figures measured and
+where the time goes). `make bench` runs
 the default sizes.
 """
 
