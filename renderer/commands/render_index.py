@@ -116,9 +116,9 @@ class RenderIndex:
     cluster's own file (its Kubernetes version and operator pins) and the repository's settings
     (`settings`); set by `keys`."""
     _stored: dict[str, tuple[ClusterRecord, bytes]] = field(default_factory=dict)
+    """Each record as read, with its pickle: saved again as it was unless it changed."""
     _read: dict[str, Any] | None = None
     """The index as read (`open`): saved again only when what `save` would write differs."""
-    """Each record as read, with its pickle: saved again as it was unless it changed."""
     slices: dict[str, bytes] = field(default_factory=dict)
     """Per cluster, `ClusterRecord.slice` as `keys` found it."""
     previous: dict[str, bytes] = field(default_factory=dict)
@@ -475,8 +475,7 @@ def code_and_schema_fingerprint(
     digest = hashlib.sha256(
         f"format {FORMAT}\0python {sys.version}\0strict {strict_schemas}\0".encode()
     )
-    versions = known.versions() if known is not None else None
-    digest.update(versions if versions is not None else pinned_versions())
+    digest.update(known.versions() if known is not None else pinned_versions())
     engine = Path(__file__).resolve().parents[1]  # renderer/, and workflows/ beside it
     for package in (engine, engine.parent / "workflows"):
         _hash_tree(
