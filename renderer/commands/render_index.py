@@ -49,7 +49,7 @@ from renderer.model.view import cluster_slice, slice_files
 from renderer.output.crd_cache import cache_dir
 from renderer.output.reuse import CheckMemo
 from renderer.output.transitions import CommittedTree
-from renderer.output.writer import Stat, file_stat, stat_of
+from renderer.output.writer import Stat, file_stat
 from renderer.pipeline import ClusterOutcome, InputCache, Loaded
 
 __all__ = ["ClusterRecord", "RenderIndex"]
@@ -335,7 +335,7 @@ class RenderIndex:
             now = on_disk[path]
             if stat is not None and now == stat:
                 continue
-            if now is None or _digest_file(target / path) != digest:
+            if now is None or _read_digest(target / path) != digest:
                 return None
             record.files[path] = (digest, now, made_of)
             self._stored.pop(name, None)  # changed: pickled again when saved
@@ -449,14 +449,6 @@ def _transitions_silent(outcome: ClusterOutcome) -> bool:
     return not any(
         rule.transition for crd in outcome.rules.by_crd.values() for rule in crd.rules.values()
     )
-
-
-def _digest_file(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).digest()
-    except OSError:
-        return b""
 
 
 def code_and_schema_fingerprint(
@@ -573,12 +565,17 @@ class FileDigests:
     def digest(self, file: Path) -> bytes | None:
         """The file's SHA-256, None when it cannot be read."""
         name = os.fspath(file)
-        stat = _followed_stat(name)
+        stat = file_stat(name, follow_symlinks=True)
         found = self._kept.get(name)
         if stat is not None and found is not None and found[0] == stat:
             return found[1]
         digest = _read_digest(file)
-        if digest is None or stat is None or _followed_stat(name) != stat or _recent(stat):
+        if (
+            digest is None
+            or stat is None
+            or file_stat(name, follow_symlinks=True) != stat
+            or _recent(stat)
+        ):
             self._kept.pop(name, None)  # changed while read, or may change unseen (below)
             return digest
         if len(self._kept) >= self.AT_MOST:
@@ -594,7 +591,7 @@ class FileDigests:
         asked again, as a file is; one that does not exist, as Python's zip of the standard
         library mostly, is kept as missing: made, it changes the key)."""
         folders = tuple(sorted({os.path.abspath(p or os.curdir) for p in sys.path}))
-        stats = tuple((f, _followed_stat(f)) for f in folders)
+        stats = tuple((f, file_stat(f, follow_symlinks=True)) for f in folders)
         name = "\0versions\0" + "\0".join(folders)
         found = self._kept.get(name)
         if found is not None and found[0] == stats:
@@ -630,15 +627,6 @@ size within one tick would leave the stat as it was ("racy git")."""
 
 def _recent(stat: Stat) -> bool:
     return time.time_ns() - max(stat[1], stat[2]) < RECENT_NS
-
-
-def _followed_stat(name: str) -> Stat | None:
-    """The stat of the file `name` reads, through any symbolic link (`file_stat` does not
-    follow one): a link pointed elsewhere, or its target written, changes it."""
-    try:
-        return stat_of(os.stat(name))
-    except OSError:
-        return None
 
 
 def _kept_digests(stored: object) -> bool:

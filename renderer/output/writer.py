@@ -203,10 +203,12 @@ def stat_of(found: os.stat_result) -> Stat:
     return (found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
 
 
-def file_stat(path: str | Path) -> Stat | None:
-    """The file's `Stat` (not following a symbolic link), None when it cannot be read."""
+def file_stat(path: str | Path, *, follow_symlinks: bool = False) -> Stat | None:
+    """The file's `Stat`, None when it cannot be read. A symbolic link's own by default;
+    `follow_symlinks`: the file it points at (what reading the path reads: a link pointed
+    elsewhere, or its target written, changes it)."""
     try:
-        return stat_of(os.stat(path, follow_symlinks=False))
+        return stat_of(os.stat(path, follow_symlinks=follow_symlinks))
     except OSError:
         return None
 
