@@ -1154,15 +1154,11 @@ class _Memo:
         )
         created = admitted.created if self.by_creation else ""
         sign = (admitted.cluster_queue, admitted.priority, created, pod_sets)
-        sig = self.signs.get(sign)
-        if sig is None:
-            sig = self.signs[sign] = len(self.signs)
+        sig = self.signs.setdefault(sign, len(self.signs))
         stamp = parse_time(admitted.reserved_at, _UNREAD)
         reserved = None if stamp is _UNREAD else stamp.timestamp()
         load = (admitted.cluster_queue, frozenset(admitted.usage.items()))
-        number = self.loads.get(load)
-        if number is None:
-            number = self.loads[load] = len(self.loads)
+        number = self.loads.setdefault(load, len(self.loads))
         return _Running(job, admitted, started, generation, sig=sig, reserved=reserved, load=number)
 
     def group(self, job: Job) -> object:
@@ -1174,10 +1170,7 @@ class _Memo:
         if found is None:
             submit = job.submit if self.by_creation else 0
             group = (job.cluster_queue, self.shape(job), job.priority, submit)
-            found = self.numbers.get(group)
-            if found is None:
-                found = self.numbers[group] = len(self.numbers)
-            self.groups[job.key] = found
+            found = self.groups[job.key] = self.numbers.setdefault(group, len(self.numbers))
         return found
 
     def shape(self, job: Job) -> object:
